@@ -1,0 +1,209 @@
+"""The extension points: one class per point, as k8s.io/kube-scheduler/framework/interface.go.
+
+A plugin class subclasses ``Plugin`` and every extension-point class it implements. The runtime
+learns which points a plugin serves from these base classes, so a plugin enabled under
+``multiPoint`` runs at all of them.
+
+Filter and Score have two forms. The per-node form (``filter`` / ``score``) is the upstream shape
+and the easiest to write; the batch form (``filter_batch`` / ``score_batch``) receives numpy row
+indexes into the node table and returns one array for all of them. Implement either; the default
+of each is written in terms of the other, so a plugin must override at least one of the pair
+(checked when the registry is built). The runtime always calls the batch form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import SUCCESS, Status
+from kubesched.framework.types import (
+    EVENT_WILDCARD,
+    ClusterEvent,
+    PostFilterResult,
+    PreFilterResult,
+    QueuedPodInfo,
+    Verdicts,
+)
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
+
+if TYPE_CHECKING:
+    from kubesched.framework.diagnosis import Diagnosis
+    from kubesched.framework.handle import Handle
+
+Scores = npt.NDArray[np.int64]
+
+#: Score range after normalisation (upstream framework.MinNodeScore / MaxNodeScore).
+MIN_NODE_SCORE = 0
+MAX_NODE_SCORE = 100
+
+
+class Plugin:
+    """Base of every plugin. ``name`` is the name used in configuration and in the registry.
+
+    Plugins are built once per profile with ``(args, handle)``; ``args`` is the validated
+    pydantic model named by ``args_model`` (None when the plugin takes no args).
+    """
+
+    name: ClassVar[str] = ""
+    args_model: ClassVar[type[Any] | None] = None
+
+    def __init__(self, args: Any, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        """Cluster events that may make a pod this plugin rejected schedulable (EnqueueExtensions).
+
+        The default, every event, is always correct but retries pods more often than needed.
+        """
+        return (EVENT_WILDCARD,)
+
+    async def start(self) -> None:
+        """Called by a shell before scheduling starts (background work such as metric polling)."""
+
+    async def stop(self) -> None:
+        """Called by a shell at shutdown."""
+
+
+class QueueSortPlugin(Plugin):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        """True when ``a`` should be scheduled before ``b``. Exactly one per scheduler."""
+        raise NotImplementedError
+
+
+class PreFilterExtensions:
+    """Incremental updates of PreFilter state when the runtime adds/removes pods hypothetically
+    (preemption and nominated pods). Mutate only the CycleState given."""
+
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo) -> Status:
+        return SUCCESS
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo) -> Status:
+        return SUCCESS
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        """Compute per-pod state, reject the pod early, narrow the candidate nodes, or return Skip
+        so this plugin's Filter is not run for this pod."""
+        raise NotImplementedError
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+
+class FilterPlugin(Plugin):
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """Whether the pod fits on one node: Success, Unschedulable(AndUnresolvable) with reasons, or Error."""
+        verdicts = self.filter_batch(state, pod, node.table, np.array([node.row], dtype=np.intp))
+        code = int(verdicts.codes[0])
+        return SUCCESS if code == 0 else verdicts.statuses[code - 1]
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
+        """Verdicts for many nodes at once (rows of ``table``)."""
+        statuses: list[Status] = []
+        index: dict[Status, int] = {}
+        codes = np.zeros(len(rows), dtype=np.int32)
+        for i, row in enumerate(rows):
+            st = self.filter(state, pod, NodeInfo(table, int(row)))
+            if not st.is_success:
+                code = index.get(st)
+                if code is None:
+                    statuses.append(st)
+                    code = index[st] = len(statuses)
+                codes[i] = code
+        return Verdicts(codes, statuses)
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
+        """Called when no node fits (e.g. preemption). Success may nominate a node."""
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Status:
+        """Prepare scoring over the feasible rows; Skip means this plugin's Score is not run."""
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        """Score one feasible node. Values must be within 0–100 after NormalizeScore."""
+        scores = self.score_batch(state, pod, node.table, np.array([node.row], dtype=np.intp))
+        if isinstance(scores, Status):
+            return 0, scores
+        return int(scores[0]), SUCCESS
+
+    def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
+        """Scores for many feasible rows at once, or an error Status."""
+        out = np.zeros(len(rows), dtype=np.int64)
+        for i, row in enumerate(rows):
+            s, st = self.score(state, pod, NodeInfo(table, int(row)))
+            if not st.is_success:
+                return st
+            out[i] = s
+        return out
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows, scores: Scores) -> Status:
+        """Optional NormalizeScore: rewrite ``scores`` in place (aligned with ``rows``)."""
+        return SUCCESS
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Claim plugin-held resources for the assumed placement."""
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Release what reserve claimed. Must be idempotent: it may run after a failed reserve."""
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        """Success, a rejection, or Wait with a timeout in seconds (capped at 15 minutes)."""
+        raise NotImplementedError
+
+
+class PreBindPlugin(Plugin):
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Bind the pod; return Skip to let the next Bind plugin handle it."""
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Informational, after a successful bind."""
+        raise NotImplementedError
+
+
+#: Configuration names of the extension points, in cycle order, with their classes.
+EXTENSION_POINTS: dict[str, type[Plugin]] = {
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+
+
+def extension_points_of(cls: type[Plugin]) -> list[str]:
+    return [point for point, base in EXTENSION_POINTS.items() if issubclass(cls, base)]

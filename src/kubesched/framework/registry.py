@@ -1,0 +1,57 @@
+"""The plugin registry: configuration name → plugin class (upstream framework/runtime/registry.go)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from kubesched.framework.interfaces import FilterPlugin, Plugin, ScorePlugin, extension_points_of
+
+
+class RegistryError(ValueError):
+    pass
+
+
+def _overrides(cls: type, base: type, method: str) -> bool:
+    return getattr(cls, method) is not getattr(base, method)
+
+
+class Registry:
+    def __init__(self, plugins: Iterable[type[Plugin]] = ()) -> None:
+        self._plugins: dict[str, type[Plugin]] = {}
+        for p in plugins:
+            self.register(p)
+
+    def register(self, cls: type[Plugin], name: str | None = None) -> None:
+        """Add a plugin class. A name already registered is an error, as upstream."""
+        name = name or cls.name
+        if not name:
+            raise RegistryError(f"plugin class {cls.__qualname__} has no name")
+        if name in self._plugins:
+            raise RegistryError(f"a plugin named {name!r} already exists")
+        if not extension_points_of(cls):
+            raise RegistryError(f"plugin {name!r} implements no extension point")
+        if issubclass(cls, FilterPlugin) and not (
+            _overrides(cls, FilterPlugin, "filter") or _overrides(cls, FilterPlugin, "filter_batch")
+        ):
+            raise RegistryError(f"filter plugin {name!r} must implement filter() or filter_batch()")
+        if issubclass(cls, ScorePlugin) and not (
+            _overrides(cls, ScorePlugin, "score") or _overrides(cls, ScorePlugin, "score_batch")
+        ):
+            raise RegistryError(f"score plugin {name!r} must implement score() or score_batch()")
+        self._plugins[name] = cls
+
+    def merge(self, other: Registry) -> None:
+        for name, cls in other._plugins.items():
+            self.register(cls, name)
+
+    def get(self, name: str) -> type[Plugin] | None:
+        return self._plugins.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._plugins
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._plugins))
+
+    def names(self) -> list[str]:
+        return sorted(self._plugins)

@@ -1,0 +1,110 @@
+"""Plugin result codes and the Status value.
+
+Port of k8s.io/kube-scheduler/framework/interface.go (Code, Status). A Status is immutable; the
+runtime stamps the plugin name on statuses returned by plugins so reasons can be traced back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import IntEnum
+
+
+class Code(IntEnum):
+    """Upstream framework.Code, same order and meaning."""
+
+    SUCCESS = 0
+    #: An internal error: the pod is requeued with backoff, the message is not a scheduling verdict.
+    ERROR = 1
+    #: The pod does not fit now but may after the cluster changes (preemption may help).
+    UNSCHEDULABLE = 2
+    #: The pod does not fit and preemption on this node cannot help.
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    #: A Permit plugin asks the pod to wait before binding.
+    WAIT = 4
+    #: PreFilter/PreScore/Bind: the plugin does not apply to this pod; its later points are skipped.
+    SKIP = 5
+    #: Used by queueing: the pod waits for something external (not a scheduling failure).
+    PENDING = 6
+
+
+_CODE_NAMES = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+
+def code_name(code: Code) -> str:
+    return _CODE_NAMES[code]
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """The outcome of one plugin call: a code, human reasons and the plugin that produced it."""
+
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    # -- constructors -------------------------------------------------------------------------
+    @staticmethod
+    def unschedulable(*reasons: str, plugin: str = "") -> Status:
+        return Status(Code.UNSCHEDULABLE, reasons, plugin)
+
+    @staticmethod
+    def unresolvable(*reasons: str, plugin: str = "") -> Status:
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons, plugin)
+
+    @staticmethod
+    def error(message: str, plugin: str = "") -> Status:
+        return Status(Code.ERROR, (message,), plugin)
+
+    @staticmethod
+    def skip(plugin: str = "") -> Status:
+        return Status(Code.SKIP, (), plugin)
+
+    @staticmethod
+    def wait(*reasons: str, plugin: str = "") -> Status:
+        return Status(Code.WAIT, reasons, plugin)
+
+    # -- predicates (upstream names) ----------------------------------------------------------
+    @property
+    def is_success(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    @property
+    def is_skip(self) -> bool:
+        return self.code == Code.SKIP
+
+    @property
+    def is_wait(self) -> bool:
+        return self.code == Code.WAIT
+
+    @property
+    def is_rejected(self) -> bool:
+        """Unschedulable or UnschedulableAndUnresolvable (a verdict, not an error)."""
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    @property
+    def is_error(self) -> bool:
+        return self.code == Code.ERROR
+
+    @property
+    def message(self) -> str:
+        """Reasons joined the way upstream's Status.Message() does."""
+        return ", ".join(self.reasons)
+
+    def with_plugin(self, plugin: str) -> Status:
+        return self if self.plugin == plugin else replace(self, plugin=plugin)
+
+    def __str__(self) -> str:
+        where = f" [{self.plugin}]" if self.plugin else ""
+        return f"{code_name(self.code)}{where}: {self.message}" if self.reasons else f"{code_name(self.code)}{where}"
+
+
+SUCCESS = Status()

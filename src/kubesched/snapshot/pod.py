@@ -1,0 +1,154 @@
+"""PodInfo: a pod parsed once from its raw JSON object, with what the scheduler reads hot.
+
+The raw dict is kept (shells write it back, plugins may read any field); everything the cycle reads
+per attempt is parsed here once. Plugins cache their own parsed views in ``memo`` (for example
+NodeAffinity's compiled terms) so a pod that is retried is not parsed again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from kubesched.snapshot.pod_requests import PodResourceRequests, compute_pod_requests
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A (hostIP, protocol, hostPort) a container asks for; hostIP "0.0.0.0" means all addresses."""
+
+    ip: str
+    protocol: str
+    port: int
+
+
+class PodSpecError(ValueError):
+    """A pod object that cannot be scheduled as given; the message names the pod and field."""
+
+
+def parse_timestamp(value: str | None) -> float:
+    """RFC 3339 (as metadata.creationTimestamp) → epoch seconds; missing → 0."""
+    if not value:
+        return 0.0
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+@dataclass(slots=True, eq=False)
+class PodInfo:
+    raw: dict[str, Any]
+    uid: str
+    namespace: str
+    name: str
+    labels: dict[str, str]
+    priority: int
+    creation_ts: float
+    scheduler_name: str
+    node_name: str
+    requests: PodResourceRequests
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+    host_ports: tuple[HostPort, ...]
+    #: Per-plugin parsed views of this pod, keyed by plugin name.
+    memo: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = self.raw.get("spec") or {}
+        return spec
+
+    @property
+    def affinity(self) -> dict[str, Any]:
+        aff: dict[str, Any] = self.spec.get("affinity") or {}
+        return aff
+
+    @property
+    def deleting(self) -> bool:
+        return bool((self.raw.get("metadata") or {}).get("deletionTimestamp"))
+
+    @property
+    def phase(self) -> str:
+        return str((self.raw.get("status") or {}).get("phase") or "")
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    def with_node(self, node_name: str) -> PodInfo:
+        """A copy assigned to node_name (used when the scheduler assumes a placement)."""
+        raw = dict(self.raw)
+        raw["spec"] = {**self.spec, "nodeName": node_name}
+        return PodInfo(
+            raw=raw, uid=self.uid, namespace=self.namespace, name=self.name, labels=self.labels,
+            priority=self.priority, creation_ts=self.creation_ts, scheduler_name=self.scheduler_name,
+            node_name=node_name, requests=self.requests, node_selector=self.node_selector,
+            tolerations=self.tolerations, host_ports=self.host_ports, memo=self.memo,
+        )
+
+    @staticmethod
+    def from_raw(raw: dict[str, Any]) -> PodInfo:
+        """Parse a v1 Pod. Raises PodSpecError naming the pod and the offending field."""
+        meta = raw.get("metadata") or {}
+        spec = raw.get("spec") or {}
+        namespace = str(meta.get("namespace") or "default")
+        name = str(meta.get("name") or "")
+        if not name:
+            raise PodSpecError("pod without metadata.name")
+        where = f"pod {namespace}/{name}"
+        if not isinstance(spec, dict):
+            raise PodSpecError(f"{where}: spec must be an object")
+        try:
+            requests = compute_pod_requests(raw)
+        except ValueError as e:
+            raise PodSpecError(f"{where}: {e}") from None
+        priority = spec.get("priority")
+        if priority is not None and not isinstance(priority, int):
+            raise PodSpecError(f"{where}: spec.priority must be an integer, got {priority!r}")
+        try:
+            created = parse_timestamp(meta.get("creationTimestamp"))
+        except ValueError:
+            raise PodSpecError(
+                f"{where}: metadata.creationTimestamp {meta.get('creationTimestamp')!r} is not RFC 3339"
+            ) from None
+        node_selector = spec.get("nodeSelector") or {}
+        if not isinstance(node_selector, dict):
+            raise PodSpecError(f"{where}: spec.nodeSelector must be a map of strings")
+        tolerations = spec.get("tolerations") or []
+        if not isinstance(tolerations, list):
+            raise PodSpecError(f"{where}: spec.tolerations must be a list")
+        return PodInfo(
+            raw=raw,
+            uid=str(meta.get("uid") or f"{namespace}/{name}"),
+            namespace=namespace,
+            name=name,
+            labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+            priority=int(priority or 0),
+            creation_ts=created,
+            scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
+            node_name=str(spec.get("nodeName") or ""),
+            requests=requests,
+            node_selector={str(k): str(v) for k, v in node_selector.items()},
+            tolerations=tolerations,
+            host_ports=_host_ports(spec, where),
+        )
+
+
+def _host_ports(spec: dict[str, Any], where: str) -> tuple[HostPort, ...]:
+    """Host ports of regular and init containers, as upstream's GetContainerPorts (types.go)."""
+    ports: list[HostPort] = []
+    for group in ("initContainers", "containers"):
+        for c in spec.get(group) or []:
+            for p in c.get("ports") or []:
+                host_port = p.get("hostPort") or 0
+                if not host_port:
+                    continue
+                if not isinstance(host_port, int) or not 0 < host_port < 65536:
+                    raise PodSpecError(f"{where}: container {c.get('name')!r}: invalid hostPort {host_port!r}")
+                ports.append(HostPort(str(p.get("hostIP") or "0.0.0.0"), str(p.get("protocol") or "TCP"), host_port))
+    return tuple(ports)

@@ -1,0 +1,429 @@
+"""The columnar node table: every node's allocatable, requested, labels and taints as numpy columns.
+
+Filters and scores run as vector operations over rows instead of Python loops over node objects.
+Rows are stable for a node's lifetime (a removed node's row is recycled later); ``alive_rows()``
+gives the rows in scheduling order. Updates to one node or one pod touch one row: O(resources +
+indexed label keys), never a rebuild.
+
+The per-node upstream-style view (``NodeInfo``) is a thin window on one row for plugins that
+implement the simple interface.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.snapshot.pod import HostPort, PodInfo
+from kubesched.snapshot.quantity import QuantityError, milli_value, parse_quantity, value
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+Rows = npt.NDArray[np.intp]
+
+CPU, MEMORY, EPHEMERAL_STORAGE, PODS = 0, 1, 2, 3
+BASE_RESOURCES: tuple[str, ...] = ("cpu", "memory", "ephemeral-storage", "pods")
+
+
+class NodeSpecError(ValueError):
+    """A node object that cannot be used; the message names the node and field."""
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def __str__(self) -> str:
+        # Upstream's TaintToleration reason prints the taint as {key: value}.
+        return f"{{{self.key}: {self.value}}}"
+
+
+class LabelColumn:
+    """One label key across all rows: interned value codes (-1 where the node lacks the key)."""
+
+    __slots__ = ("_ints", "codes", "values")
+
+    def __init__(self, capacity: int) -> None:
+        self.codes = np.full(capacity, -1, dtype=np.int32)
+        self.values: dict[str, int] = {}
+        self._ints: npt.NDArray[np.float64] | None = None
+
+    def code(self, value: str) -> int:
+        c = self.values.get(value)
+        if c is None:
+            c = self.values[value] = len(self.values)
+            self._ints = None
+        return c
+
+    def codes_for(self, values: Iterable[str]) -> npt.NDArray[np.int32]:
+        """Codes of the given values that some node has (unknown values match nothing)."""
+        return np.array([self.values[v] for v in values if v in self.values], dtype=np.int32)
+
+    def int_values(self) -> npt.NDArray[np.float64]:
+        """Per-row integer value of the label (NaN when absent or not an integer), for Gt/Lt."""
+        if self._ints is None:
+            lut = np.full(len(self.values) + 1, np.nan)
+            for v, c in self.values.items():
+                with contextlib.suppress(ValueError):
+                    lut[c] = int(v)
+            self._ints = lut
+        return self._ints[self.codes]  # code -1 indexes the trailing NaN
+
+    def grow(self, capacity: int) -> None:
+        grown = np.full(capacity, -1, dtype=np.int32)
+        grown[: len(self.codes)] = self.codes
+        self.codes = grown
+
+
+def _parse_resource(node: str, name: str, raw: Any) -> int:
+    try:
+        q = parse_quantity(raw)
+    except QuantityError as e:
+        raise NodeSpecError(f"node {node}: status.allocatable.{name}: {e}") from None
+    return milli_value(q) if name == "cpu" else value(q)
+
+
+class NodeTable:
+    def __init__(self, capacity: int = 64) -> None:
+        self._cap = capacity
+        self._n = 0  # high-water mark of used rows
+        self._free_rows: list[int] = []
+        self.resource_names: list[str] = list(BASE_RESOURCES)
+        self.resource_index: dict[str, int] = {r: i for i, r in enumerate(BASE_RESOURCES)}
+        r = len(BASE_RESOURCES)
+        self.allocatable: IntArray = np.zeros((capacity, r), dtype=np.int64)
+        self.requested: IntArray = np.zeros((capacity, r), dtype=np.int64)
+        #: cpu/memory requested with upstream's non-zero defaults (100m / 200Mi), for scoring.
+        self.nonzero_requested: IntArray = np.zeros((capacity, 2), dtype=np.int64)
+        self.alive: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        self.unschedulable: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        #: Interned taint-set id per row; ``taint_sets[id]`` is the tuple of taints (id 0 = none).
+        self.taint_set_id = np.zeros(capacity, dtype=np.int32)
+        self.taint_sets: list[tuple[Taint, ...]] = [()]
+        self._taint_set_ids: dict[tuple[Taint, ...], int] = {(): 0}
+        self.names: list[str] = [""] * capacity
+        self.nodes: list[dict[str, Any]] = [{} for _ in range(capacity)]
+        self.labels: list[dict[str, str]] = [{} for _ in range(capacity)]
+        self.pods: list[dict[str, PodInfo]] = [{} for _ in range(capacity)]
+        self.used_ports: list[dict[HostPort, int]] = [{} for _ in range(capacity)]
+        self.index: dict[str, int] = {}
+        self._label_columns: dict[str, LabelColumn] = {}
+        self._pod_node: dict[str, str] = {}
+        #: Pods bound to nodes the table does not hold (yet, or any more), by node name.
+        self._orphans: dict[str, dict[str, PodInfo]] = {}
+        self._alive_rows: Rows | None = None
+        #: Bumped on every change; plugins may key caches on it.
+        self.generation = 0
+
+    # -- rows -------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def alive_rows(self) -> Rows:
+        """Rows of existing nodes in scheduling order (ascending row)."""
+        if self._alive_rows is None:
+            self._alive_rows = np.flatnonzero(self.alive[: self._n])
+        return self._alive_rows
+
+    def row_of(self, name: str) -> int | None:
+        return self.index.get(name)
+
+    def node_names(self, rows: Iterable[int]) -> list[str]:
+        names = self.names
+        return [names[r] for r in rows]
+
+    def _grow_rows(self) -> None:
+        old, cap = self._cap, self._cap * 2
+        self._cap = cap
+
+        def g(a: Any, fill: Any = 0) -> Any:
+            shape = (cap, *a.shape[1:])
+            b = np.full(shape, fill, dtype=a.dtype)
+            b[:old] = a
+            return b
+
+        self.allocatable = g(self.allocatable)
+        self.requested = g(self.requested)
+        self.nonzero_requested = g(self.nonzero_requested)
+        self.alive = g(self.alive, False)
+        self.unschedulable = g(self.unschedulable, False)
+        self.taint_set_id = g(self.taint_set_id)
+        for lst, make in ((self.names, str), (self.nodes, dict), (self.labels, dict), (self.pods, dict),
+                          (self.used_ports, dict)):
+            lst.extend(make() for _ in range(cap - old))  # type: ignore[attr-defined]
+        for col in self._label_columns.values():
+            col.grow(cap)
+
+    def resource_column(self, name: str) -> int:
+        """Column of a resource, adding one (zero allocatable everywhere) for a new extended resource."""
+        col = self.resource_index.get(name)
+        if col is None:
+            col = len(self.resource_names)
+            self.resource_names.append(name)
+            self.resource_index[name] = col
+            pad = np.zeros((self._cap, 1), dtype=np.int64)
+            self.allocatable = np.hstack([self.allocatable, pad])
+            self.requested = np.hstack([self.requested, pad])
+            self.generation += 1
+        return col
+
+    # -- nodes ------------------------------------------------------------------------------------
+    def upsert_node(self, raw: dict[str, Any]) -> int:
+        """Add or update a v1 Node; returns its row. Raises NodeSpecError naming node and field."""
+        meta = raw.get("metadata") or {}
+        name = meta.get("name")
+        if not name:
+            raise NodeSpecError("node without metadata.name")
+        status = raw.get("status") or {}
+        spec = raw.get("spec") or {}
+        alloc_raw = status.get("allocatable") or status.get("capacity") or {}
+        if not isinstance(alloc_raw, dict):
+            raise NodeSpecError(f"node {name}: status.allocatable must be a map")
+        alloc = {str(k): _parse_resource(name, str(k), v) for k, v in alloc_raw.items()}
+        taints = _parse_taints(name, spec.get("taints") or [])
+        labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+
+        row = self.index.get(name)
+        new = row is None
+        if row is None:
+            if self._free_rows:
+                row = self._free_rows.pop()
+            else:
+                if self._n == self._cap:
+                    self._grow_rows()
+                row = self._n
+                self._n += 1
+            self.index[name] = row
+            self.names[row] = name
+            self.alive[row] = True
+            self.requested[row] = 0
+            self.nonzero_requested[row] = 0
+            self.pods[row] = {}
+            self.used_ports[row] = {}
+            self._alive_rows = None
+        for res in alloc:
+            self.resource_column(res)
+        self.allocatable[row] = 0
+        for res, amount in alloc.items():
+            self.allocatable[row, self.resource_index[res]] = amount
+        self.unschedulable[row] = bool(spec.get("unschedulable"))
+        self.taint_set_id[row] = self._intern_taints(taints)
+        self.nodes[row] = raw
+        self.labels[row] = labels
+        for key, col in self._label_columns.items():
+            v = labels.get(key)
+            col.codes[row] = -1 if v is None else col.code(v)
+        self.generation += 1
+        if new:
+            for pod in self._orphans.pop(name, {}).values():
+                self._account(row, pod, +1)
+        return row
+
+    def remove_node(self, name: str) -> None:
+        """Remove a node. Pods still bound to it are kept aside and return with the node."""
+        row = self.index.pop(name, None)
+        if row is None:
+            return
+        if self.pods[row]:
+            self._orphans[name] = dict(self.pods[row])
+        self.alive[row] = False
+        self.names[row] = ""
+        self.nodes[row] = {}
+        self.labels[row] = {}
+        self.pods[row] = {}
+        self.used_ports[row] = {}
+        self.allocatable[row] = 0
+        self.requested[row] = 0
+        self.nonzero_requested[row] = 0
+        self.taint_set_id[row] = 0
+        self.unschedulable[row] = False
+        for col in self._label_columns.values():
+            col.codes[row] = -1
+        self._free_rows.append(row)
+        self._alive_rows = None
+        self.generation += 1
+
+    def _intern_taints(self, taints: tuple[Taint, ...]) -> int:
+        tid = self._taint_set_ids.get(taints)
+        if tid is None:
+            tid = self._taint_set_ids[taints] = len(self.taint_sets)
+            self.taint_sets.append(taints)
+        return tid
+
+    def taints(self, row: int) -> tuple[Taint, ...]:
+        return self.taint_sets[int(self.taint_set_id[row])]
+
+    def label_column(self, key: str) -> LabelColumn:
+        """The indexed column for a label key, built on first use and then kept up to date."""
+        col = self._label_columns.get(key)
+        if col is None:
+            col = LabelColumn(self._cap)
+            for row in self.index.values():
+                v = self.labels[row].get(key)
+                if v is not None:
+                    col.codes[row] = col.code(v)
+            self._label_columns[key] = col
+        return col
+
+    # -- pods -------------------------------------------------------------------------------------
+    def request_vector(self, pod: PodInfo) -> IntArray:
+        """The pod's requests as a row aligned with the resource columns (cached on the pod)."""
+        cached = pod.memo.get("_reqvec")
+        ncols = len(self.resource_names)
+        if cached is not None and len(cached) == ncols:
+            vec: IntArray = cached
+            return vec
+        req = pod.requests
+        scalar_cols = [self.resource_column(k) for k in req.scalar]  # may add columns
+        vec = np.zeros(len(self.resource_names), dtype=np.int64)
+        vec[CPU] = req.milli_cpu
+        vec[MEMORY] = req.memory
+        vec[EPHEMERAL_STORAGE] = req.ephemeral_storage
+        for col, amount in zip(scalar_cols, req.scalar.values(), strict=True):
+            vec[col] = amount
+        pod.memo["_reqvec"] = vec
+        return vec
+
+    def _account(self, row: int, pod: PodInfo, sign: int) -> None:
+        vec = self.request_vector(pod)
+        self.requested[row, : len(vec)] += sign * vec
+        self.requested[row, PODS] += sign
+        self.nonzero_requested[row, 0] += sign * pod.requests.non_zero_milli_cpu
+        self.nonzero_requested[row, 1] += sign * pod.requests.non_zero_memory
+        ports = self.used_ports[row]
+        for hp in pod.host_ports:
+            n = ports.get(hp, 0) + sign
+            if n > 0:
+                ports[hp] = n
+            else:
+                ports.pop(hp, None)
+        if sign > 0:
+            self.pods[row][pod.uid] = pod
+        else:
+            self.pods[row].pop(pod.uid, None)
+        self.generation += 1
+
+    def add_pod(self, pod: PodInfo) -> None:
+        """Account a pod bound (or assumed) to pod.node_name. Re-adding the same uid replaces it."""
+        if not pod.node_name:
+            raise ValueError(f"pod {pod.key} has no node to be accounted on")
+        if pod.uid in self._pod_node:
+            self.remove_pod(pod.uid)
+        self._pod_node[pod.uid] = pod.node_name
+        row = self.index.get(pod.node_name)
+        if row is None:
+            self._orphans.setdefault(pod.node_name, {})[pod.uid] = pod
+        else:
+            self._account(row, pod, +1)
+
+    def remove_pod(self, uid: str) -> PodInfo | None:
+        node = self._pod_node.pop(uid, None)
+        if node is None:
+            return None
+        row = self.index.get(node)
+        if row is None:
+            orphans = self._orphans.get(node, {})
+            pod = orphans.pop(uid, None)
+            if not orphans:
+                self._orphans.pop(node, None)
+            return pod
+        pod = self.pods[row].get(uid)
+        if pod is not None:
+            self._account(row, pod, -1)
+        return pod
+
+    def pod(self, uid: str) -> PodInfo | None:
+        node = self._pod_node.get(uid)
+        if node is None:
+            return None
+        row = self.index.get(node)
+        if row is None:
+            return self._orphans.get(node, {}).get(uid)
+        return self.pods[row].get(uid)
+
+    def all_pods(self) -> Iterator[PodInfo]:
+        for row in self.alive_rows():
+            yield from self.pods[row].values()
+
+    # -- views ------------------------------------------------------------------------------------
+    def node_info(self, row: int) -> NodeInfo:
+        return NodeInfo(self, int(row))
+
+    def free(self, rows: Rows) -> IntArray:
+        """allocatable - requested for the given rows (all resource columns)."""
+        result: IntArray = self.allocatable[rows] - self.requested[rows]
+        return result
+
+
+class NodeInfo:
+    """Upstream-style view of one node for plugins that implement the per-node interface."""
+
+    __slots__ = ("row", "table")
+
+    def __init__(self, table: NodeTable, row: int) -> None:
+        self.table = table
+        self.row = row
+
+    @property
+    def name(self) -> str:
+        return self.table.names[self.row]
+
+    @property
+    def node(self) -> dict[str, Any]:
+        """The raw v1 Node object."""
+        return self.table.nodes[self.row]
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return self.table.labels[self.row]
+
+    @property
+    def taints(self) -> tuple[Taint, ...]:
+        return self.table.taints(self.row)
+
+    @property
+    def unschedulable(self) -> bool:
+        return bool(self.table.unschedulable[self.row])
+
+    @property
+    def pods(self) -> list[PodInfo]:
+        return list(self.table.pods[self.row].values())
+
+    @property
+    def used_ports(self) -> Mapping[HostPort, int]:
+        return self.table.used_ports[self.row]
+
+    def allocatable(self, resource: str) -> int:
+        col = self.table.resource_index.get(resource)
+        return 0 if col is None else int(self.table.allocatable[self.row, col])
+
+    def requested(self, resource: str) -> int:
+        col = self.table.resource_index.get(resource)
+        return 0 if col is None else int(self.table.requested[self.row, col])
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name!r})"
+
+
+def _parse_taints(node: str, raw: Any) -> tuple[Taint, ...]:
+    if not isinstance(raw, list):
+        raise NodeSpecError(f"node {node}: spec.taints must be a list")
+    out = []
+    for i, t in enumerate(raw):
+        if not isinstance(t, dict) or not t.get("key") or t.get("effect") not in (
+            "NoSchedule", "PreferNoSchedule", "NoExecute"
+        ):
+            raise NodeSpecError(
+                f"node {node}: spec.taints[{i}] needs a key and an effect of NoSchedule, "
+                f"PreferNoSchedule or NoExecute, got {t!r}"
+            )
+        out.append(Taint(str(t["key"]), str(t.get("value") or ""), str(t["effect"])))
+    return tuple(out)
+
