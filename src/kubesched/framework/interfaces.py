@@ -122,7 +122,9 @@ class FilterPlugin(Plugin):
 
 
 class PostFilterPlugin(Plugin):
-    def post_filter(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
         """Called when no node fits (e.g. preemption). Success may nominate a node."""
         raise NotImplementedError
 

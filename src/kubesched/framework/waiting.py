@@ -99,7 +99,8 @@ class WaitingPods:
         for wp in list(self._pods.values()):
             for plugin, deadline in sorted(wp.deadlines.items()):
                 if deadline <= now and not wp.decided:
-                    wp.reject(plugin, f"rejected due to timeout after waiting {_fmt(wp.waits[plugin])} at plugin {plugin}")
+                    waited = _fmt(wp.waits[plugin])
+                    wp.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
 
     def next_deadline(self) -> float | None:
         deadlines = [d for wp in self._pods.values() if (d := wp.next_deadline()) is not None]
