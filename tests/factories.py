@@ -5,8 +5,6 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import pytest
-
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
 
@@ -93,8 +91,3 @@ def table_of(*nodes: dict[str, Any], pods: list[dict[str, Any]] | None = None) -
     for p in pods or []:
         t.add_pod(PodInfo.from_raw(p))
     return t
-
-
-@pytest.fixture
-def make_table() -> Any:
-    return table_of
