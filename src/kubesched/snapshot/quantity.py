@@ -21,16 +21,19 @@ Upstream behaviour reproduced here, some of it surprising:
   int64 (e.g. ``"9999999999999999999"``) is rejected ("unable to parse numeric part"),
   while 20 digits go through upstream's arbitrary-precision path and are accepted.
 * Decimal exponents must fit an int32 (``"1e2147483648"`` is invalid).
-* ``Value()``/``MilliValue()`` round away from zero (ceil for positive values).  For
-  negative values upstream rounds away from zero when the quantity is held as an int64
-  pair but towards +inf when it is held as an ``inf.Dec`` (fractional binary-SI values,
-  >19 digits, exponents below -9); :func:`milli_value` / :func:`value` reproduce that
-  when given the original string.  Results saturate at the int64 limits (upstream
-  saturates on the int64 path and wraps on the ``inf.Dec`` path).
+* ``Value()``/``MilliValue()`` round up (ceil) for positive values.  Negative values
+  depend on upstream's internal representation: away from zero when the quantity is
+  held as an int64 pair (``"-1.5"`` -> Value -2), but on the ``inf.Dec`` form (fractional
+  binary-SI values, >19 digits, exponents below -9) ``scaledValue`` computes
+  ``trunc(x) + 1`` (``"-100.035Ki"`` = -102435.84 -> Value -102434).
+  :func:`milli_value` / :func:`value` reproduce both when given the original string; a
+  ``Fraction`` argument uses the int64 rule.  Results saturate at the int64 limits
+  (upstream saturates on the int64 path and overflows on the ``inf.Dec`` path).
 
 Deviation: values larger than 10^40 in magnitude (only reachable through huge decimal
 exponents such as ``"1e300"``) are clamped to 10^40 so that the arithmetic stays cheap;
-every integer conversion of such a value saturates to the int64 limits anyway.
+every integer conversion of such a value saturates to the int64 limits anyway.  A
+numeric part with more than 1000 significant digits is rejected (upstream accepts it).
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ _SUFFIXES: Final[dict[str, tuple[int, int]]] = {
 _NANO: Final = 10**9
 _CLAMP_DIGITS: Final = 40
 _CLAMP: Final = Fraction(10**_CLAMP_DIGITS)
+_MAX_DIGITS: Final = 1000
 
 
 class QuantityError(ValueError):
@@ -163,7 +167,10 @@ def _parse_string(s: str) -> tuple[Fraction, bool]:
         num = "0"  # "if we stripped all numerator positions, always return 0"
     denom = denom_g or ""
     base, exp = _interpret_suffix(s, suf)
-    digits = int(num + denom) if (num != "0" or denom) else 0
+    significant = (num + denom).lstrip("0")
+    if len(significant) > _MAX_DIGITS:
+        raise _fail(s, f"numeric part longer than {_MAX_DIGITS} digits")
+    digits = int(significant) if significant else 0
 
     if base == 10:
         precision = 19 - (len(num) + len(denom))
@@ -172,14 +179,14 @@ def _parse_string(s: str) -> tuple[Fraction, bool]:
             # int64Amount fast path: ParseInt(num+denom) must fit an int64.
             if digits > INT64_MAX:
                 raise _fail(s, "unable to parse numeric part of quantity")
-            return _signed(_scale10(digits, scale), negative), False
+            return _signed(_scale10(digits, len(significant), scale), negative), False
         _require_digits(s, m.start(4))
         if digits == 0:
             return Fraction(0), True
-        if len(str(digits)) + scale <= -9:
+        if len(significant) + scale <= -9:
             # Strictly below 1n in magnitude: rounds up to exactly 1n.
             return _signed(Fraction(1, _NANO), negative), True
-        return _signed(_ceil_nano(_scale10(digits, scale)), negative), True
+        return _signed(_ceil_nano(_scale10(digits, len(significant), scale)), negative), True
 
     # Binary SI.
     if not denom:
@@ -200,11 +207,11 @@ def _require_digits(s: str, suffix_start: int) -> None:
         raise _fail(s, "unable to parse numeric part of quantity")
 
 
-def _scale10(digits: int, scale: int) -> Fraction:
+def _scale10(digits: int, n_digits: int, scale: int) -> Fraction:
     if digits == 0:
         return Fraction(0)
     if scale >= 0:
-        if len(str(digits)) + scale > _CLAMP_DIGITS:
+        if n_digits + scale > _CLAMP_DIGITS:
             return _CLAMP
         return Fraction(digits * 10**scale)
     return Fraction(digits, 10**-scale)
@@ -267,8 +274,15 @@ def _scaled(v: Fraction, factor: int, dec: bool) -> int:
     x = v * factor
     if x.denominator == 1:
         return _saturate(x.numerator)
-    # int64Amount rounds away from zero; inf.Dec (scaledValue) rounds towards +inf.
-    return _saturate(math.ceil(x) if dec else _round_away(x))
+    if not dec or x > 0:
+        # int64Amount.AsScaledInt64 / negativeScaleInt64: away from zero.
+        return _saturate(_round_away(x))
+    # scale_int.go scaledValue on the inf.Dec form (unscaled = v * 10^9 after the parse
+    # rounded it to nano scale).  Its int64 fast path computes trunc(x) + 1, which for a
+    # negative x is one above ceil(x); its big.Int path (Euclidean DivMod) gives ceil(x).
+    if abs(v * _NANO) < INT64_MAX:
+        return _saturate(math.trunc(x) + 1)
+    return _saturate(math.ceil(x))
 
 
 @lru_cache(maxsize=16384)
