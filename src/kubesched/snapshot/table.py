@@ -155,9 +155,12 @@ class NodeTable:
         self.alive = g(self.alive, False)
         self.unschedulable = g(self.unschedulable, False)
         self.taint_set_id = g(self.taint_set_id)
-        for lst, make in ((self.names, str), (self.nodes, dict), (self.labels, dict), (self.pods, dict),
-                          (self.used_ports, dict)):
-            lst.extend(make() for _ in range(cap - old))  # type: ignore[attr-defined]
+        more = range(cap - old)
+        self.names.extend("" for _ in more)
+        self.nodes.extend({} for _ in more)
+        self.labels.extend({} for _ in more)
+        self.pods.extend({} for _ in more)
+        self.used_ports.extend({} for _ in more)
         for col in self._label_columns.values():
             col.grow(cap)
 

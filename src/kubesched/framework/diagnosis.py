@@ -1,0 +1,93 @@
+"""Why a pod did not fit: per-node rejection statuses and the upstream FitError message.
+
+Statuses are kept the way batch filters produce them — chunks of (rows, codes, statuses) — so a
+rejection on 5,000 nodes costs a few arrays, and the per-node view is built only when asked for
+(explain, the extender's FailedNodes, the simulator's JSON output).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.framework.status import Status
+from kubesched.snapshot.table import Rows
+
+#: Upstream framework.NoNodeAvailableMsg / SeparatorFormat (pkg/scheduler/framework/types.go).
+NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
+NO_NODES_MSG = "no nodes available to schedule pods"
+
+
+class NodeToStatus:
+    """Rejection status per node row. Rows not present passed (or were never evaluated)."""
+
+    def __init__(self) -> None:
+        self._chunks: list[tuple[Rows, npt.NDArray[np.int32], list[Status]]] = []
+        self._count = 0
+        self._by_row: dict[int, Status] | None = None
+
+    def add(self, rows: Rows, codes: npt.NDArray[np.int32], statuses: list[Status]) -> None:
+        """Record failing rows: ``codes[i] > 0`` selects ``statuses[codes[i] - 1]`` for ``rows[i]``."""
+        if len(rows):
+            self._chunks.append((rows, codes, statuses))
+            self._count += len(rows)
+            self._by_row = None
+
+    def add_all(self, rows: Rows, status: Status) -> None:
+        self.add(rows, np.ones(len(rows), dtype=np.int32), [status])
+
+    def __len__(self) -> int:
+        return self._count
+
+    def get(self, row: int) -> Status | None:
+        if self._by_row is None:
+            self._by_row = dict(self.items())
+        return self._by_row.get(int(row))
+
+    def items(self) -> Iterator[tuple[int, Status]]:
+        for rows, codes, statuses in self._chunks:
+            for r, c in zip(rows.tolist(), codes.tolist(), strict=True):
+                yield r, statuses[c - 1]
+
+    def reason_histogram(self) -> Counter[str]:
+        """How many nodes gave each reason (a node with two reasons counts in both), vectorised."""
+        counts: Counter[str] = Counter()
+        for _rows, codes, statuses in self._chunks:
+            per_code = np.bincount(codes, minlength=len(statuses) + 1)
+            for code, status in enumerate(statuses, start=1):
+                n = int(per_code[code])
+                if n:
+                    for reason in status.reasons:
+                        counts[reason] += n
+        return counts
+
+    def rejecting_plugins(self) -> set[str]:
+        return {s.plugin for _r, _c, statuses in self._chunks for s in statuses if s.plugin}
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    node_to_status: NodeToStatus = field(default_factory=NodeToStatus)
+    #: Plugins that rejected the pod somewhere: only cluster events they care about requeue it.
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+
+def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
+    """Upstream FitError.Error() (pkg/scheduler/framework/types.go): "0/N nodes are available: ..."."""
+    msg = NO_NODE_AVAILABLE_MSG.format(num_all_nodes) + ":"
+    if diagnosis.pre_filter_msg:
+        msg += f" {diagnosis.pre_filter_msg}."
+    else:
+        histogram = diagnosis.node_to_status.reason_histogram()
+        reasons = sorted(f"{n} {reason}" for reason, n in histogram.items())
+        if reasons:
+            msg += f" {', '.join(reasons)}."
+    if diagnosis.post_filter_msg:
+        msg += f" {diagnosis.post_filter_msg}."
+    return msg

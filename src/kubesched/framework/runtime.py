@@ -1,0 +1,331 @@
+"""The per-profile framework: plugin instances per extension point and the code that runs them.
+
+Port of pkg/scheduler/framework/runtime/framework.go, with filters and scores run in batch over
+node-table rows. The scheduling algorithm that strings these together lives in scheduler.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.handle import Handle
+from kubesched.framework.interfaces import (
+    EXTENSION_POINTS,
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    Scores,
+)
+from kubesched.framework.registry import Registry
+from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.types import ClusterEvent, PostFilterResult, PreFilterResult, QueuedPodInfo
+from kubesched.framework.waiting import WaitingPod
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import Rows
+
+#: Upstream minFeasibleNodesToFind / minFeasibleNodesPercentageToFind (schedule_one.go).
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+class FrameworkError(ValueError):
+    """A profile that cannot be built (missing QueueSort/Bind, plugin at a point it does not serve)."""
+
+
+class ProfileSpec(Protocol):
+    """What the runtime needs from a resolved configuration profile (config.load.ResolvedProfile)."""
+
+    @property
+    def scheduler_name(self) -> str: ...
+    @property
+    def plugins(self) -> Mapping[str, Sequence[str]]: ...
+    @property
+    def score_weights(self) -> Mapping[str, int]: ...
+    @property
+    def plugin_args(self) -> Mapping[str, Any]: ...
+    @property
+    def percentage_of_nodes_to_score(self) -> int | None: ...
+
+
+@dataclass(slots=True)
+class ScoredNodes:
+    """Feasible rows with their weighted totals and each plugin's (weighted) contribution."""
+
+    rows: Rows
+    totals: Scores
+    by_plugin: dict[str, Scores]
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """Upstream numFeasibleNodesToFind: adaptive 50 - nodes/125 % (floor 5 %), at least 100 nodes."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct == 0:
+        pct = 50 - num_all_nodes // 125
+        pct = max(pct, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    if pct >= 100:
+        return num_all_nodes
+    return max(num_all_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+class Framework:
+    def __init__(
+        self,
+        profile_name: str,
+        plugins: Mapping[str, Sequence[Plugin]],
+        score_weights: Mapping[str, int],
+        handle: Handle,
+        percentage_of_nodes_to_score: int | None = None,
+    ) -> None:
+        self.profile_name = profile_name
+        self.handle = handle
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        queue_sort = list(plugins.get("queueSort", ()))
+        if len(queue_sort) != 1:
+            raise FrameworkError(
+                f"profile {profile_name!r}: exactly one queueSort plugin is required, got {len(queue_sort)}"
+            )
+        if not plugins.get("bind"):
+            raise FrameworkError(f"profile {profile_name!r}: at least one bind plugin is required")
+        for point, instances in plugins.items():
+            base = EXTENSION_POINTS[point]
+            for p in instances:
+                if not isinstance(p, base):
+                    raise FrameworkError(f"profile {profile_name!r}: plugin {p.name!r} does not extend {point}")
+        self.queue_sort: QueueSortPlugin = queue_sort[0]  # type: ignore[assignment]
+        self.pre_filter: list[PreFilterPlugin] = list(plugins.get("preFilter", ()))  # type: ignore[arg-type]
+        self.filter: list[FilterPlugin] = list(plugins.get("filter", ()))  # type: ignore[arg-type]
+        self.post_filter: list[PostFilterPlugin] = list(plugins.get("postFilter", ()))  # type: ignore[arg-type]
+        self.pre_score: list[PreScorePlugin] = list(plugins.get("preScore", ()))  # type: ignore[arg-type]
+        self.score: list[ScorePlugin] = list(plugins.get("score", ()))  # type: ignore[arg-type]
+        self.reserve: list[ReservePlugin] = list(plugins.get("reserve", ()))  # type: ignore[arg-type]
+        self.permit: list[PermitPlugin] = list(plugins.get("permit", ()))  # type: ignore[arg-type]
+        self.pre_bind: list[PreBindPlugin] = list(plugins.get("preBind", ()))  # type: ignore[arg-type]
+        self.bind: list[BindPlugin] = list(plugins.get("bind", ()))  # type: ignore[arg-type]
+        self.post_bind: list[PostBindPlugin] = list(plugins.get("postBind", ()))  # type: ignore[arg-type]
+        self.score_weights = {p.name: int(score_weights.get(p.name, 1)) for p in self.score}
+        seen: dict[str, Plugin] = {}
+        for instances in plugins.values():
+            for p in instances:
+                seen.setdefault(p.name, p)
+        self.plugins: dict[str, Plugin] = seen
+
+    # -- building -----------------------------------------------------------------------------
+    @staticmethod
+    def build(profile: ProfileSpec, registry: Registry, handle: Handle) -> Framework:
+        """Instantiate each configured plugin once and wire it to every point it is enabled at."""
+        instances: dict[str, Plugin] = {}
+        by_point: dict[str, list[Plugin]] = {}
+        for point, names in profile.plugins.items():
+            if point not in EXTENSION_POINTS:
+                raise FrameworkError(f"profile {profile.scheduler_name!r}: unknown extension point {point!r}")
+            for name in names:
+                inst = instances.get(name)
+                if inst is None:
+                    cls = registry.get(name)
+                    if cls is None:
+                        raise FrameworkError(
+                            f"profile {profile.scheduler_name!r}: plugin {name!r} is not registered; "
+                            f"known plugins: {', '.join(registry.names())}"
+                        )
+                    inst = instances[name] = cls(profile.plugin_args.get(name), handle)
+                bucket = by_point.setdefault(point, [])
+                if any(p.name == name for p in bucket):
+                    raise FrameworkError(
+                        f"profile {profile.scheduler_name!r}: plugin {name!r} already registered at {point}"
+                    )
+                bucket.append(inst)
+        return Framework(
+            profile.scheduler_name, by_point, profile.score_weights, handle, profile.percentage_of_nodes_to_score
+        )
+
+    def events_to_register(self) -> dict[str, list[ClusterEvent]]:
+        """Per rejecting plugin (PreFilter/Filter/Reserve/Permit), the events that may help its pods."""
+        out: dict[str, list[ClusterEvent]] = {}
+        for group in (self.pre_filter, self.filter, self.reserve, self.permit):
+            for p in group:
+                out.setdefault(p.name, list(p.events_to_register()))
+        return out
+
+    # -- queue sort ---------------------------------------------------------------------------
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        return self.queue_sort.less(a, b)
+
+    # -- filtering ----------------------------------------------------------------------------
+    def run_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
+        """Run PreFilter plugins; a rejection ends the cycle, Skip disables that plugin's Filter."""
+        result: PreFilterResult | None = None
+        table = self.handle.table
+        for p in self.pre_filter:
+            r, st = p.pre_filter(state, pod, table)
+            if st.code == Code.SKIP:
+                state.skip_filter_plugins.add(p.name)
+                continue
+            if not st.is_success:
+                return None, st.with_plugin(p.name)
+            if r is not None and not r.all_nodes:
+                result = r if result is None else result.merge(r)
+                if not result.node_names:
+                    return None, Status.unresolvable(
+                        "node(s) didn't satisfy plugin(s) [" + p.name + "] simultaneously", plugin=p.name
+                    )
+        return result, SUCCESS
+
+    def run_filters(
+        self, state: CycleState, pod: PodInfo, rows: Rows, diagnosis: Diagnosis
+    ) -> tuple[Rows, Status]:
+        """Filter rows through every plugin, stopping at the first rejection per node; returns the
+        passing rows. Rejections are recorded in ``diagnosis`` with the rejecting plugin's name."""
+        table = self.handle.table
+        for p in self.filter:
+            if p.name in state.skip_filter_plugins:
+                continue
+            verdicts = p.filter_batch(state, pod, table, rows)
+            if not verdicts.statuses:
+                continue
+            failed = verdicts.codes != 0
+            if not failed.any():
+                continue
+            statuses = [s.with_plugin(p.name) for s in verdicts.statuses]
+            for code, s in enumerate(statuses, start=1):
+                if s.code == Code.ERROR and bool((verdicts.codes == code).any()):
+                    return rows[:0], s
+            diagnosis.node_to_status.add(rows[failed], verdicts.codes[failed], statuses)
+            diagnosis.unschedulable_plugins.add(p.name)
+            rows = rows[~failed]
+            if not len(rows):
+                break
+        return rows, SUCCESS
+
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Run PostFilter plugins until one succeeds (upstream: the first Success wins)."""
+        reasons: list[str] = []
+        for p in self.post_filter:
+            r, st = p.post_filter(state, pod, diagnosis)
+            if st.is_success:
+                return r, st.with_plugin(p.name)
+            if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return r, st.with_plugin(p.name)
+            if st.is_error:
+                return None, st.with_plugin(p.name)
+            reasons.extend(st.reasons)
+        return None, Status.unschedulable(*reasons)
+
+    # -- scoring ------------------------------------------------------------------------------
+    def run_pre_score(self, state: CycleState, pod: PodInfo, rows: Rows) -> Status:
+        table = self.handle.table
+        for p in self.pre_score:
+            st = p.pre_score(state, pod, table, rows)
+            if st.code == Code.SKIP:
+                state.skip_score_plugins.add(p.name)
+            elif not st.is_success:
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_score(self, state: CycleState, pod: PodInfo, rows: Rows) -> ScoredNodes | Status:
+        """Score, normalise, range-check and weight every Score plugin; return totals per row."""
+        table = self.handle.table
+        totals = np.zeros(len(rows), dtype=np.int64)
+        by_plugin: dict[str, Scores] = {}
+        for p in self.score:
+            if p.name in state.skip_score_plugins:
+                continue
+            scores = p.score_batch(state, pod, table, rows)
+            if isinstance(scores, Status):
+                return scores.with_plugin(p.name)
+            st = p.normalize_score(state, pod, table, rows, scores)
+            if not st.is_success:
+                return st.with_plugin(p.name)
+            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+                bad = int(scores.min() if scores.min() < MIN_NODE_SCORE else scores.max())
+                return Status.error(
+                    f"plugin {p.name!r} returns an invalid score {bad}, it should in the range of "
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                    plugin=p.name,
+                )
+            weighted = scores * self.score_weights[p.name]
+            by_plugin[p.name] = weighted
+            totals += weighted
+        return ScoredNodes(rows, totals, by_plugin)
+
+    # -- reserve / permit ---------------------------------------------------------------------
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for p in self.reserve:
+            st = p.reserve(state, pod, node_name)
+            if not st.is_success:
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Unreserve in reverse order, every plugin (upstream RunReservePluginsUnreserve)."""
+        for p in reversed(self.reserve):
+            p.unreserve(state, pod, node_name)
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Success, a rejection, or Wait after registering the pod as waiting."""
+        waits: dict[str, float] = {}
+        for p in self.permit:
+            st, timeout = p.permit(state, pod, node_name)
+            if st.is_success:
+                continue
+            if st.code == Code.WAIT:
+                waits[p.name] = timeout
+                continue
+            if st.is_rejected:
+                return st.with_plugin(p.name)
+            return Status.error(f"running Permit plugin {p.name!r}: {st.message}", plugin=p.name)
+        if waits:
+            self.handle.waiting_pods.add(WaitingPod(pod, node_name, waits, self.handle.clock.now()))
+            return Status.wait(f"waiting at plugin(s) {', '.join(sorted(waits))}")
+        return SUCCESS
+
+    async def wait_on_permit(self, pod: PodInfo) -> Status:
+        wp = self.handle.waiting_pods.get(pod.uid)
+        if wp is None:
+            return SUCCESS
+        try:
+            return await wp.wait()
+        finally:
+            self.handle.waiting_pods.remove(pod.uid)
+
+    # -- binding ------------------------------------------------------------------------------
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for p in self.pre_bind:
+            st = await p.pre_bind(state, pod, node_name)
+            if st.code == Code.SKIP:
+                continue
+            if not st.is_success:
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for p in self.bind:
+            st = await p.bind(state, pod, node_name)
+            if st.code == Code.SKIP:
+                continue
+            return st.with_plugin(p.name)
+        return Status.error("no bind plugin bound the pod (all returned Skip)")
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for p in self.post_bind:
+            p.post_bind(state, pod, node_name)

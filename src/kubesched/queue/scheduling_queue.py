@@ -1,0 +1,283 @@
+"""The scheduling queue: active heap, backoff heap and unschedulable pods.
+
+Port of pkg/scheduler/backend/queue/scheduling_queue.go (PriorityQueue) without goroutines: time
+comes from the injected clock and the shell calls ``flush(now)`` and asks ``next_wakeup()``, so the
+simulator can run it in virtual time.
+
+- active: ordered by the profile's QueueSort ``less``; ``pop()`` takes the head.
+- backoff: pods that failed wait ``initial * 2^(attempts-1)`` seconds, capped at the maximum.
+- unschedulable: pods rejected by plugins wait for a cluster event one of those plugins registered
+  interest in, or for ``max_unschedulable_seconds`` (upstream podMaxInUnschedulablePodsDuration).
+- A pod whose attempt failed while a move request happened during its cycle goes to backoff, not
+  to unschedulable, so an event that raced with the attempt is not lost (moveRequestCycle).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kubesched.framework.clock import Clock
+from kubesched.framework.types import ClusterEvent, QueuedPodInfo
+from kubesched.snapshot.pod import PodInfo
+
+Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+
+#: Upstream DefaultPodMaxInUnschedulablePodsDuration.
+DEFAULT_MAX_UNSCHEDULABLE_SECONDS = 5 * 60.0
+
+
+@dataclass(slots=True)
+class _ActiveItem:
+    qpi: QueuedPodInfo
+    less: Less
+    valid: bool = True
+
+    def __lt__(self, other: _ActiveItem) -> bool:
+        return self.less(self.qpi, other.qpi)
+
+
+@dataclass(order=True, slots=True)
+class _BackoffItem:
+    expiry: float
+    seq: int
+    qpi: QueuedPodInfo = field(compare=False)
+    valid: bool = field(default=True, compare=False)
+
+
+class SchedulingQueue:
+    def __init__(
+        self,
+        less: Less,
+        clock: Clock,
+        initial_backoff_seconds: float = 1.0,
+        max_backoff_seconds: float = 10.0,
+        max_unschedulable_seconds: float = DEFAULT_MAX_UNSCHEDULABLE_SECONDS,
+        plugin_events: Mapping[str, Sequence[ClusterEvent]] | None = None,
+    ) -> None:
+        self._less = less
+        self._clock = clock
+        self.initial_backoff = initial_backoff_seconds
+        self.max_backoff = max_backoff_seconds
+        self.max_unschedulable = max_unschedulable_seconds
+        #: Plugin name → events that may make pods it rejected schedulable.
+        self._plugin_events = dict(plugin_events or {})
+        self._active: list[_ActiveItem] = []
+        self._active_index: dict[str, _ActiveItem] = {}
+        self._backoff: list[_BackoffItem] = []
+        self._backoff_index: dict[str, _BackoffItem] = {}
+        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._gated: dict[str, QueuedPodInfo] = {}
+        self._seq = itertools.count()
+        #: Incremented on every pop; a pod's attempt carries the cycle it was popped in.
+        self.scheduling_cycle = 0
+        self._move_request_cycle = -1
+
+    # -- sizes ---------------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """Pending pods per queue, as the upstream metric scheduler_pending_pods{queue}."""
+        return {
+            "active": len(self._active_index),
+            "backoff": len(self._backoff_index),
+            "unschedulable": len(self._unschedulable),
+            "gated": len(self._gated),
+        }
+
+    def __len__(self) -> int:
+        return sum(self.counts().values())
+
+    def __contains__(self, uid: str) -> bool:
+        return (
+            uid in self._active_index or uid in self._backoff_index or uid in self._unschedulable or uid in self._gated
+        )
+
+    def has_active(self) -> bool:
+        return bool(self._active_index)
+
+    def unschedulable_pods(self) -> Iterator[QueuedPodInfo]:
+        return iter(list(self._unschedulable.values()))
+
+    def pending_pods(self) -> Iterator[QueuedPodInfo]:
+        yield from (i.qpi for i in self._active_index.values())
+        yield from (i.qpi for i in self._backoff_index.values())
+        yield from self._unschedulable.values()
+        yield from self._gated.values()
+
+    # -- adding --------------------------------------------------------------------------------
+    def add(self, pod: PodInfo) -> None:
+        """A new pending pod: to active, or to gated while it has scheduling gates."""
+        if pod.uid in self:
+            self.update(pod)
+            return
+        qpi = QueuedPodInfo(pod=pod, timestamp=self._clock.now())
+        if _is_gated(pod):
+            qpi.gated = True
+            self._gated[pod.uid] = qpi
+        else:
+            self._push_active(qpi)
+
+    def _push_active(self, qpi: QueuedPodInfo) -> None:
+        item = _ActiveItem(qpi, self._less)
+        self._active_index[qpi.pod.uid] = item
+        heapq.heappush(self._active, item)
+
+    def _push_backoff(self, qpi: QueuedPodInfo) -> None:
+        item = _BackoffItem(self.backoff_expiry(qpi), next(self._seq), qpi)
+        self._backoff_index[qpi.pod.uid] = item
+        heapq.heappush(self._backoff, item)
+
+    def pop(self) -> QueuedPodInfo | None:
+        """The next pod to schedule, or None when nothing is active (the shell waits/flushes)."""
+        while self._active:
+            item = heapq.heappop(self._active)
+            if not item.valid:
+                continue
+            del self._active_index[item.qpi.pod.uid]
+            qpi = item.qpi
+            qpi.attempts += 1
+            if qpi.initial_attempt_timestamp is None:
+                qpi.initial_attempt_timestamp = self._clock.now()
+            self.scheduling_cycle += 1
+            return qpi
+        return None
+
+    def add_unschedulable(self, qpi: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
+        """A failed attempt. With no rejecting plugin (an error) or a move request during the
+        attempt, the pod backs off; otherwise it waits for a relevant event."""
+        uid = qpi.pod.uid
+        if uid in self:
+            return
+        qpi.timestamp = self._clock.now()
+        if (
+            not qpi.unschedulable_plugins
+            or qpi.failed_with_error
+            or self._move_request_cycle >= pod_scheduling_cycle
+        ):
+            self._push_backoff(qpi)
+        else:
+            self._unschedulable[uid] = qpi
+
+    def requeue_after_error(self, qpi: QueuedPodInfo) -> None:
+        """A pod whose binding failed: back off and retry."""
+        qpi.failed_with_error = True
+        qpi.unschedulable_plugins = set()
+        self.add_unschedulable(qpi, self.scheduling_cycle)
+
+    # -- updates and deletes -------------------------------------------------------------------
+    def update(self, pod: PodInfo) -> None:
+        """A pending pod changed: refresh it; an unschedulable or gated one gets another chance."""
+        uid = pod.uid
+        if uid in self._gated:
+            qpi = self._gated[uid]
+            qpi.pod = pod
+            if not _is_gated(pod):
+                del self._gated[uid]
+                qpi.gated = False
+                qpi.timestamp = self._clock.now()
+                self._push_active(qpi)
+            return
+        if uid in self._active_index:
+            item = self._active_index[uid]
+            item.valid = False
+            item.qpi.pod = pod
+            self._push_active(item.qpi)
+            return
+        if uid in self._backoff_index:
+            self._backoff_index[uid].qpi.pod = pod
+            return
+        if uid in self._unschedulable:
+            qpi = self._unschedulable.pop(uid)
+            qpi.pod = pod
+            self._move(qpi)
+            return
+        self.add(pod)
+
+    def delete(self, uid: str) -> None:
+        if (a := self._active_index.pop(uid, None)) is not None:
+            a.valid = False
+        if (b := self._backoff_index.pop(uid, None)) is not None:
+            b.valid = False
+        self._unschedulable.pop(uid, None)
+        self._gated.pop(uid, None)
+
+    # -- moving ----------------------------------------------------------------------------------
+    def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
+        return qpi.timestamp + self.backoff_duration(qpi.attempts)
+
+    def backoff_duration(self, attempts: int) -> float:
+        """Upstream calculateBackoffDuration: initial doubled per attempt after the first, capped."""
+        if attempts <= 0:
+            return 0.0
+        d = self.initial_backoff
+        for _ in range(1, attempts):
+            if d > self.max_backoff - d:
+                return self.max_backoff
+            d += d
+        return min(d, self.max_backoff)
+
+    def _move(self, qpi: QueuedPodInfo) -> None:
+        if self.backoff_expiry(qpi) > self._clock.now():
+            self._push_backoff(qpi)
+        else:
+            self._push_active(qpi)
+
+    def _interested(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
+        if not qpi.unschedulable_plugins:
+            return True
+        for plugin in qpi.unschedulable_plugins:
+            for registered in self._plugin_events.get(plugin, ()):
+                if registered.matches(event):
+                    return True
+        # Plugins that registered nothing get every event (always correct, never stuck).
+        return any(plugin not in self._plugin_events for plugin in qpi.unschedulable_plugins)
+
+    def move_all_to_active_or_backoff(self, event: ClusterEvent) -> int:
+        """A cluster event: unschedulable pods that a relevant plugin rejected get another try."""
+        moved = 0
+        for uid, qpi in list(self._unschedulable.items()):
+            if self._interested(qpi, event):
+                del self._unschedulable[uid]
+                self._move(qpi)
+                moved += 1
+        self._move_request_cycle = self.scheduling_cycle
+        return moved
+
+    def activate(self, uids: Sequence[str]) -> None:
+        """Move the named pods to active right away (upstream Activate, used by Coscheduling)."""
+        for uid in uids:
+            qpi = self._unschedulable.pop(uid, None)
+            if qpi is None and (b := self._backoff_index.pop(uid, None)) is not None:
+                b.valid = False
+                qpi = b.qpi
+            if qpi is not None:
+                self._push_active(qpi)
+
+    def flush(self, now: float) -> None:
+        """Move completed backoffs to active and long-unschedulable pods back (upstream's periodic
+        flushBackoffQCompleted and flushUnschedulablePodsLeftover)."""
+        while self._backoff and self._backoff[0].expiry <= now:
+            item = heapq.heappop(self._backoff)
+            if item.valid:
+                del self._backoff_index[item.qpi.pod.uid]
+                self._push_active(item.qpi)
+        for uid, qpi in list(self._unschedulable.items()):
+            if now - qpi.timestamp >= self.max_unschedulable:
+                del self._unschedulable[uid]
+                self._move(qpi)
+
+    def next_wakeup(self, include_unschedulable: bool = True) -> float | None:
+        """When ``flush`` next has work: the earliest backoff expiry (and unschedulable timeout)."""
+        times: list[float] = []
+        while self._backoff and not self._backoff[0].valid:
+            heapq.heappop(self._backoff)
+        if self._backoff:
+            times.append(self._backoff[0].expiry)
+        if include_unschedulable and self._unschedulable:
+            times.append(min(q.timestamp for q in self._unschedulable.values()) + self.max_unschedulable)
+        return min(times) if times else None
+
+
+def _is_gated(pod: PodInfo) -> bool:
+    return bool(pod.spec.get("schedulingGates"))

@@ -1,0 +1,407 @@
+"""The scheduler: one pod at a time through the framework, top to bottom.
+
+    pop → PreFilter → Filter (a rotating window of nodes, percentageOfNodesToScore) → PostFilter
+    when nothing fits → PreScore/Score → select (ties broken by a seeded RNG) → assume → Reserve →
+    Permit → binding cycle, asynchronously: wait on Permit → PreBind → Bind → PostBind.
+
+Every failure path unreserves, forgets the assumed pod and requeues the pod with backoff. Port of
+pkg/scheduler/schedule_one.go. The core does no I/O: shells feed cluster events in (``on_*``),
+supply a ClusterClient for binding, drive time with ``tick(now)`` and run the binding coroutines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubesched.framework.clock import Clock
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import NO_NODES_MSG, Diagnosis, fit_error_message
+from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError
+from kubesched.framework.registry import Registry
+from kubesched.framework.runtime import Framework, ProfileSpec, ScoredNodes, num_feasible_nodes_to_find
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import EVENT_POD_DELETE, ClusterEvent, QueuedPodInfo
+from kubesched.framework.waiting import WaitingPods
+from kubesched.queue.scheduling_queue import DEFAULT_MAX_UNSCHEDULABLE_SECONDS, SchedulingQueue
+from kubesched.snapshot.cache import SchedulerCache
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import Rows
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    """A successful scheduling cycle: the chosen node and how it was chosen."""
+
+    node_name: str
+    evaluated_nodes: int
+    feasible_nodes: int
+    scored: ScoredNodes | None
+    diagnosis: Diagnosis
+
+
+@dataclass(slots=True)
+class ScheduleFailure:
+    """A failed attempt: the upstream-format message and, for rejections, the diagnosis."""
+
+    status: Status
+    message: str
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
+    num_all_nodes: int = 0
+
+    @property
+    def unschedulable(self) -> bool:
+        return self.status.is_rejected
+
+
+class SchedulerObserver:
+    """Hooks for shells (events, metrics, simulator records). Methods are no-ops by default."""
+
+    def scheduled(self, pod: PodInfo, profile: str, result: ScheduleResult) -> None: ...
+
+    def failed(self, pod: PodInfo, profile: str, failure: ScheduleFailure) -> None: ...
+
+    def bound(self, pod: PodInfo, profile: str, node_name: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    initial_backoff_seconds: float = 1.0
+    max_backoff_seconds: float = 10.0
+    max_unschedulable_seconds: float = DEFAULT_MAX_UNSCHEDULABLE_SECONDS
+
+
+class Scheduler:
+    def __init__(
+        self,
+        frameworks: dict[str, Framework],
+        cache: SchedulerCache,
+        clock: Clock,
+        waiting_pods: WaitingPods,
+        queue_settings: QueueSettings = QueueSettings(),
+        seed: int | None = None,
+        observer: SchedulerObserver | None = None,
+        spawn: Callable[[Coroutine[Any, Any, None]], Any] | None = None,
+    ) -> None:
+        if not frameworks:
+            raise ValueError("a scheduler needs at least one profile")
+        self.frameworks = frameworks
+        self.cache = cache
+        self.clock = clock
+        self.waiting_pods = waiting_pods
+        self.observer = observer or SchedulerObserver()
+        self._rng = random.Random(seed)
+        first = next(iter(frameworks.values()))
+        plugin_events: dict[str, list[ClusterEvent]] = {}
+        for fwk in frameworks.values():
+            for plugin, events in fwk.events_to_register().items():
+                plugin_events.setdefault(plugin, events)
+        self.queue = SchedulingQueue(
+            first.less,
+            clock,
+            queue_settings.initial_backoff_seconds,
+            queue_settings.max_backoff_seconds,
+            queue_settings.max_unschedulable_seconds,
+            plugin_events,
+        )
+        self._spawn = spawn or self._spawn_task
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: Pods between pop and the end of their binding cycle; value = deleted meanwhile.
+        self._in_flight: dict[str, bool] = {}
+        self._next_start_node_index = 0
+
+    @staticmethod
+    def build(
+        profiles: Iterable[ProfileSpec],
+        registry: Registry,
+        clock: Clock,
+        client: ClusterClient | None = None,
+        cache: SchedulerCache | None = None,
+        queue_settings: QueueSettings = QueueSettings(),
+        parallelism: int = 16,
+        seed: int | None = None,
+        observer: SchedulerObserver | None = None,
+        objects: Callable[[str], Any] | None = None,
+    ) -> Scheduler:
+        """A scheduler with one framework per configured profile, sharing one cache and queue."""
+        cache = cache or SchedulerCache()
+        waiting = WaitingPods()
+        frameworks: dict[str, Framework] = {}
+        for profile in profiles:
+            handle = Handle(cache.table, clock, waiting, client, profile.scheduler_name, parallelism, objects)
+            frameworks[profile.scheduler_name] = Framework.build(profile, registry, handle)
+        return Scheduler(frameworks, cache, clock, waiting, queue_settings, seed, observer)
+
+    # -- cluster events (fed by the shells) ---------------------------------------------------------
+    def responsible_for(self, pod: PodInfo) -> bool:
+        return pod.scheduler_name in self.frameworks
+
+    def on_pod_add(self, pod: PodInfo) -> None:
+        if pod.node_name:
+            self.queue.delete(pod.uid)
+            self._move(self.cache.add_or_update_pod(pod))
+        elif self._may_queue(pod) and not pod.deleting:
+            self.queue.add(pod)
+
+    def on_pod_update(self, pod: PodInfo) -> None:
+        if pod.node_name:
+            self.queue.delete(pod.uid)
+            self._move(self.cache.add_or_update_pod(pod))
+        elif self._may_queue(pod):
+            self.queue.update(pod)
+
+    def _may_queue(self, pod: PodInfo) -> bool:
+        """An unassigned pod of one of our profiles that is not already being placed."""
+        return (
+            self.responsible_for(pod)
+            and not pod.terminal
+            and pod.uid not in self._in_flight
+            and not self.cache.is_assumed(pod.uid)
+        )
+
+    def on_pod_delete(self, uid: str) -> None:
+        self.queue.delete(uid)
+        if uid in self._in_flight:
+            self._in_flight[uid] = True
+            self.waiting_pods.reject(uid, "", "pod was deleted")
+        self._move(self.cache.remove_pod(uid))
+
+    def on_node_add_or_update(self, raw: dict[str, Any]) -> None:
+        self._move(self.cache.add_or_update_node(raw))
+
+    def on_node_delete(self, name: str) -> None:
+        self._move(self.cache.remove_node(name))
+
+    def _move(self, event: ClusterEvent | None) -> None:
+        if event is not None:
+            self.queue.move_all_to_active_or_backoff(event)
+
+    # -- time ---------------------------------------------------------------------------------------
+    def tick(self, now: float | None = None) -> None:
+        """Flush backoff/unschedulable pods and expire Permit waits whose deadline passed."""
+        now = self.clock.now() if now is None else now
+        self.queue.flush(now)
+        self.waiting_pods.expire(now)
+
+    def next_wakeup(self, include_unschedulable: bool = True) -> float | None:
+        times = [t for t in (self.queue.next_wakeup(include_unschedulable), self.waiting_pods.next_deadline()) if t]
+        return min(times) if times else None
+
+    @property
+    def binds_in_flight(self) -> int:
+        return len(self._tasks)
+
+    async def drain(self) -> None:
+        """Wait for every binding cycle in flight."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def _spawn_task(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- the scheduling cycle ----------------------------------------------------------------------
+    def schedule_one(self) -> bool:
+        """Schedule the next active pod. False when no pod is active."""
+        qpi = self.queue.pop()
+        if qpi is None:
+            return False
+        pod = qpi.pod
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None or pod.deleting or self.cache.table.pod(pod.uid) is not None:
+            return True  # not ours, going away, or already placed: nothing to do
+        cycle = self.queue.scheduling_cycle
+        self._in_flight[pod.uid] = False
+        state = CycleState()
+        outcome = self.schedule_pod(fwk, state, pod)
+        if isinstance(outcome, ScheduleFailure):
+            if outcome.unschedulable and fwk.post_filter:
+                _, st = fwk.run_post_filter(state, pod, outcome.diagnosis)
+                if not st.is_success and st.message:
+                    outcome.diagnosis.post_filter_msg = st.message
+                    outcome.message = fit_error_message(outcome.num_all_nodes, outcome.diagnosis)
+            self._fail(fwk, qpi, outcome, cycle)
+            return True
+
+        node = outcome.node_name
+        assumed = self.cache.assume(pod, node)
+        st = fwk.run_reserve(state, assumed, node)
+        if st.is_success:
+            st = fwk.run_permit(state, assumed, node)
+        if not (st.is_success or st.is_wait):
+            fwk.run_unreserve(state, assumed, node)
+            self.cache.forget(pod.uid)
+            self._fail(fwk, qpi, self._single_node_failure(node, st), cycle)
+            return True
+        self.observer.scheduled(assumed, fwk.profile_name, outcome)
+        self._spawn(self._binding_cycle(fwk, state, qpi, assumed, node, cycle))
+        return True
+
+    def schedule_pod(self, fwk: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult | ScheduleFailure:
+        """Pick a node for pod or explain why none fits (upstream schedulePod)."""
+        table = self.cache.table
+        all_rows = table.alive_rows()
+        num_all = len(all_rows)
+        if num_all == 0:
+            return ScheduleFailure(Status.unschedulable(NO_NODES_MSG), NO_NODES_MSG)
+        diagnosis = Diagnosis()
+
+        pre_result, st = fwk.run_pre_filter(state, pod)
+        if not st.is_success:
+            if not st.is_rejected:
+                return ScheduleFailure(st, f"running PreFilter plugin {st.plugin!r}: {st.message}", diagnosis, num_all)
+            diagnosis.node_to_status.add_all(all_rows, st)
+            diagnosis.pre_filter_msg = st.message
+            diagnosis.unschedulable_plugins.add(st.plugin)
+            return ScheduleFailure(st, fit_error_message(num_all, diagnosis), diagnosis, num_all)
+
+        rows = all_rows
+        if pre_result is not None and pre_result.node_names is not None:
+            wanted = pre_result.node_names
+            inside = np.fromiter((n in wanted for n in table.node_names(all_rows)), dtype=np.bool_, count=num_all)
+            rows = all_rows[inside]
+            plugins = sorted(p.name for p in fwk.pre_filter if p.name not in state.skip_filter_plugins)
+            diagnosis.node_to_status.add_all(
+                all_rows[~inside], Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]")
+            )
+
+        feasible, st = self._find_feasible(fwk, state, pod, rows, num_all, diagnosis)
+        if not st.is_success:
+            return ScheduleFailure(st, f"running Filter plugin {st.plugin!r}: {st.message}", diagnosis, num_all)
+        evaluated = len(feasible) + len(diagnosis.node_to_status)
+        if len(feasible) == 0:
+            status = Status.unschedulable(fit_error_message(num_all, diagnosis))
+            return ScheduleFailure(status, status.reasons[0], diagnosis, num_all)
+        if len(feasible) == 1:
+            return ScheduleResult(table.names[int(feasible[0])], evaluated, 1, None, diagnosis)
+
+        st = fwk.run_pre_score(state, pod, feasible)
+        if not st.is_success:
+            return ScheduleFailure(st, f"running PreScore plugin {st.plugin!r}: {st.message}", diagnosis, num_all)
+        scored = fwk.run_score(state, pod, feasible)
+        if isinstance(scored, Status):
+            message = f"running Score plugin {scored.plugin!r}: {scored.message}"
+            return ScheduleFailure(scored, message, diagnosis, num_all)
+        return ScheduleResult(table.names[self._select_host(scored)], evaluated, len(feasible), scored, diagnosis)
+
+    def _find_feasible(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, rows: Rows, num_all: int, diagnosis: Diagnosis
+    ) -> tuple[Rows, Status]:
+        """Filter nodes from a rotating start until enough feasible ones are found.
+
+        Upstream evaluates nodes in parallel from nextStartNodeIndex and stops after
+        numFeasibleNodesToFind; here whole windows are filtered as vectors, the window doubling
+        until enough nodes pass, so a 5,000-node cluster usually costs one window.
+        """
+        n = len(rows)
+        if n == 0:
+            return rows, Status()
+        to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n)
+        start = self._next_start_node_index % n
+        order = rows if start == 0 else np.concatenate((rows[start:], rows[:start]))
+        found: list[Rows] = []
+        count = 0
+        pos = 0
+        window = min(n, max(2 * to_find, 256))
+        processed = n
+        while pos < n:
+            chunk = order[pos : pos + window]
+            passing, st = fwk.run_filters(state, pod, chunk, diagnosis)
+            if not st.is_success:
+                return rows[:0], st
+            if count + len(passing) >= to_find:
+                need = to_find - count
+                passing = passing[:need]
+                # Nodes after the last one kept were evaluated here but would not have been
+                # upstream; the rotation resumes right after the last node kept.
+                last = int(np.flatnonzero(chunk == passing[-1])[0]) if need else -1
+                processed = pos + last + 1
+                found.append(passing)
+                count += len(passing)
+                break
+            found.append(passing)
+            count += len(passing)
+            pos += len(chunk)
+            window *= 2
+        self._next_start_node_index = (self._next_start_node_index + processed) % max(num_all, 1)
+        feasible = np.concatenate(found) if found else rows[:0]
+        return feasible, Status()
+
+    def _select_host(self, scored: ScoredNodes) -> int:
+        """Highest total wins; ties are broken uniformly at random (upstream selectHost)."""
+        totals = scored.totals
+        best = np.flatnonzero(totals == totals.max())
+        pick = best[0] if len(best) == 1 else best[self._rng.randrange(len(best))]
+        return int(scored.rows[pick])
+
+    def _single_node_failure(self, node: str, st: Status) -> ScheduleFailure:
+        """Reserve/Permit rejections are reported as a FitError over the one chosen node."""
+        if not st.is_rejected:
+            return ScheduleFailure(st, st.message)
+        diagnosis = Diagnosis()
+        row = self.cache.table.row_of(node)
+        if row is not None:
+            diagnosis.node_to_status.add_all(np.array([row], dtype=np.intp), st)
+        diagnosis.unschedulable_plugins.add(st.plugin)
+        return ScheduleFailure(st, fit_error_message(1, diagnosis), diagnosis, 1)
+
+    def _fail(self, fwk: Framework, qpi: QueuedPodInfo, failure: ScheduleFailure, cycle: int) -> None:
+        """Requeue a failed pod (unless deleted meanwhile) and tell the observer."""
+        deleted = self._in_flight.pop(qpi.pod.uid, False)
+        if failure.unschedulable:
+            qpi.unschedulable_plugins = set(failure.diagnosis.unschedulable_plugins)
+            qpi.failed_with_error = False
+        else:
+            qpi.unschedulable_plugins = set()
+            qpi.failed_with_error = True
+        if not deleted:
+            self.queue.add_unschedulable(qpi, cycle)
+        self.observer.failed(qpi.pod, fwk.profile_name, failure)
+
+    # -- the binding cycle -------------------------------------------------------------------------
+    async def _binding_cycle(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: PodInfo, node: str, cycle: int
+    ) -> None:
+        uid = assumed.uid
+        try:
+            st = await fwk.wait_on_permit(assumed)
+            if st.is_success:
+                st = await fwk.run_pre_bind(state, assumed, node)
+            if st.is_success:
+                st = await fwk.run_bind(state, assumed, node)
+        except BindConflictError:
+            # Bound by someone else: the informer will account the real placement.
+            fwk.run_unreserve(state, assumed, node)
+            self.cache.forget(uid)
+            self._in_flight.pop(uid, None)
+            return
+        except PodGoneError:
+            fwk.run_unreserve(state, assumed, node)
+            self.cache.forget(uid)
+            self._in_flight.pop(uid, None)
+            self.queue.delete(uid)
+            return
+        except Exception as e:  # a plugin bug must not kill the scheduler: requeue with backoff
+            st = Status.error(f"binding cycle: {type(e).__name__}: {e}")
+        if not st.is_success:
+            fwk.run_unreserve(state, assumed, node)
+            self.cache.forget(uid)
+            # The freed resources may help other pods (upstream moves with AssignedPodDelete).
+            self._move(EVENT_POD_DELETE)
+            failure = (
+                self._single_node_failure(node, st)
+                if st.is_rejected
+                else ScheduleFailure(st, f"binding rejected: {st.message}" if st.code == Code.ERROR else st.message)
+            )
+            self._fail(fwk, qpi, failure, cycle)
+            return
+        self._in_flight.pop(uid, None)
+        fwk.run_post_bind(state, assumed, node)
+        self.observer.bound(assumed, fwk.profile_name, node)
+
