@@ -1,0 +1,141 @@
+"""Explain a placement: every filter plugin's verdict on every node and every score plugin's
+score on every feasible node, in one one-off cycle.
+
+Unlike the scheduling cycle, nothing stops at the first rejection and percentageOfNodesToScore
+is ignored, so the answer to "why is my pod pending / why did it land there" is complete. The pod
+itself is taken off the table while it is explained (a bound pod is explained as if unplaced).
+Shared by ``kubesched simulate --explain`` and ``kubesched explain`` on a live cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import Diagnosis, fit_error_message
+from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Status
+from kubesched.snapshot.pod import PodInfo
+
+
+@dataclass(slots=True)
+class NodeExplanation:
+    node: str
+    #: Filter plugin → its rejection, or None when the node passed that plugin.
+    filters: dict[str, Status | None] = field(default_factory=dict)
+    #: Score plugin → weighted score (feasible nodes only).
+    scores: dict[str, int] = field(default_factory=dict)
+    total: int = 0
+
+    @property
+    def feasible(self) -> bool:
+        return all(v is None for v in self.filters.values())
+
+    @property
+    def first_rejection(self) -> Status | None:
+        """The rejection the scheduling cycle would report (the first failing plugin in order)."""
+        return next((v for v in self.filters.values() if v is not None), None)
+
+
+@dataclass(slots=True)
+class Explanation:
+    pod: str
+    profile: str
+    filter_plugins: list[str]
+    score_plugins: list[str]
+    weights: dict[str, int]
+    #: PreFilter plugin → its status when not Success (Skip or a rejection).
+    pre_filter: dict[str, Status] = field(default_factory=dict)
+    skipped_filters: list[str] = field(default_factory=list)
+    skipped_scores: list[str] = field(default_factory=list)
+    nodes: list[NodeExplanation] = field(default_factory=list)
+    #: The upstream-format message when no node fits, else "".
+    message: str = ""
+
+    @property
+    def feasible(self) -> list[NodeExplanation]:
+        return sorted((n for n in self.nodes if n.feasible), key=lambda n: (-n.total, n.node))
+
+    @property
+    def rejected(self) -> list[NodeExplanation]:
+        return [n for n in self.nodes if not n.feasible]
+
+
+def explain(fwk: Framework, pod: PodInfo) -> Explanation:
+    table = fwk.handle.table
+    placed = table.remove_pod(pod.uid)
+    try:
+        return _explain(fwk, pod.with_node("") if pod.node_name else pod)
+    finally:
+        if placed is not None:
+            table.add_pod(placed)
+
+
+def _explain(fwk: Framework, pod: PodInfo) -> Explanation:
+    table = fwk.handle.table
+    rows = table.alive_rows()
+    names = table.node_names(rows)
+    out = Explanation(
+        pod=pod.key,
+        profile=fwk.profile_name,
+        filter_plugins=[p.name for p in fwk.filter],
+        score_plugins=[p.name for p in fwk.score],
+        weights=dict(fwk.score_weights),
+    )
+    nodes = [NodeExplanation(n) for n in names]
+    out.nodes = nodes
+    state = CycleState()
+    diagnosis = Diagnosis()
+    for pf in fwk.pre_filter:
+        result, st = pf.pre_filter(state, pod, table)
+        if st.is_skip:
+            state.skip_filter_plugins.add(pf.name)
+            out.pre_filter[pf.name] = st.with_plugin(pf.name)
+        elif not st.is_success:
+            st = st.with_plugin(pf.name)
+            out.pre_filter[pf.name] = st
+            for n in nodes:
+                n.filters[pf.name] = st
+            diagnosis.pre_filter_msg = diagnosis.pre_filter_msg or st.message
+        elif result is not None and result.node_names is not None:
+            st = Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{pf.name}]", plugin=pf.name)
+            for n in nodes:
+                if n.node not in result.node_names:
+                    n.filters[pf.name] = st
+    if diagnosis.pre_filter_msg:
+        out.message = fit_error_message(len(nodes), diagnosis)
+        return out
+    for fp in fwk.filter:
+        if fp.name in state.skip_filter_plugins:
+            out.skipped_filters.append(fp.name)
+            continue
+        verdicts = fp.filter_batch(state, pod, table, rows)
+        for i, code in enumerate(verdicts.codes.tolist()):
+            nodes[i].filters[fp.name] = verdicts.statuses[code - 1].with_plugin(fp.name) if code else None
+    feasible_idx = [i for i, n in enumerate(nodes) if n.feasible]
+    if not feasible_idx:
+        for i, n in enumerate(nodes):
+            rejection = n.first_rejection
+            if rejection is not None:
+                diagnosis.node_to_status.add_all(rows[i : i + 1], rejection)
+        out.message = fit_error_message(len(nodes), diagnosis)
+        return out
+    frows = rows[np.array(feasible_idx, dtype=np.intp)]
+    for ps in fwk.pre_score:
+        if ps.pre_score(state, pod, table, frows).is_skip:
+            state.skip_score_plugins.add(ps.name)
+    for p in fwk.score:
+        if p.name in state.skip_score_plugins:
+            out.skipped_scores.append(p.name)
+            continue
+        scores = p.score_batch(state, pod, table, frows)
+        if isinstance(scores, Status):
+            continue
+        p.normalize_score(state, pod, table, frows, scores)
+        weighted = scores * fwk.score_weights[p.name]
+        for j, i in enumerate(feasible_idx):
+            nodes[i].scores[p.name] = int(weighted[j])
+            nodes[i].total += int(weighted[j])
+    return out

@@ -1,0 +1,150 @@
+"""What the simulator remembers about each pod: outcome, attempts, the last diagnosis and the
+top-scored nodes. Kept compact (numpy chunks, top-k only) so 10,000-pod runs stay cheap."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubesched.framework.clock import Clock
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.scheduler import ScheduleFailure, ScheduleResult, SchedulerObserver
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeTable
+
+SCHEDULED = "Scheduled"
+UNSCHEDULABLE = "Unschedulable"
+ERROR = "Error"
+PRE_BOUND = "PreBound"
+PENDING = "Pending"
+WAITING = "Waiting"
+
+
+@dataclass(slots=True)
+class ScoredNode:
+    node: str
+    total: int
+    plugins: dict[str, int]
+
+
+@dataclass(slots=True)
+class PodRecord:
+    key: str
+    uid: str
+    profile: str
+    status: str = PENDING
+    node: str | None = None
+    attempts: int = 0
+    message: str = ""
+    time: float = 0.0
+    feasible_nodes: int = 0
+    evaluated_nodes: int = 0
+    top_scores: list[ScoredNode] = field(default_factory=list)
+    diagnosis: Diagnosis | None = None
+
+
+class Recorder(SchedulerObserver):
+    def __init__(
+        self,
+        table: NodeTable,
+        clock: Clock,
+        top_k: int = 5,
+        on_attempt: Callable[[PodInfo, str], None] | None = None,
+    ) -> None:
+        self.table = table
+        self.clock = clock
+        self.top_k = top_k
+        self.records: dict[str, PodRecord] = {}
+        self.attempts = 0
+        self.bound_count = 0
+        self._on_attempt = on_attempt
+
+    def record(self, pod: PodInfo, profile: str) -> PodRecord:
+        rec = self.records.get(pod.uid)
+        if rec is None:
+            rec = self.records[pod.uid] = PodRecord(pod.key, pod.uid, profile)
+        return rec
+
+    def scheduled(self, pod: PodInfo, profile: str, result: ScheduleResult) -> None:
+        if self._on_attempt is not None:
+            self._on_attempt(pod, profile)
+        rec = self.record(pod, profile)
+        rec.attempts += 1
+        self.attempts += 1
+        rec.status = WAITING
+        rec.node = result.node_name
+        rec.message = ""
+        rec.time = self.clock.now()
+        rec.feasible_nodes = result.feasible_nodes
+        rec.evaluated_nodes = result.evaluated_nodes
+        rec.diagnosis = result.diagnosis if len(result.diagnosis.node_to_status) else None
+        rec.top_scores = self._top(result)
+
+    def _top(self, result: ScheduleResult) -> list[ScoredNode]:
+        scored = result.scored
+        if scored is None:
+            return [ScoredNode(result.node_name, 0, {})]
+        k = min(self.top_k, len(scored.rows))
+        idx = np.argsort(-scored.totals, kind="stable")[:k]
+        names = self.table.names
+        return [
+            ScoredNode(
+                names[int(scored.rows[i])],
+                int(scored.totals[i]),
+                {p: int(s[i]) for p, s in scored.by_plugin.items()},
+            )
+            for i in idx
+        ]
+
+    def failed(self, pod: PodInfo, profile: str, failure: ScheduleFailure) -> None:
+        if self._on_attempt is not None:
+            self._on_attempt(pod, profile)
+        rec = self.record(pod, profile)
+        rec.attempts += 1
+        self.attempts += 1
+        rec.status = UNSCHEDULABLE if failure.unschedulable else ERROR
+        rec.node = None
+        rec.message = failure.message
+        rec.time = self.clock.now()
+        rec.diagnosis = failure.diagnosis
+        rec.top_scores = []
+        rec.feasible_nodes = 0
+        rec.evaluated_nodes = len(failure.diagnosis.node_to_status)
+
+    def bound(self, pod: PodInfo, profile: str, node_name: str) -> None:
+        rec = self.record(pod, profile)
+        rec.status = SCHEDULED
+        rec.node = node_name
+        rec.time = self.clock.now()
+        self.bound_count += 1
+
+
+def filters_by_plugin(diagnosis: Diagnosis | None, names: list[str]) -> dict[str, dict[str, list[str]]]:
+    """{plugin: {reason: [nodes]}} — the JSON form of a pod's per-node filter verdicts."""
+    out: dict[str, dict[str, list[str]]] = {}
+    if diagnosis is None:
+        return out
+    for row, status in diagnosis.node_to_status.items():
+        by_reason = out.setdefault(status.plugin or "PreFilter", {})
+        by_reason.setdefault(status.message, []).append(names[row])
+    return out
+
+
+def record_to_json(rec: PodRecord, names: list[str]) -> dict[str, Any]:
+    return {
+        "pod": rec.key,
+        "uid": rec.uid,
+        "profile": rec.profile,
+        "status": rec.status,
+        "node": rec.node,
+        "attempts": rec.attempts,
+        "message": rec.message,
+        "time": round(rec.time, 6),
+        "feasibleNodes": rec.feasible_nodes,
+        "evaluatedNodes": rec.evaluated_nodes,
+        "filters": filters_by_plugin(rec.diagnosis, names),
+        "scores": [{"node": s.node, "total": s.total, "plugins": s.plugins} for s in rec.top_scores],
+    }

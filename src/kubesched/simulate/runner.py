@@ -1,0 +1,206 @@
+"""Run a scheduler configuration over a cluster in virtual time.
+
+The loop: feed nodes, pre-bound pods and pending pods (in creation order) to the scheduler; schedule
+while pods are active; when none are, jump the virtual clock to the next backoff expiry or Permit
+deadline. Pods left waiting for a cluster event that will never come in a static replay end the run
+as unschedulable. Deterministic for a given seed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.config.load import SchedulerConfig
+from kubesched.framework.clock import FakeClock
+from kubesched.framework.explain import Explanation, explain
+from kubesched.framework.registry import Registry
+from kubesched.scheduler import QueueSettings, Scheduler
+from kubesched.simulate.cluster import SimulatedCluster
+from kubesched.simulate.inputs import ClusterInput
+from kubesched.simulate.records import PRE_BOUND, PodRecord, Recorder
+from kubesched.snapshot.pod import PodInfo
+
+#: Pods scheduled between two chances for binding tasks and the progress callback to run.
+_BATCH = 256
+
+
+@dataclass
+class SimulationResult:
+    config: SchedulerConfig
+    cluster: SimulatedCluster
+    scheduler: Scheduler
+    records: dict[str, PodRecord]
+    requested_before: npt.NDArray[np.int64]
+    pods_before: dict[str, int]
+    wall_seconds: float
+    virtual_seconds: float
+    interrupted: bool
+    input: ClusterInput
+    #: Pending pods whose schedulerName matched no profile and were run with the first profile.
+    reassigned: dict[str, int] = field(default_factory=dict)
+    explanation: Explanation | None = None
+    attempts: int = 0
+
+
+class Simulation:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        registry: Registry,
+        cluster_input: ClusterInput,
+        seed: int = 0,
+        explain_pod: str | None = None,
+        strict_scheduler_name: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        top_k: int = 5,
+    ) -> None:
+        self.config = config
+        self.input = cluster_input
+        self.clock = FakeClock(0.0)
+        self.cluster = SimulatedCluster()
+        self.scheduler = Scheduler.build(
+            config.profiles,
+            registry,
+            self.clock,
+            client=self.cluster,
+            queue_settings=QueueSettings(config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds),
+            parallelism=config.parallelism,
+            seed=seed,
+            objects=self.cluster.kind,
+        )
+        self.cluster.attach(self.scheduler)
+        self._explain_pod = explain_pod
+        self._explanation: Explanation | None = None
+        self.recorder = Recorder(self.scheduler.cache.table, self.clock, top_k, self._maybe_explain)
+        self.scheduler.observer = self.recorder
+        self._strict = strict_scheduler_name
+        self._progress = progress
+        self._stop = False
+
+    # -- explain hook: capture the full picture at the moment the pod is decided ------------------
+    def _matches(self, pod: PodInfo) -> bool:
+        want = self._explain_pod
+        return want is not None and (pod.key == want or (pod.name == want and "/" not in want))
+
+    def _maybe_explain(self, pod: PodInfo, profile: str) -> None:
+        if self._matches(pod):
+            self._explanation = explain(self.scheduler.frameworks[profile], pod)
+
+    # -- the run ------------------------------------------------------------------------------------
+    def _load(self) -> tuple[list[PodInfo], dict[str, int]]:
+        for kind_objs in self.input.pod_groups:
+            self.cluster.add_object("PodGroup", kind_objs)
+        for raw in self.input.nodes:
+            self.cluster.add_node(raw)
+        pending: list[PodInfo] = []
+        reassigned: dict[str, int] = {}
+        profiles = self.scheduler.frameworks
+        first = next(iter(profiles))
+        for raw in self.input.pods:
+            pod = PodInfo.from_raw(raw)
+            if pod.terminal:
+                continue
+            if pod.node_name:
+                self.cluster.add_pod(pod)
+                rec = self.recorder.record(pod, pod.scheduler_name)
+                rec.status, rec.node = PRE_BOUND, pod.node_name
+                continue
+            if pod.scheduler_name not in profiles:
+                if self._strict:
+                    self.recorder.record(pod, pod.scheduler_name).message = (
+                        f"schedulerName {pod.scheduler_name!r} matches no profile; left pending"
+                    )
+                    continue
+                reassigned[pod.scheduler_name] = reassigned.get(pod.scheduler_name, 0) + 1
+                pod.scheduler_name = first
+            pending.append(pod)
+        pending.sort(key=lambda p: p.creation_ts)  # stable: file order breaks ties
+        return pending, reassigned
+
+    async def run(self) -> SimulationResult:
+        started = time.perf_counter()
+        pending, reassigned = self._load()
+        table = self.scheduler.cache.table
+        requested_before = table.requested.copy()
+        pods_before = {table.names[r]: len(table.pods[r]) for r in table.alive_rows()}
+        for pod in pending:
+            self.cluster.add_pod(pod)
+        old_handler = _install_sigint(self)
+        try:
+            await self._loop(len(pending))
+        finally:
+            signal.signal(signal.SIGINT, old_handler)
+        await self.scheduler.drain()
+        if self._explain_pod is not None and self._explanation is None:
+            self._explain_now()
+        return SimulationResult(
+            config=self.config,
+            cluster=self.cluster,
+            scheduler=self.scheduler,
+            records=self.recorder.records,
+            requested_before=requested_before,
+            pods_before=pods_before,
+            wall_seconds=time.perf_counter() - started,
+            virtual_seconds=self.clock.now(),
+            interrupted=self._stop,
+            input=self.input,
+            reassigned=reassigned,
+            explanation=self._explanation,
+            attempts=self.recorder.attempts,
+        )
+
+    def _explain_now(self) -> None:
+        for pod in self.cluster.pods.values():
+            if self._matches(pod):
+                fwk = self.scheduler.frameworks.get(pod.scheduler_name) or next(iter(self.scheduler.frameworks.values()))
+                self._explanation = explain(fwk, pod)
+                return
+
+    async def _loop(self, total: int) -> None:
+        sched = self.scheduler
+        while not self._stop:
+            sched.tick(self.clock.now())
+            n = 0
+            while sched.schedule_one():
+                n += 1
+                if n % _BATCH == 0:
+                    await asyncio.sleep(0)  # let in-memory binds finish, keep memory flat
+                    self._report(total)
+                    if self._stop:
+                        return
+            await sched.drain()
+            self._report(total)
+            if sched.queue.has_active():
+                continue
+            # Nothing to do now: jump to the next backoff expiry or Permit deadline. Unschedulable
+            # pods would only be retried on the 5-minute flush, which cannot change a static replay.
+            wake = sched.next_wakeup(include_unschedulable=False)
+            if wake is None:
+                return
+            self.clock.set(max(wake, self.clock.now()))
+
+    def _report(self, total: int) -> None:
+        if self._progress is not None:
+            self._progress(self.recorder.bound_count, total)
+
+    def interrupt(self) -> None:
+        self._stop = True
+
+
+def _install_sigint(sim: Simulation) -> Any:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        sim.interrupt()
+
+    try:
+        return signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread (e.g. under a test runner thread)
+        return signal.getsignal(signal.SIGINT)
