@@ -161,7 +161,8 @@ class Simulation:
     def _explain_now(self) -> None:
         for pod in self.cluster.pods.values():
             if self._matches(pod):
-                fwk = self.scheduler.frameworks.get(pod.scheduler_name) or next(iter(self.scheduler.frameworks.values()))
+                frameworks = self.scheduler.frameworks
+                fwk = frameworks.get(pod.scheduler_name) or next(iter(frameworks.values()))
                 self._explanation = explain(fwk, pod)
                 return
 
