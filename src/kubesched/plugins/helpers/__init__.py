@@ -1,0 +1,55 @@
+"""Helpers shared by plugins: score normalisation, toleration matching, node selector matching."""
+
+from kubesched.plugins.helpers.node_selector import (
+    NodeSelector,
+    NodeSelectorTerm,
+    PreferredTerm,
+    RequiredNodeAffinity,
+    compile_node_selector,
+    compile_preferred_terms,
+    compile_terms,
+    match_labels,
+    match_node_selector_terms,
+    match_terms,
+    node_matches_terms,
+    score_preferred,
+)
+from kubesched.plugins.helpers.normalize import default_normalize_score
+from kubesched.plugins.helpers.taints import (
+    Toleration,
+    count_intolerable_taints,
+    do_not_schedule_taints_filter,
+    find_matching_untolerated_taint,
+    parse_tolerations,
+    per_taint_set,
+    pod_tolerations,
+    tolerates_taint,
+    tolerations_tolerate_taint,
+    untolerated_mask,
+)
+
+__all__ = [
+    "NodeSelector",
+    "NodeSelectorTerm",
+    "PreferredTerm",
+    "RequiredNodeAffinity",
+    "Toleration",
+    "compile_node_selector",
+    "compile_preferred_terms",
+    "compile_terms",
+    "count_intolerable_taints",
+    "default_normalize_score",
+    "do_not_schedule_taints_filter",
+    "find_matching_untolerated_taint",
+    "match_labels",
+    "match_node_selector_terms",
+    "match_terms",
+    "node_matches_terms",
+    "parse_tolerations",
+    "per_taint_set",
+    "pod_tolerations",
+    "score_preferred",
+    "tolerates_taint",
+    "tolerations_tolerate_taint",
+    "untolerated_mask",
+]

@@ -1,0 +1,196 @@
+"""Toleration matching and vectorised taint checks over the node table.
+
+Ports of k8s.io/api/core/v1/toleration.go (Toleration.ToleratesTaint, newest: with the Lt/Gt
+comparison operators behind the TaintTolerationComparisonOperators gate),
+k8s.io/component-helpers/scheduling/corev1/helpers.go (TolerationsTolerateTaint,
+FindMatchingUntoleratedTaint) and pkg/scheduler/framework/plugins/helper/taint.go
+(DoNotScheduleTaintsFilterFunc).
+
+Taints live in the table as interned taint sets (``taint_set_id`` per row, ``taint_sets[id]``);
+the vectorised helpers evaluate each distinct set among the given rows once and gather.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeTable, Rows, Taint
+
+TAINT_EFFECT_NO_SCHEDULE = "NoSchedule"
+TAINT_EFFECT_PREFER_NO_SCHEDULE = "PreferNoSchedule"
+TAINT_EFFECT_NO_EXECUTE = "NoExecute"
+
+TOLERATION_OP_EXISTS = "Exists"
+TOLERATION_OP_EQUAL = "Equal"
+TOLERATION_OP_LT = "Lt"
+TOLERATION_OP_GT = "Gt"
+
+#: v1.TaintNodeUnschedulable
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# k8s.io/apimachinery/pkg/api/validate/content.IsDecimalInteger: "0" or -?[1-9][0-9]* (no "+",
+# no leading zeros, no "-0").
+_CANONICAL_DECIMAL = re.compile(r"0|-?[1-9][0-9]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+
+    @staticmethod
+    def from_raw(raw: Any) -> Toleration:
+        if not isinstance(raw, dict):
+            return Toleration(operator="<invalid>")  # matches nothing
+        return Toleration(
+            key=str(raw.get("key") or ""),
+            operator=str(raw.get("operator") or ""),
+            value=str(raw.get("value") or ""),
+            effect=str(raw.get("effect") or ""),
+        )
+
+
+def parse_tolerations(raw: Iterable[Any]) -> tuple[Toleration, ...]:
+    return tuple(Toleration.from_raw(t) for t in raw)
+
+
+def pod_tolerations(pod: PodInfo) -> tuple[Toleration, ...]:
+    """The pod's tolerations parsed once and cached on the pod (shared by all taint plugins)."""
+    cached = pod.memo.get("_tolerations")
+    if cached is None:
+        cached = pod.memo["_tolerations"] = parse_tolerations(pod.tolerations)
+    result: tuple[Toleration, ...] = cached
+    return result
+
+
+def _canonical_int(value: str) -> int | None:
+    if not _CANONICAL_DECIMAL.fullmatch(value):
+        return None
+    n = int(value)
+    return n if _INT64_MIN <= n <= _INT64_MAX else None
+
+
+def tolerates_taint(toleration: Toleration, taint: Taint, enable_comparison_operators: bool = False) -> bool:
+    """Toleration.ToleratesTaint (k8s.io/api/core/v1/toleration.go).
+
+    1. empty effect matches every effect, otherwise effects must be equal;
+    2. empty key matches every key (with Exists), otherwise keys must be equal;
+    3. operator "" or Equal compares values, Exists matches any value;
+    4. Lt/Gt compare canonical int64 values (taint < / > toleration) when the comparison
+       operators are enabled; unparsable values, or the gate off, do not tolerate;
+    5. any other operator tolerates nothing.
+    """
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    op = toleration.operator
+    if op in ("", TOLERATION_OP_EQUAL):
+        return toleration.value == taint.value
+    if op == TOLERATION_OP_EXISTS:
+        return True
+    if op in (TOLERATION_OP_LT, TOLERATION_OP_GT):
+        if not enable_comparison_operators:
+            return False
+        tol_val = _canonical_int(toleration.value)
+        taint_val = _canonical_int(taint.value)
+        if tol_val is None or taint_val is None:
+            return False
+        return taint_val < tol_val if op == TOLERATION_OP_LT else taint_val > tol_val
+    return False
+
+
+def tolerations_tolerate_taint(
+    tolerations: Sequence[Toleration], taint: Taint, enable_comparison_operators: bool = False
+) -> bool:
+    """TolerationsTolerateTaint: some toleration tolerates the taint."""
+    return any(tolerates_taint(t, taint, enable_comparison_operators) for t in tolerations)
+
+
+def do_not_schedule_taints_filter(taint: Taint) -> bool:
+    """helper.DoNotScheduleTaintsFilterFunc: only NoSchedule and NoExecute taints block scheduling."""
+    return taint.effect in (TAINT_EFFECT_NO_SCHEDULE, TAINT_EFFECT_NO_EXECUTE)
+
+
+def find_matching_untolerated_taint(
+    taints: Iterable[Taint],
+    tolerations: Sequence[Toleration],
+    inclusion_filter: Callable[[Taint], bool] | None = None,
+    enable_comparison_operators: bool = False,
+) -> Taint | None:
+    """FindMatchingUntoleratedTaint: the first taint passing the filter that no toleration tolerates."""
+    for taint in taints:
+        if inclusion_filter is not None and not inclusion_filter(taint):
+            continue
+        if not tolerations_tolerate_taint(tolerations, taint, enable_comparison_operators):
+            return taint
+    return None
+
+
+def per_taint_set(
+    table: NodeTable,
+    rows: Rows,
+    fn: Callable[[tuple[Taint, ...]], Any],
+    dtype: npt.DTypeLike,
+) -> npt.NDArray[Any]:
+    """``fn(taints of row)`` for each row, evaluating ``fn`` once per distinct taint set among ``rows``."""
+    ids = table.taint_set_id[rows]
+    if len(ids) == 0:
+        return np.zeros(0, dtype=dtype)
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    sets = table.taint_sets
+    values = np.array([fn(sets[int(i)]) for i in uniq], dtype=dtype)
+    result: npt.NDArray[Any] = values[inverse.reshape(-1)]
+    return result
+
+
+def untolerated_mask(
+    table: NodeTable,
+    rows: Rows,
+    tolerations: Sequence[Toleration],
+    inclusion_filter: Callable[[Taint], bool] | None = do_not_schedule_taints_filter,
+    enable_comparison_operators: bool = False,
+) -> npt.NDArray[np.bool_]:
+    """True where the row has a taint (passing the filter) that the tolerations do not tolerate."""
+
+    def untolerated(taints: tuple[Taint, ...]) -> bool:
+        if not taints:
+            return False
+        return (
+            find_matching_untolerated_taint(taints, tolerations, inclusion_filter, enable_comparison_operators)
+            is not None
+        )
+
+    result: npt.NDArray[np.bool_] = per_taint_set(table, rows, untolerated, np.bool_)
+    return result
+
+
+def count_intolerable_taints(
+    table: NodeTable,
+    rows: Rows,
+    tolerations: Sequence[Toleration],
+    effect: str = TAINT_EFFECT_PREFER_NO_SCHEDULE,
+    enable_comparison_operators: bool = False,
+) -> npt.NDArray[np.int64]:
+    """Per row, how many taints with ``effect`` the tolerations do not tolerate
+    (tainttoleration.countIntolerableTaintsPreferNoSchedule)."""
+
+    def count(taints: tuple[Taint, ...]) -> int:
+        return sum(
+            1
+            for t in taints
+            if t.effect == effect and not tolerations_tolerate_taint(tolerations, t, enable_comparison_operators)
+        )
+
+    result: npt.NDArray[np.int64] = per_taint_set(table, rows, count, np.int64)
+    return result
