@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from factories import node, table_of
 
+from factories import node, table_of
 from kubesched.plugins.helpers import (
     compile_node_selector,
     compile_preferred_terms,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from factories import node, table_of
 
+from factories import node, table_of
 from kubesched.plugins.helpers import (
     Toleration,
     count_intolerable_taints,

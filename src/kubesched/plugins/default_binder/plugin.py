@@ -1,0 +1,40 @@
+"""DefaultBinder: bind the pod through the cluster client (pods/binding).
+
+Port of pkg/scheduler/framework/plugins/defaultbinder/default_binder.go.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import ClassVar
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import BindConflictError, PodGoneError
+from kubesched.framework.interfaces import BindPlugin
+from kubesched.framework.status import SUCCESS, Status
+from kubesched.snapshot.pod import PodInfo
+
+log = logging.getLogger(__name__)
+
+
+class DefaultBinder(BindPlugin):
+    name: ClassVar[str] = "DefaultBinder"
+
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Bind ``pod`` to ``node_name``.
+
+        BindConflictError (already bound, HTTP 409) and PodGoneError (HTTP 404) propagate: the
+        scheduler forgets the pod for those. Any other failure becomes an Error status (upstream
+        framework.AsStatus(err)), so the pod is unreserved and retried with backoff.
+        """
+        client = self.handle.client
+        if client is None:
+            return Status.error(f"binding pod {pod.key} to node {node_name}: no cluster client configured")
+        log.debug("binding pod %s to node %s", pod.key, node_name)
+        try:
+            await client.bind(pod, node_name)
+        except (BindConflictError, PodGoneError):
+            raise
+        except Exception as e:
+            return Status.error(f"binding pod {pod.key} to node {node_name}: {type(e).__name__}: {e}")
+        return SUCCESS

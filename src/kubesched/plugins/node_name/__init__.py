@@ -1,0 +1,3 @@
+from kubesched.plugins.node_name.plugin import NodeName
+
+__all__ = ["NodeName"]

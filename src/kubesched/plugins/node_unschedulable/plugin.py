@@ -1,0 +1,53 @@
+"""NodeUnschedulable: filter out cordoned nodes (spec.unschedulable) unless the pod tolerates them.
+
+Port of pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import FilterPlugin
+from kubesched.framework.status import Status
+from kubesched.framework.types import NODE, ActionType, ClusterEvent, Verdicts
+from kubesched.plugins.helpers.taints import (
+    TAINT_EFFECT_NO_SCHEDULE,
+    TAINT_NODE_UNSCHEDULABLE,
+    pod_tolerations,
+    tolerations_tolerate_taint,
+)
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeTable, Rows, Taint
+
+#: ErrReasonUnschedulable
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+#: The taint a pod must tolerate to land on a cordoned node ({node.kubernetes.io/unschedulable, NoSchedule}).
+UNSCHEDULABLE_TAINT = Taint(TAINT_NODE_UNSCHEDULABLE, "", TAINT_EFFECT_NO_SCHEDULE)
+
+
+class NodeUnschedulable(FilterPlugin):
+    name: ClassVar[str] = "NodeUnschedulable"
+    #: Feature gate TaintTolerationComparisonOperators (alpha, off by default upstream).
+    enable_taint_toleration_comparison_operators: ClassVar[bool] = False
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        # Upstream (queueing hints on): Node Add | UpdateNodeTaint (a spec.unschedulable change is
+        # reported as UpdateNodeTaint), plus the pod's own toleration update, which our queue
+        # handles by requeueing an updated unschedulable pod anyway.
+        return (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT, "NodeAdd|UpdateNodeTaint"),)
+
+    def _tolerates(self, pod: PodInfo) -> bool:
+        return tolerations_tolerate_taint(
+            pod_tolerations(pod), UNSCHEDULABLE_TAINT, self.enable_taint_toleration_comparison_operators
+        )
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
+        # If the pod tolerates the unschedulable taint it also tolerates spec.unschedulable.
+        if self._tolerates(pod):
+            return Verdicts.all_pass(len(rows))
+        ok = ~np.asarray(table.unschedulable[rows], dtype=np.bool_)
+        return Verdicts.from_mask(ok, Status.unresolvable(ERR_REASON_UNSCHEDULABLE))
