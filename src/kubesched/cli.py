@@ -1,0 +1,210 @@
+"""The ``kubesched`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+import yaml
+from rich.console import Console
+
+import kubesched
+
+
+class UserError(click.ClickException):
+    """A clear one-line error for bad input (exit code 2), never a traceback."""
+
+    exit_code = 2
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(kubesched.__version__, prog_name="kubesched")
+def main() -> None:
+    """Custom Kubernetes scheduling in Python: one framework, three shells."""
+
+
+def _load_config(path: Path | None) -> Any:
+    from kubesched.config.errors import ConfigError
+    from kubesched.config.load import load_config
+    from kubesched.plugins.builtin import builtin_registry
+
+    registry = builtin_registry()
+    try:
+        config = load_config(path, registry)
+    except ConfigError as e:
+        raise UserError(str(e)) from None
+    for w in config.warnings:
+        click.echo(f"warning: {w}", err=True)
+    return config, registry
+
+
+@main.command()
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="KubeSchedulerConfiguration YAML (default: the default profile).",
+)
+@click.option(
+    "--cluster",
+    "cluster_path",
+    type=click.Path(exists=True, path_type=Path),
+    help="Nodes and pods: `kubectl get nodes,pods -A -o yaml` output, multi-document YAML/JSON, or a directory.",
+)
+@click.option("--nodes", type=click.IntRange(min=1), help="Generate a cluster with this many nodes.")
+@click.option("--pods", type=click.IntRange(min=0), help="Generate this many pods (with --nodes).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
+@click.option(
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: a summary; json: every placement with per-plugin verdicts and scores, on stdout.",
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a self-contained HTML report with charts.",
+)
+@click.option(
+    "--out-cluster",
+    "out_cluster",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the resulting cluster (nodes and pods with their nodes) as a YAML v1 List.",
+)
+@click.option(
+    "--explain",
+    "explain_pod",
+    metavar="POD",
+    help="Show per-node, per-plugin verdicts and scores for one pod (name or namespace/name).",
+)
+@click.option(
+    "--strict-scheduler-name",
+    is_flag=True,
+    help="Leave pending pods whose schedulerName matches no profile unscheduled "
+    "(default: simulate them with the first profile).",
+)
+@click.option("--max-rows", type=click.IntRange(min=1), default=25, show_default=True, help="Rows per summary table.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def simulate(
+    config_path: Path | None,
+    cluster_path: Path | None,
+    nodes: int | None,
+    pods: int | None,
+    seed: int,
+    output: str,
+    report_path: Path | None,
+    out_cluster: Path | None,
+    explain_pod: str | None,
+    strict_scheduler_name: bool,
+    max_rows: int,
+    quiet: bool,
+) -> None:
+    """Schedule a cluster in memory with any configuration and show where every pod lands and why.
+
+    Without --cluster or --nodes, runs the built-in demo cluster.
+    """
+    from kubesched.simulate.generator import generate_cluster
+    from kubesched.simulate.inputs import ClusterInputError, load_cluster
+    from kubesched.simulate.report_json import result_to_json
+    from kubesched.simulate.runner import Simulation
+    from kubesched.simulate.summary import print_explanation, print_summary
+    from kubesched.snapshot.pod import PodSpecError
+    from kubesched.snapshot.table import NodeSpecError
+
+    if cluster_path and (nodes or pods):
+        raise UserError("give either --cluster or --nodes/--pods, not both")
+    if pods is not None and nodes is None:
+        raise UserError("--pods needs --nodes")
+    config, registry = _load_config(config_path)
+    try:
+        if cluster_path is not None:
+            cluster = load_cluster(cluster_path)
+        elif nodes is not None:
+            cluster = generate_cluster(nodes, pods if pods is not None else nodes * 2, seed)
+        else:
+            cluster = load_cluster(demo_cluster_path())
+    except (ClusterInputError, PodSpecError, NodeSpecError) as e:
+        raise UserError(str(e)) from None
+
+    err = Console(stderr=True)
+    out = Console()
+    progress_cb, stop_progress = _progress(err, quiet or output == "json")
+    sim = Simulation(
+        config,
+        registry,
+        cluster,
+        seed=seed,
+        explain_pod=explain_pod,
+        strict_scheduler_name=strict_scheduler_name,
+        progress=progress_cb,
+    )
+    try:
+        result = asyncio.run(sim.run())
+    except (PodSpecError, NodeSpecError) as e:
+        raise UserError(str(e)) from None
+    finally:
+        stop_progress()
+    data = result_to_json(result)
+    if output == "json":
+        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        print_summary(out, data, max_rows)
+    if explain_pod is not None:
+        if result.explanation is None:
+            raise UserError(f"no pod {explain_pod!r} in the cluster")
+        print_explanation(err if output == "json" else out, result.explanation, max_rows=max(max_rows, 50))
+    if report_path is not None:
+        from kubesched.simulate.report_html import render_html
+
+        report_path.write_text(render_html(data), encoding="utf-8")
+        err.print(f"report written to {report_path}")
+    if out_cluster is not None:
+        _write_cluster(out_cluster, result)
+        err.print(f"resulting cluster written to {out_cluster}")
+
+
+def demo_cluster_path() -> Path:
+    return Path(__file__).parent / "simulate" / "demo" / "cluster.yaml"
+
+
+def _write_cluster(path: Path, result: Any) -> None:
+    items: list[dict[str, Any]] = list(result.cluster.nodes.values())
+    items += [p.raw for p in result.cluster.pods.values()]
+    for kind, objs in result.cluster.objects.items():
+        del kind
+        items += list(objs.values())
+    doc = {"apiVersion": "v1", "kind": "List", "items": items}
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    path.write_text(yaml.dump(doc, Dumper=dumper, sort_keys=False), encoding="utf-8")
+
+
+def _progress(console: Console, disabled: bool) -> tuple[Any, Any]:
+    if disabled or not console.is_terminal:
+        return None, lambda: None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        TextColumn("scheduling"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    progress.start()
+    task = progress.add_task("pods", total=None)
+
+    def update(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    return update, progress.stop
+
+
+if __name__ == "__main__":
+    main()

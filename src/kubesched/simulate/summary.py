@@ -1,0 +1,122 @@
+"""The terminal summary and the explain table, rendered with rich from the JSON document."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from kubesched.framework.explain import Explanation
+from kubesched.snapshot.quantity import format_bytes, format_milli_cpu
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _ratio(used: int, total: int) -> str:
+    return f"{100 * used / total:.0f}%" if total else "-"
+
+
+def print_summary(console: Console, data: dict[str, Any], max_rows: int = 25) -> None:
+    s = data["summary"]
+    console.print(f"[bold]kubesched simulate[/bold] — {data['source']} — profiles: {', '.join(data['profiles'])}")
+    if s["interrupted"]:
+        console.print("[yellow]Interrupted: showing what was done so far.[/yellow]")
+    counts = Table(show_header=False, box=None, padding=(0, 2))
+    counts.add_row("nodes", str(s["nodes"]), "pods", str(s["pods"]))
+    counts.add_row("pre-bound", str(s["preBound"]), "simulated", str(s["simulated"]))
+    counts.add_row("[green]scheduled[/green]", str(s["scheduled"]), "[red]unschedulable[/red]", str(s["unschedulable"]))
+    if s["errors"] or s["waiting"] or s["pending"]:
+        counts.add_row("errors", str(s["errors"]), "waiting/pending", f"{s['waiting']}/{s['pending']}")
+    counts.add_row(
+        "virtual time",
+        f"{s['virtualSeconds']:.1f}s",
+        "wall time",
+        f"{s['wallSeconds']:.2f}s ({s['podsPerSecond']} pods/s)",
+    )
+    ub, ua = s["utilisationBefore"], s["utilisationAfter"]
+    counts.add_row(
+        "cpu requested",
+        f"{_pct(ub['cpu'])} → {_pct(ua['cpu'])}",
+        "memory requested",
+        f"{_pct(ub['memory'])} → {_pct(ua['memory'])}",
+    )
+    console.print(counts)
+    for kind, n in data["skippedObjects"].items():
+        console.print(f"[dim]skipped {n} {kind} object(s): not modelled by the simulator[/dim]")
+    for name, n in data["reassignedSchedulerNames"].items():
+        console.print(
+            f"[dim]{n} pending pod(s) with schedulerName {name!r} matched no profile and were simulated with "
+            f"profile {data['profiles'][0]!r} (use --strict-scheduler-name to leave them pending)[/dim]"
+        )
+
+    nodes = data["nodes"]
+    table = Table(title=f"Node utilisation (requested / allocatable), {min(len(nodes), max_rows)} of {len(nodes)}")
+    for col in ("node", "cpu", "memory", "pods", "cpu before→after", "mem before→after"):
+        table.add_column(col, justify="left" if col == "node" else "right")
+    busiest = sorted(
+        nodes,
+        key=lambda n: -(n["requestedAfter"]["cpu"] / n["allocatable"]["cpu"] if n["allocatable"]["cpu"] else 0),
+    )
+    for n in busiest[:max_rows]:
+        a, before, after = n["allocatable"], n["requestedBefore"], n["requestedAfter"]
+        table.add_row(
+            n["name"] + (" [dim](cordoned)[/dim]" if n["unschedulable"] else ""),
+            f"{format_milli_cpu(after['cpu'])}/{format_milli_cpu(a['cpu'])}",
+            f"{format_bytes(after['memory'])}/{format_bytes(a['memory'])}",
+            f"{n['podsAfter']}/{a['pods']}",
+            f"{_ratio(before.get('cpu', 0), a['cpu'])} → {_ratio(after['cpu'], a['cpu'])}",
+            f"{_ratio(before.get('memory', 0), a['memory'])} → {_ratio(after['memory'], a['memory'])}",
+        )
+    console.print(table)
+
+    failed = [p for p in data["placements"] if p["status"] in ("Unschedulable", "Error")]
+    if failed:
+        by_message = Counter(p["message"] for p in failed)
+        t = Table(title=f"Unschedulable pods: {len(failed)}")
+        t.add_column("pods", justify="right")
+        t.add_column("example")
+        t.add_column("reason")
+        first = {}
+        for p in failed:
+            first.setdefault(p["message"], p["pod"])
+        for message, n in by_message.most_common(max_rows):
+            t.add_row(str(n), first[message], message)
+        console.print(t)
+    else:
+        console.print("[green]Every simulated pod was scheduled.[/green]")
+
+
+def print_explanation(console: Console, ex: Explanation, max_rows: int = 50) -> None:
+    console.print(f"[bold]Explain {ex.pod}[/bold] (profile {ex.profile})")
+    for name, st in ex.pre_filter.items():
+        console.print(f"  PreFilter {name}: {st}")
+    if ex.skipped_filters:
+        console.print(f"  [dim]filters skipped for this pod: {', '.join(ex.skipped_filters)}[/dim]")
+    if ex.skipped_scores:
+        console.print(f"  [dim]scores skipped for this pod: {', '.join(ex.skipped_scores)}[/dim]")
+    if ex.message:
+        console.print(f"  [red]{ex.message}[/red]")
+    nodes = ex.feasible + ex.rejected
+    t = Table(title=f"Per node ({min(len(nodes), max_rows)} of {len(nodes)}; feasible first, by total score)")
+    t.add_column("node")
+    t.add_column("verdict")
+    for p in ex.score_plugins:
+        t.add_column(f"{p} ×{ex.weights.get(p, 1)}", justify="right")
+    t.add_column("total", justify="right")
+    for n in nodes[:max_rows]:
+        if n.feasible:
+            verdict = "[green]fits[/green]"
+            scores = [str(n.scores[p]) if p in n.scores else "-" for p in ex.score_plugins]
+            total = str(n.total)
+        else:
+            verdict = "; ".join(
+                f"[red]{plugin}[/red]: {st.message}" for plugin, st in n.filters.items() if st is not None
+            )
+            scores = ["" for _ in ex.score_plugins]
+            total = ""
+        t.add_row(n.node, verdict, *scores, total)
+    console.print(t)
