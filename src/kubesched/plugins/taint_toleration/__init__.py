@@ -1,0 +1,3 @@
+from kubesched.plugins.taint_toleration.plugin import TaintToleration
+
+__all__ = ["TaintToleration"]
