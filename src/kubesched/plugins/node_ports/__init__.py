@@ -1,0 +1,3 @@
+from kubesched.plugins.node_ports.plugin import NodePorts
+
+__all__ = ["NodePorts"]
