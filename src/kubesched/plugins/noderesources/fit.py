@@ -1,0 +1,207 @@
+"""NodeResourcesFit: does the node have room for the pod's requests, and how full would it be.
+
+Port of ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (Filter, PreFilter, PreScore,
+Score, EventsToRegister) with the scoring strategies of ``resource_allocation.go``,
+``least_allocated.go``, ``most_allocated.go`` and ``requested_to_capacity_ratio.go``.
+
+Filter is computed for all candidate rows at once: every check (pods, cpu, memory,
+ephemeral-storage, each requested scalar resource) yields a per-row state — fits / insufficient /
+insufficient even on an empty node — and rows are grouped by their combination of states, so one
+Status is built per distinct combination, not per node.
+
+Not ported: the DRA-backed extended resources (``shouldDelegateResourceToDRA``,
+DRAExtendedResource gate), queueing hints (our queue has none; the registered events are upstream's
+non-QueueingHint set) and the SidecarContainers-disabled PreFilter rejection (the gate is GA).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
+from kubesched.framework.interfaces import (
+    FilterPlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    Scores,
+)
+from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.types import NODE, POD, ActionType, ClusterEvent, PreFilterResult, Verdicts
+from kubesched.plugins.noderesources.args import NodeResourcesFitArgs
+from kubesched.plugins.noderesources.resource_allocation import (
+    ResourceAllocation,
+    Scorer,
+    build_scorer,
+    is_extended_resource_name,
+)
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, IntArray, NodeTable, Rows
+
+__all__ = ["NodeResourcesFit"]
+
+NAME: Final = "NodeResourcesFit"
+PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
+
+# Per-check states packed two bits each into one int64 key per row.
+_FITS, _INSUFFICIENT, _UNRESOLVABLE = 0, 1, 2
+_PACKED_CHECKS: Final = 31
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    """One resource the Filter compares: table column, the pod's amount, and its reason text."""
+
+    column: int
+    amount: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class _PreFilterState:
+    checks: tuple[_Check, ...]
+    #: fitsRequest's early return: the pod requests nothing but a pod slot.
+    requests_nothing: bool
+
+    def clone(self) -> _PreFilterState:
+        return self  # immutable, as upstream's Clone returns the same pointer
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    pod_requests: IntArray
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+    """Filter: nodes without room for the pod's requests (cpu, memory, ephemeral-storage, extended
+    and hugepages resources, one pod slot). Score: LeastAllocated (default), MostAllocated or
+    RequestedToCapacityRatio over the configured resources."""
+
+    name = NAME
+    args_model = NodeResourcesFitArgs
+
+    def __init__(self, args: NodeResourcesFitArgs | None, handle: Handle) -> None:
+        args = args if args is not None else NodeResourcesFitArgs()
+        super().__init__(args, handle)
+        self.ignored_resources = frozenset(args.ignored_resources)
+        self.ignored_resource_groups = frozenset(args.ignored_resource_groups)
+        s = args.scoring_strategy
+        self.allocation = ResourceAllocation(tuple(s.resources), use_requested=False)
+        shape = s.requested_to_capacity_ratio.shape if s.requested_to_capacity_ratio is not None else None
+        self.scorer: Scorer = build_scorer(s.type, self.allocation.weights, shape)
+
+    # -- events -----------------------------------------------------------------------------------
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        # fit.go EventsToRegister without queueing hints: a pod leaving (or shrinking in place,
+        # InPlacePodVerticalScaling is on by default) frees room; a node added or with more
+        # allocatable may fit. Taint/label updates are registered too because upstream does so when
+        # hints are off (a Node/Add may have been missed by preCheck, kubernetes#109437).
+        return (
+            ClusterEvent(POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN, "AssignedPodDeleteOrScaleDown"),
+            ClusterEvent(
+                NODE,
+                ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE | ActionType.UPDATE_NODE_TAINT
+                | ActionType.UPDATE_NODE_LABEL,
+                "NodeAddOrUpdate",
+            ),
+        )
+
+    # -- PreFilter / Filter -----------------------------------------------------------------------
+    def _compute_pre_filter_state(self, pod: PodInfo, table: NodeTable) -> _PreFilterState:
+        req = pod.requests
+        table.request_vector(pod)  # adds table columns for extended resources nobody offers yet
+        checks = []
+        # fitsRequest order: cpu, memory, ephemeral-storage, then scalar resources. A zero request
+        # is never checked (upstream's "podRequest.X > 0 &&" / "rQuant == 0 continue").
+        for col, amount, reason in (
+            (CPU, req.milli_cpu, "Insufficient cpu"),
+            (MEMORY, req.memory, "Insufficient memory"),
+            (EPHEMERAL_STORAGE, req.ephemeral_storage, "Insufficient ephemeral-storage"),
+        ):
+            if amount > 0:
+                checks.append(_Check(col, amount, reason))
+        for rname, amount in req.scalar.items():
+            if amount == 0:
+                continue
+            # ignoredResources / ignoredResourceGroups only ever skip *extended* resources;
+            # hugepages and kubernetes.io/ resources are always checked.
+            if is_extended_resource_name(rname) and (
+                rname in self.ignored_resources or rname.split("/", 1)[0] in self.ignored_resource_groups
+            ):
+                continue
+            checks.append(_Check(table.resource_column(rname), amount, f"Insufficient {rname}"))
+        nothing = req.milli_cpu == 0 and req.memory == 0 and req.ephemeral_storage == 0 and not req.scalar
+        return _PreFilterState(tuple(checks), nothing)
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        state.write(PRE_FILTER_STATE_KEY, self._compute_pre_filter_state(pod, table))
+        return None, SUCCESS
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            err = Status.error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found', self.name)
+            return Verdicts(np.ones(len(rows), dtype=np.int32), [err])
+        checks = () if s.requests_nothing else s.checks
+        reasons = ("Too many pods", *(c.reason for c in checks))
+
+        # states[k] for every row: _FITS / _INSUFFICIENT / _UNRESOLVABLE.
+        states = np.zeros((len(reasons), len(rows)), dtype=np.int64)
+        alloc, used = table.allocatable, table.requested
+        # "len(pods)+1 > allowedPodNumber". Never unresolvable upstream (preemption frees slots).
+        states[0] = np.where(used[rows, PODS] + 1 > alloc[rows, PODS], _INSUFFICIENT, _FITS)
+        for k, c in enumerate(checks, start=1):
+            a = alloc[rows, c.column]
+            free = a - used[rows, c.column]
+            # Unresolvable when the request exceeds the node's whole allocatable: evicting every
+            # pod would not help, so preemption skips the node (fit.go InsufficientResource).
+            states[k] = np.where(c.amount > free, np.where(c.amount > a, _UNRESOLVABLE, _INSUFFICIENT), _FITS)
+        return self._verdicts(states, reasons)
+
+    def _verdicts(self, states: npt.NDArray[np.int64], reasons: tuple[str, ...]) -> Verdicts:
+        n = states.shape[1]
+        if not states.any():
+            return Verdicts.all_pass(n)
+        if len(reasons) <= _PACKED_CHECKS:
+            shifts = (2 * np.arange(len(reasons), dtype=np.int64))[:, None]
+            keys = (states << shifts).sum(axis=0)
+            uniq, inverse = np.unique(keys, return_inverse=True)
+            combos = [[(int(k) >> (2 * i)) & 3 for i in range(len(reasons))] for k in uniq]
+        else:  # a pod requesting > 30 extended resources: group on the raw state columns
+            uniq_rows, inverse = np.unique(states.T, axis=0, return_inverse=True)
+            combos = [[int(v) for v in r] for r in uniq_rows]
+        codes_of_combo = np.zeros(len(combos), dtype=np.int32)
+        statuses: list[Status] = []
+        for j, combo in enumerate(combos):  # one iteration per distinct outcome, not per node
+            failed = [reasons[i] for i, st in enumerate(combo) if st != _FITS]
+            if not failed:
+                continue
+            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if _UNRESOLVABLE in combo else Code.UNSCHEDULABLE
+            statuses.append(Status(code, tuple(failed), self.name))
+            codes_of_combo[j] = len(statuses)
+        return Verdicts(codes_of_combo[inverse.reshape(-1)], statuses)
+
+    # -- PreScore / Score -------------------------------------------------------------------------
+    def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Status:
+        # Upstream's Fit.PreScore never skips (only BalancedAllocation skips best-effort pods).
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self.allocation.pod_request_list(pod)))
+        return SUCCESS
+
+    def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        # Upstream's Score recomputes the requests when PreScore did not run.
+        pod_requests = s.pod_requests if isinstance(s, _PreScoreState) else self.allocation.pod_request_list(pod)
+        alloc, requested = self.allocation.allocatable_requested(table, rows, pod_requests)
+        return self.scorer(requested, alloc)
+
+

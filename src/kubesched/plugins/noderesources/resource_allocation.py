@@ -1,0 +1,264 @@
+"""The resource-allocation scorer shared by NodeResourcesFit's Score and NodeResourcesBalancedAllocation.
+
+Port of ``pkg/scheduler/framework/plugins/noderesources/resource_allocation.go`` plus the scorer
+functions of ``least_allocated.go``, ``most_allocated.go``, ``requested_to_capacity_ratio.go`` and
+``pkg/scheduler/framework/plugins/helper/shape_score.go``, vectorised over node-table rows: each
+function takes ``requested`` / ``allocatable`` matrices of shape (rows × configured resources) and
+returns one int64 score per row.
+
+Integer arithmetic is upstream's int64 arithmetic. Go's ``/`` truncates toward zero; numpy's ``//``
+floors, so ``//`` is only used where both operands are non-negative and :func:`trunc_div` elsewhere.
+Like Go, numpy int64 arithmetic wraps silently on overflow (only reachable with allocatable values
+above ~9e16, e.g. exabytes of memory).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.framework.interfaces import MAX_NODE_SCORE
+from kubesched.plugins.noderesources.args import (
+    LEAST_ALLOCATED,
+    MAX_CUSTOM_PRIORITY_SCORE,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    ResourceSpec,
+    UtilizationShapePoint,
+)
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.pod_requests import is_scalar_resource_name
+from kubesched.snapshot.table import CPU, EPHEMERAL_STORAGE, MEMORY, NodeTable, Rows
+
+IntArray = npt.NDArray[np.int64]
+Scorer = Callable[[IntArray, IntArray], IntArray]
+
+#: requested_to_capacity_ratio.go maxUtilization
+MAX_UTILIZATION: Final = 100
+
+
+def trunc_div(a: IntArray, b: IntArray | int) -> IntArray:
+    """Go's int64 ``a / b`` (truncation toward zero) for ``b > 0``."""
+    q: IntArray = np.where(a >= 0, a // b, -((-a) // b))
+    return q
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """pkg/apis/core/v1/helper IsExtendedResourceName: not native (native = no "/" or a
+    "kubernetes.io/" prefix), not "requests."-prefixed, and "requests." + name is a qualified name."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    parts = ("requests." + name).split("/")
+    if len(parts) != 2:
+        return False
+    prefix, rest = parts
+    return (
+        len(prefix) <= 253
+        and _DNS1123_SUBDOMAIN.fullmatch(prefix) is not None
+        and 0 < len(rest) <= 63
+        and _QUALIFIED.fullmatch(rest) is not None
+    )
+
+
+_QUALIFIED: Final = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS1123_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+# -- per-resource scorers (vectorised over rows) ----------------------------------------------------
+
+
+def _weighted_average(scores: IntArray, counted: npt.NDArray[np.bool_], weights: IntArray) -> IntArray:
+    node_score = np.where(counted, scores * weights, 0).sum(axis=1)
+    weight_sum = np.where(counted, weights, 0).sum(axis=1)
+    # Both sums are non-negative, so floor division equals Go's truncation.
+    out: IntArray = np.where(weight_sum == 0, 0, node_score // np.maximum(weight_sum, 1))
+    return out
+
+
+def least_resource_scorer(weights: IntArray) -> Scorer:
+    """least_allocated.go leastResourceScorer / leastRequestedScore:
+    ``(capacity - requested) * MaxNodeScore / capacity`` (0 when over capacity), weighted average
+    over the resources the node has (allocatable != 0)."""
+
+    def score(requested: IntArray, allocatable: IntArray) -> IntArray:
+        has = allocatable != 0
+        cap = np.where(has, allocatable, 1)
+        per = np.where(requested > allocatable, 0, ((cap - requested) * MAX_NODE_SCORE) // cap)
+        return _weighted_average(per, has, weights)
+
+    return score
+
+
+def most_resource_scorer(weights: IntArray) -> Scorer:
+    """most_allocated.go mostResourceScorer / mostRequestedScore: ``requested * MaxNodeScore /
+    capacity`` with requested capped at capacity (non-zero defaults can push it above)."""
+
+    def score(requested: IntArray, allocatable: IntArray) -> IntArray:
+        has = allocatable != 0
+        cap = np.where(has, allocatable, 1)
+        per = (np.minimum(requested, cap) * MAX_NODE_SCORE) // cap
+        return _weighted_average(per, has, weights)
+
+    return score
+
+
+def broken_linear_function(shape: Sequence[tuple[int, int]]) -> Callable[[IntArray], IntArray]:
+    """helper/shape_score.go BuildBrokenLinearFunction over (utilization, score) points:
+    the first point's score below it, the last point's score above it, linear interpolation
+    (Go int64 arithmetic) in between."""
+    us = np.array([u for u, _ in shape], dtype=np.int64)
+    ss = np.array([s for _, s in shape], dtype=np.int64)
+
+    def f(p: IntArray) -> IntArray:
+        # First i with p <= us[i] (upstream's loop), len(us) when none.
+        i = np.searchsorted(us, p, side="left")
+        inner = (i > 0) & (i < len(us))
+        lo = np.clip(i - 1, 0, len(us) - 1)
+        hi = np.clip(i, 0, len(us) - 1)
+        du = np.where(inner, us[hi] - us[lo], 1)
+        interp = ss[lo] + trunc_div((ss[hi] - ss[lo]) * (p - us[lo]), du)
+        out: IntArray = np.where(i == 0, ss[0], np.where(i >= len(us), ss[-1], interp))
+        return out
+
+    return f
+
+
+def requested_to_capacity_ratio_scorer(weights: IntArray, shape: Sequence[UtilizationShapePoint]) -> Scorer:
+    """requested_to_capacity_ratio.go: shape scores 0..MaxCustomPriorityScore scaled to
+    0..MaxNodeScore; per-resource ``f(requested * 100 / capacity)`` (``f(100)`` when over capacity);
+    only resources scoring > 0 count; the weighted average is rounded (math.Round)."""
+    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    raw = broken_linear_function([(p.utilization, p.score * scale) for p in shape])
+
+    def score(requested: IntArray, allocatable: IntArray) -> IntArray:
+        has = allocatable != 0
+        cap = np.where(has, allocatable, 1)
+        util = np.where(requested > cap, MAX_UTILIZATION, (requested * MAX_UTILIZATION) // cap)
+        per = raw(util)
+        counted = has & (per > 0)
+        node_score = np.where(counted, per * weights, 0).sum(axis=1)
+        weight_sum = np.where(counted, weights, 0).sum(axis=1)
+        # int64(math.Round(float64(n) / float64(w))) for n, w >= 0: half away from zero, done exactly.
+        w = np.maximum(weight_sum, 1)
+        out: IntArray = np.where(weight_sum == 0, 0, (2 * node_score + w) // (2 * w))
+        return out
+
+    return score
+
+
+def balanced_resource_scorer(requested: IntArray, allocatable: IntArray) -> IntArray:
+    """balanced_allocation.go balancedResourceScorer: ``(1 - std) * MaxNodeScore`` truncated, where
+    std is the standard deviation of the requested/allocatable fractions (capped at 1) of the
+    resources with allocatable != 0; ``|f1 - f2| / 2`` for two, 0 for fewer.
+
+    The float operations are done column by column in upstream's order (not with numpy's pairwise
+    ``sum``) so results are bit-identical to Go on amd64.
+    """
+    n, r = requested.shape
+    has = allocatable != 0
+    frac = np.where(has, requested / np.where(has, allocatable, 1).astype(np.float64), 0.0)
+    frac = np.minimum(frac, 1.0)
+    count = has.sum(axis=1)
+    total = np.zeros(n)
+    first = np.zeros(n)
+    second = np.zeros(n)
+    seen = np.zeros(n, dtype=np.int64)
+    for j in range(r):
+        take = has[:, j]
+        total = np.where(take, total + frac[:, j], total)
+        first = np.where(take & (seen == 0), frac[:, j], first)
+        second = np.where(take & (seen == 1), frac[:, j], second)
+        seen += take
+    mean = total / np.maximum(count, 1)
+    sq = np.zeros(n)
+    for j in range(r):
+        d = frac[:, j] - mean
+        sq = np.where(has[:, j], sq + d * d, sq)
+    std = np.where(count == 2, np.abs((first - second) / 2),
+                   np.where(count > 2, np.sqrt(sq / np.maximum(count, 1)), 0.0))
+    out: IntArray = np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+    return out
+
+
+def build_scorer(strategy: str, weights: IntArray, shape: Sequence[UtilizationShapePoint] | None) -> Scorer:
+    """fit.go nodeResourceStrategyTypeMap."""
+    if strategy == LEAST_ALLOCATED:
+        return least_resource_scorer(weights)
+    if strategy == MOST_ALLOCATED:
+        return most_resource_scorer(weights)
+    if strategy == REQUESTED_TO_CAPACITY_RATIO and shape is not None:
+        return requested_to_capacity_ratio_scorer(weights, shape)
+    raise ValueError(f"scoring strategy {strategy} is not supported")
+
+
+# -- requested / allocatable per configured resource ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceAllocation:
+    """resource_allocation.go resourceAllocationScorer minus the scorer function.
+
+    ``use_requested`` picks the node's Requested (BalancedAllocation) instead of NonZeroRequested
+    (NodeResourcesFit) for cpu and memory, and the pod's plain requests instead of its non-zero
+    requests (upstream's NonMissingContainerRequests of 100m cpu / 200Mi memory per container).
+    """
+
+    resources: tuple[ResourceSpec, ...]
+    use_requested: bool
+
+    def pod_request_list(self, pod: PodInfo) -> IntArray:
+        """calculatePodResourceRequestList: the pod's request of each configured resource."""
+        req = pod.requests
+        out = np.zeros(len(self.resources), dtype=np.int64)
+        for i, spec in enumerate(self.resources):
+            if spec.name == "cpu":
+                out[i] = req.milli_cpu if self.use_requested else req.non_zero_milli_cpu
+            elif spec.name == "memory":
+                out[i] = req.memory if self.use_requested else req.non_zero_memory
+            elif spec.name == "ephemeral-storage":
+                out[i] = req.ephemeral_storage
+            else:
+                # Only scalar names are kept by PodRequests here; any other name (e.g. "pods") is
+                # never scored anyway (calculateResourceAllocatableRequest returns (0, 0) for it).
+                out[i] = req.scalar.get(spec.name, 0)
+        return out
+
+    def allocatable_requested(self, table: NodeTable, rows: Rows, pod_requests: IntArray) -> tuple[IntArray, IntArray]:
+        """score + calculateResourceAllocatableRequest for many rows: (allocatable, requested)
+        matrices of shape (rows × resources); a resource that is not scored on a row has 0 in both
+        (upstream's "only fill the entry when alloc != 0")."""
+        n = len(rows)
+        alloc = np.zeros((n, len(self.resources)), dtype=np.int64)
+        reqd = np.zeros((n, len(self.resources)), dtype=np.int64)
+        for i, spec in enumerate(self.resources):
+            name, pr = spec.name, int(pod_requests[i])
+            if name == "cpu" or name == "memory":
+                col, nz = (CPU, 0) if name == "cpu" else (MEMORY, 1)
+                a = table.allocatable[rows, col]
+                used = table.requested[rows, col] if self.use_requested else table.nonzero_requested[rows, nz]
+            elif name == "ephemeral-storage":
+                # Upstream always uses Requested (not NonZeroRequested) for ephemeral-storage.
+                a = table.allocatable[rows, EPHEMERAL_STORAGE]
+                used = table.requested[rows, EPHEMERAL_STORAGE]
+            elif is_scalar_resource_name(name) and pr != 0:
+                # An extended resource the pod does not request is not scored at all.
+                c = table.resource_index.get(name)
+                if c is None:
+                    continue
+                a = table.allocatable[rows, c]
+                used = table.requested[rows, c]
+            else:
+                continue
+            has = a != 0
+            alloc[:, i] = a
+            reqd[:, i] = np.where(has, used + pr, 0)
+        return alloc, reqd
+
+    @property
+    def weights(self) -> IntArray:
+        return np.array([r.weight for r in self.resources], dtype=np.int64)
