@@ -14,6 +14,7 @@ def builtin_registry() -> Registry:
     from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
     from kubesched.plugins.priority_sort import PrioritySort
     from kubesched.plugins.taint_toleration import TaintToleration
+    from kubesched.plugins.underlay_ip import UnderlayIP
 
     return Registry(
         [
@@ -26,5 +27,6 @@ def builtin_registry() -> Registry:
             NodeResourcesFit,
             NodeResourcesBalancedAllocation,
             DefaultBinder,
+            UnderlayIP,
         ]
     )

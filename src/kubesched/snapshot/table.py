@@ -12,7 +12,7 @@ implement the simple interface.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +119,10 @@ class NodeTable:
         #: Pods bound to nodes the table does not hold (yet, or any more), by node name.
         self._orphans: dict[str, dict[str, PodInfo]] = {}
         self._alive_rows: Rows | None = None
+        #: Plugin-defined per-row sums over the pods on each node (e.g. underlay IPs in use).
+        self._pod_columns: dict[str, tuple[Callable[[PodInfo], int], IntArray]] = {}
+        #: Plugin-defined per-row values derived from the Node object (e.g. an IP budget label).
+        self._node_columns: dict[str, tuple[Callable[[dict[str, Any]], int], IntArray]] = {}
         #: Bumped on every change; plugins may key caches on it.
         self.generation = 0
 
@@ -163,6 +167,10 @@ class NodeTable:
         self.used_ports.extend({} for _ in more)
         for col in self._label_columns.values():
             col.grow(cap)
+        for key, (pfn, parr) in self._pod_columns.items():
+            self._pod_columns[key] = (pfn, g(parr))
+        for key, (nfn, narr) in self._node_columns.items():
+            self._node_columns[key] = (nfn, g(narr))
 
     def resource_column(self, name: str) -> int:
         """Column of a resource, adding one (zero allocatable everywhere) for a new extended resource."""
@@ -223,6 +231,8 @@ class NodeTable:
         for key, col in self._label_columns.items():
             v = labels.get(key)
             col.codes[row] = -1 if v is None else col.code(v)
+        for nfn, narr in self._node_columns.values():
+            narr[row] = nfn(raw)
         self.generation += 1
         if new:
             for pod in self._orphans.pop(name, {}).values():
@@ -249,6 +259,8 @@ class NodeTable:
         self.unschedulable[row] = False
         for col in self._label_columns.values():
             col.codes[row] = -1
+        for _fn, arr in (*self._pod_columns.values(), *self._node_columns.values()):
+            arr[row] = 0
         self._free_rows.append(row)
         self._alive_rows = None
         self.generation += 1
@@ -274,6 +286,32 @@ class NodeTable:
                     col.codes[row] = col.code(v)
             self._label_columns[key] = col
         return col
+
+    # -- plugin-defined columns --------------------------------------------------------------------
+    def register_pod_column(self, name: str, per_pod: Callable[[PodInfo], int]) -> None:
+        """Maintain ``pod_column(name)[row]`` = sum of ``per_pod(pod)`` over the pods on each node.
+
+        Kept exact through assume/forget, binds, deletes and nodes leaving and returning, and
+        rebuilt from the pods already bound when registered (so a restarted scheduler counts right).
+        Fetch the array with ``pod_column`` on each use: growth replaces it.
+        """
+        arr = np.zeros(self._cap, dtype=np.int64)
+        for row in self.alive_rows():
+            arr[row] = sum(per_pod(p) for p in self.pods[row].values())
+        self._pod_columns[name] = (per_pod, arr)
+
+    def pod_column(self, name: str) -> IntArray:
+        return self._pod_columns[name][1]
+
+    def register_node_column(self, name: str, per_node: Callable[[dict[str, Any]], int]) -> None:
+        """Maintain ``node_column(name)[row]`` = ``per_node(raw Node)``, updated on every node change."""
+        arr = np.zeros(self._cap, dtype=np.int64)
+        for row in self.alive_rows():
+            arr[row] = per_node(self.nodes[row])
+        self._node_columns[name] = (per_node, arr)
+
+    def node_column(self, name: str) -> IntArray:
+        return self._node_columns[name][1]
 
     # -- pods -------------------------------------------------------------------------------------
     def request_vector(self, pod: PodInfo) -> IntArray:
@@ -307,6 +345,8 @@ class NodeTable:
                 ports[hp] = n
             else:
                 ports.pop(hp, None)
+        for pfn, parr in self._pod_columns.values():
+            parr[row] += sign * pfn(pod)
         if sign > 0:
             self.pods[row][pod.uid] = pod
         else:

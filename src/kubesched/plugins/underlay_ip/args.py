@@ -1,0 +1,27 @@
+"""UnderlayIPArgs: the per-node underlay IP budget and which pods consume it."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from kubesched.framework.labels import LabelSelector
+
+#: Node label or annotation that overrides ``ipsPerNode`` for one node (an integer ≥ 0).
+DEFAULT_CAPACITY_KEY = "kubesched.io/underlay-ips"
+
+
+class UnderlayIPArgs(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    #: IPs each node can hand out (the reference's ``--ip-resource``, default 10).
+    ips_per_node: int = Field(10, ge=0, le=100_000)
+    #: A node label or annotation with this key overrides ``ipsPerNode`` for that node.
+    capacity_key: str = DEFAULT_CAPACITY_KEY
+    #: Which pods consume an IP. Default: every pod whose schedulerName is this profile's.
+    pod_selector: LabelSelector | None = None
+    #: Extended-resource style: when set, a pod consumes as many IPs as it requests of this
+    #: resource (e.g. ``kubesched.io/underlay-ip: 1``), and pods not requesting it consume none.
+    resource_name: str | None = None
+    #: Nodes labelled node-role.kubernetes.io/control-plane or .../master get no IPs.
+    exclude_control_plane: bool = True
