@@ -19,8 +19,7 @@ $(STAMP): pyproject.toml
 ## run: the simulator demo on the embedded cluster (two profiles side by side), with an HTML report
 run: $(STAMP)
 	@mkdir -p out
-	$(BIN)/kubesched simulate --config examples/demo/config.yaml --cluster examples/demo/cluster.yaml \
-		--report out/demo-report.html --out-cluster out/demo-result.yaml
+	$(BIN)/kubesched simulate --report out/demo-report.html --out-cluster out/demo-result.yaml
 
 ## test: lint, type-check, unit tests and integration tests against a real control plane
 test: $(STAMP) lint typecheck cluster-bin

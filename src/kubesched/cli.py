@@ -107,7 +107,8 @@ def simulate(
 ) -> None:
     """Schedule a cluster in memory with any configuration and show where every pod lands and why.
 
-    Without --cluster or --nodes, runs the built-in demo cluster.
+    Without --cluster or --nodes, runs the built-in demo cluster (with the demo's two-profile
+    configuration unless --config is given).
     """
     from kubesched.simulate.generator import generate_cluster
     from kubesched.simulate.inputs import ClusterInputError, load_cluster
@@ -121,6 +122,9 @@ def simulate(
         raise UserError("give either --cluster or --nodes/--pods, not both")
     if pods is not None and nodes is None:
         raise UserError("--pods needs --nodes")
+    demo = cluster_path is None and nodes is None
+    if demo and config_path is None:
+        config_path = demo_dir() / "config.yaml"
     config, registry = _load_config(config_path)
     try:
         if cluster_path is not None:
@@ -128,7 +132,7 @@ def simulate(
         elif nodes is not None:
             cluster = generate_cluster(nodes, pods if pods is not None else nodes * 2, seed)
         else:
-            cluster = load_cluster(demo_cluster_path())
+            cluster = load_cluster(demo_dir() / "cluster.yaml")
     except (ClusterInputError, PodSpecError, NodeSpecError) as e:
         raise UserError(str(e)) from None
 
@@ -169,8 +173,9 @@ def simulate(
         err.print(f"resulting cluster written to {out_cluster}")
 
 
-def demo_cluster_path() -> Path:
-    return Path(__file__).parent / "simulate" / "demo" / "cluster.yaml"
+def demo_dir() -> Path:
+    """The built-in demo: a cluster and a two-profile configuration shipped with the package."""
+    return Path(__file__).parent / "simulate" / "demo"
 
 
 def _write_cluster(path: Path, result: Any) -> None:
