@@ -1,0 +1,346 @@
+"""Load a cluster for ``kubesched simulate --cluster PATH`` from files users already have.
+
+Accepted input (``PATH`` is a file or a directory):
+
+* the output of ``kubectl get nodes,pods -A -o yaml`` / ``-o json``: a ``v1`` ``List`` whose
+  ``items`` are the objects; typed lists (``NodeList``, ``PodList``, ... as the API returns them)
+  are accepted too, and their items may omit ``apiVersion``/``kind`` (taken from the list);
+* a multi-document YAML stream of objects (empty / ``null`` documents are ignored);
+* JSON files of the same shapes (one JSON value per file);
+* a directory: every ``*.yaml``, ``*.yml`` and ``*.json`` file below it, recursively, in sorted
+  path order (files and directories whose name starts with ``.`` are ignored).
+
+What is kept: ``v1`` Nodes, ``v1`` Pods and ``scheduling.x-k8s.io/v1alpha1`` PodGroups. Every other
+object (Deployments, Services, Events, ...) is counted in :attr:`ClusterInput.skipped` under
+``"<apiVersion> <kind>"`` so the caller can report it once; nothing is dropped silently.
+
+Every Node and Pod is validated by parsing it the way the scheduler will (a throwaway
+:class:`~kubesched.snapshot.table.NodeTable` and :meth:`PodInfo.from_raw`); any problem raises
+:class:`ClusterInputError` whose message names the file, the document (1-based, in file order),
+the list item (``items[i]``, 0-based) when there is one, the object and the field, e.g.::
+
+    dump.yaml: document 1, items[7] (Pod shop/web-1): container "app": requests.cpu: invalid quantity "1x": ...
+
+Normalisation applied to the loaded objects (in place, documented for the simulator):
+
+* a Pod without ``metadata.namespace`` gets ``default``;
+* a Pod without ``metadata.uid`` gets the deterministic uid ``sim-<namespace>-<name>``;
+* a Pod without ``metadata.creationTimestamp`` gets one so that creation order is file order:
+  the k-th such pod (counting in file order, k = 1, 2, ...) is stamped ``base + k`` seconds, where
+  ``base`` is the latest creationTimestamp among the pods that have one (or 2024-01-01T00:00:00Z
+  when none has). Stamped pods therefore come after every pod that carried a timestamp, in the
+  order the files list them.
+
+Terminal pods (``status.phase`` Succeeded or Failed) are kept as they are (the simulator ignores
+them) and counted in :attr:`ClusterInput.terminal_pods`. Mirror pods and DaemonSet pods are plain
+pods here.
+
+YAML is read as Kubernetes reads it with one exception made explicit: unquoted timestamps stay
+strings (PyYAML would turn them into ``datetime`` objects).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeTable
+
+__all__ = ["ClusterInput", "ClusterInputError", "load_cluster"]
+
+POD_GROUP_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
+_SUFFIXES = (".yaml", ".yml", ".json")
+#: creationTimestamp base used when no pod in the input carries one.
+_DEFAULT_BASE_TS = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
+
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loader (libyaml when available) that keeps timestamps as strings."""
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_str)
+
+
+class ClusterInputError(ValueError):
+    """Input that cannot be loaded; the message names the file, document, item, object and field."""
+
+
+@dataclass
+class ClusterInput:
+    #: Raw v1 Node objects, in file order.
+    nodes: list[dict[str, Any]]
+    #: Raw v1 Pod objects, in file order (bound ones have ``spec.nodeName``).
+    pods: list[dict[str, Any]]
+    #: scheduling.x-k8s.io/v1alpha1 PodGroup objects, in file order.
+    pod_groups: list[dict[str, Any]]
+    #: ``"<apiVersion> <kind>"`` -> number of objects of that type that are not modelled.
+    skipped: dict[str, int]
+    #: Where the cluster came from, for reports.
+    source: str
+    #: How many of ``pods`` are terminal (status.phase Succeeded or Failed).
+    terminal_pods: int = 0
+
+    def summary(self) -> str:
+        """One line for reports: ``"3 nodes, 12 pods (1 terminal), 0 pod groups; skipped: 2 apps/v1 Deployment"``."""
+        text = f"{len(self.nodes)} nodes, {len(self.pods)} pods"
+        if self.terminal_pods:
+            text += f" ({self.terminal_pods} terminal)"
+        text += f", {len(self.pod_groups)} pod groups"
+        if self.skipped:
+            text += "; skipped: " + ", ".join(f"{n} {t}" for t, n in sorted(self.skipped.items()))
+        return text
+
+
+def load_cluster(path: str | Path) -> ClusterInput:
+    """Load Nodes, Pods and PodGroups from a file or a directory (see the module docstring)."""
+    root = Path(path)
+    if root.is_dir():
+        files = _find_files(root)
+        if not files:
+            raise ClusterInputError(f"{root}: directory contains no *.yaml, *.yml or *.json files")
+        source = f"{root} ({len(files)} file{'s' if len(files) != 1 else ''})"
+    elif root.is_file():
+        files = [root]
+        source = str(root)
+    else:
+        raise ClusterInputError(f"{root}: no such file or directory")
+    builder = _Builder()
+    for file in files:
+        for doc_no, doc in _documents(file):
+            builder.add_document(str(file), doc_no, doc)
+    return builder.finish(source)
+
+
+# -- reading files ----------------------------------------------------------------------------------
+
+
+def _find_files(root: Path) -> list[Path]:
+    found = []
+    for p in root.rglob("*"):
+        rel = p.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        if p.suffix.lower() in _SUFFIXES and p.is_file():
+            found.append(p)
+    return sorted(found, key=lambda p: p.relative_to(root).parts)
+
+
+def _documents(file: Path) -> Iterator[tuple[int, Any]]:
+    """(1-based document number, decoded document) for every document of a file."""
+    try:
+        data = file.read_bytes()
+    except OSError as e:
+        raise ClusterInputError(f"{file}: cannot read: {e.strerror or e}") from None
+    if file.suffix.lower() == ".json":
+        try:
+            yield 1, orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            raise ClusterInputError(f"{file}: line {e.lineno}, column {e.colno}: invalid JSON: {e.msg}") from None
+        return
+    try:
+        yield from enumerate(yaml.load_all(data, Loader=_Loader), start=1)
+    except yaml.YAMLError as e:
+        raise ClusterInputError(f"{file}: {_yaml_error(e)}") from None
+
+
+def _yaml_error(e: yaml.YAMLError) -> str:
+    mark = getattr(e, "problem_mark", None)
+    problem = getattr(e, "problem", None)
+    if mark is None or not problem:
+        return f"invalid YAML: {e}"
+    text = f"line {mark.line + 1}, column {mark.column + 1}: invalid YAML: {problem}"
+    context = getattr(e, "context", None)
+    context_mark = getattr(e, "context_mark", None)
+    if context and context_mark is not None and context_mark.line != mark.line:
+        text += f" ({context} at line {context_mark.line + 1})"
+    return text
+
+
+# -- building ---------------------------------------------------------------------------------------
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return f"a boolean ({value!r})"
+    if isinstance(value, int | float):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        preview = value if len(value) <= 40 else value[:37] + "..."
+        return f"a string ({preview!r})"
+    return f"a {type(value).__name__}"
+
+
+def _strip_prefix(message: str, prefix: str) -> str:
+    return message[len(prefix) :] if message.startswith(prefix) else message
+
+
+@dataclass
+class _Builder:
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    pod_groups: list[dict[str, Any]] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    terminal_pods: int = 0
+    table: NodeTable = field(default_factory=NodeTable)
+    node_at: dict[str, str] = field(default_factory=dict)
+    pod_at: dict[str, str] = field(default_factory=dict)
+    pod_group_at: dict[str, str] = field(default_factory=dict)
+    uid_at: dict[str, tuple[str, str]] = field(default_factory=dict)
+    latest_ts: float | None = None
+    unstamped: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_document(self, file: str, doc_no: int, doc: Any) -> None:
+        if doc is None:
+            return
+        self._add(f"{file}: document {doc_no}", doc, None, None)
+
+    def _add(self, where: str, obj: Any, list_api_version: str | None, list_kind: str | None) -> None:
+        if not isinstance(obj, dict):
+            raise ClusterInputError(
+                f"{where}: expected a Kubernetes object (a mapping with apiVersion and kind), got {_type_name(obj)}"
+                + (
+                    "; put several objects in a v1 List (items: [...]) or in separate YAML documents"
+                    if isinstance(obj, list)
+                    else ""
+                )
+            )
+        api_version = obj.get("apiVersion", list_api_version)
+        kind = obj.get("kind", list_kind)
+        missing = [f'"{k}"' for k, v in (("apiVersion", api_version), ("kind", kind)) if not v]
+        if missing:
+            raise ClusterInputError(f"{where}: not a Kubernetes object: missing {' and '.join(missing)}")
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            raise ClusterInputError(f"{where}: apiVersion and kind must be strings")
+        if "items" in obj and kind.endswith("List"):
+            self._add_list(where, obj, api_version, kind)
+        elif api_version == "v1" and kind == "Node":
+            self._add_node(where, obj)
+        elif api_version == "v1" and kind == "Pod":
+            self._add_pod(where, obj)
+        elif api_version == POD_GROUP_API_VERSION and kind == "PodGroup":
+            self._add_pod_group(where, obj)
+        else:
+            key = f"{api_version} {kind}"
+            self.skipped[key] = self.skipped.get(key, 0) + 1
+
+    def _add_list(self, where: str, obj: dict[str, Any], api_version: str, kind: str) -> None:
+        items = obj.get("items")
+        if items is None:
+            return
+        if not isinstance(items, list):
+            raise ClusterInputError(f"{where} ({api_version} {kind}): items must be a list, got {_type_name(items)}")
+        # Items of a typed list (PodList from the API) carry no apiVersion/kind: take them from the list.
+        item_kind = kind[: -len("List")] if kind != "List" else None
+        item_api_version = api_version if item_kind else None
+        sep = "." if where.endswith("]") else ", "
+        for i, item in enumerate(items):
+            self._add(f"{where}{sep}items[{i}]", item, item_api_version, item_kind)
+
+    @staticmethod
+    def _metadata(where: str, kind: str, obj: dict[str, Any], namespaced: bool) -> tuple[str, str, dict[str, Any]]:
+        """(namespace, name, metadata) after checking their shape."""
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise ClusterInputError(f"{where} ({kind}): metadata must be a mapping, got {_type_name(meta)}")
+        name = meta.get("name")
+        if not name:
+            raise ClusterInputError(f"{where} ({kind}): metadata.name is required")
+        if not isinstance(name, str):
+            raise ClusterInputError(f"{where} ({kind}): metadata.name must be a string, got {_type_name(name)}")
+        if not namespaced:
+            return "", name, meta
+        namespace = meta.get("namespace")
+        if not namespace:
+            namespace = meta["namespace"] = "default"
+        if not isinstance(namespace, str):
+            raise ClusterInputError(
+                f"{where} ({kind} {name}): metadata.namespace must be a string, got {_type_name(namespace)}"
+            )
+        return namespace, name, meta
+
+    def _add_node(self, where: str, obj: dict[str, Any]) -> None:
+        _, name, _ = self._metadata(where, "Node", obj, namespaced=False)
+        what = f"{where} (Node {name})"
+        first = self.node_at.get(name)
+        if first is not None:
+            raise ClusterInputError(f"{what}: duplicate Node {name}, first defined at {first}")
+        try:
+            self.table.upsert_node(obj)
+        except (ValueError, TypeError, AttributeError) as e:
+            raise ClusterInputError(f"{what}: {_strip_prefix(str(e), f'node {name}: ')}") from None
+        self.node_at[name] = where
+        self.nodes.append(obj)
+
+    def _add_pod(self, where: str, obj: dict[str, Any]) -> None:
+        namespace, name, meta = self._metadata(where, "Pod", obj, namespaced=True)
+        key = f"{namespace}/{name}"
+        what = f"{where} (Pod {key})"
+        first = self.pod_at.get(key)
+        if first is not None:
+            raise ClusterInputError(f"{what}: duplicate Pod {key}, first defined at {first}")
+        try:
+            info = PodInfo.from_raw(obj)
+        except (ValueError, TypeError, AttributeError) as e:
+            raise ClusterInputError(f"{what}: {_strip_prefix(str(e), f'pod {key}: ')}") from None
+        uid = meta.get("uid")
+        if not uid:
+            uid = meta["uid"] = f"sim-{namespace}-{name}"
+        uid = str(uid)
+        other = self.uid_at.get(uid)
+        if other is not None:
+            raise ClusterInputError(f"{what}: metadata.uid {uid!r} is also used by Pod {other[0]} at {other[1]}")
+        if meta.get("creationTimestamp"):
+            if self.latest_ts is None or info.creation_ts > self.latest_ts:
+                self.latest_ts = info.creation_ts
+        else:
+            self.unstamped.append(meta)
+        if info.terminal:
+            self.terminal_pods += 1
+        self.pod_at[key] = where
+        self.uid_at[uid] = (key, where)
+        self.pods.append(obj)
+
+    def _add_pod_group(self, where: str, obj: dict[str, Any]) -> None:
+        namespace, name, _ = self._metadata(where, "PodGroup", obj, namespaced=True)
+        key = f"{namespace}/{name}"
+        what = f"{where} (PodGroup {key})"
+        first = self.pod_group_at.get(key)
+        if first is not None:
+            raise ClusterInputError(f"{what}: duplicate PodGroup {key}, first defined at {first}")
+        spec = obj.get("spec")
+        if spec is not None and not isinstance(spec, dict):
+            raise ClusterInputError(f"{what}: spec must be a mapping, got {_type_name(spec)}")
+        min_member = (spec or {}).get("minMember")
+        if min_member is not None and (
+            isinstance(min_member, bool) or not isinstance(min_member, int) or min_member < 0
+        ):
+            raise ClusterInputError(f"{what}: spec.minMember must be a non-negative integer, got {min_member!r}")
+        self.pod_group_at[key] = where
+        self.pod_groups.append(obj)
+
+    def finish(self, source: str) -> ClusterInput:
+        base = _DEFAULT_BASE_TS if self.latest_ts is None else math.ceil(self.latest_ts)
+        for k, meta in enumerate(self.unstamped, start=1):
+            meta["creationTimestamp"] = datetime.fromtimestamp(base + k, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return ClusterInput(
+            nodes=self.nodes,
+            pods=self.pods,
+            pod_groups=self.pod_groups,
+            skipped=self.skipped,
+            source=source,
+            terminal_pods=self.terminal_pods,
+        )

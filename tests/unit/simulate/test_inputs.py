@@ -1,0 +1,306 @@
+"""load_cluster: the files users already have, and exact error messages for the ones that are wrong."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubesched.simulate.inputs import ClusterInput, ClusterInputError, load_cluster
+from kubesched.snapshot.pod import PodInfo, parse_timestamp
+
+DATA = Path(__file__).parent / "data"
+
+
+def names(objs: list[dict[str, Any]]) -> list[str]:
+    return [
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}"
+        if "namespace" in o["metadata"]
+        else o["metadata"]["name"]
+        for o in objs
+    ]
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def load_error(path: Path) -> str:
+    with pytest.raises(ClusterInputError) as exc:
+        load_cluster(path)
+    return str(exc.value)
+
+
+NODE = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+status:
+  allocatable: {{cpu: "4", memory: 8Gi, pods: "110"}}
+"""
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  containers:
+  - name: app
+    image: app
+    resources:
+      requests: {{cpu: "{cpu}"}}
+"""
+
+
+# -- accepted inputs --------------------------------------------------------------------------------
+
+
+def test_kubectl_get_nodes_pods_list() -> None:
+    path = DATA / "kubectl_get_nodes_pods.yaml"
+    c = load_cluster(path)
+    assert isinstance(c, ClusterInput)
+    assert names(c.nodes) == ["cp-1", "worker-1"]
+    assert names(c.pods) == [
+        "kube-system/etcd-cp-1",
+        "kube-system/kube-proxy-x7k2p",
+        "shop/web-5d9c8b7f6-abcde",
+        "ml/trainer-q8w4z",
+        "shop/report-28999200-zt5fq",
+    ]
+    assert c.pod_groups == []
+    assert c.skipped == {}
+    assert c.terminal_pods == 1
+    assert c.source == str(path)
+    assert c.summary() == "2 nodes, 5 pods (1 terminal), 0 pod groups"
+    # Objects are kept whole (managedFields, status, ownerReferences...), uids from the file kept.
+    web = c.pods[2]
+    assert web["metadata"]["managedFields"][0]["manager"] == "kube-controller-manager"
+    assert web["metadata"]["uid"] == "6e5d4c3b-2a19-4f8e-8d7c-6b5a49382716"
+    assert c.nodes[0]["status"]["conditions"][1]["type"] == "Ready"
+    # Bound / pending / terminal pods parse as the simulator will read them.
+    infos = [PodInfo.from_raw(p) for p in c.pods]
+    assert [i.node_name for i in infos] == ["cp-1", "worker-1", "worker-1", "", "worker-1"]
+    assert [i.terminal for i in infos] == [False, False, False, False, True]
+    assert infos[3].requests.scalar == {"nvidia.com/gpu": 1}
+
+
+def test_same_list_as_json_gives_the_same_objects(tmp_path: Path) -> None:
+    doc = yaml.safe_load((DATA / "kubectl_get_nodes_pods.yaml").read_text())
+    path = write(tmp_path, "dump.json", json.dumps(doc))
+    from_json = load_cluster(path)
+    from_yaml = load_cluster(DATA / "kubectl_get_nodes_pods.yaml")
+    assert from_json.nodes == from_yaml.nodes
+    assert from_json.pods == from_yaml.pods
+    assert from_json.terminal_pods == 1
+
+
+def test_multi_document_yaml_skips_unmodelled_objects_and_fills_defaults() -> None:
+    c = load_cluster(DATA / "multi_doc.yaml")
+    assert names(c.nodes) == ["small-1"]
+    assert names(c.pods) == ["team-a/api-1", "team-a/api-2", "default/tools"]
+    assert names(c.pod_groups) == ["team-a/gang"]
+    assert c.skipped == {"apps/v1 Deployment": 2, "v1 Service": 1}
+    assert c.terminal_pods == 0
+    assert c.summary() == "1 nodes, 3 pods, 1 pod groups; skipped: 2 apps/v1 Deployment, 1 v1 Service"
+    api1, api2, tools = (p["metadata"] for p in c.pods)
+    # Deterministic uids, default namespace.
+    assert (api1["uid"], api2["uid"], tools["uid"]) == ("sim-team-a-api-1", "sim-team-a-api-2", "sim-default-tools")
+    assert tools["namespace"] == "default"
+    # An unquoted timestamp stays the string it was written as.
+    assert api2["creationTimestamp"] == "2025-01-02T03:04:05Z"
+    # Pods without a creationTimestamp are stamped after the latest one, in file order.
+    assert api1["creationTimestamp"] == "2025-01-02T03:04:06Z"
+    assert tools["creationTimestamp"] == "2025-01-02T03:04:07Z"
+
+
+def test_creation_order_is_file_order_when_no_pod_has_a_timestamp(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "pods.yaml", "---\n".join(POD.format(name=f"p{i}", namespace="ns", cpu="1") for i in (3, 1, 2))
+    )
+    c = load_cluster(path)
+    stamps = [p["metadata"]["creationTimestamp"] for p in c.pods]
+    assert stamps == ["2024-01-01T00:00:01Z", "2024-01-01T00:00:02Z", "2024-01-01T00:00:03Z"]
+    order = sorted(c.pods, key=lambda p: parse_timestamp(p["metadata"]["creationTimestamp"]))
+    assert names(order) == ["ns/p3", "ns/p1", "ns/p2"]
+
+
+def test_directory_is_read_recursively_in_sorted_order() -> None:
+    path = DATA / "cluster_dir"
+    c = load_cluster(path)
+    # nodes.json (a NodeList whose items carry no kind), then pods/team-a.yaml, then pods/team-b.yml;
+    # README.md and the hidden .snapshots directory are ignored.
+    assert names(c.nodes) == ["n1", "n2"]
+    assert c.nodes[1]["spec"]["unschedulable"] is True
+    assert names(c.pods) == ["team-a/a-1", "team-a/a-2", "team-b/b-1"]
+    assert c.skipped == {"v1 ConfigMap": 1}
+    assert c.source == f"{path} (3 files)"
+    assert c.pods[0]["spec"]["nodeName"] == "n1"
+    # Stamped after the only timestamp in the input.
+    assert c.pods[1]["metadata"]["creationTimestamp"] == "2025-02-01T00:00:01Z"
+    assert c.pods[2]["metadata"]["creationTimestamp"] == "2025-02-01T00:00:02Z"
+
+
+def test_pod_list_from_the_api_and_empty_inputs(tmp_path: Path) -> None:
+    pod = yaml.safe_load(POD.format(name="p", namespace="ns", cpu="1"))
+    del pod["apiVersion"], pod["kind"]
+    path = write(tmp_path, "pods.json", json.dumps({"apiVersion": "v1", "kind": "PodList", "items": [pod]}))
+    assert names(load_cluster(path).pods) == ["ns/p"]
+    empty = load_cluster(write(tmp_path, "empty.yaml", "# nothing yet\n---\n...\n"))
+    assert (empty.nodes, empty.pods, empty.pod_groups, empty.skipped) == ([], [], [], {})
+
+
+# -- errors -----------------------------------------------------------------------------------------
+
+
+def test_malformed_yaml_names_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  labels: a: b\n")
+    problem = (
+        "mapping values are not allowed in this context"
+        if yaml.__with_libyaml__
+        else "mapping values are not allowed here"
+    )
+    assert load_error(path) == f"{path}: line 5, column 12: invalid YAML: {problem}"
+
+
+def test_malformed_yaml_in_a_later_document_with_context(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.yaml", NODE.format(name="n1") + "---\nkind: Pod\nmetadata:\n  name: [a, b\nspec: {}\n")
+    problem = "did not find expected ',' or ']'" if yaml.__with_libyaml__ else "expected ',' or ']', but got ':'"
+    assert (
+        load_error(path)
+        == f"{path}: line 11, column 5: invalid YAML: {problem} (while parsing a flow sequence at line 10)"
+    )
+
+
+def test_malformed_json_names_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.json", '{\n  "apiVersion": "v1",\n  "kind": "List",,\n  "items": []\n}\n')
+    assert load_error(path) == f"{path}: line 3, column 18: invalid JSON: unexpected character, expected a string key"
+
+
+def test_pod_with_invalid_cpu_names_file_pod_and_field(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "pods.yaml",
+        POD.format(name="ok", namespace="shop", cpu="1")
+        + "---\n"
+        + POD.format(name="web-1", namespace="shop", cpu="1x"),
+    )
+    assert load_error(path) == (
+        f'{path}: document 2 (Pod shop/web-1): container "app": requests.cpu: invalid quantity "1x": unknown suffix "x"'
+    )
+
+
+def test_invalid_cpu_inside_a_list_names_the_item(tmp_path: Path) -> None:
+    doc = yaml.safe_load((DATA / "kubectl_get_nodes_pods.yaml").read_text())
+    doc["items"][4]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1x"
+    path = write(tmp_path, "dump.json", json.dumps(doc))
+    assert load_error(path) == (
+        f'{path}: document 1, items[4] (Pod shop/web-5d9c8b7f6-abcde): container "web": requests.cpu: '
+        'invalid quantity "1x": unknown suffix "x"'
+    )
+
+
+def test_node_with_invalid_allocatable_names_node_and_field(tmp_path: Path) -> None:
+    path = write(tmp_path, "nodes.yaml", NODE.format(name="n1").replace("memory: 8Gi", "memory: 8 Gi"))
+    assert load_error(path) == (
+        f'{path}: document 1 (Node n1): status.allocatable.memory: invalid quantity "8 Gi": '
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )
+
+
+def test_node_without_name(tmp_path: Path) -> None:
+    path = write(tmp_path, "nodes.yaml", NODE.format(name="n1") + "---\n" + NODE.format(name='""'))
+    assert load_error(path) == f"{path}: document 2 (Node): metadata.name is required"
+
+
+def test_document_that_is_a_list(tmp_path: Path) -> None:
+    path = write(tmp_path, "nodes.yaml", "- " + NODE.format(name="n1").replace("\n", "\n  "))
+    assert load_error(path) == (
+        f"{path}: document 1: expected a Kubernetes object (a mapping with apiVersion and kind), got a list; "
+        "put several objects in a v1 List (items: [...]) or in separate YAML documents"
+    )
+
+
+def test_unknown_top_level_type(tmp_path: Path) -> None:
+    path = write(tmp_path, "notes.yaml", NODE.format(name="n1") + "---\njust some notes\n")
+    assert load_error(path) == (
+        f"{path}: document 2: expected a Kubernetes object (a mapping with apiVersion and kind), "
+        "got a string ('just some notes')"
+    )
+    path = write(tmp_path, "number.json", "42")
+    assert load_error(path) == (
+        f"{path}: document 1: expected a Kubernetes object (a mapping with apiVersion and kind), got a number (42)"
+    )
+
+
+def test_mapping_without_kind_or_api_version(tmp_path: Path) -> None:
+    path = write(tmp_path, "x.yaml", "metadata:\n  name: n1\n")
+    assert load_error(path) == f'{path}: document 1: not a Kubernetes object: missing "apiVersion" and "kind"'
+    path = write(tmp_path, "y.yaml", "apiVersion: v1\nitems: []\n")
+    assert load_error(path) == f'{path}: document 1: not a Kubernetes object: missing "kind"'
+    path = write(tmp_path, "z.yaml", "apiVersion: v1\nkind: List\nitems:\n- kind: Pod\n  metadata: {name: p}\n")
+    assert load_error(path) == f'{path}: document 1, items[0]: not a Kubernetes object: missing "apiVersion"'
+
+
+def test_duplicate_node_names_both_places(tmp_path: Path) -> None:
+    first = write(tmp_path, "d/a.yaml", NODE.format(name="n1"))
+    second = write(tmp_path, "d/b/c.yaml", NODE.format(name="n2") + "---\n" + NODE.format(name="n1"))
+    assert (
+        load_error(tmp_path / "d")
+        == f"{second}: document 2 (Node n1): duplicate Node n1, first defined at {first}: document 1"
+    )
+
+
+def test_duplicate_pods_both_places(tmp_path: Path) -> None:
+    pod = POD.format(name="web", namespace="shop", cpu="1")
+    path = write(
+        tmp_path,
+        "pods.yaml",
+        f"apiVersion: v1\nkind: List\nitems:\n- {pod.replace(chr(10), chr(10) + '  ')}\n---\n{pod}",
+    )
+    assert load_error(path) == (
+        f"{path}: document 2 (Pod shop/web): duplicate Pod shop/web, first defined at {path}: document 1, items[0]"
+    )
+    # Same name in another namespace is a different pod.
+    path = write(tmp_path, "ok.yaml", pod + "---\n" + POD.format(name="web", namespace="other", cpu="1"))
+    assert names(load_cluster(path).pods) == ["shop/web", "other/web"]
+
+
+def test_duplicate_uid(tmp_path: Path) -> None:
+    a = POD.format(name="a", namespace="ns", cpu="1").replace("  namespace: ns\n", "  namespace: ns\n  uid: u-1\n")
+    b = POD.format(name="b", namespace="ns", cpu="1").replace("  namespace: ns\n", "  namespace: ns\n  uid: u-1\n")
+    path = write(tmp_path, "pods.yaml", a + "---\n" + b)
+    assert (
+        load_error(path)
+        == f"{path}: document 2 (Pod ns/b): metadata.uid 'u-1' is also used by Pod ns/a at {path}: document 1"
+    )
+
+
+def test_invalid_pod_group(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "pg.yaml",
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+        "metadata: {name: g, namespace: ns}\nspec: {minMember: two}\n",
+    )
+    assert (
+        load_error(path)
+        == f"{path}: document 1 (PodGroup ns/g): spec.minMember must be a non-negative integer, got 'two'"
+    )
+
+
+def test_missing_path_and_empty_directory(tmp_path: Path) -> None:
+    assert load_error(tmp_path / "nope.yaml") == f"{tmp_path / 'nope.yaml'}: no such file or directory"
+    (tmp_path / "empty").mkdir()
+    write(tmp_path, "empty/notes.txt", "hello")
+    assert (
+        load_error(tmp_path / "empty") == f"{tmp_path / 'empty'}: directory contains no *.yaml, *.yml or *.json files"
+    )
