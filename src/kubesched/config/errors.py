@@ -1,0 +1,93 @@
+"""``ConfigError`` and the upstream ``field.Error`` rendering used in its messages.
+
+Messages follow apimachinery ``validation/field`` (``<path>: Invalid value: <value>: <detail>``,
+``<path>: Required value``, ``<path>: Duplicate value: <value>``, ``<path>: Unsupported value: ...``)
+with paths in upstream notation (``profiles[0].plugins.score.enabled[1].weight``), so a message can be
+matched against upstream documentation and issues.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["ConfigError", "duplicate", "go_duration", "go_value", "invalid", "required"]
+
+
+class ConfigError(ValueError):
+    """An invalid scheduler configuration.
+
+    ``errors`` holds one message per problem (``<field path>: <what is wrong>``); ``source`` is the
+    file the configuration came from, when there is one. ``str()`` names the file and lists every
+    problem.
+    """
+
+    def __init__(self, errors: Sequence[str], source: str | None = None) -> None:
+        self.errors: list[str] = list(errors)
+        self.source = source
+        prefix = f"{source}: " if source else ""
+        if len(self.errors) == 1:
+            message = prefix + self.errors[0]
+        else:
+            message = f"{prefix}{len(self.errors)} errors:\n" + "\n".join(f"  - {e}" for e in self.errors)
+        super().__init__(message)
+
+
+def go_value(v: Any) -> str:
+    """A value as ``field.Error`` prints it: strings quoted, numbers and booleans bare."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, int | float):
+        return str(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    try:
+        return json.dumps(v, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return repr(v)
+
+
+def go_duration(seconds: float) -> str:
+    """Seconds as Go's ``time.Duration.String()`` (``1m30s``, ``100ms``, ``0s``)."""
+    ns = round(seconds * 1e9)
+    if ns == 0:
+        return "0s"
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    if ns < 1_000:
+        return f"{sign}{ns}ns"
+    if ns < 1_000_000:
+        return f"{sign}{_trim(ns / 1e3)}µs"
+    if ns < 1_000_000_000:
+        return f"{sign}{_trim(ns / 1e6)}ms"
+    h, rem = divmod(ns, 3_600_000_000_000)
+    m, rem = divmod(rem, 60_000_000_000)
+    out = sign
+    if h:
+        out += f"{h}h"
+    if h or m:
+        out += f"{m}m"
+    return out + f"{_trim(rem / 1e9)}s"
+
+
+def _trim(x: float) -> str:
+    if math.isclose(x, round(x)):
+        return str(round(x))
+    return f"{x:.9f}".rstrip("0").rstrip(".")
+
+
+def invalid(path: str, value: Any, detail: str, *, raw: bool = False) -> str:
+    """``field.Invalid``. ``raw`` prints ``value`` as is (for Stringer-like values such as durations)."""
+    return f"{path}: Invalid value: {value if raw else go_value(value)}: {detail}"
+
+
+def required(path: str, detail: str = "") -> str:
+    return f"{path}: Required value" + (f": {detail}" if detail else "")
+
+
+def duplicate(path: str, value: Any, detail: str = "") -> str:
+    return f"{path}: Duplicate value: {go_value(value)}" + (f" ({detail})" if detail else "")
