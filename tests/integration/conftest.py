@@ -1,0 +1,106 @@
+"""Fixtures for integration tests against a real control plane (hack/cluster/devcluster.py).
+
+* ``control_plane`` (session): etcd + kube-apiserver + KWOK, a ``devcluster.DevCluster``: its
+  ``kubeconfig`` / ``server`` / ``etcd_url`` and helpers (``api``, ``watch``, ``wait_for``,
+  ``create_nodes``, ``create_pod``, ``start_kube_scheduler``, ``restart_apiserver``,
+  ``compact_etcd``, ``logs``).
+* ``cp_namespace`` (function): a fresh namespace; its pods are deleted afterwards.
+
+Binaries come from hack/cluster/build.sh (idempotent), run once after collection when integration
+tests were selected (not inside a test, so a cold build does not eat into the test timeout; or
+build them beforehand with `make cluster-bin`). Outside CI (CI != "true") the tests SKIP with
+the reason when Go is missing or the build fails; under CI=true that is a hard failure, so a
+missing install step cannot hide behind skips.
+
+On a failing integration test the tail of every component log is attached to the report.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "hack" / "cluster"))
+
+import devcluster  # noqa: E402
+
+IN_CI = os.environ.get("CI") == "true"
+
+_binaries_key = pytest.StashKey[tuple[Path | None, str]]()
+_cluster: devcluster.DevCluster | None = None
+
+
+def _wants_control_plane(items: list[pytest.Item]) -> bool:
+    return any(
+        item.get_closest_marker("integration") is not None or "control_plane" in getattr(item, "fixturenames", ())
+        for item in items
+    )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build (or find) the binaries once, before any test runs, if any selected test needs them."""
+    if not _wants_control_plane(session.items):
+        return
+    try:
+        bin_dir = devcluster.ensure_binaries(build=True, quiet=False)
+        session.config.stash[_binaries_key] = (bin_dir, "")
+    except devcluster.BinariesUnavailable as e:
+        session.config.stash[_binaries_key] = (None, str(e))
+    except OSError as e:  # e.g. build.sh not executable
+        session.config.stash[_binaries_key] = (None, f"cannot run hack/cluster/build.sh: {e}")
+
+
+@pytest.fixture(scope="session")
+def control_plane(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[devcluster.DevCluster]:
+    global _cluster
+    bin_dir, err = request.config.stash.get(_binaries_key, (None, "binaries were not prepared"))
+    if bin_dir is None:
+        msg = f"control plane binaries unavailable: {err}"
+        if IN_CI:
+            pytest.fail(f"{msg} (CI=true: integration tests must run; add `make cluster-bin` to CI)", pytrace=False)
+        pytest.skip(msg)
+    cluster = devcluster.DevCluster(tmp_path_factory.mktemp("control-plane"), bin_dir=bin_dir)
+    _cluster = cluster
+    try:
+        cluster.start(with_kwok=True)
+    except Exception as e:
+        logs = cluster.logs(60)
+        cluster.stop()
+        _cluster = None
+        pytest.fail(f"control plane failed to start: {e}\n{logs}", pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        _cluster = None
+
+
+@pytest.fixture
+def cp_namespace(control_plane: devcluster.DevCluster) -> Iterator[str]:
+    name = f"it-{uuid.uuid4().hex[:8]}"
+    control_plane.create_namespace(name)
+    yield name
+    # No controller manager: nothing would ever delete these pods with their namespace.
+    try:
+        pods = control_plane.get(f"/api/v1/namespaces/{name}/pods")["items"]
+        for p in pods:
+            control_plane.delete_pod(p["metadata"]["name"], name, grace_period=0)
+        control_plane.api("DELETE", f"/api/v1/namespaces/{name}")
+    except devcluster.ApiError:
+        pass
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report = yield
+    if report.failed and _cluster is not None and item.get_closest_marker("integration") is not None:
+        report.sections.append(("control plane logs", _cluster.logs(80)))
+    return report
