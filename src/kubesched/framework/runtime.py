@@ -201,14 +201,15 @@ class Framework:
             verdicts = p.filter_batch(state, pod, table, rows)
             if not verdicts.statuses:
                 continue
-            failed = verdicts.codes != 0
+            codes = verdicts.codes
+            failed = codes != 0
             if not failed.any():
                 continue
             statuses = [s.with_plugin(p.name) for s in verdicts.statuses]
             for code, s in enumerate(statuses, start=1):
-                if s.code == Code.ERROR and bool((verdicts.codes == code).any()):
+                if s.code == Code.ERROR and bool((codes == code).any()):
                     return rows[:0], s
-            diagnosis.node_to_status.add(rows[failed], verdicts.codes[failed], statuses)
+            diagnosis.node_to_status.add(rows[failed], codes[failed], statuses)
             diagnosis.unschedulable_plugins.add(p.name)
             rows = rows[~failed]
             if not len(rows):

@@ -6,7 +6,7 @@ runtime stamps the plugin name on statuses returned by plugins so reasons can be
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import IntEnum
 
 
@@ -100,7 +100,7 @@ class Status:
         return ", ".join(self.reasons)
 
     def with_plugin(self, plugin: str) -> Status:
-        return self if self.plugin == plugin else replace(self, plugin=plugin)
+        return self if self.plugin == plugin else Status(self.code, self.reasons, plugin)
 
     def __str__(self) -> str:
         where = f" [{self.plugin}]" if self.plugin else ""

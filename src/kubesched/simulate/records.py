@@ -87,16 +87,16 @@ class Recorder(SchedulerObserver):
         scored = result.scored
         if scored is None:
             return [ScoredNode(result.node_name, 0, {})]
-        k = min(self.top_k, len(scored.rows))
-        idx = np.argsort(-scored.totals, kind="stable")[:k]
+        totals = scored.totals
+        k = min(self.top_k, len(totals))
+        idx = np.argpartition(-totals, k - 1)[:k] if len(totals) > k else np.arange(len(totals))
+        idx = idx[np.argsort(-totals[idx], kind="stable")]
         names = self.table.names
+        rows = scored.rows[idx].tolist()
+        per_plugin = {p: s[idx].tolist() for p, s in scored.by_plugin.items()}
         return [
-            ScoredNode(
-                names[int(scored.rows[i])],
-                int(scored.totals[i]),
-                {p: int(s[i]) for p, s in scored.by_plugin.items()},
-            )
-            for i in idx
+            ScoredNode(names[row], int(totals[i]), {p: v[j] for p, v in per_plugin.items()})
+            for j, (i, row) in enumerate(zip(idx.tolist(), rows, strict=True))
         ]
 
     def failed(self, pod: PodInfo, profile: str, failure: ScheduleFailure) -> None:

@@ -9,12 +9,9 @@ as unschedulable. Deterministic for a given seed.
 from __future__ import annotations
 
 import asyncio
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import FrameType
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +30,7 @@ from kubesched.snapshot.pod import PodInfo
 _BATCH = 256
 
 
-@dataclass
+@dataclass(repr=False)  # asyncio may repr a task's result; this one holds the whole cluster
 class SimulationResult:
     config: SchedulerConfig
     cluster: SimulatedCluster
@@ -134,11 +131,11 @@ class Simulation:
         pods_before = {table.names[r]: len(table.pods[r]) for r in table.alive_rows()}
         for pod in pending:
             self.cluster.add_pod(pod)
-        old_handler = _install_sigint(self)
         try:
             await self._loop(len(pending))
-        finally:
-            signal.signal(signal.SIGINT, old_handler)
+        except asyncio.CancelledError:
+            # Ctrl-C: asyncio.run cancels the main task; report what was done so far.
+            self._stop = True
         await self.scheduler.drain()
         if self._explain_pod is not None and self._explanation is None:
             self._explain_now()
@@ -196,12 +193,3 @@ class Simulation:
     def interrupt(self) -> None:
         self._stop = True
 
-
-def _install_sigint(sim: Simulation) -> Any:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        sim.interrupt()
-
-    try:
-        return signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread (e.g. under a test runner thread)
-        return signal.getsignal(signal.SIGINT)

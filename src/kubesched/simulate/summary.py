@@ -80,7 +80,7 @@ def print_summary(console: Console, data: dict[str, Any], max_rows: int = 25) ->
         t.add_column("pods", justify="right")
         t.add_column("example")
         t.add_column("reason")
-        first = {}
+        first: dict[str, str] = {}
         for p in failed:
             first.setdefault(p["message"], p["pod"])
         for message, n in by_message.most_common(max_rows):

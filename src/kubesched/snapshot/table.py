@@ -125,6 +125,8 @@ class NodeTable:
         self._node_columns: dict[str, tuple[Callable[[dict[str, Any]], int], IntArray]] = {}
         #: Bumped on every change; plugins may key caches on it.
         self.generation = 0
+        #: Plugin caches derived from the table (keys must name everything that invalidates them).
+        self.memo: dict[Any, Any] = {}
 
     # -- rows -------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -401,7 +403,7 @@ class NodeTable:
 
     def free(self, rows: Rows) -> IntArray:
         """allocatable - requested for the given rows (all resource columns)."""
-        result: IntArray = self.allocatable[rows] - self.requested[rows]
+        result: IntArray = self.allocatable.take(rows, axis=0) - self.requested.take(rows, axis=0)
         return result
 
 

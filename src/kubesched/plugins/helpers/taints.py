@@ -13,7 +13,7 @@ the vectorised helpers evaluate each distinct set among the given rows once and 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +61,8 @@ class Toleration:
 
 
 def parse_tolerations(raw: Iterable[Any]) -> tuple[Toleration, ...]:
+    if not raw:
+        return ()
     return tuple(Toleration.from_raw(t) for t in raw)
 
 
@@ -142,15 +144,26 @@ def per_taint_set(
     rows: Rows,
     fn: Callable[[tuple[Taint, ...]], Any],
     dtype: npt.DTypeLike,
+    cache_key: Hashable | None = None,
 ) -> npt.NDArray[Any]:
-    """``fn(taints of row)`` for each row, evaluating ``fn`` once per distinct taint set among ``rows``."""
-    ids = table.taint_set_id[rows]
-    if len(ids) == 0:
-        return np.zeros(0, dtype=dtype)
-    uniq, inverse = np.unique(ids, return_inverse=True)
+    """``fn(taints of row)`` for each row, evaluating ``fn`` once per distinct taint set.
+
+    Taint sets are interned by the table and few (most nodes share the empty set), so ``fn`` is
+    evaluated over all of them into a lookup table and the rows gather from it. With a
+    ``cache_key`` naming everything ``fn`` depends on (e.g. the pod's tolerations), the lookup
+    table is reused by later pods until a new taint set appears.
+    """
     sets = table.taint_sets
-    values = np.array([fn(sets[int(i)]) for i in uniq], dtype=dtype)
-    result: npt.NDArray[Any] = values[inverse.reshape(-1)]
+    lut: npt.NDArray[Any] | None = None
+    if cache_key is not None:
+        cached = table.memo.get(cache_key)
+        if cached is not None and len(cached) == len(sets):
+            lut = cached
+    if lut is None:
+        lut = np.array([fn(ts) for ts in sets], dtype=dtype)
+        if cache_key is not None:
+            table.memo[cache_key] = lut
+    result: npt.NDArray[Any] = lut[table.taint_set_id[rows]]
     return result
 
 
@@ -171,7 +184,8 @@ def untolerated_mask(
             is not None
         )
 
-    result: npt.NDArray[np.bool_] = per_taint_set(table, rows, untolerated, np.bool_)
+    key = ("untolerated", tuple(tolerations), inclusion_filter, enable_comparison_operators)
+    result: npt.NDArray[np.bool_] = per_taint_set(table, rows, untolerated, np.bool_, key)
     return result
 
 
@@ -192,5 +206,6 @@ def count_intolerable_taints(
             if t.effect == effect and not tolerations_tolerate_taint(tolerations, t, enable_comparison_operators)
         )
 
-    result: npt.NDArray[np.int64] = per_taint_set(table, rows, count, np.int64)
+    key = ("intolerable", tuple(tolerations), effect, enable_comparison_operators)
+    result: npt.NDArray[np.int64] = per_taint_set(table, rows, count, np.int64, key)
     return result

@@ -122,6 +122,9 @@ def _pinned_node_names(terms: Sequence[Any]) -> frozenset[str] | None:
     return None if node_names is None else frozenset(node_names)
 
 
+_SKIP = Status.skip(NAME)
+
+
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = NAME
     args_model: ClassVar[type[Any] | None] = NodeAffinityArgs
@@ -154,6 +157,9 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
 
     # -- PreFilter / Filter -----------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        spec = pod.spec
+        if self.added_node_selector is None and spec.get("nodeSelector") is None and not spec.get("affinity"):
+            return None, _SKIP  # most pods: nothing to compile
         c = _compile(pod)
         if not c.has_required_affinity and self.added_node_selector is None and not c.has_node_selector:
             return None, Status.skip()
@@ -182,6 +188,8 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
 
     # -- PreScore / Score -------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Status:
+        if self.added_pref_terms is None and not pod.spec.get("affinity"):
+            return _SKIP
         c = _compile(pod)
         if c.preferred_errors:
             return Status.error("; ".join(c.preferred_errors))

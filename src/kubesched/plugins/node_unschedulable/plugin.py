@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-import numpy as np
-
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import FilterPlugin
 from kubesched.framework.status import Status
@@ -29,6 +27,9 @@ ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint(TAINT_NODE_UNSCHEDULABLE, "", TAINT_EFFECT_NO_SCHEDULE)
 
 
+_STATUS_UNSCHEDULABLE = Status.unresolvable(ERR_REASON_UNSCHEDULABLE, plugin="NodeUnschedulable")
+
+
 class NodeUnschedulable(FilterPlugin):
     name: ClassVar[str] = "NodeUnschedulable"
     #: Feature gate TaintTolerationComparisonOperators (alpha, off by default upstream).
@@ -46,8 +47,8 @@ class NodeUnschedulable(FilterPlugin):
         )
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
+        cordoned = table.unschedulable[rows]
         # If the pod tolerates the unschedulable taint it also tolerates spec.unschedulable.
-        if self._tolerates(pod):
+        if not cordoned.any() or self._tolerates(pod):
             return Verdicts.all_pass(len(rows))
-        ok = ~np.asarray(table.unschedulable[rows], dtype=np.bool_)
-        return Verdicts.from_mask(ok, Status.unresolvable(ERR_REASON_UNSCHEDULABLE))
+        return Verdicts.from_mask(~cordoned, _STATUS_UNSCHEDULABLE)

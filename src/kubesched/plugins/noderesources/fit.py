@@ -153,20 +153,35 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             err = Status.error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found', self.name)
             return Verdicts(np.ones(len(rows), dtype=np.int32), [err])
         checks = () if s.requests_nothing else s.checks
-        reasons = ("Too many pods", *(c.reason for c in checks))
-
-        # states[k] for every row: _FITS / _INSUFFICIENT / _UNRESOLVABLE.
-        states = np.zeros((len(reasons), len(rows)), dtype=np.int64)
-        alloc, used = table.allocatable, table.requested
+        # One gather per matrix; per-check work only on the rows that fail something.
+        a_rows, u_rows = table.allocatable.take(rows, axis=0), table.requested.take(rows, axis=0)
         # "len(pods)+1 > allowedPodNumber". Never unresolvable upstream (preemption frees slots).
-        states[0] = np.where(used[rows, PODS] + 1 > alloc[rows, PODS], _INSUFFICIENT, _FITS)
-        for k, c in enumerate(checks, start=1):
-            a = alloc[rows, c.column]
-            free = a - used[rows, c.column]
-            # Unresolvable when the request exceeds the node's whole allocatable: evicting every
-            # pod would not help, so preemption skips the node (fit.go InsufficientResource).
-            states[k] = np.where(c.amount > free, np.where(c.amount > a, _UNRESOLVABLE, _INSUFFICIENT), _FITS)
-        return self._verdicts(states, reasons)
+        pods_bad = u_rows[:, PODS] + 1 > a_rows[:, PODS]
+        n = len(rows)
+        if not checks:
+            if not pods_bad.any():
+                return Verdicts.all_pass(n)
+            return Verdicts.from_mask(~pods_bad, Status(Code.UNSCHEDULABLE, ("Too many pods",), self.name))
+        cols = [c.column for c in checks]
+        amounts = np.array([c.amount for c in checks], dtype=np.int64)
+        a_cols = a_rows[:, cols]
+        insufficient = amounts > a_cols - u_rows[:, cols]
+        failing = pods_bad | insufficient.any(axis=1)
+        if not failing.any():
+            return Verdicts.all_pass(n)
+        idx = np.flatnonzero(failing)
+        reasons = ("Too many pods", *(c.reason for c in checks))
+        # states[k] per failing row: _FITS / _INSUFFICIENT / _UNRESOLVABLE. Unresolvable when the
+        # request exceeds the node's whole allocatable: evicting every pod would not help, so
+        # preemption skips the node (fit.go InsufficientResource).
+        ins = insufficient[idx]
+        states = np.empty((len(reasons), len(idx)), dtype=np.int64)
+        states[0] = np.where(pods_bad[idx], _INSUFFICIENT, _FITS)
+        states[1:] = np.where(ins, np.where(amounts > a_cols[idx], _UNRESOLVABLE, _INSUFFICIENT), _FITS).T
+        partial = self._verdicts(states, reasons)
+        codes = np.zeros(n, dtype=np.int32)
+        codes[idx] = partial.codes
+        return Verdicts(codes, partial.statuses)
 
     def _verdicts(self, states: npt.NDArray[np.int64], reasons: tuple[str, ...]) -> Verdicts:
         n = states.shape[1]

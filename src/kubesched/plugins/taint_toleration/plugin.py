@@ -59,6 +59,9 @@ def tolerations_prefer_no_schedule(tolerations: Sequence[Toleration]) -> tuple[T
     return tuple(t for t in tolerations if not t.effect or t.effect == TAINT_EFFECT_PREFER_NO_SCHEDULE)
 
 
+_STATUS_UNTOLERATED = Status.unresolvable(ERR_REASON_UNTOLERATED, plugin=NAME)
+
+
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = NAME
     #: Feature gate TaintTolerationComparisonOperators (Lt/Gt tolerations; alpha, off by default).
@@ -74,7 +77,9 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
             table, rows, pod_tolerations(pod), do_not_schedule_taints_filter,
             self.enable_taint_toleration_comparison_operators,
         )
-        return Verdicts.from_mask(~bad, Status.unresolvable(ERR_REASON_UNTOLERATED))
+        if not bad.any():
+            return Verdicts.all_pass(len(rows))
+        return Verdicts.from_mask(~bad, _STATUS_UNTOLERATED)
 
     def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Status:
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(tolerations_prefer_no_schedule(pod_tolerations(pod))))

@@ -1,0 +1,1 @@
+"""kubesched benchmarks: ``python -m bench <name>``; results go to bench/results/."""
