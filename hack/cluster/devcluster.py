@@ -408,9 +408,18 @@ class KubeClient:
 class Component:
     """One child process in its own process group, logging to a file. ``stop()`` is idempotent."""
 
-    def __init__(self, name: str, argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log: Path,
+        env: Mapping[str, str] | None = None,
+        *,
+        die_with_parent: bool = True,
+    ) -> None:
         self.name, self.argv, self.log_path = name, list(argv), log
         self.env = dict(env) if env is not None else None
+        self.die_with_parent = die_with_parent
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Component:
@@ -424,6 +433,7 @@ class Component:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # own process group: signals from a terminal's Ctrl-C don't reach it
+                preexec_fn=_die_with_parent if self.die_with_parent else None,
                 env=self.env,
             )
         return self
@@ -444,6 +454,18 @@ class Component:
 
     def tail(self, lines: int = 60) -> str:
         return tail_file(self.log_path, lines)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGKILL when the parent dies, even by SIGKILL, when atexit and
+    finalizers never run (Linux only; a no-op elsewhere). PR_SET_PDEATHSIG = 1. Note that it fires
+    when the *thread* that started the child exits: start clusters from a long-lived thread."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() == 1:  # the parent died before prctl
+            os._exit(1)
 
 
 def _terminate_group(pid: int, popen: subprocess.Popen[bytes] | None, timeout: float) -> None:
@@ -555,6 +577,7 @@ class DevCluster:
         apiserver_args: Sequence[str] = (),
         etcd_args: Sequence[str] = (),
         verbosity: int = 1,
+        die_with_parent: bool = True,
     ) -> None:
         self._own_dir = workdir is None
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="kubesched-devcluster-")).resolve()
@@ -564,6 +587,8 @@ class DevCluster:
         self.extra_apiserver_args = list(apiserver_args)
         self.extra_etcd_args = list(etcd_args)
         self.verbosity = verbosity
+        # children get SIGKILL if this process dies without cleaning up (off for `up`: detached)
+        self.die_with_parent = die_with_parent
         self.logs_dir = self.dir / "logs"
         self.pki = _PKI(self.dir / "pki")
         self.etcd_port = _free_port()
@@ -635,6 +660,7 @@ class DevCluster:
         return str(self.bin_dir / name)
 
     def _add(self, comp: Component) -> Component:
+        comp.die_with_parent = self.die_with_parent
         comp.start()
         self._components.append(comp)
         return comp
@@ -1183,7 +1209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if args.dir is not None and (args.dir / "etcd-data").exists():
         shutil.rmtree(args.dir / "etcd-data")  # a fresh store every time: ports and certs change
-    c = DevCluster(args.dir)
+    c = DevCluster(args.dir, die_with_parent=args.cmd == "run")
     t0 = time.monotonic()
     try:
         c.start(with_kwok=not args.no_kwok)
