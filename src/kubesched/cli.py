@@ -27,12 +27,19 @@ def main() -> None:
     """Custom Kubernetes scheduling in Python: one framework, three shells."""
 
 
-def _load_config(path: Path | None) -> Any:
+def _load_config(path: Path | None, plugin_modules: tuple[str, ...] = ()) -> Any:
     from kubesched.config.errors import ConfigError
     from kubesched.config.load import load_config
-    from kubesched.plugins.builtin import builtin_registry
+    from kubesched.framework.registry import RegistryError
+    from kubesched.plugins.builtin import builtin_registry, load_plugin_module
 
     registry = builtin_registry()
+    for module in plugin_modules:
+        try:
+            for cls in load_plugin_module(module):
+                registry.register(cls)
+        except (ImportError, RegistryError, ValueError) as e:
+            raise UserError(f"--plugins {module}: {e}") from None
     try:
         config = load_config(path, registry)
     except ConfigError as e:
@@ -89,6 +96,8 @@ def _load_config(path: Path | None) -> Any:
     help="Leave pending pods whose schedulerName matches no profile unscheduled "
     "(default: simulate them with the first profile).",
 )
+@click.option("--plugins", "plugin_modules", multiple=True, metavar="MODULE",
+              help="Import out-of-tree plugins from a Python module (its PLUGINS list); repeatable.")
 @click.option("--max-rows", type=click.IntRange(min=1), default=25, show_default=True, help="Rows per summary table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def simulate(
@@ -102,6 +111,7 @@ def simulate(
     out_cluster: Path | None,
     explain_pod: str | None,
     strict_scheduler_name: bool,
+    plugin_modules: tuple[str, ...],
     max_rows: int,
     quiet: bool,
 ) -> None:
@@ -125,7 +135,7 @@ def simulate(
     demo = cluster_path is None and nodes is None
     if demo and config_path is None:
         config_path = demo_dir() / "config.yaml"
-    config, registry = _load_config(config_path)
+    config, registry = _load_config(config_path, plugin_modules)
     try:
         if cluster_path is not None:
             cluster = load_cluster(cluster_path)
