@@ -221,5 +221,9 @@ def _progress(console: Console, disabled: bool) -> tuple[Any, Any]:
     return update, progress.stop
 
 
+# -- shells ---------------------------------------------------------------------------------------
+# Each shell registers its commands here, one line each (modules import lazily inside the commands).
+
+
 if __name__ == "__main__":
     main()
