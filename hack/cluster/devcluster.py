@@ -2,8 +2,8 @@
 """A real, local Kubernetes control plane for tests and demos: etcd + kube-apiserver (+ KWOK, + the
 real kube-scheduler), built from Go modules by ``hack/cluster/build.sh``.
 
-Stdlib only, plus ``cryptography`` for the certificates (falls back to the ``openssl`` CLI when
-``cryptography`` is missing). Importable as a module and runnable as a script::
+Stdlib only, plus ``cryptography`` (a dev dependency) for the certificates. Importable as a
+module and runnable as a script::
 
     python hack/cluster/devcluster.py up --nodes 10 --dir /tmp/kc     # start, detach, print KUBECONFIG
     python hack/cluster/devcluster.py down --dir /tmp/kc              # stop what `up` started
@@ -95,11 +95,15 @@ def missing_binaries(bin_dir: Path | None = None) -> list[str]:
     return [b for b in BINARIES if not os.access(d / b, os.X_OK)]
 
 
+def binaries_up_to_date() -> bool:
+    """True when build.sh's stamp matches the current pin (no rebuild needed)."""
+    return subprocess.run([str(HERE / "build.sh"), "--check"], capture_output=True).returncode == 0
+
+
 def ensure_binaries(*, build: bool = True, quiet: bool = False) -> Path:
     """Return the binary directory, running hack/cluster/build.sh first (a no-op when up to date)."""
     d = default_bin_dir()
-    check = subprocess.run([str(HERE / "build.sh"), "--check"], capture_output=True)
-    if check.returncode == 0:
+    if binaries_up_to_date():
         return d
     if not build:
         raise BinariesUnavailable(f"control plane binaries are missing or stale in {d}; run hack/cluster/build.sh")
@@ -537,7 +541,7 @@ def _stop_all(components: list[Component]) -> None:
 # the cluster
 
 
-def wait_for(predicate: Callable[[], T], timeout: float = 30.0, interval: float = 0.1, message: str = "") -> T:
+def wait_for(predicate: Callable[[], T | None], timeout: float = 30.0, interval: float = 0.1, message: str = "") -> T:
     """Poll ``predicate`` until it returns a truthy value (returned) or ``timeout`` expires.
 
     Exceptions from the predicate count as "not yet"; the last one is chained to the TimeoutError."""
@@ -908,7 +912,7 @@ class DevCluster:
         return self.client.watch(path, params=params, timeout=timeout)
 
     def wait_for(
-        self, predicate: Callable[[], T], timeout: float = 30.0, interval: float = 0.1, message: str = ""
+        self, predicate: Callable[[], T | None], timeout: float = 30.0, interval: float = 0.1, message: str = ""
     ) -> T:
         return wait_for(predicate, timeout, interval, message)
 
