@@ -223,6 +223,9 @@ def _progress(console: Console, disabled: bool) -> tuple[Any, Any]:
 
 # -- shells ---------------------------------------------------------------------------------------
 # Each shell registers its commands here, one line each (modules import lazily inside the commands).
+main.add_command(__import__("kubesched.cluster.live.commands", fromlist=["run_command"]).run_command)
+main.add_command(__import__("kubesched.cluster.live.commands", fromlist=["explain_command"]).explain_command)
+main.add_command(__import__("kubesched.extender.command", fromlist=["extender"]).extender)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,19 @@
+"""Defaults shared by the CLI and the server (kept import-light: the CLI loads it at start-up)."""
+
+from __future__ import annotations
+
+#: Largest request body accepted (a 5,000-node NodeList is ~10 MiB).
+DEFAULT_MAX_BODY = 64 * 1024 * 1024
+#: Per-request deadline, well under the kube-scheduler's default extender httpTimeout (5 s).
+DEFAULT_TIMEOUT = 3.0
+
+
+def normalize_prefix(prefix: str) -> str:
+    """URL prefix as a path that ends without "/" ("" for the root); upstream calls
+    ``strings.TrimRight(urlPrefix, "/") + "/" + verb``. A full URL is reduced to its path."""
+    p = prefix.strip()
+    if "://" in p:
+        p = "/" + p.split("://", 1)[1].partition("/")[2]
+    if not p.startswith("/"):
+        p = "/" + p
+    return p.rstrip("/")

@@ -1,0 +1,221 @@
+"""The extender's HTTP(S) server (aiohttp): the four verbs, /healthz, /readyz and /metrics.
+
+Status codes:
+
+* 200 — a result. Filter and bind also answer 200 with ``Error`` set when the extender itself
+  failed (a plugin error, the deadline, no cluster to bind with): the kube-scheduler then reports
+  that message on the pod, where a non-200 status would only say "code 5xx".
+* 400 — the request could not be decoded (bad JSON, wrong types, a missing Pod, unknown nodes in
+  nodeCacheCapable mode); 404 — no such verb; 405 — not POST; 413 — body over ``max_body``.
+  Every error body is JSON with an ``Error`` field, in the verb's response shape where it has one.
+* 500 / 503 / 504 on prioritize and preempt (whose upstream results have no ``Error`` field): a
+  plugin error, a cache not synced yet, the deadline. The scheduler ignores prioritize failures and
+  treats preempt failures as errors unless the extender is ``ignorable``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from kubesched.extender.limits import DEFAULT_MAX_BODY, DEFAULT_TIMEOUT, normalize_prefix
+from kubesched.extender.service import VERBS, Deadline, ExtenderService, Reply, ServiceError
+from kubesched.extender.wire import WireError, encode_error, parse_body
+
+log = logging.getLogger("kubesched.extender")
+
+_JSON = "application/json"
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class Metrics:
+    def __init__(self, service: ExtenderService, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.requests = Counter(
+            "kubesched_extender_requests", "Extender requests by verb and HTTP status code.",
+            ["verb", "code"], registry=self.registry,
+        )
+        self.latency = Histogram(
+            "kubesched_extender_request_duration_seconds", "Time to answer an extender request, by verb.",
+            ["verb"], buckets=_LATENCY_BUCKETS, registry=self.registry,
+        )
+        self.errors = Counter(
+            "kubesched_extender_errors", "Requests answered with an Error, by verb and kind.",
+            ["verb", "kind"], registry=self.registry,
+        )
+        builds = Gauge(
+            "kubesched_extender_node_table_builds", "Node tables built from request Node objects (LRU misses).",
+            registry=self.registry,
+        )
+        builds.set_function(lambda: service.table_builds)
+        hits = Gauge(
+            "kubesched_extender_node_table_hits", "Requests served from a cached node table (LRU hits).",
+            registry=self.registry,
+        )
+        hits.set_function(lambda: service.table_hits)
+
+
+class ExtenderServer:
+    def __init__(
+        self,
+        service: ExtenderService,
+        *,
+        url_prefix: str = "/",
+        timeout: float = DEFAULT_TIMEOUT,
+        max_body: int = DEFAULT_MAX_BODY,
+        metrics_registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.service = service
+        self.prefix = normalize_prefix(url_prefix)
+        self.timeout = timeout
+        self.max_body = max_body
+        self.metrics = Metrics(service, metrics_registry)
+
+    # -- the app -------------------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=self.max_body, middlewares=[self._errors_middleware])
+        for verb in VERBS:
+            app.router.add_route("*", f"{self.prefix}/{verb}", self._verb_handler(verb))
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        return app
+
+    def _verb_of(self, path: str) -> str:
+        tail = path[len(self.prefix):].strip("/") if path.startswith(self.prefix) else ""
+        return tail if tail in VERBS else "other"
+
+    @web.middleware
+    async def _errors_middleware(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except web.HTTPException as e:
+            # Router answers (404 unknown verb, 405 wrong method): JSON with Error, never HTML/text.
+            if e.status < 400:
+                raise
+            verb = self._verb_of(request.path)
+            if e.status == 404:
+                msg = (f"no such extender endpoint {request.method} {request.path}; the verbs are "
+                       + ", ".join(f"POST {self.prefix}/{v}" for v in VERBS))
+            else:
+                msg = f"{e.status} {e.reason}: {request.method} {request.path}"
+            self.metrics.requests.labels(verb, str(e.status)).inc()
+            return web.Response(status=e.status, body=encode_error(verb, msg), content_type=_JSON)
+
+    def _verb_handler(self, verb: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await self.handle(verb, request)
+
+        return handle
+
+    async def handle(self, verb: str, request: web.Request) -> web.StreamResponse:
+        start = time.perf_counter()
+        if request.method != "POST":
+            reply = Reply(405, encode_error(verb, f"{verb} takes POST with a JSON body, got {request.method}"))
+            kind = "method"
+        else:
+            reply, kind = await self._answer(verb, request)
+        code = str(reply.status)
+        self.metrics.requests.labels(verb, code).inc()
+        self.metrics.latency.labels(verb).observe(time.perf_counter() - start)
+        if kind:
+            self.metrics.errors.labels(verb, kind).inc()
+        resp = web.Response(status=reply.status, body=reply.body, content_type=_JSON)
+        if reply.status == 405:
+            resp.headers["Allow"] = "POST"
+        return resp
+
+    async def _answer(self, verb: str, request: web.Request) -> tuple[Reply, str]:
+        deadline = Deadline(verb, self.timeout)
+        try:
+            try:
+                async with asyncio.timeout(deadline.remaining()):
+                    body = await request.read()
+            except web.HTTPRequestEntityTooLarge:
+                return Reply(413, encode_error(verb, f"request body larger than {self.max_body} bytes")), "too_large"
+            except TimeoutError:
+                msg = f"kubesched extender: reading the {verb} request timed out"
+                return self._server_error(verb, 408, msg), "timeout"
+            data = parse_body(body)
+            if verb == "bind":
+                try:
+                    async with asyncio.timeout(max(deadline.remaining(), 0.001)):
+                        reply = await self.service.bind(data, deadline)
+                except TimeoutError:
+                    return self._server_error(
+                        verb, 504, f"kubesched extender: bind exceeded its {self.timeout:g}s deadline"
+                    ), "timeout"
+            else:
+                reply = getattr(self.service, verb)(data, deadline)
+            return reply, reply.kind
+        except WireError as e:
+            return Reply(400, encode_error(verb, f"kubesched extender: bad {verb} request: {e}")), "bad_request"
+        except ServiceError as e:
+            kind = "timeout" if e.status == 504 else ("bad_request" if e.status < 500 else "internal")
+            if e.status < 500:
+                return Reply(e.status, encode_error(verb, f"kubesched extender: {e.message}")), kind
+            return self._server_error(verb, e.status, e.message), kind
+        except Exception as e:
+            # Only the request varies between calls; a body that makes a plugin trip is a bad request.
+            log.warning("extender: %s request could not be evaluated", verb, exc_info=True)
+            msg = f"kubesched extender: could not evaluate this {verb} request: {type(e).__name__}: {e}"
+            return Reply(400, encode_error(verb, msg)), "bad_request"
+
+    @staticmethod
+    def _server_error(verb: str, status: int, message: str) -> Reply:
+        # Filter and bind results carry Error: answer 200 so the scheduler shows our message.
+        if verb in ("filter", "bind"):
+            return Reply(200, encode_error(verb, message))
+        return Reply(status, encode_error(verb, message))
+
+    # -- health and metrics --------------------------------------------------------------------------
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        cluster = self.service.cluster
+        if cluster is not None and not cluster.synced:
+            return web.Response(status=503, text="node cache not synced")
+        return web.Response(text="ok")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        resp = web.Response(body=generate_latest(self.metrics.registry))
+        resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
+        return resp
+
+
+def server_ssl_context(cert: Path, key: Path, client_ca: Path | None = None) -> ssl.SSLContext:
+    """TLS 1.2+; with ``client_ca``, clients must present a certificate signed by it (CERT_REQUIRED)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(str(cert), str(key))
+    if client_ca is not None:
+        ctx.load_verify_locations(cafile=str(client_ca))
+        ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
+
+
+async def start_server(
+    server: ExtenderServer, host: str, port: int, ssl_context: ssl.SSLContext | None = None
+) -> tuple[web.AppRunner, int]:
+    """Start listening; returns the runner (``await runner.cleanup()`` to stop) and the bound port."""
+    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context, backlog=1024)
+    await site.start()
+    bound = port
+    server_obj = getattr(site, "_server", None)
+    sockets = getattr(server_obj, "sockets", None) or []
+    if sockets:
+        bound = int(sockets[0].getsockname()[1])
+    return runner, bound

@@ -1,0 +1,493 @@
+"""The plugin adapter: one profile's plugins answering the four extender verbs.
+
+* filter — PreFilter + Filter over every node given (no percentageOfNodesToScore sampling: the
+  scheduler asks about each node). A node's message is its first rejecting plugin's reasons joined
+  with ", " (upstream Status.Message()); UnschedulableAndUnresolvable rejections go to
+  ``FailedAndUnresolvableNodes``, Unschedulable ones to ``FailedNodes``. Passing nodes come back
+  as the request's own Node objects (``Nodes``) or names (``NodeNames``), in request order.
+* prioritize — PreFilter (for the state Score plugins read) + PreScore + Score; the framework
+  normalises each plugin to 0–100 and applies its weight; the weighted total is then mapped to the
+  extender range 0–10 (MaxExtenderPriority) as ``total * 10 // (100 * sum of the weights of the
+  plugins that scored)``, i.e. the weighted mean score in tenths, rounded down. The scheduler then
+  multiplies it by the extender's ``weight`` and by MaxNodeScore/MaxExtenderPriority = 10.
+* preempt — for each candidate node, the victims are taken off the node and the profile's
+  PreFilter + Filter must pass for the pod there; nodes where it would still not fit are dropped.
+  The answer is always ``NodeNameToMetaVictims`` (UIDs), as upstream expects.
+* bind — POST pods/binding through the cluster client (needs ``--kubeconfig`` / in-cluster).
+
+Nodes: with ``Nodes`` (nodeCacheCapable: false) the node table is built from the request's Node
+objects — kept in an LRU keyed by every node's (name, resourceVersion) so repeated calls over the
+same nodes cost a dictionary lookup. With ``NodeNames`` (nodeCacheCapable: true) the extender's own
+informer-fed cache is used. When a cluster is attached, the pods bound to each node are in the table
+in both modes, so plugins that count pods per node (UnderlayIP) are exact; without one, the table
+holds the nodes alone.
+
+Everything here is synchronous except bind: a request's computation never interleaves with
+another's or with informer updates, so preempt may take victims off the live table and put them back.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from kubesched.extender.wire import (
+    MAX_EXTENDER_PRIORITY,
+    ExtenderArgs,
+    NodeVictims,
+    WireError,
+    decode_binding_args,
+    decode_extender_args,
+    decode_preemption_args,
+    encode_binding_result,
+    encode_filter_result,
+    encode_host_priority_list,
+    encode_preemption_result,
+    type_name,
+)
+from kubesched.framework.clock import RealClock
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.handle import Handle
+from kubesched.framework.interfaces import MAX_NODE_SCORE
+from kubesched.framework.registry import Registry
+from kubesched.framework.runtime import Framework, ProfileSpec
+from kubesched.framework.status import Code, Status
+from kubesched.framework.waiting import WaitingPods
+from kubesched.snapshot.cache import SchedulerCache
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeTable, Rows
+
+log = logging.getLogger("kubesched.extender")
+
+VERBS = ("filter", "prioritize", "preempt", "bind")
+
+
+class ServiceError(Exception):
+    """A request the extender answers with an error: HTTP ``status`` and the ``Error`` message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class DeadlineExceededError(ServiceError):
+    def __init__(self, verb: str, seconds: float, stage: str) -> None:
+        super().__init__(504, f"kubesched extender: {verb} exceeded its {seconds:g}s deadline ({stage})")
+
+
+class Deadline:
+    """A per-request time budget, checked between the stages of a request (the work is synchronous
+    numpy code: it cannot be interrupted, only not continued)."""
+
+    __slots__ = ("end", "seconds", "verb")
+
+    def __init__(self, verb: str, seconds: float) -> None:
+        self.verb = verb
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        return self.end - time.monotonic()
+
+    def check(self, stage: str) -> None:
+        if time.monotonic() > self.end:
+            raise DeadlineExceededError(self.verb, self.seconds, stage)
+
+
+class ClusterView(Protocol):
+    """What the service needs from an attached cluster (see kubesched.extender.cluster)."""
+
+    @property
+    def cache(self) -> SchedulerCache: ...
+
+    @property
+    def synced(self) -> bool: ...
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        """Create the pods/binding subresource; raise with a readable message on failure."""
+        ...
+
+
+@dataclass(slots=True)
+class _TableEntry:
+    table: NodeTable
+    framework: Framework
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    body: bytes
+    #: For metrics: why a 200 carries an Error ("plugin", "bind", "no_cluster"), else "".
+    kind: str = ""
+
+
+def check_pod_shape(raw: dict[str, Any]) -> None:
+    """Reject pods whose fields the plugins read have the wrong JSON types (the API server would
+    never send them; a hostile or broken client might)."""
+    md = raw.get("metadata")
+    if not isinstance(md, dict):
+        raise WireError(f"Pod.metadata: expected an object, got {type_name(md)}")
+    for key in ("name", "namespace", "uid", "creationTimestamp"):
+        v = md.get(key)
+        if v is not None and not isinstance(v, str):
+            raise WireError(f"Pod.metadata.{key}: expected a string, got {type_name(v)}")
+    for key in ("labels", "annotations"):
+        _string_map(md.get(key), f"Pod.metadata.{key}")
+    spec = raw.get("spec")
+    if spec is None:
+        return
+    if not isinstance(spec, dict):
+        raise WireError(f"Pod.spec: expected an object, got {type_name(spec)}")
+    for key in ("containers", "initContainers", "tolerations"):
+        items = spec.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            raise WireError(f"Pod.spec.{key}: expected an array, got {type_name(items)}")
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise WireError(f"Pod.spec.{key}[{i}]: expected an object, got {type_name(item)}")
+            if key != "tolerations":
+                _check_container(item, f"Pod.spec.{key}[{i}]")
+    for key in ("affinity", "overhead"):
+        v = spec.get(key)
+        if v is not None and not isinstance(v, dict):
+            raise WireError(f"Pod.spec.{key}: expected an object, got {type_name(v)}")
+    aff = spec.get("affinity") or {}
+    for key, v in aff.items():
+        if v is not None and not isinstance(v, dict):
+            raise WireError(f"Pod.spec.affinity.{key}: expected an object, got {type_name(v)}")
+    _string_map(spec.get("nodeSelector"), "Pod.spec.nodeSelector")
+    for key in ("schedulerName", "nodeName"):
+        v = spec.get(key)
+        if v is not None and not isinstance(v, str):
+            raise WireError(f"Pod.spec.{key}: expected a string, got {type_name(v)}")
+
+
+def _check_container(c: dict[str, Any], where: str) -> None:
+    res = c.get("resources")
+    if res is not None:
+        if not isinstance(res, dict):
+            raise WireError(f"{where}.resources: expected an object, got {type_name(res)}")
+        for key in ("requests", "limits"):
+            m = res.get(key)
+            if m is not None and not isinstance(m, dict):
+                raise WireError(f"{where}.resources.{key}: expected an object, got {type_name(m)}")
+    ports = c.get("ports")
+    if ports is not None and (not isinstance(ports, list) or not all(isinstance(p, dict) for p in ports)):
+        raise WireError(f"{where}.ports: expected an array of objects")
+
+
+def _string_map(v: Any, where: str) -> None:
+    if v is None:
+        return
+    if not isinstance(v, dict):
+        raise WireError(f"{where}: expected an object of strings, got {type_name(v)}")
+    for k, s in v.items():
+        if not isinstance(s, str):
+            raise WireError(f"{where}[{k!r}]: expected a string, got {type_name(s)}")
+
+
+def parse_pod(raw: dict[str, Any]) -> PodInfo:
+    check_pod_shape(raw)
+    try:
+        return PodInfo.from_raw(raw)
+    except Exception as e:  # PodSpecError and whatever a malformed field raises on the way
+        raise WireError(f"Pod: {e}") from None
+
+
+class ExtenderService:
+    def __init__(
+        self,
+        profile: ProfileSpec,
+        registry: Registry,
+        cluster: ClusterView | None = None,
+        *,
+        table_cache_size: int = 8,
+        remembered_pods: int = 4096,
+        remembered_nodes: int = 100_000,
+    ) -> None:
+        self.profile = profile
+        self.registry = registry
+        self.cluster = cluster
+        self._tables: OrderedDict[Any, _TableEntry] = OrderedDict()
+        self._table_cache_size = table_cache_size
+        #: Pods seen in filter/prioritize by UID, so a successful bind can be accounted at once.
+        self._recent_pods: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._remembered_pods = remembered_pods
+        #: The latest Node object seen per name (preempt in nodeCacheCapable: false mode carries none).
+        self._last_nodes: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._remembered_nodes = remembered_nodes
+        self._live: Framework | None = None
+        self.table_builds = 0
+        self.table_hits = 0
+        # Build once up front: a profile whose plugins cannot be built fails at start, not per request.
+        self._build_framework(NodeTable())
+
+    # -- frameworks and tables ---------------------------------------------------------------------
+    def _build_framework(self, table: NodeTable) -> Framework:
+        handle = Handle(table, RealClock(), WaitingPods(), None, self.profile.scheduler_name)
+        return Framework.build(self.profile, self.registry, handle)
+
+    def live_framework(self) -> Framework:
+        if self.cluster is None:
+            raise ServiceError(400, "no cluster attached")
+        if self._live is None:
+            self._live = self._build_framework(self.cluster.cache.table)
+        return self._live
+
+    def _request_table(self, nodes: list[dict[str, Any]], deadline: Deadline) -> tuple[_TableEntry, list[str]]:
+        """The node table for a nodeCacheCapable: false request, and the nodes' names in order."""
+        names: list[str] = []
+        key_parts: list[tuple[str, str]] = []
+        cacheable = True
+        for i, n in enumerate(nodes):
+            md = n.get("metadata")
+            if not isinstance(md, dict):
+                raise WireError(f"Nodes.items[{i}].metadata: expected an object, got {type_name(md)}")
+            name = md.get("name")
+            if not isinstance(name, str) or not name:
+                raise WireError(f"Nodes.items[{i}].metadata.name: expected a non-empty string, got {name!r}")
+            rv = md.get("resourceVersion")
+            if not isinstance(rv, str) or not rv:
+                cacheable = False
+                rv = ""
+            names.append(name)
+            key_parts.append((name, rv))
+        key: Any = None
+        if cacheable:
+            key = (tuple(key_parts), self.cluster.cache.table.generation if self.cluster is not None else -1)
+            entry = self._tables.get(key)
+            if entry is not None:
+                self._tables.move_to_end(key)
+                self.table_hits += 1
+                return entry, names
+        table = NodeTable(capacity=max(64, len(nodes)))
+        for i, n in enumerate(nodes):
+            try:
+                table.upsert_node(n)
+            except Exception as e:  # NodeSpecError, or a field of the wrong type
+                raise WireError(f"Nodes.items[{i}] ({names[i]}): {e}") from None
+            self._remember_node(names[i], n)
+        deadline.check("building the node table")
+        if self.cluster is not None:
+            live = self.cluster.cache.table
+            for name in set(names):
+                row = live.row_of(name)
+                if row is not None:
+                    for p in live.pods[row].values():
+                        table.add_pod(p)
+        entry = _TableEntry(table, self._build_framework(table))
+        self.table_builds += 1
+        if key is not None:
+            self._tables[key] = entry
+            while len(self._tables) > self._table_cache_size:
+                self._tables.popitem(last=False)
+        return entry, names
+
+    def _remember_node(self, name: str, raw: dict[str, Any]) -> None:
+        self._last_nodes[name] = raw
+        self._last_nodes.move_to_end(name)
+        if len(self._last_nodes) > self._remembered_nodes:
+            self._last_nodes.popitem(last=False)
+
+    def _remember_pod(self, pod: PodInfo) -> None:
+        self._recent_pods[pod.uid] = pod.raw
+        self._recent_pods.move_to_end(pod.uid)
+        if len(self._recent_pods) > self._remembered_pods:
+            self._recent_pods.popitem(last=False)
+
+    def _cached_rows(self, names: list[str]) -> tuple[_TableEntry, Rows]:
+        if self.cluster is None:
+            raise WireError(
+                "NodeNames given (nodeCacheCapable: true) but this extender keeps no node cache: "
+                "start it with --kubeconfig (or in-cluster), or set nodeCacheCapable: false"
+            )
+        if not self.cluster.synced:
+            raise ServiceError(503, "kubesched extender: the node cache has not synced with the cluster yet")
+        fwk = self.live_framework()
+        table = self.cluster.cache.table
+        index = table.index
+        rows = np.fromiter((index.get(n, -1) for n in names), dtype=np.intp, count=len(names))
+        if len(rows) and rows.min() < 0:
+            unknown = [n for n, r in zip(names, rows.tolist(), strict=True) if r < 0]
+            shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+            raise WireError(f"NodeNames: {len(unknown)} node(s) unknown to the extender's node cache: {shown}")
+        return _TableEntry(table, fwk), rows
+
+    def _view(self, args: ExtenderArgs, deadline: Deadline) -> tuple[_TableEntry, Rows, list[str]]:
+        if args.nodes is not None:
+            entry, names = self._request_table(args.nodes, deadline)
+            index = entry.table.index
+            rows = np.fromiter((index[n] for n in names), dtype=np.intp, count=len(names))
+            return entry, rows, names
+        assert args.node_names is not None
+        entry, rows = self._cached_rows(args.node_names)
+        return entry, rows, args.node_names
+
+    # -- verbs ---------------------------------------------------------------------------------------
+    def filter(self, data: Any, deadline: Deadline) -> Reply:
+        args = decode_extender_args(data)
+        pod = parse_pod(args.pod)
+        entry, rows, names = self._view(args, deadline)
+        self._remember_pod(pod)
+        fwk, table = entry.framework, entry.table
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        state = CycleState()
+        pre, st = fwk.run_pre_filter(state, pod)
+        passing = np.zeros(len(rows), dtype=np.bool_)
+        if not st.is_success:
+            if not st.is_rejected:
+                msg = f"running PreFilter plugin {st.plugin!r}: {st.message}"
+                return Reply(200, encode_filter_result(error=msg), "plugin")
+            into = unresolvable if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
+            for n in names:
+                into[n] = st.message
+        else:
+            candidates = rows
+            if pre is not None and pre.node_names is not None:
+                wanted = pre.node_names
+                inside = np.fromiter((n in wanted for n in names), dtype=np.bool_, count=len(names))
+                plugins = " ".join(sorted(p.name for p in fwk.pre_filter if p.name not in state.skip_filter_plugins))
+                for n in (n for n, ok in zip(names, inside.tolist(), strict=True) if not ok):
+                    unresolvable[n] = f"node(s) didn't satisfy plugin(s) [{plugins}]"
+                candidates = np.unique(rows[inside])
+            else:
+                candidates = np.unique(rows)
+            deadline.check("pre-filter")
+            diagnosis = Diagnosis()
+            ok_rows, st = fwk.run_filters(state, pod, candidates, diagnosis)
+            if not st.is_success:
+                msg = f"running Filter plugin {st.plugin!r}: {st.message}"
+                return Reply(200, encode_filter_result(error=msg), "plugin")
+            for row, s in diagnosis.node_to_status.items():
+                into = unresolvable if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
+                into[table.names[row]] = s.message
+            passing = np.isin(rows, ok_rows)
+        deadline.check("filter")
+        keep = passing.tolist()
+        if args.nodes is not None:
+            out_nodes = [n for n, ok in zip(args.nodes, keep, strict=True) if ok]
+            return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
+        out_names = [n for n, ok in zip(names, keep, strict=True) if ok]
+        return Reply(200, encode_filter_result(node_names=out_names, failed=failed, failed_unresolvable=unresolvable))
+
+    def prioritize(self, data: Any, deadline: Deadline) -> Reply:
+        args = decode_extender_args(data)
+        pod = parse_pod(args.pod)
+        entry, rows, names = self._view(args, deadline)
+        self._remember_pod(pod)
+        scores = self.extender_scores(entry.framework, pod, rows, deadline)
+        return Reply(200, encode_host_priority_list(list(zip(names, scores, strict=True))))
+
+    def extender_scores(self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline) -> list[int]:
+        """Per row: the profile's weighted score mapped to 0..MaxExtenderPriority (see module doc)."""
+        if not len(rows):
+            return []
+        state = CycleState()
+        _, st = fwk.run_pre_filter(state, pod)
+        if not st.is_success:
+            if st.is_rejected:
+                # The pod fits nowhere by this profile: no preference among the nodes.
+                return [0] * len(rows)
+            raise ServiceError(500, f"running PreFilter plugin {st.plugin!r}: {st.message}")
+        uniq, inverse = np.unique(rows, return_inverse=True)
+        st = fwk.run_pre_score(state, pod, uniq)
+        if not st.is_success:
+            raise ServiceError(500, f"running PreScore plugin {st.plugin!r}: {st.message}")
+        deadline.check("pre-score")
+        scored = fwk.run_score(state, pod, uniq)
+        if isinstance(scored, Status):
+            raise ServiceError(500, f"running Score plugin {scored.plugin!r}: {scored.message}")
+        weights = sum(fwk.score_weights[p] for p in scored.by_plugin)
+        if weights <= 0:
+            return [0] * len(rows)
+        mapped = scored.totals * MAX_EXTENDER_PRIORITY // (MAX_NODE_SCORE * weights)
+        mapped = np.clip(mapped, 0, MAX_EXTENDER_PRIORITY)
+        out: list[int] = mapped[inverse].tolist()
+        return out
+
+    def preempt(self, data: Any, deadline: Deadline) -> Reply:
+        args = decode_preemption_args(data)
+        pod = parse_pod(args.pod)
+        if self.cluster is not None:
+            if not self.cluster.synced:
+                raise ServiceError(503, "kubesched extender: the node cache has not synced with the cluster yet")
+            table, fwk = self.cluster.cache.table, self.live_framework()
+        else:
+            table = NodeTable()
+            for name in args.victims:
+                raw = self._last_nodes.get(name)
+                if raw is not None:
+                    table.upsert_node(raw)
+            fwk = self._build_framework(table)
+        unknown = [n for n in args.victims if table.row_of(n) is None]
+        if unknown and args.meta:
+            shown = ", ".join(sorted(unknown)[:10])
+            raise WireError(
+                f"NodeNameToMetaVictims: {len(unknown)} node(s) unknown to the extender's node cache: {shown}"
+            )
+        kept: dict[str, NodeVictims] = {}
+        for name, victims in args.victims.items():
+            row = table.row_of(name)
+            if row is None:
+                # Never seen (nodeCacheCapable: false, no cluster): nothing to judge it by, keep it.
+                kept[name] = victims
+                continue
+            if self._fits_without(fwk, table, pod, row, victims.uids):
+                kept[name] = victims
+            deadline.check("preempt")
+        return Reply(200, encode_preemption_result(kept))
+
+    @staticmethod
+    def _fits_without(fwk: Framework, table: NodeTable, pod: PodInfo, row: int, uids: Sequence[str]) -> bool:
+        """Whether the profile's PreFilter + Filter pass for pod on row once uids are off the node.
+        The table is restored before returning (nothing else runs meanwhile: this is synchronous)."""
+        removed = [p for p in (table.remove_pod(u) for u in uids) if p is not None]
+        try:
+            state = CycleState()
+            pre, st = fwk.run_pre_filter(state, pod)
+            if not st.is_success:
+                if st.is_rejected:
+                    return False
+                raise ServiceError(500, f"running PreFilter plugin {st.plugin!r}: {st.message}")
+            if pre is not None and pre.node_names is not None and table.names[row] not in pre.node_names:
+                return False
+            passing, st = fwk.run_filters(state, pod, np.array([row], dtype=np.intp), Diagnosis())
+            if not st.is_success:
+                raise ServiceError(500, f"running Filter plugin {st.plugin!r}: {st.message}")
+            return len(passing) == 1
+        finally:
+            for p in removed:
+                table.add_pod(p)
+
+    async def bind(self, data: Any, deadline: Deadline) -> Reply:
+        args = decode_binding_args(data)
+        if self.cluster is None:
+            return Reply(200, encode_binding_result(
+                "kubesched extender: bind needs a cluster connection (start it with --kubeconfig or in-cluster)"
+            ), "no_cluster")
+        try:
+            await self.cluster.bind(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
+        except Exception as e:
+            msg = f"binding {args.pod_namespace}/{args.pod_name} to {args.node}: {e}"
+            return Reply(200, encode_binding_result(msg), "bind")
+        raw = self._recent_pods.pop(args.pod_uid, None)
+        if raw is not None:
+            # Account the placement now rather than when the informer sees it, so the next
+            # filter/prioritize counts it (the informer's update then replaces it).
+            try:
+                self.cluster.cache.add_or_update_pod(PodInfo.from_raw(raw).with_node(args.node))
+            except Exception:  # pragma: no cover - the pod parsed before; never fail a done bind
+                log.exception("accounting bound pod %s/%s", args.pod_namespace, args.pod_name)
+        return Reply(200, encode_binding_result())

@@ -1,0 +1,301 @@
+"""The extender wire format: k8s.io/kube-scheduler/extender/v1 types, decoded and encoded as the
+real kube-scheduler (pkg/scheduler/extender.go, Go's encoding/json) does.
+
+The upstream structs have no JSON tags, so keys are the Go field names (``Pod``, ``Nodes``,
+``NodeNames``, ``FailedNodes``, ...). On input, keys match field names case-insensitively the way
+Go's decoder does (``pod`` and ``POD`` fill ``Pod``; later duplicates win; unknown keys are
+ignored). On output, fields come in declaration order with upstream's casing, maps with sorted
+keys, ``null`` for nil slices/maps, and strings escaped the way Go escapes them (``<``, ``>``,
+``&``, U+2028 and U+2029 as ``\\u....``), so a response is byte-for-byte what a Go extender would send.
+
+Decoding never trusts types: anything of the wrong shape raises ``WireError`` with the JSON path,
+which the server answers with a 400 carrying that message in ``Error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+#: k8s.io/kube-scheduler/extender/v1 MinExtenderPriority / MaxExtenderPriority.
+MIN_EXTENDER_PRIORITY = 0
+MAX_EXTENDER_PRIORITY = 10
+
+
+class WireError(ValueError):
+    """A request that does not decode into the upstream type; the message names the JSON path."""
+
+
+def type_name(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    return type(v).__name__
+
+
+def go_fields(obj: Any, where: str, names: Sequence[str]) -> dict[str, Any]:
+    """The struct fields of a JSON object, matched like Go's encoding/json: case-insensitively
+    (Unicode case folding), unknown keys ignored, a later duplicate overriding an earlier one."""
+    if not isinstance(obj, dict):
+        raise WireError(f"{where}: expected a JSON object, got {type_name(obj)}")
+    folded = {n.casefold(): n for n in names}
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        name = folded.get(k.casefold())
+        if name is not None:
+            out[name] = v
+    return out
+
+
+def _optional_object(v: Any, where: str) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise WireError(f"{where}: expected a JSON object or null, got {type_name(v)}")
+    return v
+
+
+def _string(v: Any, where: str) -> str:
+    if v is None:
+        return ""
+    if not isinstance(v, str):
+        raise WireError(f"{where}: expected a string, got {type_name(v)}")
+    return v
+
+
+def _int64(v: Any, where: str) -> int:
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, int):
+        # Go decodes 1.0 into int64 only when it has no fraction; it rejects 1.5 and "1".
+        if isinstance(v, float) and v.is_integer() and abs(v) < 2**63:
+            return int(v)
+        raise WireError(f"{where}: expected an integer, got {type_name(v)}")
+    if not -(2**63) <= v < 2**63:
+        raise WireError(f"{where}: {v} overflows int64")
+    return v
+
+
+def parse_body(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise WireError(f"request body is not valid JSON: {e}") from None
+
+
+# -- requests -----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ExtenderArgs:
+    """Filter/prioritize arguments. Exactly one of ``nodes`` (nodeCacheCapable: false; the items of
+    the NodeList) and ``node_names`` (nodeCacheCapable: true) is set."""
+
+    pod: dict[str, Any]
+    nodes: list[dict[str, Any]] | None
+    node_names: list[str] | None
+
+
+def decode_extender_args(data: Any) -> ExtenderArgs:
+    f = go_fields(data, "ExtenderArgs", ("Pod", "Nodes", "NodeNames"))
+    pod = _optional_object(f.get("Pod"), "Pod")
+    if pod is None:
+        raise WireError("Pod: required, got null or nothing")
+    node_list = _optional_object(f.get("Nodes"), "Nodes")
+    raw_names = f.get("NodeNames")
+    if node_list is not None and raw_names is not None:
+        raise WireError("Nodes and NodeNames: exactly one must be set (nodeCacheCapable decides which), got both")
+    if node_list is None and raw_names is None:
+        raise WireError("Nodes and NodeNames: exactly one must be set (nodeCacheCapable decides which), got neither")
+    nodes: list[dict[str, Any]] | None = None
+    names: list[str] | None = None
+    if node_list is not None:
+        items = go_fields(node_list, "Nodes", ("Items",)).get("Items")
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            raise WireError(f"Nodes.items: expected an array, got {type_name(items)}")
+        for i, n in enumerate(items):
+            if not isinstance(n, dict):
+                raise WireError(f"Nodes.items[{i}]: expected a Node object, got {type_name(n)}")
+        nodes = items
+    else:
+        if not isinstance(raw_names, list):
+            raise WireError(f"NodeNames: expected an array of strings, got {type_name(raw_names)}")
+        for i, n in enumerate(raw_names):
+            if not isinstance(n, str):
+                raise WireError(f"NodeNames[{i}]: expected a string, got {type_name(n)}")
+        names = raw_names
+    return ExtenderArgs(pod, nodes, names)
+
+
+@dataclass(frozen=True, slots=True)
+class BindingArgs:
+    pod_name: str
+    pod_namespace: str
+    pod_uid: str
+    node: str
+
+
+def decode_binding_args(data: Any) -> BindingArgs:
+    f = go_fields(data, "ExtenderBindingArgs", ("PodName", "PodNamespace", "PodUID", "Node"))
+    args = BindingArgs(
+        _string(f.get("PodName"), "PodName"),
+        _string(f.get("PodNamespace"), "PodNamespace"),
+        _string(f.get("PodUID"), "PodUID"),
+        _string(f.get("Node"), "Node"),
+    )
+    for field, value in (("PodName", args.pod_name), ("PodNamespace", args.pod_namespace), ("Node", args.node)):
+        if not value:
+            raise WireError(f"{field}: required, got an empty string")
+    return args
+
+
+@dataclass(frozen=True, slots=True)
+class NodeVictims:
+    """One node's victims: the pods' UIDs (from Victims.Pods or MetaVictims.Pods) and PDB violations."""
+
+    uids: tuple[str, ...]
+    num_pdb_violations: int
+
+
+@dataclass(slots=True)
+class PreemptionArgs:
+    pod: dict[str, Any]
+    victims: dict[str, NodeVictims]
+    #: True when the request used NodeNameToMetaVictims (nodeCacheCapable: true).
+    meta: bool
+
+
+def decode_preemption_args(data: Any) -> PreemptionArgs:
+    f = go_fields(data, "ExtenderPreemptionArgs", ("Pod", "NodeNameToVictims", "NodeNameToMetaVictims"))
+    pod = _optional_object(f.get("Pod"), "Pod")
+    if pod is None:
+        raise WireError("Pod: required, got null or nothing")
+    full = _optional_object(f.get("NodeNameToVictims"), "NodeNameToVictims")
+    meta = _optional_object(f.get("NodeNameToMetaVictims"), "NodeNameToMetaVictims")
+    if full is not None and meta is not None:
+        raise WireError("NodeNameToVictims and NodeNameToMetaVictims: exactly one must be set, got both")
+    src, is_meta = (meta, True) if meta is not None else (full or {}, False)
+    key = "NodeNameToMetaVictims" if is_meta else "NodeNameToVictims"
+    victims: dict[str, NodeVictims] = {}
+    for node, raw in src.items():
+        where = f"{key}[{node!r}]"
+        if raw is None:  # a nil *Victims: nothing to evict on that node
+            victims[node] = NodeVictims((), 0)
+            continue
+        vf = go_fields(raw, where, ("Pods", "NumPDBViolations"))
+        pods = vf.get("Pods") or []
+        if not isinstance(pods, list):
+            raise WireError(f"{where}.Pods: expected an array, got {type_name(pods)}")
+        uids: list[str] = []
+        for i, p in enumerate(pods):
+            pw = f"{where}.Pods[{i}]"
+            if p is None:
+                continue
+            if is_meta:
+                uid = _string(go_fields(p, pw, ("UID",)).get("UID"), f"{pw}.UID")
+            else:
+                if not isinstance(p, dict):
+                    raise WireError(f"{pw}: expected a Pod object, got {type_name(p)}")
+                md = _optional_object(go_fields(p, pw, ("Metadata",)).get("Metadata"), f"{pw}.metadata") or {}
+                uid = _string(go_fields(md, f"{pw}.metadata", ("UID",)).get("UID"), f"{pw}.metadata.uid")
+            if not uid:
+                raise WireError(f"{pw}: a victim needs a UID")
+            uids.append(uid)
+        victims[node] = NodeVictims(tuple(uids), _int64(vf.get("NumPDBViolations"), f"{where}.NumPDBViolations"))
+    return PreemptionArgs(pod, victims, is_meta)
+
+
+# -- responses ----------------------------------------------------------------------------------------
+
+_GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
+               ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
+
+
+def go_json(value: Any) -> bytes:
+    """JSON as Go's json.Marshal writes it: compact, in the given key order, HTML-safe escapes."""
+    out = orjson.dumps(value)
+    for raw, esc in _GO_ESCAPES:
+        if raw in out:  # these bytes occur only inside strings in JSON, so a plain replace is exact
+            out = out.replace(raw, esc)
+    return out
+
+
+def _sorted_map(m: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if m is None else {k: m[k] for k in sorted(m)}
+
+
+def encode_filter_result(
+    *,
+    nodes: list[dict[str, Any]] | None = None,
+    node_names: list[str] | None = None,
+    failed: Mapping[str, str] | None = None,
+    failed_unresolvable: Mapping[str, str] | None = None,
+    error: str = "",
+) -> bytes:
+    """ExtenderFilterResult{Nodes *v1.NodeList, NodeNames *[]string, FailedNodes,
+    FailedAndUnresolvableNodes FailedNodesMap, Error string}. A v1.NodeList marshals as
+    ``{"metadata":{},"items":[...]}`` (TypeMeta and ListMeta fields are all omitempty)."""
+    node_list = None if nodes is None else {"metadata": {}, "items": nodes}
+    return go_json(
+        {
+            "Nodes": node_list,
+            "NodeNames": node_names,
+            "FailedNodes": _sorted_map(failed),
+            "FailedAndUnresolvableNodes": _sorted_map(failed_unresolvable),
+            "Error": error,
+        }
+    )
+
+
+def encode_host_priority_list(scores: Sequence[tuple[str, int]]) -> bytes:
+    """HostPriorityList: ``[{"Host": name, "Score": n}, ...]`` in the request's node order."""
+    return go_json([{"Host": h, "Score": s} for h, s in scores])
+
+
+def encode_binding_result(error: str = "") -> bytes:
+    return go_json({"Error": error})
+
+
+def encode_preemption_result(victims: Mapping[str, NodeVictims] | None) -> bytes:
+    """ExtenderPreemptionResult{NodeNameToMetaVictims map[string]*MetaVictims}; MetaVictims is
+    {Pods []*MetaPod{UID}, NumPDBViolations int64}, Pods ``[]`` when empty (as upstream's
+    convertToMetaVictims builds it)."""
+    if victims is None:
+        return go_json({"NodeNameToMetaVictims": None})
+    return go_json(
+        {
+            "NodeNameToMetaVictims": {
+                node: {"Pods": [{"UID": u} for u in v.uids], "NumPDBViolations": v.num_pdb_violations}
+                for node, v in sorted(victims.items())
+            }
+        }
+    )
+
+
+def encode_error(verb: str, message: str) -> bytes:
+    """The error body for a verb, in that verb's response shape where it has an Error field
+    (filter: ExtenderFilterResult, bind: ExtenderBindingResult). HostPriorityList and
+    ExtenderPreemptionResult have none upstream; they get ``{"Error": ...}`` (plus the preemption
+    map as null), sent with a non-200 status so the scheduler never mistakes it for a result."""
+    if verb == "filter":
+        return go_json(
+            {"Nodes": None, "NodeNames": None, "FailedNodes": None, "FailedAndUnresolvableNodes": None,
+             "Error": message}
+        )
+    if verb == "preempt":
+        return go_json({"NodeNameToMetaVictims": None, "Error": message})
+    return go_json({"Error": message})
