@@ -1,0 +1,268 @@
+"""The apiserver connection: one aiohttp session, raw JSON with orjson, a client-side QPS limiter.
+
+Credentials come from kubernetes_asyncio's own loaders (``load_kube_config`` for a kubeconfig file,
+``KUBECONFIG`` or ``~/.kube/config``, exec plugins included; ``load_incluster_config`` inside a pod):
+host, CA, client certificate/key and bearer token are read from the resulting ``Configuration`` and
+turned into one SSL context. kubernetes_asyncio's generated models are never used: objects stay the
+apiserver's JSON, parsed once with orjson.
+
+Writes and lists go through a :class:`TokenBucket` (``clientConnection.qps``/``burst``); watches are
+exempt, as in client-go. Each :class:`ApiClient` has its own bucket, so the event writer gets a
+second client (kube-scheduler gives its event broadcaster a separate clientset, too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import ssl
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+
+from kubesched.cluster.live.ratelimit import TokenBucket
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+class ApiError(Exception):
+    """A non-2xx answer, with the Status object's reason and message when the apiserver sent one."""
+
+    def __init__(self, method: str, path: str, status: int, body: Any) -> None:
+        self.method = method
+        self.path = path
+        self.status = status
+        self.body = body
+        self.reason = str(body.get("reason", "")) if isinstance(body, dict) else ""
+        message = body.get("message", "") if isinstance(body, dict) else str(body)[:300]
+        super().__init__(f"{method} {path}: HTTP {status} {self.reason}: {message}".rstrip(": "))
+
+
+class ConnectionConfigError(Exception):
+    """No usable kubeconfig / in-cluster configuration."""
+
+
+@dataclass(slots=True)
+class Connection:
+    """What a request needs: the server URL, TLS settings and how to get the Authorization header."""
+
+    host: str
+    ssl_context: ssl.SSLContext | bool
+    server_hostname: str | None = None
+    #: kubernetes_asyncio Configuration (for bearer tokens that refresh: in-cluster, exec plugins).
+    k8s_config: Any = None
+    #: Background task refreshing exec-plugin tokens (kubernetes_asyncio.config.refresh_token).
+    refresher: asyncio.Task[None] | None = None
+    static_headers: dict[str, str] = field(default_factory=dict)
+
+
+async def load_connection(kubeconfig: str | None = None, context: str | None = None) -> Connection:
+    """Resolve credentials: ``kubeconfig`` if given, else ``$KUBECONFIG`` / ``~/.kube/config``, else in-cluster."""
+    from kubernetes_asyncio import config as k8s_config
+    from kubernetes_asyncio.client import Configuration
+
+    cfg = Configuration()
+    loader: Any = None
+    path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+    default_path = os.path.expanduser("~/.kube/config")
+    try:
+        if path or os.path.exists(default_path):
+            loader = await k8s_config.load_kube_config(
+                config_file=path, context=context, client_configuration=cfg, persist_config=False
+            )
+        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            raise ConnectionConfigError(
+                "no kubeconfig: pass --kubeconfig, set KUBECONFIG, create ~/.kube/config, or run in a pod"
+            )
+    except ConnectionConfigError:
+        raise
+    except Exception as e:  # the loaders raise ConfigException, FileNotFoundError, ...
+        raise ConnectionConfigError(f"cannot load the cluster configuration: {e}") from None
+
+    host = str(cfg.host or "")
+    if not host:
+        raise ConnectionConfigError("the cluster configuration has no server address")
+    ctx: ssl.SSLContext | bool
+    if host.startswith("https"):
+        ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert) if cfg.ssl_ca_cert else ssl.create_default_context()
+        if cfg.cert_file:
+            ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
+        if not cfg.verify_ssl:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+    else:
+        ctx = False
+    conn = Connection(
+        host=host.rstrip("/"),
+        ssl_context=ctx,
+        server_hostname=getattr(cfg, "tls_server_name", None) or None,
+        k8s_config=cfg,
+    )
+    if loader is not None and "exec" in (getattr(loader, "_user", None) or {}):
+        conn.refresher = asyncio.get_running_loop().create_task(k8s_config.refresh_token(loader, cfg))
+    return conn
+
+
+class ApiClient:
+    """Raw-JSON requests against one apiserver over a shared aiohttp session."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        qps: float | None = 50.0,
+        burst: int = 100,
+        session: aiohttp.ClientSession | None = None,
+        request_timeout: float = 30.0,
+        user_agent: str = "kubesched",
+    ) -> None:
+        self.conn = conn
+        self.limiter = TokenBucket(qps, burst) if qps else None
+        self._own_session = session is None
+        self._session = session
+        self.request_timeout = request_timeout
+        self.user_agent = user_agent
+        self._auth: str | None = None
+        self._auth_at = -1e9
+        #: Requests sent, by HTTP status (for logs and tests).
+        self.requests: dict[int, int] = {}
+
+    def sibling(self, qps: float | None, burst: int) -> ApiClient:
+        """Another client on the same session and credentials with its own rate limiter."""
+        return ApiClient(self.conn, qps, burst, self.session, self.request_timeout, self.user_agent)
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(ssl=self.conn.ssl_context, limit=256, enable_cleanup_closed=True)
+            self._session = aiohttp.ClientSession(
+                connector=connector, json_serialize=lambda o: orjson.dumps(o).decode()
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self.conn.refresher is not None:
+            self.conn.refresher.cancel()
+            with contextlib.suppress(BaseException):
+                await self.conn.refresher
+            self.conn.refresher = None
+        if self._own_session and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": JSON, "User-Agent": self.user_agent, **self.conn.static_headers}
+        if content_type:
+            headers["Content-Type"] = content_type
+        cfg = self.conn.k8s_config
+        if cfg is not None and cfg.api_key:
+            now = time.monotonic()
+            if self._auth is None or now - self._auth_at > 30.0:  # lets file/exec tokens rotate
+                self._auth = await cfg.get_api_key_with_prefix("BearerToken")
+                self._auth_at = now
+            if self._auth:
+                headers["Authorization"] = self._auth
+        return headers
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+        limited: bool = True,
+    ) -> Any:
+        """One request; returns the parsed JSON body, raises :class:`ApiError` on non-2xx."""
+        if limited and self.limiter is not None:
+            await self.limiter.acquire()
+        data = orjson.dumps(body) if body is not None else None
+        ct = content_type or (JSON if data is not None else None)
+        for attempt in (0, 1):
+            headers = await self._headers(ct)
+            async with self.session.request(
+                method,
+                self.conn.host + path,
+                params=_params(params),
+                data=data,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout or self.request_timeout),
+                server_hostname=self.conn.server_hostname,
+            ) as resp:
+                raw = await resp.read()
+                self.requests[resp.status] = self.requests.get(resp.status, 0) + 1
+                if resp.status == 401 and attempt == 0 and self._auth is not None:
+                    self._auth = None  # a rotated token: read it again once
+                    continue
+                parsed = _loads(raw)
+                if resp.status >= 300:
+                    raise ApiError(method, path, resp.status, parsed)
+                return parsed
+        raise AssertionError("unreachable")
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, path: str, params: Mapping[str, Any], read_timeout: float, total_timeout: float
+    ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+        """A watch: yields an iterator of decoded events (one JSON object per line). Not rate-limited."""
+        headers = await self._headers(None)
+        async with self.session.get(
+            self.conn.host + path,
+            params=_params(params),
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=total_timeout, sock_read=read_timeout),
+            server_hostname=self.conn.server_hostname,
+        ) as resp:
+            self.requests[resp.status] = self.requests.get(resp.status, 0) + 1
+            if resp.status >= 300:
+                raise ApiError("WATCH", path, resp.status, _loads(await resp.read()))
+            yield _lines(resp)
+
+
+async def _lines(resp: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    """Split the chunked body on newlines without a line-length limit (nodes can be large)."""
+    buf = b""
+    async for chunk in resp.content.iter_any():
+        buf += chunk
+        while True:
+            i = buf.find(b"\n")
+            if i < 0:
+                break
+            line, buf = buf[:i], buf[i + 1 :]
+            if line.strip():
+                yield orjson.loads(line)
+    if buf.strip():
+        yield orjson.loads(buf)
+
+
+def _loads(raw: bytes) -> Any:
+    if not raw:
+        return {}
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {"message": raw[:300].decode(errors="replace")}
+
+
+def _params(params: Mapping[str, Any] | None) -> dict[str, str] | None:
+    if not params:
+        return None
+    out: dict[str, str] = {}
+    for k, v in params.items():
+        if v is None:
+            continue
+        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+    return out

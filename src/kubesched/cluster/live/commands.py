@@ -1,0 +1,141 @@
+"""The live shell's commands: ``kubesched run`` and ``kubesched explain``."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import click
+
+from kubesched.cli import UserError, _load_config
+
+DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
+
+
+@click.command("run")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="KubeSchedulerConfiguration YAML (default: one profile named default-scheduler).",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="Kubeconfig file (default: clientConnection.kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster).",
+)
+@click.option("--plugins", "plugin_modules", multiple=True, metavar="MODULE",
+              help="Import out-of-tree plugins from a Python module (its PLUGINS list); repeatable.")
+@click.option(
+    "--health-addr",
+    default=DEFAULT_HEALTH_ADDR,
+    show_default=True,
+    help="HOST:PORT for /healthz, /readyz and /metrics (plain HTTP); use 0.0.0.0:10251 in a pod.",
+)
+@click.option(
+    "--leader-elect/--no-leader-elect",
+    default=None,
+    help="Override leaderElection.leaderElect from the configuration (default there: true).",
+)
+@click.option("--identity", help="Leader-election identity (default: hostname_uuid).")
+@click.option("--lease-name", help="Lease name (default: leaderElection.resourceName, with the upstream "
+              "default kube-scheduler replaced by kubesched so it never contends with the default scheduler).")
+@click.option("-v", "--verbosity", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Log verbosity: 0 info, 2 every attempt and bind, 4 libraries too.")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def run_command(
+    config_path: Path | None,
+    kubeconfig: str | None,
+    plugin_modules: tuple[str, ...],
+    health_addr: str,
+    leader_elect: bool | None,
+    identity: str | None,
+    lease_name: str | None,
+    verbosity: int,
+    log_format: str,
+) -> None:
+    """Run kubesched as a scheduler in a real cluster: pods whose spec.schedulerName matches a profile
+    are scheduled and bound. Exits 0 on SIGTERM (after draining binds and releasing the lease), 1 when
+    the leader lease is lost."""
+    from kubesched.cluster.live import logs
+    from kubesched.cluster.live.api import ConnectionConfigError
+    from kubesched.cluster.live.health import parse_addr
+    from kubesched.cluster.live.runner import LiveOptions, run_live
+
+    config, registry = _load_config(config_path, plugin_modules)
+    try:
+        parse_addr(health_addr)
+    except ValueError as e:
+        raise UserError(f"--health-addr: {e}") from None
+    logs.configure(verbosity, log_format)
+    options = LiveOptions(health_addr=health_addr, leader_elect=leader_elect, lease_name=lease_name)
+    if identity:
+        options.identity = identity
+    try:
+        code = asyncio.run(run_live(config, registry, kubeconfig, options))
+    except ConnectionConfigError as e:
+        raise UserError(str(e)) from None
+    except OSError as e:  # e.g. the health address is in use
+        raise UserError(str(e)) from None
+    sys.exit(code)
+
+
+@click.command("explain")
+@click.argument("pod")
+@click.option("-n", "--namespace", default=None, help="Namespace (default: from POD as ns/name, else default).")
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="KubeSchedulerConfiguration YAML (default: the default profile).")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig file (default: as kubectl).")
+@click.option("--profile", help="Explain with this profile (default: the pod's schedulerName).")
+@click.option("--plugins", "plugin_modules", multiple=True, metavar="MODULE",
+              help="Import out-of-tree plugins from a Python module (its PLUGINS list); repeatable.")
+@click.option("--max-rows", type=click.IntRange(min=1), default=50, show_default=True)
+def explain_command(
+    pod: str,
+    namespace: str | None,
+    config_path: Path | None,
+    kubeconfig: str | None,
+    profile: str | None,
+    plugin_modules: tuple[str, ...],
+    max_rows: int,
+) -> None:
+    """Why is POD pending (or why did it land where it did)? Every filter's verdict on every node and
+    every score, computed from the live cluster's current nodes and pods."""
+    from rich.console import Console
+
+    from kubesched.cluster.live.api import ApiClient, ConnectionConfigError, load_connection
+    from kubesched.cluster.live.explain import ExplainError, explain_live
+    from kubesched.simulate.summary import print_explanation
+
+    if "/" in pod:
+        ns, _, name = pod.partition("/")
+        if namespace and namespace != ns:
+            raise UserError(f"POD {pod!r} names namespace {ns!r} but -n says {namespace!r}")
+        namespace = ns
+    else:
+        name = pod
+    config, registry = _load_config(config_path, plugin_modules)
+
+    async def go() -> object:
+        conn = await load_connection(kubeconfig or config.client_connection.kubeconfig or None)
+        api = ApiClient(conn, None, 0)
+        try:
+            return await explain_live(api, config, registry, name, namespace or "default", profile)
+        finally:
+            await api.close()
+
+    try:
+        result = asyncio.run(go())
+    except (ConnectionConfigError, ExplainError) as e:
+        raise UserError(str(e)) from None
+    out = Console()
+    from kubesched.cluster.live.explain import LiveExplanation
+
+    assert isinstance(result, LiveExplanation)
+    out.print(f"[dim]live cluster: {result.nodes} nodes, {result.pods} pods[/dim]")
+    if result.pod.node_name:
+        out.print(f"[dim]{result.pod.key} is bound to {result.pod.node_name}; explained as if unplaced[/dim]")
+    if result.note:
+        out.print(f"[yellow]{result.note}[/yellow]")
+    print_explanation(out, result.explanation, max_rows=max_rows)

@@ -1,0 +1,260 @@
+"""Telling the user: Scheduled / FailedScheduling Events and the pod's PodScheduled condition.
+
+Like kube-scheduler, events are ``events.k8s.io/v1`` Events (``reportingController`` = the profile's
+scheduler name, ``action`` Binding / Scheduling, ``regarding`` the pod) and an unschedulable pod gets
+``PodScheduled=False`` with reason ``Unschedulable`` (``SchedulerError`` for errors) and the upstream
+"0/N nodes are available: …" message through a strategic-merge patch of ``pods/status`` (conditions
+merge by ``type``).
+
+All of it is written off the scheduling path: the observer hooks only enqueue, a few worker tasks
+drain a bounded queue (writes are dropped and counted when it is full, never blocking scheduling),
+through their own rate-limited client. Failure writes are rate-limited per pod: at most one per
+``interval`` (30 s) unless the message changed. A repeat of the same message after that updates the
+previous Event's ``series`` (count, lastObservedTime) instead of creating a new object, as the
+events API's recorder does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from kubesched.cluster.live.api import STRATEGIC_MERGE_PATCH, ApiClient, ApiError
+from kubesched.cluster.live.ratelimit import Now, PerKeyRateLimiter
+from kubesched.snapshot.pod import PodInfo
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/apis/events.k8s.io/v1/namespaces/{ns}/events"
+
+
+def micro_time(ts: float | None = None) -> str:
+    """metav1.MicroTime as the apiserver prints it: RFC 3339 with microseconds, UTC."""
+    return datetime.fromtimestamp(time.time() if ts is None else ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rfc3339(ts: float | None = None) -> str:
+    return datetime.fromtimestamp(time.time() if ts is None else ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def scheduled_message(pod: PodInfo, node: str) -> str:
+    return f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
+
+
+def build_event(
+    pod: PodInfo,
+    *,
+    reason: str,
+    note: str,
+    action: str,
+    event_type: str,
+    controller: str,
+    instance: str,
+    wall: float | None = None,
+) -> dict[str, Any]:
+    wall = time.time() if wall is None else wall
+    meta = pod.raw.get("metadata") or {}
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": f"{pod.name}.{int(wall * 1e9):x}", "namespace": pod.namespace},
+        "eventTime": micro_time(wall),
+        "reportingController": controller,
+        "reportingInstance": instance,
+        "action": action,
+        "reason": reason,
+        "regarding": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": pod.namespace,
+            "name": pod.name,
+            "uid": pod.uid,
+            "resourceVersion": str(meta.get("resourceVersion", "")),
+        },
+        "note": note[:1024],  # the events API rejects notes over 1 kB
+        "type": event_type,
+    }
+
+
+def pod_scheduled_false_patch(
+    pod: PodInfo, reason: str, message: str, wall: float | None = None, already_false: bool = False
+) -> dict[str, Any]:
+    """The status patch kube-scheduler sends for a failed attempt (podutil.UpdatePodCondition).
+
+    lastTransitionTime only moves when the condition's status changes (``already_false``: we set it
+    before, even if the pod object we hold predates that write).
+    """
+    cond: dict[str, Any] = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": reason,
+        "message": message,
+        "lastProbeTime": None,
+    }
+    current = next(
+        (c for c in (pod.raw.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"), None
+    )
+    if not already_false and (
+        current is None or current.get("status") != "False" or not current.get("lastTransitionTime")
+    ):
+        cond["lastTransitionTime"] = rfc3339(wall)
+    return {"status": {"conditions": [cond]}}
+
+
+@dataclass(slots=True)
+class _Series:
+    namespace: str
+    name: str
+    message: str
+    count: int
+
+
+@dataclass(slots=True)
+class EventStats:
+    events: int = 0
+    series_updates: int = 0
+    condition_patches: int = 0
+    suppressed: int = 0
+    dropped: int = 0
+    errors: int = 0
+
+
+class EventWriter:
+    def __init__(
+        self,
+        api: ApiClient,
+        instance: str,
+        interval: float = 30.0,
+        max_queue: int = 10_000,
+        workers: int = 4,
+        now: Now = time.monotonic,
+    ) -> None:
+        self.api = api
+        self.instance = instance
+        self.limiter = PerKeyRateLimiter(interval, now)
+        self._queue: asyncio.Queue[Callable[[], Awaitable[None]]] = asyncio.Queue(max_queue)
+        self._workers_n = workers
+        self._workers: list[asyncio.Task[None]] = []
+        self._series: dict[str, _Series] = {}
+        #: Pods whose PodScheduled=False we wrote (so lastTransitionTime is not moved again).
+        self._condition_false: set[str] = set()
+        self.stats = EventStats()
+
+    # -- called from the scheduling path: enqueue only -----------------------------------------------
+    def scheduled(self, pod: PodInfo, node: str, controller: str) -> None:
+        self.forget(pod.uid)
+        event = build_event(
+            pod,
+            reason="Scheduled",
+            note=scheduled_message(pod, node),
+            action="Binding",
+            event_type="Normal",
+            controller=controller,
+            instance=self.instance,
+        )
+        self._put(lambda: self._create_event(event))
+
+    def failed(self, pod: PodInfo, controller: str, message: str, unschedulable: bool) -> None:
+        if not self.limiter.allow(pod.uid, message):
+            self.stats.suppressed += 1
+            return
+        series = self._series.get(pod.uid)
+        if series is not None and series.message == message:
+            series.count += 1
+            patch = {"series": {"count": series.count, "lastObservedTime": micro_time()}}
+            self._put(lambda: self._patch_series(series.namespace, series.name, patch))
+        else:
+            event = build_event(
+                pod,
+                reason="FailedScheduling",
+                note=message,
+                action="Scheduling",
+                event_type="Warning",
+                controller=controller,
+                instance=self.instance,
+            )
+            self._series[pod.uid] = _Series(pod.namespace, event["metadata"]["name"], message, 1)
+            self._put(lambda: self._create_event(event))
+        reason = "Unschedulable" if unschedulable else "SchedulerError"
+        patch = pod_scheduled_false_patch(pod, reason, message, already_false=pod.uid in self._condition_false)
+        self._condition_false.add(pod.uid)
+        self._put(lambda: self._patch_status(pod, patch))
+
+    def forget(self, uid: str) -> None:
+        """The pod is gone: drop its rate-limit and series state."""
+        self.limiter.forget(uid)
+        self._series.pop(uid, None)
+        self._condition_false.discard(uid)
+
+    def _put(self, write: Callable[[], Awaitable[None]]) -> None:
+        try:
+            self._queue.put_nowait(write)
+        except asyncio.QueueFull:
+            self.stats.dropped += 1
+
+    # -- workers ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        while len(self._workers) < self._workers_n:
+            self._workers.append(loop.create_task(self._work(), name="event-writer"))
+
+    async def flush(self, timeout: float) -> bool:
+        """Wait until every queued write was attempted (True) or ``timeout`` passed (False)."""
+        try:
+            await asyncio.wait_for(self._queue.join(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    async def stop(self, flush_timeout: float = 5.0) -> None:
+        if self._workers:
+            await self.flush(flush_timeout)
+        for w in self._workers:
+            w.cancel()
+        for w in self._workers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await w
+        self._workers = []
+
+    @property
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    async def _work(self) -> None:
+        while True:
+            write = await self._queue.get()
+            try:
+                await write()
+            except asyncio.CancelledError:
+                raise
+            except ApiError as e:
+                self.stats.errors += 1
+                if e.status != 404:  # the pod (or namespace) went away meanwhile: nothing to tell
+                    log.warning("event=write_failed err=%r", str(e))
+            except Exception as e:
+                self.stats.errors += 1
+                log.warning("event=write_failed err=%r", f"{type(e).__name__}: {e}")
+            finally:
+                self._queue.task_done()
+
+    async def _create_event(self, event: dict[str, Any]) -> None:
+        ns = event["metadata"]["namespace"]
+        await self.api.request("POST", EVENTS_PATH.format(ns=quote(ns)), event)
+        self.stats.events += 1
+
+    async def _patch_series(self, ns: str, name: str, patch: dict[str, Any]) -> None:
+        path = EVENTS_PATH.format(ns=quote(ns)) + "/" + quote(name)
+        await self.api.request("PATCH", path, patch, content_type="application/merge-patch+json")
+        self.stats.series_updates += 1
+
+    async def _patch_status(self, pod: PodInfo, patch: dict[str, Any]) -> None:
+        path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}/status"
+        await self.api.request("PATCH", path, patch, content_type=STRATEGIC_MERGE_PATCH)
+        self.stats.condition_patches += 1

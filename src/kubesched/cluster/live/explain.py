@@ -1,0 +1,92 @@
+"""``kubesched explain POD`` against a live cluster: one list of nodes and pods into a fresh cache,
+then the same one-off explain cycle the simulator uses, printed with the same table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from kubesched.cluster.live.api import ApiClient, ApiError
+from kubesched.config.load import SchedulerConfig
+from kubesched.framework.clock import RealClock
+from kubesched.framework.explain import Explanation, explain
+from kubesched.framework.registry import Registry
+from kubesched.scheduler import Scheduler
+from kubesched.snapshot.pod import PodInfo, PodSpecError
+from kubesched.snapshot.table import NodeSpecError
+
+
+class ExplainError(Exception):
+    pass
+
+
+@dataclass(slots=True)
+class LiveExplanation:
+    explanation: Explanation
+    pod: PodInfo
+    nodes: int
+    pods: int
+    #: Set when the pod's schedulerName matches no profile and another profile was used.
+    note: str = ""
+
+
+async def _list_all(api: ApiClient, path: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cont = None
+    while True:
+        params: dict[str, object] = {"limit": 500}
+        if cont:
+            params["continue"] = cont
+        page = await api.request("GET", path, params=params, timeout=120)
+        items.extend(page.get("items") or [])
+        cont = (page.get("metadata") or {}).get("continue")
+        if not cont:
+            return items
+
+
+async def explain_live(
+    api: ApiClient,
+    config: SchedulerConfig,
+    registry: Registry,
+    name: str,
+    namespace: str,
+    profile: str | None = None,
+) -> LiveExplanation:
+    try:
+        raw_pod = await api.request("GET", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}")
+    except ApiError as e:
+        if e.status == 404:
+            raise ExplainError(f"pod {namespace}/{name} not found") from None
+        raise
+    try:
+        target = PodInfo.from_raw(raw_pod)
+    except PodSpecError as e:
+        raise ExplainError(str(e)) from None
+    scheduler = Scheduler.build(config.profiles, registry, RealClock(), parallelism=config.parallelism)
+    nodes = await _list_all(api, "/api/v1/nodes")
+    pods = await _list_all(api, "/api/v1/pods")
+    for raw in nodes:
+        try:
+            scheduler.on_node_add_or_update(raw)
+        except NodeSpecError:
+            continue
+    for raw in pods:
+        try:
+            pod = PodInfo.from_raw(raw)
+        except PodSpecError:
+            continue
+        if pod.node_name:
+            scheduler.cache.add_or_update_pod(pod)
+    note = ""
+    wanted = profile or target.scheduler_name
+    fwk = scheduler.frameworks.get(wanted)
+    if fwk is None:
+        if profile is not None:
+            raise ExplainError(f"no profile {profile!r} in the configuration ({', '.join(scheduler.frameworks)})")
+        fwk = next(iter(scheduler.frameworks.values()))
+        note = (
+            f"schedulerName {target.scheduler_name!r} matches no profile of this configuration; "
+            f"explained with profile {fwk.profile_name!r}"
+        )
+    return LiveExplanation(explain(fwk, target), target, len(nodes), len(pods), note)

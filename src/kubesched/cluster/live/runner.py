@@ -1,0 +1,470 @@
+"""``kubesched run``: the scheduler core driven by informers against a real apiserver.
+
+Start-up order (restart safety): the health server, then the node informer is listed, then the pod
+informer — so every assigned pod is accounted on its node before the first scheduling cycle,
+whatever state a previous process died in. A pod the previous process was binding when it died is
+either seen bound (accounted) or scheduled again; a second bind of an already-bound pod gets 409 and
+is forgotten. Then, when electing, the lease is acquired (the cache stays warm on standbys, and
+``/readyz`` is green on them too).
+
+The loop::
+
+    while running:
+        scheduler.tick()                       # backoff / unschedulable flushes, Permit deadlines
+        while scheduler.schedule_one():        # sync scheduling cycles, no I/O
+            every N pods: await asyncio.sleep(0)   # let informers, binds and writers run
+        wait for (an informer event | the next backoff expiry | 1 s)
+
+Binds run as tasks spawned by the core; events and status patches go through a background writer.
+SIGTERM: stop scheduling, drain in-flight binds, flush event writes, release the lease, exit 0.
+Losing the lease: stop scheduling at once and exit 1, as kube-scheduler does (the pod restarts and
+rejoins as a candidate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesched.cluster.live.api import ApiClient
+from kubesched.cluster.live.client import LiveClusterClient
+from kubesched.cluster.live.events import EventWriter
+from kubesched.cluster.live.health import HealthServer
+from kubesched.cluster.live.informer import Handlers, Informer, Obj, object_key
+from kubesched.cluster.live.leader import LeaderElector, LeaseLock, default_identity
+from kubesched.cluster.live.metrics import SchedulerMetrics, instrument_framework
+from kubesched.config.load import SchedulerConfig
+from kubesched.framework.clock import RealClock
+from kubesched.framework.handle import BindConflictError, PodGoneError
+from kubesched.framework.registry import Registry
+from kubesched.framework.types import ActionType, ClusterEvent
+from kubesched.scheduler import QueueSettings, ScheduleFailure, Scheduler, ScheduleResult, SchedulerObserver
+from kubesched.snapshot.pod import PodInfo, PodSpecError
+from kubesched.snapshot.table import NodeSpecError
+
+log = logging.getLogger(__name__)
+
+#: The lease name used when leaderElection.resourceName is the upstream default ("kube-scheduler"):
+#: sharing the default scheduler's lease would make this one a standby forever. --lease-name forces
+#: any name.
+DEFAULT_LEASE_NAME = "kubesched"
+UPSTREAM_LEASE_NAME = "kube-scheduler"
+
+EXIT_OK = 0
+EXIT_LOST_LEASE = 1
+
+#: Objects other than nodes and pods that plugins read through Handle.objects(kind).
+KNOWN_OBJECTS = {"PodGroup": "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"}
+
+
+@dataclass
+class LiveOptions:
+    health_addr: str = "127.0.0.1:10251"
+    leader_elect: bool | None = None  # None: from the configuration
+    identity: str = field(default_factory=default_identity)
+    lease_name: str | None = None
+    #: Pods scheduled between two yields to the event loop.
+    yield_every: int = 32
+    drain_timeout: float = 30.0
+    event_interval: float = 30.0
+    #: kind → collection path of extra objects to watch for plugins.
+    objects: dict[str, str] = field(default_factory=dict)
+    watch_read_timeout: float = 150.0
+    install_signal_handlers: bool = True
+
+
+@dataclass
+class RunStats:
+    attempts: int = 0
+    scheduled: int = 0
+    failed: int = 0
+    bound: int = 0
+    first_bound_at: float = 0.0
+    last_bound_at: float = 0.0
+    synced_at: float = 0.0
+    leader_at: float = 0.0
+
+
+_IGNORED_META = ("resourceVersion", "managedFields", "generation")
+
+
+def scheduling_relevant_update(old: Obj, new: Obj) -> bool:
+    """Whether an update of a pod may change its scheduling (upstream isPodUpdated): for a pod that
+    stays unassigned, changes to status or bookkeeping metadata only (e.g. our own PodScheduled
+    condition patch) must not requeue it. Assigned pods always count (phase frees resources)."""
+    if (old.get("spec") or {}).get("nodeName") or (new.get("spec") or {}).get("nodeName"):
+        return True
+    if old.get("spec") != new.get("spec"):
+        return True
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    keys = (set(om) | set(nm)).difference(_IGNORED_META)
+    return any(om.get(k) != nm.get(k) for k in keys)
+
+
+class _BindMetrics:
+    """The ClusterClient handed to the core: counts bind results into metrics."""
+
+    def __init__(self, client: LiveClusterClient, metrics: SchedulerMetrics) -> None:
+        self.client = client
+        self.metrics = metrics
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        try:
+            await self.client.bind(pod, node_name)
+        except BindConflictError:
+            self.metrics.bind("conflict")
+            raise
+        except PodGoneError:
+            self.metrics.bind("not_found")
+            raise
+        except Exception:
+            self.metrics.bind("error")
+            raise
+        self.metrics.bind("ok")
+
+
+class LiveScheduler(SchedulerObserver):
+    def __init__(
+        self, config: SchedulerConfig, registry: Registry, api: ApiClient, options: LiveOptions | None = None
+    ) -> None:
+        self.config = config
+        self.api = api
+        self.options = options or LiveOptions()
+        self.metrics = SchedulerMetrics()
+        self.client = LiveClusterClient(api)
+        cc = config.client_connection
+        self.events = EventWriter(api.sibling(cc.qps, cc.burst), self.options.identity, self.options.event_interval)
+        self.clock = RealClock()
+        objects = dict(self.options.objects)
+        for profile in config.profiles:
+            for names in profile.plugins.values():
+                if "Coscheduling" in names:
+                    objects.setdefault("PodGroup", KNOWN_OBJECTS["PodGroup"])
+        self.scheduler = Scheduler.build(
+            config.profiles,
+            registry,
+            self.clock,
+            client=_BindMetrics(self.client, self.metrics),
+            queue_settings=QueueSettings(config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds),
+            parallelism=config.parallelism,
+            observer=self,
+            objects=self._objects,
+        )
+        for fwk in self.scheduler.frameworks.values():
+            instrument_framework(fwk, self.metrics)
+        self.metrics.watch_queue(self.scheduler.queue)
+
+        le = config.leader_election
+        elect = le.leader_elect if self.options.leader_elect is None else self.options.leader_elect
+        self.elector: LeaderElector | None = None
+        if elect:
+            name = self.options.lease_name or (
+                DEFAULT_LEASE_NAME if le.resource_name == UPSTREAM_LEASE_NAME else le.resource_name
+            )
+            self.elector = LeaderElector(
+                LeaseLock(api, le.resource_namespace, name, timeout=le.renew_deadline),
+                self.options.identity,
+                le.lease_duration,
+                le.renew_deadline,
+                le.retry_period,
+            )
+
+        rt = self.options.watch_read_timeout
+        self.node_informer = Informer(
+            api,
+            "/api/v1/nodes",
+            Handlers(self._node_add, self._node_update, self._node_delete),
+            name="nodes",
+            read_timeout=rt,
+        )
+        self.pod_informer = Informer(
+            api,
+            "/api/v1/pods",
+            Handlers(self._pod_add, self._pod_update, self._pod_delete),
+            name="pods",
+            read_timeout=rt,
+        )
+        self.object_informers: dict[str, Informer] = {}
+        for kind, path in objects.items():
+            self.object_informers[kind] = Informer(api, path, self._object_handlers(kind), name=kind, read_timeout=rt)
+
+        self.health = HealthServer(self.options.health_addr, self.metrics.registry, self._readiness)
+        self.stats = RunStats()
+        self.exit_code = EXIT_OK
+        self.synced = False
+        self.leading = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._stop = False
+        self._lost = False
+        self._cycle_start = 0.0
+        self._attempt_start: dict[str, float] = {}
+
+    # -- plugins' view of other objects --------------------------------------------------------------
+    def _objects(self, kind: str) -> dict[str, dict[str, Any]]:
+        inf = self.object_informers.get(kind)
+        return inf.store if inf is not None else {}
+
+    # -- informer handlers (run on the loop, between scheduling batches) -----------------------------
+    def _parse(self, raw: Obj) -> PodInfo | None:
+        try:
+            return PodInfo.from_raw(raw)
+        except PodSpecError as e:
+            log.warning("event=bad_pod err=%r", str(e))
+            return None
+
+    def _pod_add(self, raw: Obj) -> None:
+        self.metrics.informer_event("pods")
+        pod = self._parse(raw)
+        if pod is not None:
+            self.scheduler.on_pod_add(pod)
+            self._wake.set()
+
+    def _pod_update(self, old: Obj, raw: Obj) -> None:
+        self.metrics.informer_event("pods")
+        if not scheduling_relevant_update(old, raw):
+            return
+        pod = self._parse(raw)
+        if pod is not None:
+            if pod.node_name:
+                self._attempt_start.pop(pod.uid, None)
+            self.scheduler.on_pod_update(pod)
+            self._wake.set()
+
+    def _pod_delete(self, raw: Obj) -> None:
+        self.metrics.informer_event("pods")
+        meta = raw.get("metadata") or {}
+        uid = str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}")
+        self.scheduler.on_pod_delete(uid)
+        self.events.forget(uid)
+        self._attempt_start.pop(uid, None)
+        self._wake.set()
+
+    def _node_add(self, raw: Obj) -> None:
+        self.metrics.informer_event("nodes")
+        try:
+            self.scheduler.on_node_add_or_update(raw)
+        except NodeSpecError as e:
+            log.warning("event=bad_node err=%r", str(e))
+        self._wake.set()
+
+    def _node_update(self, old: Obj, raw: Obj) -> None:
+        self._node_add(raw)
+
+    def _node_delete(self, raw: Obj) -> None:
+        self.metrics.informer_event("nodes")
+        self.scheduler.on_node_delete(object_key(raw))
+        self._wake.set()
+
+    def _object_handlers(self, kind: str) -> Handlers:
+        def moved(action: ActionType, label: str) -> Callable[..., None]:
+            def handler(*objs: Obj) -> None:
+                self.metrics.informer_event(kind)
+                self.scheduler.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action, f"{kind}{label}"))
+                self._wake.set()
+
+            return handler
+
+        return Handlers(
+            moved(ActionType.ADD, "Add"), moved(ActionType.UPDATE_OTHER, "Update"), moved(ActionType.DELETE, "Delete")
+        )
+
+    # -- observer hooks (called by the core inside scheduling / binding cycles) ----------------------
+    def scheduled(self, pod: PodInfo, profile: str, result: ScheduleResult) -> None:
+        self.stats.scheduled += 1
+        self._attempt_start[pod.uid] = self._cycle_start
+        log.debug("pod=%s node=%s profile=%s event=assumed", pod.key, result.node_name, profile)
+
+    def failed(self, pod: PodInfo, profile: str, failure: ScheduleFailure) -> None:
+        self.stats.failed += 1
+        started = self._attempt_start.pop(pod.uid, self._cycle_start)
+        result = "unschedulable" if failure.unschedulable else "error"
+        self.metrics.attempt(result, profile, time.perf_counter() - started)
+        log.debug("pod=%s profile=%s event=%s msg=%r", pod.key, profile, result, failure.message)
+        self.events.failed(pod, profile, failure.message, failure.unschedulable)
+
+    def bound(self, pod: PodInfo, profile: str, node_name: str) -> None:
+        now = time.monotonic()
+        self.stats.bound += 1
+        if not self.stats.first_bound_at:
+            self.stats.first_bound_at = now
+        self.stats.last_bound_at = now
+        started = self._attempt_start.pop(pod.uid, self._cycle_start)
+        self.metrics.attempt("scheduled", profile, time.perf_counter() - started)
+        log.debug("pod=%s node=%s profile=%s event=bound", pod.key, node_name, profile)
+        self.events.scheduled(pod, node_name, profile)
+
+    # -- health ----------------------------------------------------------------------------------------
+    def _readiness(self) -> tuple[bool, str]:
+        if not self.synced:
+            return False, "informers not synced"
+        if self.elector is not None and not self.elector.is_leader:
+            return True, f"ok (standby; leader {self.elector.leader or 'unknown'})"
+        return True, "ok"
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+    def request_stop(self) -> None:
+        """Stop gracefully (SIGTERM): drain binds, flush events, release the lease."""
+        if not self._stop:
+            log.info("event=stopping")
+        self._stop = True
+        self._wake.set()
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        if self.options.install_signal_handlers:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.add_signal_handler(sig, self.request_stop)
+        hold: asyncio.Task[None] | None = None
+        try:
+            await self.health.start()
+            self.events.start()
+            profiles = ",".join(self.scheduler.frameworks)
+            log.info("identity=%s profiles=%s event=starting", self.options.identity, profiles)
+            # Nodes first, then pods: every assigned pod lands on a known node before scheduling.
+            if not await self._sync(self.node_informer) or not await self._sync(self.pod_informer):
+                return await self._shutdown(hold)
+            for inf in self.object_informers.values():
+                inf.start()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(inf.synced.wait(), 10.0)
+            self.synced = True
+            self.stats.synced_at = time.monotonic()
+            log.info(
+                "event=synced nodes=%d pods=%d pending=%d",
+                len(self.node_informer.store),
+                len(self.pod_informer.store),
+                len(self.scheduler.queue),
+            )
+            if self.elector is not None:
+                if not await self._acquire():
+                    return await self._shutdown(hold)
+                hold = loop.create_task(self._hold())
+            self.metrics.is_leader.set(1)
+            self.stats.leader_at = time.monotonic()
+            self.leading.set()
+            await self._loop()
+            return await self._shutdown(hold)
+        finally:
+            if self.options.install_signal_handlers:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                        loop.remove_signal_handler(sig)
+
+    async def _sync(self, inf: Informer) -> bool:
+        inf.start()
+        synced = asyncio.ensure_future(inf.synced.wait())
+        try:
+            while not self._stop:
+                done, _ = await asyncio.wait({synced}, timeout=0.2)
+                if done:
+                    return True
+            return False
+        finally:
+            synced.cancel()
+
+    async def _acquire(self) -> bool:
+        assert self.elector is not None
+        task = asyncio.ensure_future(self.elector.acquire())
+        try:
+            while not self._stop:
+                done, _ = await asyncio.wait({task}, timeout=0.2)
+                if done:
+                    task.result()
+                    return True
+            return False
+        finally:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def _hold(self) -> None:
+        assert self.elector is not None
+        await self.elector.hold()
+        if not self._stop:
+            self._lost = True
+            self.exit_code = EXIT_LOST_LEASE
+            self._wake.set()
+
+    async def _loop(self) -> None:
+        sched = self.scheduler
+        clock = self.clock
+        yield_every = max(1, self.options.yield_every)
+        perf = time.perf_counter
+        while not (self._stop or self._lost):
+            sched.tick()
+            n = 0
+            while not (self._stop or self._lost):
+                self._cycle_start = perf()
+                if not sched.schedule_one():
+                    break
+                self.stats.attempts += 1
+                n += 1
+                if n % yield_every == 0:
+                    await asyncio.sleep(0)
+            if self._stop or self._lost:
+                break
+            self._wake.clear()
+            timeout = 1.0
+            wake = sched.next_wakeup()
+            if wake is not None:
+                timeout = min(timeout, max(0.0, wake - clock.now()))
+            if timeout > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _shutdown(self, hold: asyncio.Task[None] | None) -> int:
+        if self._lost:
+            log.error("event=leader_lease_lost: stopped scheduling, exiting with code %d", EXIT_LOST_LEASE)
+        else:
+            if self.scheduler.binds_in_flight:
+                log.info("event=draining binds=%d", self.scheduler.binds_in_flight)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.scheduler.drain(), self.options.drain_timeout)
+        if hold is not None:
+            hold.cancel()
+            with contextlib.suppress(BaseException):
+                await hold
+        self.metrics.is_leader.set(0)
+        await self.events.stop(flush_timeout=2.0 if self._lost else 5.0)
+        if self.elector is not None and not self._lost:
+            await self.elector.release()
+        for inf in (self.node_informer, self.pod_informer, *self.object_informers.values()):
+            await inf.stop()
+        await self.health.stop()
+        log.info(
+            "event=stopped exit_code=%d attempts=%d bound=%d failed=%d",
+            self.exit_code,
+            self.stats.attempts,
+            self.stats.bound,
+            self.stats.failed,
+        )
+        return self.exit_code
+
+
+async def run_live(
+    config: SchedulerConfig,
+    registry: Registry,
+    kubeconfig: str | None,
+    options: LiveOptions,
+    on_start: Callable[[LiveScheduler], None] | None = None,
+) -> int:
+    """Connect, run until stopped or the lease is lost, close; returns the exit code."""
+    from kubesched.cluster.live.api import load_connection
+
+    conn = await load_connection(kubeconfig or config.client_connection.kubeconfig or None)
+    cc = config.client_connection
+    api = ApiClient(conn, cc.qps, cc.burst)
+    try:
+        live = LiveScheduler(config, registry, api, options)
+        if on_start is not None:
+            on_start(live)
+        return await live.run()
+    finally:
+        await api.close()
