@@ -8,6 +8,7 @@ module and runnable as a script::
     python hack/cluster/devcluster.py up --nodes 10 --dir /tmp/kc     # start, detach, print KUBECONFIG
     python hack/cluster/devcluster.py down --dir /tmp/kc              # stop what `up` started
     python hack/cluster/devcluster.py run --nodes 10                  # foreground; Ctrl-C stops everything
+    python hack/cluster/devcluster.py up --nodes 10 --foreground      # the same as `run`
     python hack/cluster/devcluster.py run --nodes 10 --scheduler      # ... plus the real kube-scheduler
 
 Python API::
@@ -645,6 +646,8 @@ class DevCluster:
         self.schedulers = []
         with contextlib.suppress(OSError):
             (self.dir / "cluster.json").unlink()
+        if self._own_dir:  # a temp dir of ours: drop the store (64 MiB of preallocated WAL), keep the logs
+            shutil.rmtree(self.dir / "etcd-data", ignore_errors=True)
 
     def detach(self) -> None:
         """Leave the processes running after this object/interpreter goes away (``up`` command)."""
@@ -1196,10 +1199,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             help="also start the real kube-scheduler (optionally with this KubeSchedulerConfiguration)",
         )
         p.add_argument("--no-build", action="store_true", help="fail instead of running build.sh")
+        p.add_argument(
+            "--foreground", action="store_true", help="stay in the foreground until Ctrl-C (what `run` does)"
+        )
     p = sub.add_parser("down", help="stop the control plane started by `up`")
     p.add_argument("--dir", type=Path, required=True)
     sub.add_parser("build", help="build the binaries (hack/cluster/build.sh)")
     args = ap.parse_args(argv)
+    if getattr(args, "foreground", False):
+        args.cmd = "run"
 
     if args.cmd == "down":
         return _down(args.dir)
