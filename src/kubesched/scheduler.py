@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +109,8 @@ class Scheduler:
             queue_settings.max_unschedulable_seconds,
             plugin_events,
         )
+        for fwk in frameworks.values():
+            fwk.handle.attach_queue(self.queue.activate, self._pending_pods)
         self._spawn = spawn or self._spawn_task
         self._tasks: set[asyncio.Task[None]] = set()
         #: Pods between pop and the end of their binding cycle; value = deleted meanwhile.
@@ -196,10 +198,21 @@ class Scheduler:
     def binds_in_flight(self) -> int:
         return len(self._tasks)
 
+    def _pending_pods(self) -> Iterator[PodInfo]:
+        return (qpi.pod for qpi in self.queue.pending_pods())
+
     async def drain(self) -> None:
-        """Wait for every binding cycle in flight."""
+        """Wait for every binding cycle in flight, except those parked at Permit.
+
+        A pod waiting at Permit (an undecided WaitingPod) only moves on when a plugin allows or
+        rejects it or ``tick`` expires its wait, so waiting for it here would never return (the
+        simulator drains, then jumps the clock to the next Permit deadline).
+        """
         while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            parked = sum(1 for wp in self.waiting_pods if not wp.decided)
+            if len(self._tasks) <= parked:
+                return
+            await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
 
     def _spawn_task(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

@@ -3,7 +3,7 @@ waiting pods, and the shell's cluster client for plugins that must talk to the c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from kubesched.framework.clock import Clock
@@ -46,6 +46,27 @@ class Handle:
         self.profile_name = profile_name
         self.parallelism = parallelism
         self._objects = objects
+        self._activate: Callable[[Sequence[str]], None] | None = None
+        self._pending: Callable[[], Iterable[PodInfo]] | None = None
+
+    def attach_queue(
+        self, activate: Callable[[Sequence[str]], None], pending: Callable[[], Iterable[PodInfo]]
+    ) -> None:
+        """Called by the Scheduler once its queue exists (the handle is built before the queue)."""
+        self._activate = activate
+        self._pending = pending
+
+    def activate(self, uids: Sequence[str]) -> None:
+        """Move the named pending pods to the active queue now (upstream PodsToActivate, used by
+        Coscheduling to bring a gang's siblings back when its first member waits at Permit)."""
+        if self._activate is not None and uids:
+            self._activate(uids)
+
+    def pending_pods(self) -> Iterator[PodInfo]:
+        """Pods the scheduler knows of but has not placed: active, backoff, unschedulable and gated
+        (not the pod of the current cycle, nor assumed pods, which are in the node table)."""
+        if self._pending is not None:
+            yield from self._pending()
 
     def objects(self, kind: str) -> Mapping[str, dict[str, Any]]:
         """Other cluster objects the shell tracks (e.g. "PodGroup"), keyed "namespace/name"."""

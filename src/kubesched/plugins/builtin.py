@@ -12,6 +12,7 @@ from kubesched.framework.registry import Registry
 
 
 def builtin_registry() -> Registry:
+    from kubesched.plugins.coscheduling import Coscheduling
     from kubesched.plugins.default_binder import DefaultBinder
     from kubesched.plugins.node_affinity import NodeAffinity
     from kubesched.plugins.node_name import NodeName
@@ -34,6 +35,7 @@ def builtin_registry() -> Registry:
             NodeResourcesBalancedAllocation,
             DefaultBinder,
             UnderlayIP,
+            Coscheduling,
         ]
     )
 
