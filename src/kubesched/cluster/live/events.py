@@ -168,8 +168,9 @@ class EventWriter:
         series = self._series.get(pod.uid)
         if series is not None and series.message == message:
             series.count += 1
-            patch = {"series": {"count": series.count, "lastObservedTime": micro_time()}}
-            self._put(lambda: self._patch_series(series.namespace, series.name, patch))
+            bump = {"series": {"count": series.count, "lastObservedTime": micro_time()}}
+            ns, name = series.namespace, series.name
+            self._put(lambda: self._patch_series(ns, name, bump))
         else:
             event = build_event(
                 pod,
@@ -183,9 +184,9 @@ class EventWriter:
             self._series[pod.uid] = _Series(pod.namespace, event["metadata"]["name"], message, 1)
             self._put(lambda: self._create_event(event))
         reason = "Unschedulable" if unschedulable else "SchedulerError"
-        patch = pod_scheduled_false_patch(pod, reason, message, already_false=pod.uid in self._condition_false)
+        condition = pod_scheduled_false_patch(pod, reason, message, already_false=pod.uid in self._condition_false)
         self._condition_false.add(pod.uid)
-        self._put(lambda: self._patch_status(pod, patch))
+        self._put(lambda: self._patch_status(pod, condition))
 
     def forget(self, uid: str) -> None:
         """The pod is gone: drop its rate-limit and series state."""

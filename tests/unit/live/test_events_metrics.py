@@ -1,0 +1,179 @@
+"""Event writer (rate limiting, series, condition patches), metrics wrapping and pod-update filtering."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import pytest
+from prometheus_client import generate_latest
+
+from factories import node, pod, pod_info
+from kubesched.cluster.live.events import EventWriter, micro_time, pod_scheduled_false_patch
+from kubesched.cluster.live.health import parse_addr
+from kubesched.cluster.live.metrics import SchedulerMetrics, instrument_framework
+from kubesched.cluster.live.runner import scheduling_relevant_update
+from kubesched.config.load import load_config
+from kubesched.framework.clock import FakeClock
+from kubesched.plugins.builtin import builtin_registry
+from kubesched.scheduler import Scheduler
+from kubesched.simulate.cluster import SimulatedCluster
+from kubesched.snapshot.pod import PodInfo
+
+
+class FakeApi:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any, str | None]] = []
+
+    async def request(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        self.calls.append((method, path, body, kw.get("content_type")))
+        return {}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+MSG = "0/3 nodes are available: 3 Insufficient cpu."
+
+
+async def _writer(clock: Clock) -> tuple[EventWriter, FakeApi]:
+    api = FakeApi()
+    w = EventWriter(api, "kubesched-test", interval=30.0, now=clock)  # type: ignore[arg-type]
+    w.start()
+    return w, api
+
+
+async def test_failed_writes_event_and_condition_then_rate_limits() -> None:
+    clock = Clock()
+    w, api = await _writer(clock)
+    p = pod_info("stuck", cpu="100")
+    for _ in range(5):
+        w.failed(p, "my-scheduler", MSG, unschedulable=True)
+    await w.flush(2)
+    assert len(api.calls) == 2
+    ev = next(c for c in api.calls if c[1].endswith("/events"))
+    assert ev[0] == "POST" and ev[1] == "/apis/events.k8s.io/v1/namespaces/default/events"
+    body = ev[2]
+    assert body["reason"] == "FailedScheduling" and body["type"] == "Warning" and body["action"] == "Scheduling"
+    assert body["note"] == MSG
+    assert body["reportingController"] == "my-scheduler" and body["reportingInstance"] == "kubesched-test"
+    assert body["regarding"]["kind"] == "Pod" and body["regarding"]["uid"] == p.uid
+    st = next(c for c in api.calls if c[1].endswith("/status"))
+    assert st[0] == "PATCH" and st[3] == "application/strategic-merge-patch+json"
+    cond = st[2]["status"]["conditions"][0]
+    assert cond["type"] == "PodScheduled" and cond["status"] == "False" and cond["reason"] == "Unschedulable"
+    assert cond["message"] == MSG and "lastTransitionTime" in cond
+    assert w.stats.suppressed == 4
+
+    # Same message after the interval: the event's series is bumped, the condition rewritten
+    # without moving lastTransitionTime.
+    clock.t = 31.0
+    w.failed(p, "my-scheduler", MSG, unschedulable=True)
+    await w.flush(2)
+    series = [c for c in api.calls[2:] if "/events/" in c[1]]
+    assert len(series) == 1 and series[0][0] == "PATCH"
+    assert series[0][2]["series"]["count"] == 2
+    cond2 = next(c for c in api.calls[2:] if c[1].endswith("/status"))[2]["status"]["conditions"][0]
+    assert "lastTransitionTime" not in cond2
+
+    # A different message: a new event at once.
+    w.failed(p, "my-scheduler", "0/4 nodes are available: 4 Insufficient cpu.", unschedulable=True)
+    await w.flush(2)
+    assert sum(1 for c in api.calls if c[0] == "POST") == 2
+    await w.stop()
+
+
+async def test_scheduled_event_matches_upstream() -> None:
+    w, api = await _writer(Clock())
+    p = pod_info("web", cpu="1", namespace="shop")
+    w.scheduled(p, "node-7", "my-scheduler")
+    await w.flush(2)
+    (method, path, body, _), = api.calls
+    assert (method, path) == ("POST", "/apis/events.k8s.io/v1/namespaces/shop/events")
+    assert body["reason"] == "Scheduled" and body["type"] == "Normal" and body["action"] == "Binding"
+    assert body["note"] == "Successfully assigned shop/web to node-7"
+    assert body["metadata"]["name"].startswith("web.")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", body["eventTime"])
+    await w.stop()
+
+
+async def test_scheduler_error_reason_and_full_queue_drops() -> None:
+    api = FakeApi()
+    w = EventWriter(api, "x", max_queue=2)  # type: ignore[arg-type]  # not started: nothing drains
+    w.failed(pod_info("a"), "s", "boom", unschedulable=False)
+    w.failed(pod_info("b"), "s", "boom", unschedulable=False)
+    assert w.stats.dropped == 2  # 4 writes, room for 2
+    w.start()
+    await w.flush(2)
+    cond = next(c for c in api.calls if c[1].endswith("/status"))[2]["status"]["conditions"][0]
+    assert cond["reason"] == "SchedulerError"
+    await w.stop()
+
+
+def test_condition_patch_keeps_transition_time_when_already_false() -> None:
+    raw = pod("p")
+    raw["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "lastTransitionTime": "t0"}]}
+    patch = pod_scheduled_false_patch(PodInfo.from_raw(raw), "Unschedulable", MSG)
+    assert "lastTransitionTime" not in patch["status"]["conditions"][0]
+    patch = pod_scheduled_false_patch(pod_info("q"), "Unschedulable", MSG)
+    assert "lastTransitionTime" in patch["status"]["conditions"][0]
+
+
+def test_micro_time_format() -> None:
+    assert micro_time(0.5) == "1970-01-01T00:00:00.500000Z"
+
+
+def test_status_only_updates_of_pending_pods_are_not_scheduling_relevant() -> None:
+    old = pod("p", cpu="1")
+    new = {**old, "metadata": {**old["metadata"], "resourceVersion": "99", "managedFields": [{}]}}
+    new["status"] = {"conditions": [{"type": "PodScheduled", "status": "False"}]}
+    assert not scheduling_relevant_update(old, new)
+    labelled = {**new, "metadata": {**new["metadata"], "labels": {"a": "b"}}}
+    assert scheduling_relevant_update(old, labelled)
+    respec = {**old, "spec": {**old["spec"], "nodeSelector": {"x": "y"}}}
+    assert scheduling_relevant_update(old, respec)
+    bound = {**old, "spec": {**old["spec"], "nodeName": "n1"}}
+    assert scheduling_relevant_update(old, bound)
+
+
+def test_parse_addr() -> None:
+    assert parse_addr("127.0.0.1:10251") == ("127.0.0.1", 10251)
+    assert parse_addr(":8080") == ("0.0.0.0", 8080)
+    assert parse_addr("[::1]:9") == ("::1", 9)
+    with pytest.raises(ValueError):
+        parse_addr("localhost")
+
+
+async def test_instrumented_framework_schedules_the_same_and_records_upstream_metrics() -> None:
+    registry = builtin_registry()
+    config = load_config(None, registry)
+    cluster = SimulatedCluster()
+    sched = Scheduler.build(config.profiles, registry, FakeClock(), client=cluster, objects=cluster.kind)
+    cluster.attach(sched)
+    metrics = SchedulerMetrics()
+    for fwk in sched.frameworks.values():
+        instrument_framework(fwk, metrics)
+    metrics.watch_queue(sched.queue)
+    for i in range(3):
+        cluster.add_node(node(f"n{i}", cpu="2"))
+    cluster.add_pod(pod_info("fits", cpu="1"))
+    cluster.add_pod(pod_info("too-big", cpu="64"))
+    while sched.schedule_one():
+        pass
+    await sched.drain()
+    assert next(p for p in cluster.pods.values() if p.name == "fits").node_name
+    text = generate_latest(metrics.registry).decode()
+    assert 'scheduler_framework_extension_point_duration_seconds_count{extension_point="Filter",' in text
+    assert re.search(r'extension_point="Bind",profile="default-scheduler",status="Success"\} 1\.0', text)
+    assert re.search(r'extension_point="Filter",profile="default-scheduler",status="Success"\} \d', text)
+    assert 'scheduler_pending_pods{queue="unschedulable"} 1.0' in text
+    metrics.attempt("scheduled", "default-scheduler", 0.002)
+    text = generate_latest(metrics.registry).decode()
+    assert 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 1.0' in text
+    await asyncio.sleep(0)

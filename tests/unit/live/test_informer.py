@@ -1,0 +1,264 @@
+"""Informer logic: reconcile diffs, list pagination, watch resume, 410 → relist + reconcile, outages."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kubesched.cluster.live.informer import Handlers, Informer, object_key, reconcile
+from kubesched.cluster.live.ratelimit import Backoff
+from unit.live.fakeapi import FakeCollection, serve
+
+
+def _obj(name: str, rv: int, uid: str | None = None, ns: str = "default") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns, "uid": uid or f"uid-{name}", "resourceVersion": str(rv)}}
+
+
+# -- reconcile (pure) ---------------------------------------------------------------------------------
+def test_reconcile_emits_exactly_the_differences() -> None:
+    store = {object_key(o): o for o in (_obj("same", 1), _obj("changed", 2), _obj("gone", 3))}
+    listed = [_obj("same", 1), _obj("changed", 5), _obj("new", 6)]
+    deltas = reconcile(store, listed)
+    assert [(d.kind, d.obj["metadata"]["name"]) for d in deltas] == [
+        ("delete", "gone"),
+        ("update", "changed"),
+        ("add", "new"),
+    ]
+    upd = deltas[1]
+    assert upd.old is not None and upd.old["metadata"]["resourceVersion"] == "2"
+    assert len(store) == 3  # untouched
+
+
+def test_reconcile_recreated_object_is_delete_then_add() -> None:
+    store = {"default/p": _obj("p", 1, uid="old")}
+    deltas = reconcile(store, [_obj("p", 9, uid="new")])
+    assert [(d.kind, d.obj["metadata"]["uid"]) for d in deltas] == [("delete", "old"), ("add", "new")]
+
+
+def test_reconcile_nothing_changed_is_empty() -> None:
+    objs = [_obj(f"p{i}", i) for i in range(5)]
+    assert reconcile({object_key(o): o for o in objs}, objs) == []
+
+
+def test_object_key_cluster_scoped() -> None:
+    assert object_key({"metadata": {"name": "n1"}}) == "n1"
+    assert object_key({"metadata": {"name": "p", "namespace": "ns"}}) == "ns/p"
+
+
+# -- against the fake apiserver ---------------------------------------------------------------------
+class Recorder:
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str, str]] = []
+        self.changed = asyncio.Event()
+
+    def handlers(self) -> Handlers:
+        def add(o: dict[str, Any]) -> None:
+            self._rec("add", o)
+
+        def update(old: dict[str, Any], o: dict[str, Any]) -> None:
+            self._rec("update", o)
+
+        def delete(o: dict[str, Any]) -> None:
+            self._rec("delete", o)
+
+        return Handlers(add, update, delete)
+
+    def _rec(self, kind: str, o: dict[str, Any]) -> None:
+        self.log.append((kind, o["metadata"]["name"], o["metadata"]["uid"]))
+        self.changed.set()
+
+    async def wait_for(self, n: int, timeout: float = 5.0) -> None:
+        async def go() -> None:
+            while len(self.log) < n:
+                self.changed.clear()
+                await self.changed.wait()
+
+        await asyncio.wait_for(go(), timeout)
+
+
+async def _until(pred: Any, timeout: float = 5.0) -> None:
+    async def go() -> None:
+        while not pred():
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(go(), timeout)
+
+
+def _fast_backoff() -> Backoff:
+    return Backoff(initial=0.01, cap=0.05, jitter=0.0)
+
+
+async def test_paginated_list_then_watch_delivers_each_change_once() -> None:
+    coll = FakeCollection()
+    for i in range(7):
+        await coll.put(f"p{i}")
+    server, api = await serve(coll)
+    rec = Recorder()
+    inf = Informer(api, coll.path, rec.handlers(), page_size=3, backoff=_fast_backoff())
+    inf.start()
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        assert len(coll.list_requests) == 3  # 3 + 3 + 1
+        assert sorted(n for _, n, _ in rec.log) == [f"p{i}" for i in range(7)]
+        assert {k for k, _, _ in rec.log} == {"add"}
+        await coll.put("p1", flavour="new")
+        await coll.put("p7")
+        await coll.delete("p0")
+        await rec.wait_for(10)
+        assert rec.log[7:] == [("update", "p1", "uid-p1"), ("add", "p7", "uid-p7"), ("delete", "p0", "uid-p0")]
+        assert inf.resource_version == str(coll.rv)
+        w = coll.watch_requests[0]
+        assert w["allowWatchBookmarks"] == "true"
+        assert 300 <= int(w["timeoutSeconds"]) < 600
+        assert set(inf.store) == {f"default/p{i}" for i in range(1, 8)}
+    finally:
+        await inf.stop()
+        await api.close()
+        await server.close()
+
+
+@pytest.mark.parametrize("as_http", [False, True], ids=["error-event", "http-410"])
+async def test_410_relists_and_reconciles_without_loss_or_duplicates(as_http: bool) -> None:
+    coll = FakeCollection()
+    coll.gone_as_http = as_http
+    for name in ("keep", "change", "remove"):
+        await coll.put(name)
+    server, api = await serve(coll)
+    rec = Recorder()
+    inf = Informer(api, coll.path, rec.handlers(), backoff=_fast_backoff())
+    inf.start()
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        inf.pause()
+        await _until(lambda: not coll._watchers)
+        # While we are away: changes the watch can no longer replay.
+        coll.silent_put("change", flavour="x")
+        coll.silent_delete("remove")
+        coll.silent_put("added")
+        coll.silent_delete("keep")
+        coll.silent_put("keep", uid="uid-keep-2")  # recreated under the same name
+        coll.compact()
+        rec.log.clear()
+        inf.resume()
+        await rec.wait_for(5)
+        await asyncio.sleep(0.05)
+        assert inf.stats.relists_after_gone == 1
+        assert sorted(rec.log) == sorted(
+            [
+                ("update", "change", "uid-change"),
+                ("delete", "remove", "uid-remove"),
+                ("add", "added", "uid-added"),
+                ("delete", "keep", "uid-keep"),
+                ("add", "keep", "uid-keep-2"),
+            ]
+        )
+        # ... and the watch goes on from the relisted version.
+        await coll.put("later")
+        await rec.wait_for(6)
+        assert rec.log[-1] == ("add", "later", "uid-later")
+    finally:
+        await inf.stop()
+        await api.close()
+        await server.close()
+
+
+async def test_continue_token_expiring_mid_list_restarts_the_list() -> None:
+    coll = FakeCollection()
+    for i in range(5):
+        await coll.put(f"p{i}")
+    coll.fail_continue_once = True
+    server, api = await serve(coll)
+    rec = Recorder()
+    inf = Informer(api, coll.path, rec.handlers(), page_size=2, backoff=_fast_backoff())
+    inf.start()
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        assert sorted(n for _, n, _ in rec.log) == [f"p{i}" for i in range(5)]  # each exactly once
+    finally:
+        await inf.stop()
+        await api.close()
+        await server.close()
+
+
+async def test_outage_backs_off_and_resumes_from_last_resource_version() -> None:
+    coll = FakeCollection()
+    await coll.put("a")
+    server, api = await serve(coll)
+    rec = Recorder()
+    inf = Informer(api, coll.path, rec.handlers(), backoff=_fast_backoff())
+    inf.start()
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        await _until(lambda: coll._watchers)
+        rv_before = inf.resource_version
+        coll.down = True
+        await coll.drop_watches()
+        await _until(lambda: inf.stats.watch_errors >= 2)
+        coll.down = False
+        await coll.put("b")  # still in the log: a resume, not a relist
+        await rec.wait_for(2)
+        assert rec.log == [("add", "a", "uid-a"), ("add", "b", "uid-b")]
+        assert inf.stats.lists == 1
+        assert any(w["resourceVersion"] == rv_before for w in coll.watch_requests[1:])
+    finally:
+        await inf.stop()
+        await api.close()
+        await server.close()
+
+
+async def test_bookmarks_advance_the_resource_version() -> None:
+    coll = FakeCollection()
+    await coll.put("a")
+    coll.bookmark_every = 0.05
+    server, api = await serve(coll)
+    inf = Informer(api, coll.path, Handlers(), backoff=_fast_backoff())
+    inf.start()
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        coll.silent_put("b")  # moves the collection's rv without an event
+        await _until(lambda: inf.stats.bookmarks > 0 and inf.resource_version == str(coll.rv))
+    finally:
+        await inf.stop()
+        await api.close()
+        await server.close()
+
+
+async def test_silent_connection_is_detected_by_the_read_timeout() -> None:
+    coll = FakeCollection()
+    await coll.put("a")
+    server, api = await serve(coll)
+    inf = Informer(api, coll.path, Handlers(), read_timeout=0.2, backoff=_fast_backoff())
+    inf.start()
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        await _until(lambda: len(coll.watch_requests) >= 2, timeout=5)  # reconnected after silence
+        assert inf.stats.lists == 1
+    finally:
+        await inf.stop()
+        await api.close()
+        await server.close()
+
+
+async def test_handler_exception_does_not_stop_the_informer() -> None:
+    coll = FakeCollection()
+    await coll.put("bad")
+    server, api = await serve(coll)
+    seen: list[str] = []
+
+    def add(o: dict[str, Any]) -> None:
+        if o["metadata"]["name"] == "bad":
+            raise RuntimeError("boom")
+        seen.append(o["metadata"]["name"])
+
+    inf = Informer(api, coll.path, Handlers(on_add=add), backoff=_fast_backoff())
+    inf.start()
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        await coll.put("good")
+        await _until(lambda: seen == ["good"])
+    finally:
+        await inf.stop()
+        await api.close()
+        await server.close()
