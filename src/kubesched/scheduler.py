@@ -191,7 +191,11 @@ class Scheduler:
         self.waiting_pods.expire(now)
 
     def next_wakeup(self, include_unschedulable: bool = True) -> float | None:
-        times = [t for t in (self.queue.next_wakeup(include_unschedulable), self.waiting_pods.next_deadline()) if t]
+        times = [
+            t
+            for t in (self.queue.next_wakeup(include_unschedulable), self.waiting_pods.next_deadline())
+            if t is not None
+        ]
         return min(times) if times else None
 
     @property
@@ -232,9 +236,13 @@ class Scheduler:
         cycle = self.queue.scheduling_cycle
         self._in_flight[pod.uid] = False
         state = CycleState()
-        outcome = self.schedule_pod(fwk, state, pod)
+        try:
+            outcome = self.schedule_pod(fwk, state, pod)
+        except Exception as e:  # a plugin bug fails this pod (with backoff), never the scheduler
+            status = Status.error(f"scheduling cycle: {type(e).__name__}: {e}")
+            outcome = ScheduleFailure(status, status.message)
         if isinstance(outcome, ScheduleFailure):
-            if outcome.unschedulable and fwk.post_filter:
+            if outcome.unschedulable and outcome.num_all_nodes and fwk.post_filter:
                 _, st = fwk.run_post_filter(state, pod, outcome.diagnosis)
                 if not st.is_success and st.message:
                     outcome.diagnosis.post_filter_msg = st.message
@@ -268,10 +276,10 @@ class Scheduler:
         pre_result, st = fwk.run_pre_filter(state, pod)
         if not st.is_success:
             if not st.is_rejected:
-                return ScheduleFailure(st, f"running PreFilter plugin {st.plugin!r}: {st.message}", diagnosis, num_all)
+                return ScheduleFailure(st, f'running PreFilter plugin "{st.plugin}": {st.message}', diagnosis, num_all)
             diagnosis.node_to_status.add_all(all_rows, st)
             diagnosis.pre_filter_msg = st.message
-            diagnosis.unschedulable_plugins.add(st.plugin)
+            diagnosis.unschedulable_plugins.update(state.pre_filter_rejecting or [st.plugin])
             return ScheduleFailure(st, fit_error_message(num_all, diagnosis), diagnosis, num_all)
 
         rows = all_rows
@@ -279,14 +287,15 @@ class Scheduler:
             wanted = pre_result.node_names
             inside = np.fromiter((n in wanted for n in table.node_names(all_rows)), dtype=np.bool_, count=num_all)
             rows = all_rows[inside]
-            plugins = sorted(p.name for p in fwk.pre_filter if p.name not in state.skip_filter_plugins)
+            plugins = sorted(set(state.pre_filter_narrowing))
+            diagnosis.unschedulable_plugins.update(plugins)
             diagnosis.node_to_status.add_all(
                 all_rows[~inside], Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]")
             )
 
         feasible, st = self._find_feasible(fwk, state, pod, rows, num_all, diagnosis)
         if not st.is_success:
-            return ScheduleFailure(st, f"running Filter plugin {st.plugin!r}: {st.message}", diagnosis, num_all)
+            return ScheduleFailure(st, f'running Filter plugin "{st.plugin}": {st.message}', diagnosis, num_all)
         evaluated = len(feasible) + len(diagnosis.node_to_status)
         if len(feasible) == 0:
             status = Status.unschedulable(fit_error_message(num_all, diagnosis))
@@ -296,10 +305,10 @@ class Scheduler:
 
         st = fwk.run_pre_score(state, pod, feasible)
         if not st.is_success:
-            return ScheduleFailure(st, f"running PreScore plugin {st.plugin!r}: {st.message}", diagnosis, num_all)
+            return ScheduleFailure(st, f'running PreScore plugin "{st.plugin}": {st.message}', diagnosis, num_all)
         scored = fwk.run_score(state, pod, feasible)
         if isinstance(scored, Status):
-            message = f"running Score plugin {scored.plugin!r}: {scored.message}"
+            message = f'running Score plugin "{scored.plugin}": {scored.message}'
             return ScheduleFailure(scored, message, diagnosis, num_all)
         return ScheduleResult(table.names[self._select_host(scored)], evaluated, len(feasible), scored, diagnosis)
 
@@ -405,14 +414,16 @@ class Scheduler:
         if not st.is_success:
             fwk.run_unreserve(state, assumed, node)
             self.cache.forget(uid)
-            # The freed resources may help other pods (upstream moves with AssignedPodDelete).
-            self._move(EVENT_POD_DELETE)
             failure = (
                 self._single_node_failure(node, st)
                 if st.is_rejected
                 else ScheduleFailure(st, f"binding rejected: {st.message}" if st.code == Code.ERROR else st.message)
             )
+            # Requeue the pod first, then let the freed resources help the others (upstream
+            # handleBindingCycleError moves with AssignedPodDelete, leaving this pod out), so a
+            # pod rejected at Permit waits for an event instead of racing into backoff.
             self._fail(fwk, qpi, failure, cycle)
+            self.queue.move_all_to_active_or_backoff(EVENT_POD_DELETE, exclude_uid=uid)
             return
         self._in_flight.pop(uid, None)
         fwk.run_post_bind(state, assumed, node)

@@ -15,7 +15,7 @@ class StateData(Protocol):
 
 
 class CycleState:
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "pre_filter_narrowing", "pre_filter_rejecting", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
@@ -23,6 +23,9 @@ class CycleState:
         self.skip_filter_plugins: set[str] = set()
         #: Plugins whose PreScore returned Skip: their Score is not run this cycle.
         self.skip_score_plugins: set[str] = set()
+        #: PreFilter plugins that narrowed the candidate nodes, and those that rejected the pod.
+        self.pre_filter_narrowing: list[str] = []
+        self.pre_filter_rejecting: list[str] = []
 
     def read(self, key: str) -> Any:
         """Return the value for key; raises KeyError naming the key when absent (upstream ErrNotFound)."""
@@ -50,4 +53,6 @@ class CycleState:
             c._data[k] = clone() if callable(clone) else v
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.pre_filter_narrowing = list(self.pre_filter_narrowing)
+        c.pre_filter_rejecting = list(self.pre_filter_rejecting)
         return c

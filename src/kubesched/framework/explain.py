@@ -53,21 +53,26 @@ class Explanation:
     nodes: list[NodeExplanation] = field(default_factory=list)
     #: The upstream-format message when no node fits, else "".
     message: str = ""
+    #: The node the scheduling cycle chose, when known (ties are broken at random).
+    chosen: str | None = None
 
     @property
     def feasible(self) -> list[NodeExplanation]:
-        return sorted((n for n in self.nodes if n.feasible), key=lambda n: (-n.total, n.node))
+        """Feasible nodes, the chosen one first, then by total score."""
+        return sorted((n for n in self.nodes if n.feasible), key=lambda n: (n.node != self.chosen, -n.total, n.node))
 
     @property
     def rejected(self) -> list[NodeExplanation]:
         return [n for n in self.nodes if not n.feasible]
 
 
-def explain(fwk: Framework, pod: PodInfo) -> Explanation:
+def explain(fwk: Framework, pod: PodInfo, chosen: str | None = None) -> Explanation:
     table = fwk.handle.table
     placed = table.remove_pod(pod.uid)
     try:
-        return _explain(fwk, pod.with_node("") if pod.node_name else pod)
+        out = _explain(fwk, pod.with_node("") if pod.node_name else pod)
+        out.chosen = chosen or (placed.node_name if placed is not None else None)
+        return out
     finally:
         if placed is not None:
             table.add_pod(placed)

@@ -171,22 +171,42 @@ class Framework:
 
     # -- filtering ----------------------------------------------------------------------------
     def run_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
-        """Run PreFilter plugins; a rejection ends the cycle, Skip disables that plugin's Filter."""
+        """Run PreFilter plugins (upstream RunPreFilterPlugins).
+
+        Skip disables that plugin's Filter. UnschedulableAndUnresolvable or an error ends the run;
+        Unschedulable is remembered and the other plugins still run (kubernetes#119770), so every
+        rejecting plugin is in ``state.pre_filter_rejecting``. Plugins that narrowed the node set
+        are in ``state.pre_filter_narrowing``.
+        """
         result: PreFilterResult | None = None
         table = self.handle.table
+        unschedulable: Status | None = None
         for p in self.pre_filter:
             r, st = p.pre_filter(state, pod, table)
             if st.code == Code.SKIP:
                 state.skip_filter_plugins.add(p.name)
                 continue
             if not st.is_success:
-                return None, st.with_plugin(p.name)
+                st = st.with_plugin(p.name)
+                state.pre_filter_rejecting.append(p.name)
+                if st.code == Code.UNSCHEDULABLE:
+                    unschedulable = unschedulable or st
+                    continue
+                return None, st
             if r is not None and not r.all_nodes:
+                state.pre_filter_narrowing.append(p.name)
                 result = r if result is None else result.merge(r)
                 if not result.node_names:
-                    return None, Status.unresolvable(
-                        "node(s) didn't satisfy plugin(s) [" + p.name + "] simultaneously", plugin=p.name
+                    names = state.pre_filter_narrowing
+                    msg = (
+                        f"node(s) didn't satisfy plugin {names[0]}"
+                        if len(names) == 1
+                        else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
                     )
+                    state.pre_filter_rejecting.extend(names)
+                    return None, Status.unresolvable(msg, plugin=p.name)
+        if unschedulable is not None:
+            return None, unschedulable
         return result, SUCCESS
 
     def run_filters(
@@ -260,7 +280,7 @@ class Framework:
             if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
                 bad = int(scores.min() if scores.min() < MIN_NODE_SCORE else scores.max())
                 return Status.error(
-                    f"plugin {p.name!r} returns an invalid score {bad}, it should in the range of "
+                    f'plugin "{p.name}" returns an invalid score {bad}, it should in the range of '
                     f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
                     plugin=p.name,
                 )
@@ -294,7 +314,7 @@ class Framework:
                 continue
             if st.is_rejected:
                 return st.with_plugin(p.name)
-            return Status.error(f"running Permit plugin {p.name!r}: {st.message}", plugin=p.name)
+            return Status.error(f'running Permit plugin "{p.name}": {st.message}', plugin=p.name)
         if waits:
             self.handle.waiting_pods.add(WaitingPod(pod, node_name, waits, self.handle.clock.now()))
             return Status.wait(f"waiting at plugin(s) {', '.join(sorted(waits))}")

@@ -25,8 +25,8 @@ class WaitingPod:
         self.node_name = node_name
         #: Plugin name → absolute deadline (clock seconds) of its wait.
         self.deadlines = {name: now + min(t, MAX_PERMIT_TIMEOUT) for name, t in waits.items()}
-        #: Plugin name → the timeout it asked for, kept for the timeout message.
-        self.waits = waits
+        #: Plugin name → its wait (capped), kept for the timeout message.
+        self.waits = {name: min(t, MAX_PERMIT_TIMEOUT) for name, t in waits.items()}
         self._result: Status | None = None
         self._future: asyncio.Future[Status] | None = None
 
@@ -97,7 +97,8 @@ class WaitingPods:
     def expire(self, now: float) -> None:
         """Reject every wait whose deadline has passed, with upstream's timeout message."""
         for wp in list(self._pods.values()):
-            for plugin, deadline in sorted(wp.deadlines.items()):
+            # The wait that ran out first is the one to blame (ties: by plugin name).
+            for plugin, deadline in sorted(wp.deadlines.items(), key=lambda kv: (kv[1], kv[0])):
                 if deadline <= now and not wp.decided:
                     waited = _fmt(wp.waits[plugin])
                     wp.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")

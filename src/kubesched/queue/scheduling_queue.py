@@ -14,6 +14,7 @@ simulator can run it in virtual time.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,10 +34,14 @@ DEFAULT_MAX_UNSCHEDULABLE_SECONDS = 5 * 60.0
 class _ActiveItem:
     qpi: QueuedPodInfo
     less: Less
+    #: Insertion order: pods the QueueSort plugin ranks equal pop first-in, first-out.
+    seq: int
     valid: bool = True
 
     def __lt__(self, other: _ActiveItem) -> bool:
-        return self.less(self.qpi, other.qpi)
+        if self.less(self.qpi, other.qpi):
+            return True
+        return not self.less(other.qpi, self.qpi) and self.seq < other.seq
 
 
 @dataclass(order=True, slots=True)
@@ -119,7 +124,7 @@ class SchedulingQueue:
             self._push_active(qpi)
 
     def _push_active(self, qpi: QueuedPodInfo) -> None:
-        item = _ActiveItem(qpi, self._less)
+        item = _ActiveItem(qpi, self._less, next(self._seq))
         self._active_index[qpi.pod.uid] = item
         heapq.heappush(self._active, item)
 
@@ -179,10 +184,11 @@ class SchedulingQueue:
                 self._push_active(qpi)
             return
         if uid in self._active_index:
+            # The stale heap entry keeps its old QueuedPodInfo: changing it in place would move
+            # its sort key under the heap and break the heap order.
             item = self._active_index[uid]
             item.valid = False
-            item.qpi.pod = pod
-            self._push_active(item.qpi)
+            self._push_active(dataclasses.replace(item.qpi, pod=pod))
             return
         if uid in self._backoff_index:
             self._backoff_index[uid].qpi.pod = pod
@@ -233,11 +239,12 @@ class SchedulingQueue:
         # Plugins that registered nothing get every event (always correct, never stuck).
         return any(plugin not in self._plugin_events for plugin in qpi.unschedulable_plugins)
 
-    def move_all_to_active_or_backoff(self, event: ClusterEvent) -> int:
-        """A cluster event: unschedulable pods that a relevant plugin rejected get another try."""
+    def move_all_to_active_or_backoff(self, event: ClusterEvent, exclude_uid: str | None = None) -> int:
+        """A cluster event: unschedulable pods that a relevant plugin rejected get another try
+        (all but ``exclude_uid``, the pod whose own failure caused the event)."""
         moved = 0
         for uid, qpi in list(self._unschedulable.items()):
-            if self._interested(qpi, event):
+            if uid != exclude_uid and self._interested(qpi, event):
                 del self._unschedulable[uid]
                 self._move(qpi)
                 moved += 1

@@ -52,7 +52,9 @@ class Recorder(SchedulerObserver):
         table: NodeTable,
         clock: Clock,
         top_k: int = 5,
-        on_attempt: Callable[[PodInfo, str], None] | None = None,
+        on_attempt: Callable[[PodInfo, str, str | None], None] | None = None,
+        max_error_attempts: int = 10,
+        give_up: Callable[[PodInfo], None] | None = None,
     ) -> None:
         self.table = table
         self.clock = clock
@@ -61,6 +63,9 @@ class Recorder(SchedulerObserver):
         self.attempts = 0
         self.bound_count = 0
         self._on_attempt = on_attempt
+        self._max_error_attempts = max_error_attempts
+        self._give_up = give_up
+        self._errors: dict[str, int] = {}
 
     def record(self, pod: PodInfo, profile: str) -> PodRecord:
         rec = self.records.get(pod.uid)
@@ -70,7 +75,7 @@ class Recorder(SchedulerObserver):
 
     def scheduled(self, pod: PodInfo, profile: str, result: ScheduleResult) -> None:
         if self._on_attempt is not None:
-            self._on_attempt(pod, profile)
+            self._on_attempt(pod, profile, result.node_name)
         rec = self.record(pod, profile)
         rec.attempts += 1
         self.attempts += 1
@@ -92,6 +97,10 @@ class Recorder(SchedulerObserver):
         idx = np.argpartition(-totals, k - 1)[:k] if len(totals) > k else np.arange(len(totals))
         idx = idx[np.argsort(-totals[idx], kind="stable")]
         names = self.table.names
+        # The chosen node comes first, even when ties put other nodes ahead or out of the top k.
+        chosen = np.flatnonzero(scored.rows == self.table.row_of(result.node_name))
+        if len(chosen):
+            idx = np.concatenate((chosen[:1], idx[idx != chosen[0]]))[:k]
         rows = scored.rows[idx].tolist()
         per_plugin = {p: s[idx].tolist() for p, s in scored.by_plugin.items()}
         return [
@@ -101,7 +110,7 @@ class Recorder(SchedulerObserver):
 
     def failed(self, pod: PodInfo, profile: str, failure: ScheduleFailure) -> None:
         if self._on_attempt is not None:
-            self._on_attempt(pod, profile)
+            self._on_attempt(pod, profile, None)
         rec = self.record(pod, profile)
         rec.attempts += 1
         self.attempts += 1
@@ -113,6 +122,12 @@ class Recorder(SchedulerObserver):
         rec.top_scores = []
         rec.feasible_nodes = 0
         rec.evaluated_nodes = len(failure.diagnosis.node_to_status)
+        if not failure.unschedulable:
+            # Errors back off and retry for ever upstream; a replay gives up after a few so it ends.
+            n = self._errors[pod.uid] = self._errors.get(pod.uid, 0) + 1
+            if n >= self._max_error_attempts and self._give_up is not None:
+                rec.message = f"gave up after {n} attempts that ended in an error: {failure.message}"
+                self._give_up(pod)
 
     def bound(self, pod: PodInfo, profile: str, node_name: str) -> None:
         rec = self.record(pod, profile)

@@ -77,7 +77,9 @@ class Simulation:
         self.cluster.attach(self.scheduler)
         self._explain_pod = explain_pod
         self._explanation: Explanation | None = None
-        self.recorder = Recorder(self.scheduler.cache.table, self.clock, top_k, self._maybe_explain)
+        self.recorder = Recorder(
+            self.scheduler.cache.table, self.clock, top_k, self._maybe_explain, give_up=self._give_up
+        )
         self.scheduler.observer = self.recorder
         self._strict = strict_scheduler_name
         self._progress = progress
@@ -88,9 +90,12 @@ class Simulation:
         want = self._explain_pod
         return want is not None and (pod.key == want or (pod.name == want and "/" not in want))
 
-    def _maybe_explain(self, pod: PodInfo, profile: str) -> None:
+    def _maybe_explain(self, pod: PodInfo, profile: str, chosen: str | None) -> None:
         if self._matches(pod):
-            self._explanation = explain(self.scheduler.frameworks[profile], pod)
+            self._explanation = explain(self.scheduler.frameworks[profile], pod, chosen)
+
+    def _give_up(self, pod: PodInfo) -> None:
+        self.scheduler.queue.delete(pod.uid)
 
     # -- the run ------------------------------------------------------------------------------------
     def _load(self) -> tuple[list[PodInfo], dict[str, int]]:
@@ -120,6 +125,7 @@ class Simulation:
                 reassigned[pod.scheduler_name] = reassigned.get(pod.scheduler_name, 0) + 1
                 pod.scheduler_name = first
             pending.append(pod)
+            self.recorder.record(pod, pod.scheduler_name)  # Pending until its first attempt
         pending.sort(key=lambda p: p.creation_ts)  # stable: file order breaks ties
         return pending, reassigned
 
@@ -131,12 +137,18 @@ class Simulation:
         pods_before = {table.names[r]: len(table.pods[r]) for r in table.alive_rows()}
         for pod in pending:
             self.cluster.add_pod(pod)
+        plugins = {id(p): p for fwk in self.scheduler.frameworks.values() for p in fwk.plugins.values()}
+        for plugin in plugins.values():
+            await plugin.start()
         try:
             await self._loop(len(pending))
         except asyncio.CancelledError:
             # Ctrl-C: asyncio.run cancels the main task; report what was done so far.
             self._stop = True
-        await self.scheduler.drain()
+        finally:
+            await self.scheduler.drain()
+            for plugin in plugins.values():
+                await plugin.stop()
         if self._explain_pod is not None and self._explanation is None:
             self._explain_now()
         return SimulationResult(
@@ -176,6 +188,7 @@ class Simulation:
                     if self._stop:
                         return
             await sched.drain()
+            await asyncio.sleep(0)  # a chance for cancellation (Ctrl-C) on every pass
             self._report(total)
             if sched.queue.has_active():
                 continue

@@ -73,6 +73,9 @@ def print_summary(console: Console, data: dict[str, Any], max_rows: int = 25) ->
         )
     console.print(table)
 
+    left_pending = [p for p in data["placements"] if p["status"] == "Pending" and p["message"]]
+    for message, n in Counter(p["message"] for p in left_pending).most_common(max_rows):
+        console.print(f"[yellow]{n} pod(s) left pending:[/yellow] {message}")
     failed = [p for p in data["placements"] if p["status"] in ("Unschedulable", "Error")]
     if failed:
         by_message = Counter(p["message"] for p in failed)
@@ -101,22 +104,24 @@ def print_explanation(console: Console, ex: Explanation, max_rows: int = 50) -> 
     if ex.message:
         console.print(f"  [red]{ex.message}[/red]")
     nodes = ex.feasible + ex.rejected
-    t = Table(title=f"Per node ({min(len(nodes), max_rows)} of {len(nodes)}; feasible first, by total score)")
-    t.add_column("node")
-    t.add_column("verdict")
-    for p in ex.score_plugins:
+    any_feasible = bool(ex.feasible)
+    score_plugins = [p for p in ex.score_plugins if p not in ex.skipped_scores] if any_feasible else []
+    title = f"Per node ({min(len(nodes), max_rows)} of {len(nodes)}; feasible first, by total score"
+    t = Table(title=title + (f"; chosen: {ex.chosen})" if ex.chosen else ")"))
+    t.add_column("node", no_wrap=True)
+    t.add_column("verdict", overflow="fold", min_width=24)
+    for p in score_plugins:
         t.add_column(f"{p} ×{ex.weights.get(p, 1)}", justify="right")
-    t.add_column("total", justify="right")
+    if any_feasible:
+        t.add_column("total", justify="right")
     for n in nodes[:max_rows]:
         if n.feasible:
-            verdict = "[green]fits[/green]"
-            scores = [str(n.scores[p]) if p in n.scores else "-" for p in ex.score_plugins]
-            total = str(n.total)
+            verdict = "[green]fits (chosen)[/green]" if n.node == ex.chosen else "[green]fits[/green]"
+            scores = [str(n.scores[p]) if p in n.scores else "-" for p in score_plugins]
+            t.add_row(n.node, verdict, *scores, str(n.total))
         else:
             verdict = "; ".join(
                 f"[red]{plugin}[/red]: {st.message}" for plugin, st in n.filters.items() if st is not None
             )
-            scores = ["" for _ in ex.score_plugins]
-            total = ""
-        t.add_row(n.node, verdict, *scores, total)
+            t.add_row(n.node, verdict, *["" for _ in score_plugins], *([""] if any_feasible else []))
     console.print(t)

@@ -320,8 +320,9 @@ class NodeTable:
         """The pod's requests as a row aligned with the resource columns (cached on the pod)."""
         cached = pod.memo.get("_reqvec")
         ncols = len(self.resource_names)
-        if cached is not None and len(cached) == ncols:
-            vec: IntArray = cached
+        # Keyed by table: the same pod may be accounted in tables with different columns.
+        if cached is not None and cached[0] is self and len(cached[1]) == ncols:
+            vec: IntArray = cached[1]
             return vec
         req = pod.requests
         scalar_cols = [self.resource_column(k) for k in req.scalar]  # may add columns
@@ -331,7 +332,7 @@ class NodeTable:
         vec[EPHEMERAL_STORAGE] = req.ephemeral_storage
         for col, amount in zip(scalar_cols, req.scalar.values(), strict=True):
             vec[col] = amount
-        pod.memo["_reqvec"] = vec
+        pod.memo["_reqvec"] = (self, vec)
         return vec
 
     def _account(self, row: int, pod: PodInfo, sign: int) -> None:

@@ -558,7 +558,6 @@ async def test_out_of_range_score_is_an_error_and_the_pod_backs_off() -> None:
     assert sched.queue.counts()["backoff"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: plugin names quoted with Python repr ('X') instead of Go %q (\"X\")")
 async def test_out_of_range_score_message_matches_upstream() -> None:
     sched, _, _, rec = build([node("a"), node("b")], extra=[OutOfRange], score=["OutOfRange"])
     sched.on_pod_add(pod_info("p"))
@@ -805,10 +804,6 @@ async def test_pre_filter_result_message_names_the_narrowing_plugin() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: narrowed-out nodes are blamed on every PreFilter plugin, not the ones that returned a PreFilterResult",
-)
 async def test_pre_filter_result_message_does_not_name_non_narrowing_plugins() -> None:
     sched, _, _, rec = build(
         [node("a", cpu="1"), node("b"), node("c")],
@@ -825,11 +820,6 @@ async def test_pre_filter_result_message_does_not_name_non_narrowing_plugins() -
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a PreFilter plugin that narrowed the nodes is not recorded as an "
-    "unschedulable plugin, so the pod backs off forever instead of waiting",
-)
 async def test_pod_narrowed_to_a_missing_node_waits_for_node_add() -> None:
     sched, _, _, rec = build(
         [node("a"), node("b")], extra=[Narrow], pre_filter=["Narrow"], filter=["CpuFit"], args={"Narrow": ["later"]}
@@ -843,7 +833,6 @@ async def test_pod_narrowed_to_a_missing_node_waits_for_node_add() -> None:
     assert sched.queue.counts()["unschedulable"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an empty PreFilterResult intersection names only the last plugin")
 async def test_disjoint_pre_filter_results_name_all_narrowing_plugins() -> None:
     sched, _, _, rec = build(
         [node("a"), node("b")],

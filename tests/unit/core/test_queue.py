@@ -396,11 +396,6 @@ def _ranked(name: str, rank: int, uid: str | None = None) -> PodInfo:
     return p
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: update() mutates the QueuedPodInfo shared with the stale heap entry, "
-    "breaking the heap invariant so later pops come out of order",
-)
 def test_updating_the_sort_key_of_an_active_pod_keeps_pop_order() -> None:
     q = SchedulingQueue(by_rank_label, FakeClock())
     a = _ranked("a", 10)

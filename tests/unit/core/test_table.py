@@ -326,11 +326,6 @@ def test_pod_cached_request_vector_follows_new_columns() -> None:
     assert t.requested[t.row_of("a")].tolist() == [0] * len(t.resource_names)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: NodeTable.request_vector caches the vector on the pod keyed only by "
-    "column count, so a pod used in two tables gets the other table's layout",
-)
 def test_request_vector_is_per_table() -> None:
     gpu_first = table_of(node("a", extra={"nvidia.com/gpu": "4"}))
     fpga_first = table_of(node("a", extra={"example.com/fpga": "4"}))

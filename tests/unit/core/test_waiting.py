@@ -210,11 +210,6 @@ async def test_reject_unreserves_frees_resources_and_reports_the_reason() -> Non
     assert p.uid in sched.queue
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the AssignedPodDelete move runs before the failure is handled, so "
-    "moveRequestCycle sends a Permit-rejected pod to backoff, not unschedulable",
-)
 async def test_rejected_waiting_pod_goes_to_unschedulable() -> None:
     sched, _, _, _ = build(["Gate"])
     p = pod_info("p", cpu="2")
@@ -250,11 +245,6 @@ async def test_timeout_in_virtual_time_rejects_with_upstream_message() -> None:
     assert len(sched.waiting_pods) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: WaitingPod keeps the uncapped timeout for the message (upstream caps "
-    "the wait at 15m before formatting it)",
-)
 async def test_timeout_longer_than_15_minutes_is_capped_in_time_and_message() -> None:
     sched, clock, _, obs = build(["Gate"], args={"Gate": 3600})
     p = pod_info("p", cpu="1")
@@ -269,7 +259,6 @@ async def test_timeout_longer_than_15_minutes_is_capped_in_time_and_message() ->
     assert failure.status.reasons == ("rejected due to timeout after waiting 15m0s at plugin Gate",)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Scheduler.next_wakeup drops a wake-up time of 0.0 (truthiness test)")
 async def test_next_wakeup_reports_a_deadline_at_time_zero() -> None:
     sched, _, _, _ = build(["Gate"], args={"Gate": 0}, start=0.0)
     sched.on_pod_add(pod_info("p", cpu="1"))
@@ -349,11 +338,6 @@ def test_waiting_pods_expire_only_past_deadlines() -> None:
     assert len(pods) == 1 and pods.reject(b.uid, "P", "x") is False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: WaitingPods.expire blames the alphabetically first expired plugin, "
-    "not the one whose deadline passed first",
-)
 def test_expire_blames_the_plugin_whose_wait_ran_out_first() -> None:
     pods = WaitingPods()
     p = pod_info("p")

@@ -160,12 +160,6 @@ async def test_backoff_advances_virtual_time_not_wall_time() -> None:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a pod whose every attempt ends in an Error status (not Unschedulable) goes back to the "
-    "backoff queue forever; Simulation._loop keeps jumping the virtual clock and never terminates "
-    "(and never yields, so Ctrl-C cannot interrupt it either)",
-)
 async def test_a_pod_that_always_errors_does_not_loop_forever() -> None:
     config, registry = flaky_setup(failures=10**9)
     reports = 0
@@ -233,11 +227,6 @@ async def test_cancelled_run_returns_partial_result_marked_interrupted(big_clust
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: pods never attempted before an interruption have no record, so an interrupted summary "
-    "shows pending=0 and undercounts pods (records are only created on the first attempt)",
-)
 async def test_cancelled_run_counts_never_attempted_pods_as_pending(big_cluster: ClusterInput) -> None:
     result, reports = await run_and_cancel(big_cluster)
     s = result_to_json(result)["summary"]
