@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,24 @@ class UserError(click.ClickException):
     exit_code = 2
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: Subcommands defined in other modules, imported on first use: name → "module:attribute".
+LAZY_COMMANDS: dict[str, str] = {}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = LAZY_COMMANDS.get(cmd_name)
+        if target is None:
+            return super().get_command(ctx, cmd_name)
+        module, attr = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(kubesched.__version__, prog_name="kubesched")
 def main() -> None:
     """Custom Kubernetes scheduling in Python: one framework, three shells."""
@@ -164,14 +182,14 @@ def simulate(
         raise UserError(str(e)) from None
     finally:
         stop_progress()
+    if explain_pod is not None and result.explanation is None:
+        raise UserError(f"--explain: no pod {explain_pod!r} in the cluster (give name or namespace/name)")
     data = result_to_json(result)
     if output == "json":
         sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         print_summary(out, data, max_rows)
-    if explain_pod is not None:
-        if result.explanation is None:
-            raise UserError(f"no pod {explain_pod!r} in the cluster")
+    if result.explanation is not None:
         print_explanation(err if output == "json" else out, result.explanation, max_rows=max(max_rows, 50))
     if report_path is not None:
         from kubesched.simulate.report_html import render_html
@@ -222,10 +240,15 @@ def _progress(console: Console, disabled: bool) -> tuple[Any, Any]:
 
 
 # -- shells ---------------------------------------------------------------------------------------
-# Each shell registers its commands here, one line each (modules import lazily inside the commands).
-main.add_command(__import__("kubesched.cluster.live.commands", fromlist=["run_command"]).run_command)
-main.add_command(__import__("kubesched.cluster.live.commands", fromlist=["explain_command"]).explain_command)
-main.add_command(__import__("kubesched.extender.command", fromlist=["extender"]).extender)
+# Each shell registers its commands here, one line each: "name": "module:attribute". They are
+# imported only when used, so `kubesched simulate` does not pay for the live/extender stacks.
+LAZY_COMMANDS.update(
+    {
+        "run": "kubesched.cluster.live.commands:run_command",
+        "explain": "kubesched.cluster.live.commands:explain_command",
+        "extender": "kubesched.extender.command:extender",
+    }
+)
 
 
 if __name__ == "__main__":
