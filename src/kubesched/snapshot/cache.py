@@ -46,6 +46,10 @@ class SchedulerCache:
             return self.remove_pod(pod.uid)
         self.assumed.pop(pod.uid, None)
         existing = self.table.pod(pod.uid)
+        if existing is not None and _same_accounting(existing, pod):
+            # The common confirmation of an assumed pod: nothing to re-account, keep the new object.
+            self.table.replace_pod(pod)
+            return None
         self.table.add_pod(pod)
         if existing is None:
             return ClusterEvent(POD, ActionType.ADD, "AssignedPodAdd")
@@ -78,6 +82,17 @@ class SchedulerCache:
             return None
         self.table.remove_node(name)
         return ClusterEvent(NODE, ActionType.DELETE, "NodeDelete")
+
+
+def _same_accounting(a: PodInfo, b: PodInfo) -> bool:
+    """Whether swapping a for b changes nothing the table or plugin columns derive from a pod."""
+    return (
+        a.node_name == b.node_name
+        and a.requests == b.requests
+        and a.host_ports == b.host_ports
+        and a.labels == b.labels
+        and a.scheduler_name == b.scheduler_name
+    )
 
 
 def node_update_action(old: dict[str, Any], new: dict[str, Any]) -> ActionType:

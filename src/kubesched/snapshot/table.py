@@ -369,6 +369,14 @@ class NodeTable:
         else:
             self._account(row, pod, +1)
 
+    def replace_pod(self, pod: PodInfo) -> None:
+        """Swap in a newer object for an accounted pod whose accounting does not change."""
+        row = self.index.get(pod.node_name)
+        if row is None:
+            self._orphans.setdefault(pod.node_name, {})[pod.uid] = pod
+        else:
+            self.pods[row][pod.uid] = pod
+
     def remove_pod(self, uid: str) -> PodInfo | None:
         node = self._pod_node.pop(uid, None)
         if node is None:
