@@ -233,13 +233,13 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
+        if diagnosis.pre_filter_msg and self.name in diagnosis.unschedulable_plugins:
+            # Refused by this plugin's own PreFilter (backoff, missing members or PodGroup,
+            # minResources): nothing was tried, so there is nothing more to reject.
+            return None, Status.unschedulable()
         key, pg = self._group_of(pod)
         if key is None or not isinstance(pg, PodGroup):
             return None, Status.unschedulable("can not find pod group")
-        if diagnosis.pre_filter_msg and self.name in diagnosis.unschedulable_plugins:
-            # Refused by this plugin's own PreFilter (backoff, missing members, minResources):
-            # nothing was tried, so there is nothing more to reject.
-            return None, Status.unschedulable()
         assigned = len(self.assigned_members().get(key, ()))
         if assigned >= pg.min_member:
             return None, Status.unschedulable()

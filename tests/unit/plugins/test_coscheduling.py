@@ -1,0 +1,257 @@
+"""Coscheduling units: args (and the deprecated alias), PodGroup parsing, QueueSort, Permit
+bookkeeping, the live status hook and the reference configuration."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from factories import node, pod
+from kubesched.config.load import load_config
+from kubesched.framework.clock import FakeClock
+from kubesched.framework.types import QueuedPodInfo
+from kubesched.plugins.builtin import builtin_registry
+from kubesched.plugins.coscheduling import POD_GROUP_LABEL, Coscheduling, CoschedulingArgs, parse_pod_group
+from kubesched.plugins.coscheduling.args import CoschedulingDeprecationWarning
+from kubesched.plugins.coscheduling.podgroup import PodGroupSpecError
+from kubesched.scheduler import Scheduler
+from kubesched.simulate.cluster import SimulatedCluster
+from kubesched.snapshot.pod import PodInfo
+
+DATA = Path(__file__).parents[1] / "config" / "data"
+
+
+def pod_group(name: str, min_member: int, created: str = "2026-01-01T00:00:00Z", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
+        "spec": {"minMember": min_member, **spec},
+    }
+
+
+# -- args ----------------------------------------------------------------------------------------
+
+
+def test_args_defaults_match_scheduler_plugins() -> None:
+    a = CoschedulingArgs()
+    assert a.permit_waiting_time_seconds == 60 and a.pod_group_backoff_seconds == 0
+    assert a.config_warnings == []
+
+
+def test_denied_pg_expiration_is_read_as_group_backoff_with_a_deprecation_warning() -> None:
+    with pytest.warns(CoschedulingDeprecationWarning, match="deniedPGExpirationTimeSeconds is deprecated"):
+        a = CoschedulingArgs.model_validate({"permitWaitingTimeSeconds": 10, "deniedPGExpirationTimeSeconds": 3})
+    assert a.permit_waiting_time_seconds == 10 and a.pod_group_backoff_seconds == 3
+    assert len(a.config_warnings) == 1
+    assert a == CoschedulingArgs(permitWaitingTimeSeconds=10, podGroupBackoffSeconds=3)
+
+
+def test_explicit_group_backoff_wins_over_the_deprecated_alias() -> None:
+    with pytest.warns(CoschedulingDeprecationWarning):
+        a = CoschedulingArgs.model_validate({"podGroupBackoffSeconds": 5, "deniedPGExpirationTimeSeconds": 3})
+    assert a.pod_group_backoff_seconds == 5
+
+
+@pytest.mark.parametrize(
+    "raw", [{"permitWaitingTimeSeconds": -1}, {"podGroupBackoffSeconds": -2}, {"permitWaitingTime": 3}]
+)
+def test_invalid_args_are_rejected(raw: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        CoschedulingArgs.model_validate(raw)
+
+
+@pytest.mark.parametrize("name", ["ref_coscheduling_v1beta2.yaml", "ref_coscheduling_v1beta3.yaml"])
+def test_reference_configuration_loads_with_the_real_plugin(name: str) -> None:
+    with pytest.warns(CoschedulingDeprecationWarning):
+        cfg = load_config(DATA / name, builtin_registry())
+    p = cfg.profiles[0]
+    assert p.plugins["queueSort"] == ["Coscheduling"]
+    assert "Coscheduling" in p.plugins["preFilter"] and p.plugins["permit"] == ["Coscheduling"]
+    assert p.plugins["postFilter"] == ["Coscheduling"] and p.plugins["reserve"] == ["Coscheduling"]
+    args = p.plugin_args["Coscheduling"]
+    assert isinstance(args, CoschedulingArgs)
+    assert (args.permit_waiting_time_seconds, args.pod_group_backoff_seconds) == (10, 3)
+
+
+def test_example_configuration_loads_without_warnings() -> None:
+    example = Path(__file__).parents[3] / "examples" / "coscheduling.yaml"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cfg = load_config(example, builtin_registry())
+    assert cfg.warnings == []
+    assert cfg.profiles[0].plugins["queueSort"] == ["Coscheduling"]
+
+
+# -- PodGroup ------------------------------------------------------------------------------------
+
+
+def test_pod_group_parsing() -> None:
+    pg = parse_pod_group(pod_group("g", 3, minResources={"cpu": "1500m", "memory": "1Gi"}, scheduleTimeoutSeconds=7))
+    assert (pg.key, pg.min_member, pg.schedule_timeout_seconds) == ("default/g", 3, 7)
+    assert pg.min_resources == {"cpu": 1500, "memory": 1 << 30}
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"minMember": "3"}, "spec.minMember"),
+        ({"minMember": 2, "minResources": {"cpu": "lots"}}, "spec.minResources.cpu"),
+        ({"minMember": 2, "scheduleTimeoutSeconds": -1}, "spec.scheduleTimeoutSeconds"),
+    ],
+)
+def test_bad_pod_groups_name_the_field(spec: dict[str, Any], field: str) -> None:
+    raw = pod_group("g", 1)
+    raw["spec"] = spec
+    with pytest.raises(PodGroupSpecError, match=field):
+        parse_pod_group(raw)
+
+
+# -- a small scheduler -----------------------------------------------------------------------------
+
+
+@dataclass
+class Profile:
+    scheduler_name: str = "default-scheduler"
+    plugins: dict[str, list[str]] = field(
+        default_factory=lambda: {
+            "queueSort": ["Coscheduling"],
+            "preFilter": ["NodeResourcesFit", "Coscheduling"],
+            "filter": ["NodeResourcesFit"],
+            "postFilter": ["Coscheduling"],
+            "reserve": ["Coscheduling"],
+            "permit": ["Coscheduling"],
+            "bind": ["DefaultBinder"],
+        }
+    )
+    score_weights: dict[str, int] = field(default_factory=dict)
+    plugin_args: dict[str, Any] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int | None = None
+
+
+def build(groups: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> tuple[Scheduler, SimulatedCluster, FakeClock]:
+    cluster = SimulatedCluster()
+    for g in groups:
+        cluster.add_object("PodGroup", g)
+    clock = FakeClock(100.0)
+    profile = Profile(plugin_args={"Coscheduling": CoschedulingArgs(permitWaitingTimeSeconds=10)})
+    sched = Scheduler.build([profile], builtin_registry(), clock, client=cluster, seed=1, objects=cluster.kind)
+    cluster.attach(sched)
+    for n in nodes:
+        cluster.add_node(n)
+    return sched, cluster, clock
+
+
+def plugin_of(sched: Scheduler) -> Coscheduling:
+    p = sched.frameworks["default-scheduler"].plugins["Coscheduling"]
+    assert isinstance(p, Coscheduling)
+    return p
+
+
+def member(name: str, group: str, **kw: Any) -> PodInfo:
+    return PodInfo.from_raw(pod(name, cpu="1", labels={POD_GROUP_LABEL: group}, **kw))
+
+
+def test_queue_sort_keeps_a_group_together_in_group_creation_order() -> None:
+    sched, _, _ = build(
+        [pod_group("late", 1, created="2026-01-02T00:00:00Z"), pod_group("early", 1, created="2026-01-01T00:00:00Z")],
+        [],
+    )
+    cs = plugin_of(sched)
+    pods = [
+        member("l1", "late"),
+        PodInfo.from_raw(pod("plain-old", cpu="1")),  # created 2026-01-01T00:mm:ss, after "early"
+        member("e2", "early"),
+        member("l0", "late"),
+        member("e1", "early"),
+        member("vip", "late", priority=100),
+        member("orphan", "missing"),  # no PodGroup: sorted by its own creation time
+    ]
+    import functools
+
+    qpis = [QueuedPodInfo(pod=p, timestamp=0.0) for p in pods]
+    order = sorted(qpis, key=functools.cmp_to_key(lambda a, b: -1 if cs.less(a, b) else (1 if cs.less(b, a) else 0)))
+    assert [q.pod.name for q in order] == ["vip", "e1", "e2", "plain-old", "orphan", "l0", "l1"]
+
+
+def test_first_waiting_member_activates_its_siblings_and_the_last_allows_all() -> None:
+    sched, cluster, _ = build([pod_group("g", 3)], [node("n0", cpu="4")])
+    cs = plugin_of(sched)
+    pods = [member(f"m{i}", "g") for i in range(3)]
+
+    async def go() -> None:
+        for p in pods:
+            cluster.add_pod(p)
+        # Park m1 and m2 in unschedulable as if an earlier attempt failed.
+        assert sched.schedule_one()  # m0 → waits, activates the others
+        wp = sched.waiting_pods.get(pods[0].uid)
+        assert wp is not None and wp.pending_plugins == ["Coscheduling"]
+        first = cs.status_updates()["default/g"]
+        assert first["phase"] == "Scheduling" and first["running"] == 0 and "scheduleStartTime" in first
+        assert sched.schedule_one() and sched.schedule_one()
+        await sched.drain()
+
+    asyncio.run(go())
+    assert sorted(p.name for p in cluster.pods.values() if p.node_name) == ["m0", "m1", "m2"]
+    assert cs.status_updates() == {"default/g": {"phase": "Scheduled"}}
+    assert cs.status_updates() == {}  # only changes are reported
+
+
+def test_activate_moves_unschedulable_siblings_back() -> None:
+    sched, cluster, _ = build([pod_group("g", 2)], [node("n0", cpu="4")])
+    a, b = member("a", "g"), member("b", "g")
+    cluster.add_pod(a)
+    cluster.add_pod(b)
+    qb = sched.queue.pop()
+    assert qb is not None and qb.pod.name == "a"
+    # Pretend b had failed earlier and waits for an event.
+    qpi = sched.queue.pop()
+    assert qpi is not None
+    qpi.unschedulable_plugins = {"Coscheduling"}
+    sched.queue.add_unschedulable(qpi, sched.queue.scheduling_cycle + 1)
+    assert sched.queue.counts()["unschedulable"] == 1
+    plugin_of(sched).handle.activate([b.uid])
+    assert sched.queue.counts()["active"] == 1
+
+
+def test_deleting_a_waiting_member_rejects_the_whole_gang() -> None:
+    sched, cluster, _ = build([pod_group("g", 3)], [node("n0", cpu="4")])
+    # m2 exists (it counts for minMember) but is gated, so m0 and m1 wait for it.
+    pods = [member("m0", "g"), member("m1", "g"), member("m2", "g", schedulingGates=[{"name": "later"}])]
+
+    async def go() -> None:
+        for p in pods:
+            cluster.add_pod(p)
+        sched.schedule_one()
+        sched.schedule_one()
+        await asyncio.sleep(0)
+        assert len(sched.waiting_pods) == 2
+        cluster.delete_pod(pods[0].uid)
+        await sched.drain()
+
+    asyncio.run(go())
+    assert len(sched.waiting_pods) == 0
+    assert cluster.binds == 0
+    assert int(sched.cache.table.requested[:, 0].sum()) == 0
+
+
+def test_missing_pod_group_is_unresolvable() -> None:
+    sched, cluster, _ = build([], [node("n0")])
+    failures: list[str] = []
+
+    class Obs:
+        def scheduled(self, *a: Any) -> None: ...
+        def bound(self, *a: Any) -> None: ...
+        def failed(self, pod: PodInfo, profile: str, failure: Any) -> None:
+            failures.append(failure.message)
+
+    sched.observer = Obs()  # type: ignore[assignment]
+    cluster.add_pod(member("x", "nope"))
+    sched.schedule_one()
+    assert failures == ["0/1 nodes are available: PodGroup default/nope not found."]
