@@ -33,6 +33,8 @@ from kubesched.snapshot.pod import PodInfo
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/apis/events.k8s.io/v1/namespaces/{ns}/events"
+#: Pauses before retrying a write that failed for a connection error, 5xx or 429.
+RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0)
 
 
 def micro_time(ts: float | None = None) -> str:
@@ -232,16 +234,21 @@ class EventWriter:
         while True:
             write = await self._queue.get()
             try:
-                await write()
-            except asyncio.CancelledError:
-                raise
-            except ApiError as e:
-                self.stats.errors += 1
-                if e.status != 404:  # the pod (or namespace) went away meanwhile: nothing to tell
-                    log.warning("event=write_failed err=%r", str(e))
-            except Exception as e:
-                self.stats.errors += 1
-                log.warning("event=write_failed err=%r", f"{type(e).__name__}: {e}")
+                for attempt in range(len(RETRY_DELAYS) + 1):
+                    try:
+                        await write()
+                        break
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as e:
+                        retryable = not isinstance(e, ApiError) or e.status >= 500 or e.status == 429
+                        if retryable and attempt < len(RETRY_DELAYS):
+                            await asyncio.sleep(RETRY_DELAYS[attempt])  # the apiserver may be restarting
+                            continue
+                        self.stats.errors += 1
+                        if not (isinstance(e, ApiError) and e.status == 404):  # 404: the pod went away
+                            log.warning("event=write_failed err=%r", f"{type(e).__name__}: {e}")
+                        break
             finally:
                 self._queue.task_done()
 
