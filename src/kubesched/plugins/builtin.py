@@ -20,6 +20,7 @@ def builtin_registry() -> Registry:
     from kubesched.plugins.node_unschedulable import NodeUnschedulable
     from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
     from kubesched.plugins.priority_sort import PrioritySort
+    from kubesched.plugins.real_usage import MemRealUsage, RealUsage
     from kubesched.plugins.taint_toleration import TaintToleration
     from kubesched.plugins.underlay_ip import UnderlayIP
 
@@ -36,6 +37,8 @@ def builtin_registry() -> Registry:
             DefaultBinder,
             UnderlayIP,
             Coscheduling,
+            RealUsage,
+            MemRealUsage,
         ]
     )
 
