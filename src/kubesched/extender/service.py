@@ -173,6 +173,30 @@ def check_pod_shape(raw: dict[str, Any]) -> None:
             raise WireError(f"Pod.spec.{key}: expected a string, got {type_name(v)}")
 
 
+def check_node_shape(raw: dict[str, Any], where: str) -> None:
+    """Reject Node objects whose fields the node table reads have the wrong JSON types."""
+    md = raw.get("metadata")
+    if not isinstance(md, dict):
+        raise WireError(f"{where}.metadata: expected an object, got {type_name(md)}")
+    for key in ("labels", "annotations"):
+        _string_map(md.get(key), f"{where}.metadata.{key}")
+    for part, fields in (("spec", ("taints",)), ("status", ("allocatable", "capacity"))):
+        obj = raw.get(part)
+        if obj is None:
+            continue
+        if not isinstance(obj, dict):
+            raise WireError(f"{where}.{part}: expected an object, got {type_name(obj)}")
+        for key in fields:
+            v = obj.get(key)
+            want = list if key == "taints" else dict
+            if v is not None and not isinstance(v, want):
+                raise WireError(f"{where}.{part}.{key}: expected an {'array' if want is list else 'object'}, "
+                                f"got {type_name(v)}")
+    unsched = (raw.get("spec") or {}).get("unschedulable")
+    if unsched is not None and not isinstance(unsched, bool):
+        raise WireError(f"{where}.spec.unschedulable: expected a boolean, got {type_name(unsched)}")
+
+
 def _check_container(c: dict[str, Any], where: str) -> None:
     res = c.get("resources")
     if res is not None:
@@ -273,6 +297,7 @@ class ExtenderService:
                 return entry, names
         table = NodeTable(capacity=max(64, len(nodes)))
         for i, n in enumerate(nodes):
+            check_node_shape(n, f"Nodes.items[{i}]")
             try:
                 table.upsert_node(n)
             except Exception as e:  # NodeSpecError, or a field of the wrong type
