@@ -1,0 +1,195 @@
+"""Extender latency: filter + prioritize over HTTP to the in-process server, as the kube-scheduler calls them.
+
+For each cluster size and node mode, one pod is sent repeatedly: POST /filter with every node, then
+POST /prioritize with the nodes that passed (the scheduler's sequence). Request bodies are built once
+(serialising them is the scheduler's cost, not ours); each latency is client-observed round-trip
+time over loopback HTTP, so JSON parsing, the node table, the plugins and the response are all in.
+
+* ``nodes`` mode (nodeCacheCapable: false): full Node objects in every request. ``warm`` numbers hit
+  the node-table LRU (the same resourceVersions as the previous call); ``cold`` numbers change one
+  node's resourceVersion before each call, so the table is rebuilt from the request every time.
+* ``names`` mode (nodeCacheCapable: true): node names only, the table is the extender's own cache.
+
+The profile is the default one (every default-equivalent filter and score plugin). Results go to
+bench/results/extender-<date>.json. Run: ``python -m bench.extender [--sizes 100,1000,5000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import ClientSession
+from aiohttp.test_utils import TestServer
+
+import kubesched
+from kubesched.config.load import load_config
+from kubesched.extender.server import ExtenderServer
+from kubesched.extender.service import ExtenderService
+from kubesched.plugins.builtin import builtin_registry
+from kubesched.simulate.generator import generate_cluster
+from kubesched.snapshot.cache import SchedulerCache
+
+RESULTS = Path(__file__).parent / "results"
+
+
+class _StaticCluster:
+    """A synced node cache holding the generated nodes (what the informers would have built)."""
+
+    def __init__(self, nodes: list[dict[str, Any]]) -> None:
+        self._cache = SchedulerCache()
+        for n in nodes:
+            self._cache.add_or_update_node(n)
+
+    @property
+    def cache(self) -> SchedulerCache:
+        return self._cache
+
+    @property
+    def synced(self) -> bool:
+        return True
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        raise NotImplementedError
+
+
+def _pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
+def _summary(xs: list[float]) -> dict[str, float]:
+    ms = [x * 1000 for x in xs]
+    return {"p50_ms": round(statistics.median(ms), 3), "p99_ms": round(_pct(ms, 0.99), 3),
+            "max_ms": round(max(ms), 3), "n": len(ms)}
+
+
+async def _post(session: ClientSession, url: str, body: bytes) -> tuple[float, bytes]:
+    t0 = time.perf_counter()
+    async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as resp:
+        data = await resp.read()
+        if resp.status != 200:
+            raise RuntimeError(f"{url}: HTTP {resp.status}: {data[:300]!r}")
+    return time.perf_counter() - t0, data
+
+
+async def run_case(size: int, mode: str, iterations: int, seed: int = 1) -> dict[str, Any]:
+    registry = builtin_registry()
+    profile = load_config(None, registry).profiles[0]
+    generated = generate_cluster(size, max(4, size // 50), seed)
+    nodes = generated.nodes
+    for n in nodes:
+        n["metadata"]["resourceVersion"] = "1"
+    pod = next(p for p in generated.pods if not (p.get("spec") or {}).get("nodeName"))
+    cluster = _StaticCluster(nodes) if mode == "names" else None
+    service = ExtenderService(profile, registry, cluster)
+    server = TestServer(ExtenderServer(service).app(), host="127.0.0.1")
+    await server.start_server()
+    out: dict[str, Any] = {"nodes": size, "mode": mode, "iterations": iterations}
+    try:
+        async with ClientSession() as session:
+            base = str(server.make_url(""))
+            if mode == "names":
+                names = [n["metadata"]["name"] for n in nodes]
+                filter_body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
+            else:
+                filter_body = orjson.dumps({"Pod": pod, "Nodes": {"metadata": {}, "items": nodes}, "NodeNames": None})
+            _, first = await _post(session, base + "/filter", filter_body)
+            result = orjson.loads(first)
+            if mode == "names":
+                passed = result["NodeNames"]
+                prio_body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": passed})
+            else:
+                passed = result["Nodes"]["items"]
+                prio_body = orjson.dumps({"Pod": pod, "Nodes": {"metadata": {}, "items": passed}, "NodeNames": None})
+            out["feasible"] = len(passed)
+            out["request_bytes"] = {"filter": len(filter_body), "prioritize": len(prio_body)}
+            f_lat: list[float] = []
+            p_lat: list[float] = []
+            both: list[float] = []
+            for _ in range(iterations):
+                f, _ = await _post(session, base + "/filter", filter_body)
+                p, _ = await _post(session, base + "/prioritize", prio_body)
+                f_lat.append(f)
+                p_lat.append(p)
+                both.append(f + p)
+            key = "warm" if mode == "nodes" else "cache"
+            out[key] = {"filter": _summary(f_lat), "prioritize": _summary(p_lat), "filter+prioritize": _summary(both)}
+            if mode == "nodes":
+                cold_f: list[float] = []
+                cold_p: list[float] = []
+                cold_n = max(3, iterations // 3)
+                for i in range(cold_n):
+                    nodes[0]["metadata"]["resourceVersion"] = f"cold-{i}"
+                    body = orjson.dumps({"Pod": pod, "Nodes": {"metadata": {}, "items": nodes}, "NodeNames": None})
+                    f, _ = await _post(session, base + "/filter", body)
+                    passed[0]["metadata"]["resourceVersion"] = f"cold-p-{i}"
+                    pbody = orjson.dumps({"Pod": pod, "Nodes": {"metadata": {}, "items": passed}, "NodeNames": None})
+                    p, _ = await _post(session, base + "/prioritize", pbody)
+                    cold_f.append(f)
+                    cold_p.append(p)
+                out["cold"] = {"filter": _summary(cold_f), "prioritize": _summary(cold_p),
+                               "filter+prioritize": _summary([a + b for a, b in zip(cold_f, cold_p, strict=True)])}
+            out["table_builds"] = service.table_builds
+            out["table_hits"] = service.table_hits
+    finally:
+        await server.close()
+    return out
+
+
+def run(sizes: tuple[int, ...] = (100, 1000, 5000), modes: tuple[str, ...] = ("nodes", "names"),
+        iterations: int | None = None) -> list[dict[str, Any]]:
+    results = []
+    for size in sizes:
+        for mode in modes:
+            iters = iterations or (200 if size <= 100 else 60 if size <= 1000 else 20)
+            results.append(asyncio.run(run_case(size, mode, iters)))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.extender", description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="100,1000,5000")
+    ap.add_argument("--modes", default="nodes,names")
+    ap.add_argument("--iterations", type=int, default=None)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args(argv)
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    results = run(sizes, tuple(args.modes.split(",")), args.iterations)
+    record = {
+        "benchmark": "extender",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "kubesched": kubesched.__version__,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "profile": "default (all default-equivalent plugins)",
+        "results": results,
+    }
+    for r in results:
+        k = "cache" if r["mode"] == "names" else "warm"
+        parts = []
+        for k2 in (k, "cold"):
+            if k2 in r:
+                fp = r[k2]["filter+prioritize"]
+                parts.append(f"{k2} f+p p50 {fp['p50_ms']:.2f} ms p99 {fp['p99_ms']:.2f} ms")
+        line = f"{r['nodes']:>6} nodes  {r['mode']:<5}  feasible {r['feasible']:>5}  " + "  ".join(parts)
+        print(line)
+    if not args.no_write:
+        RESULTS.mkdir(exist_ok=True)
+        path = RESULTS / f"extender-{dt.date.today().isoformat()}.json"
+        path.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
