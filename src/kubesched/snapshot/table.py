@@ -30,6 +30,14 @@ CPU, MEMORY, EPHEMERAL_STORAGE, PODS = 0, 1, 2, 3
 BASE_RESOURCES: tuple[str, ...] = ("cpu", "memory", "ephemeral-storage", "pods")
 
 
+def column_selector(cols: list[int]) -> slice | list[int]:
+    """``matrix[:, column_selector(cols)]``: a cheap view when the columns are contiguous (the usual
+    cpu, memory[, ephemeral-storage]) instead of a 2-D fancy-index copy, which costs ~10x more."""
+    if cols and cols == list(range(cols[0], cols[0] + len(cols))):
+        return slice(cols[0], cols[0] + len(cols))
+    return cols
+
+
 class NodeSpecError(ValueError):
     """A node object that cannot be used; the message names the node and field."""
 

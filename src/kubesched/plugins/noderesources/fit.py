@@ -42,7 +42,16 @@ from kubesched.plugins.noderesources.resource_allocation import (
     is_extended_resource_name,
 )
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, IntArray, NodeTable, Rows
+from kubesched.snapshot.table import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    IntArray,
+    NodeTable,
+    Rows,
+    column_selector,
+)
 
 __all__ = ["NodeResourcesFit"]
 
@@ -53,6 +62,8 @@ PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
 # Per-check states packed two bits each into one int64 key per row.
 _FITS, _INSUFFICIENT, _UNRESOLVABLE = 0, 1, 2
 _PACKED_CHECKS: Final = 31
+#: Up to this many checks the packed keys stay below 4**8 = 65,536 (bincount-sized).
+_SMALL_KEY_CHECKS: Final = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +173,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             if not pods_bad.any():
                 return Verdicts.all_pass(n)
             return Verdicts.from_mask(~pods_bad, Status(Code.UNSCHEDULABLE, ("Too many pods",), self.name))
-        cols = [c.column for c in checks]
+        cols = column_selector([c.column for c in checks])
         amounts = np.array([c.amount for c in checks], dtype=np.int64)
         a_cols = a_rows[:, cols]
         insufficient = amounts > a_cols - u_rows[:, cols]
@@ -187,7 +198,17 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         n = states.shape[1]
         if not states.any():
             return Verdicts.all_pass(n)
-        if len(reasons) <= _PACKED_CHECKS:
+        if len(reasons) <= _SMALL_KEY_CHECKS:
+            # Few checks: the packed keys are small, so find the distinct ones with bincount
+            # (C speed) instead of np.unique (a sort plus Python-level overhead per call).
+            shifts = (2 * np.arange(len(reasons), dtype=np.int64))[:, None]
+            keys = (states << shifts).sum(axis=0)
+            uniq = np.flatnonzero(np.bincount(keys))
+            lookup = np.zeros(int(uniq[-1]) + 1, dtype=np.intp)
+            lookup[uniq] = np.arange(len(uniq))
+            inverse = lookup[keys]
+            combos = [[(int(k) >> (2 * i)) & 3 for i in range(len(reasons))] for k in uniq]
+        elif len(reasons) <= _PACKED_CHECKS:
             shifts = (2 * np.arange(len(reasons), dtype=np.int64))[:, None]
             keys = (states << shifts).sum(axis=0)
             uniq, inverse = np.unique(keys, return_inverse=True)

@@ -33,7 +33,7 @@ from kubesched.plugins.noderesources.args import (
 )
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.pod_requests import is_scalar_resource_name
-from kubesched.snapshot.table import CPU, EPHEMERAL_STORAGE, MEMORY, NodeTable, Rows
+from kubesched.snapshot.table import CPU, EPHEMERAL_STORAGE, MEMORY, NodeTable, Rows, column_selector
 
 IntArray = npt.NDArray[np.int64]
 Scorer = Callable[[IntArray, IntArray], IntArray]
@@ -267,8 +267,8 @@ class ResourceAllocation:
         # Whole-row gathers with take() are several times faster than 2-D fancy indexing.
         a_rows = table.allocatable.take(rows, axis=0)
         if all(c >= 0 for c in alloc_cols) and all(src >= 0 for src in nonzero_src):
-            alloc = a_rows[:, alloc_cols]
-            used = table.nonzero_requested.take(rows, axis=0)[:, nonzero_src]
+            alloc = a_rows[:, column_selector(alloc_cols)]
+            used = table.nonzero_requested.take(rows, axis=0)[:, column_selector(nonzero_src)]
         else:
             n = len(rows)
             alloc = np.zeros((n, len(self.resources)), dtype=np.int64)
