@@ -108,6 +108,7 @@ class Scheduler:
             queue_settings.max_backoff_seconds,
             queue_settings.max_unschedulable_seconds,
             plugin_events,
+            first.queue_sort_key,
         )
         for fwk in frameworks.values():
             fwk.handle.attach_queue(self.queue.activate, self._pending_pods)

@@ -13,7 +13,7 @@ of each is written in terms of the other, so a plugin must override at least one
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -75,6 +75,11 @@ class QueueSortPlugin(Plugin):
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         """True when ``a`` should be scheduled before ``b``. Exactly one per scheduler."""
         raise NotImplementedError
+
+    #: Optional speed-up: a plugin may define ``sort_key(qpi)`` returning a value whose natural
+    #: order agrees with ``less`` (key(a) < key(b) exactly when less(a, b)); the queue then orders
+    #: pods by key. Leave it None to order by ``less``.
+    sort_key: Callable[[QueuedPodInfo], Any] | None = None
 
 
 class PreFilterExtensions:

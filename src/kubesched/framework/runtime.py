@@ -6,7 +6,7 @@ node-table rows. The scheduling algorithm that strings these together lives in s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -168,6 +168,10 @@ class Framework:
     # -- queue sort ---------------------------------------------------------------------------
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return self.queue_sort.less(a, b)
+
+    @property
+    def queue_sort_key(self) -> Callable[[QueuedPodInfo], Any] | None:
+        return self.queue_sort.sort_key
 
     # -- filtering ----------------------------------------------------------------------------
     def run_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:

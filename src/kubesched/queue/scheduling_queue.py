@@ -19,6 +19,7 @@ import heapq
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubesched.framework.clock import Clock
 from kubesched.framework.types import ClusterEvent, QueuedPodInfo
@@ -61,15 +62,19 @@ class SchedulingQueue:
         max_backoff_seconds: float = 10.0,
         max_unschedulable_seconds: float = DEFAULT_MAX_UNSCHEDULABLE_SECONDS,
         plugin_events: Mapping[str, Sequence[ClusterEvent]] | None = None,
+        sort_key: Callable[[QueuedPodInfo], Any] | None = None,
     ) -> None:
         self._less = less
+        #: When the QueueSort plugin offers a sort key, heap entries are (key, seq, item) tuples
+        #: compared in C; otherwise (item,) tuples ordered by ``less`` through _ActiveItem.__lt__.
+        self._sort_key = sort_key
         self._clock = clock
         self.initial_backoff = initial_backoff_seconds
         self.max_backoff = max_backoff_seconds
         self.max_unschedulable = max_unschedulable_seconds
         #: Plugin name → events that may make pods it rejected schedulable.
         self._plugin_events = dict(plugin_events or {})
-        self._active: list[_ActiveItem] = []
+        self._active: list[tuple[Any, ...]] = []
         self._active_index: dict[str, _ActiveItem] = {}
         self._backoff: list[_BackoffItem] = []
         self._backoff_index: dict[str, _BackoffItem] = {}
@@ -126,7 +131,8 @@ class SchedulingQueue:
     def _push_active(self, qpi: QueuedPodInfo) -> None:
         item = _ActiveItem(qpi, self._less, next(self._seq))
         self._active_index[qpi.pod.uid] = item
-        heapq.heappush(self._active, item)
+        key = self._sort_key
+        heapq.heappush(self._active, (key(qpi), item.seq, item) if key is not None else (item,))
 
     def _push_backoff(self, qpi: QueuedPodInfo) -> None:
         item = _BackoffItem(self.backoff_expiry(qpi), next(self._seq), qpi)
@@ -136,7 +142,7 @@ class SchedulingQueue:
     def pop(self) -> QueuedPodInfo | None:
         """The next pod to schedule, or None when nothing is active (the shell waits/flushes)."""
         while self._active:
-            item = heapq.heappop(self._active)
+            item: _ActiveItem = heapq.heappop(self._active)[-1]
             if not item.valid:
                 continue
             del self._active_index[item.qpi.pod.uid]
