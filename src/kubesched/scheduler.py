@@ -23,6 +23,7 @@ from kubesched.framework.clock import Clock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import NO_NODES_MSG, Diagnosis, fit_error_message
 from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError
+from kubesched.framework.interfaces import Plugin
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ProfileSpec, ScoredNodes, num_feasible_nodes_to_find
 from kubesched.framework.status import Code, Status
@@ -202,6 +203,21 @@ class Scheduler:
     @property
     def binds_in_flight(self) -> int:
         return len(self._tasks)
+
+    def plugins(self) -> list[Plugin]:
+        """Every plugin instance once, across profiles."""
+        unique = {id(p): p for fwk in self.frameworks.values() for p in fwk.plugins.values()}
+        return list(unique.values())
+
+    async def start_plugins(self) -> None:
+        """Start plugins' background work (e.g. metric polling); every shell calls this before
+        scheduling and ``stop_plugins`` at shutdown."""
+        for plugin in self.plugins():
+            await plugin.start()
+
+    async def stop_plugins(self) -> None:
+        for plugin in self.plugins():
+            await plugin.stop()
 
     def _pending_pods(self) -> Iterator[PodInfo]:
         return (qpi.pod for qpi in self.queue.pending_pods())

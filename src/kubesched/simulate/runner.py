@@ -137,9 +137,7 @@ class Simulation:
         pods_before = {table.names[r]: len(table.pods[r]) for r in table.alive_rows()}
         for pod in pending:
             self.cluster.add_pod(pod)
-        plugins = {id(p): p for fwk in self.scheduler.frameworks.values() for p in fwk.plugins.values()}
-        for plugin in plugins.values():
-            await plugin.start()
+        await self.scheduler.start_plugins()
         try:
             await self._loop(len(pending))
         except asyncio.CancelledError:
@@ -147,8 +145,7 @@ class Simulation:
             self._stop = True
         finally:
             await self.scheduler.drain()
-            for plugin in plugins.values():
-                await plugin.stop()
+            await self.scheduler.stop_plugins()
         if self._explain_pod is not None and self._explanation is None:
             self._explain_now()
         return SimulationResult(

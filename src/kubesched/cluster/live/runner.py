@@ -334,6 +334,7 @@ class LiveScheduler(SchedulerObserver):
                 inf.start()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(inf.synced.wait(), 10.0)
+            await self.scheduler.start_plugins()
             self.synced = True
             self.stats.synced_at = time.monotonic()
             log.info(
@@ -437,6 +438,8 @@ class LiveScheduler(SchedulerObserver):
             await self.elector.release()
         for inf in (self.node_informer, self.pod_informer, *self.object_informers.values()):
             await inf.stop()
+        with contextlib.suppress(Exception):
+            await self.scheduler.stop_plugins()
         await self.health.stop()
         log.info(
             "event=stopped exit_code=%d attempts=%d bound=%d failed=%d",
