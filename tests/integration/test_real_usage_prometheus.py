@@ -86,6 +86,7 @@ async def schedule(sched: Scheduler, cluster: SimulatedCluster, names: list[str]
     await sched.drain()
 
 
+@pytest.mark.timeout(120)
 async def test_pods_avoid_the_hot_node_and_survive_prometheus_going_away(
     prometheus: tuple[PrometheusServer, NodeExporter],
 ) -> None:

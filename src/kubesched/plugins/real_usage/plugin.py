@@ -74,6 +74,7 @@ class RealUsage(PreFilterPlugin, FilterPlugin, ScorePlugin):
         #: Replace before ``start()`` to read from elsewhere (tests use a fake).
         self.fetcher: Fetcher = PrometheusFetcher(args.prometheus_api_addr, args.query_metric_time_seconds)
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self._healthy: bool | None = None
         self._matrix: FloatArray | None = None
         self._matrix_key: tuple[int, Any] | None = None
@@ -86,30 +87,37 @@ class RealUsage(PreFilterPlugin, FilterPlugin, ScorePlugin):
         """One poll right away (bounded by the query timeout), then one every interval."""
         if self._task is not None:
             return
+        self._stopping = False
         await self.poll_once()
         self._task = asyncio.get_running_loop().create_task(self._poll_forever())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        self._stopping = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            # Bounded: shutdown must not hang on a poll that ignores cancellation.
+            await asyncio.wait({task}, timeout=5)
+            if task.done() and not task.cancelled():
+                with contextlib.suppress(Exception):
+                    task.result()
         await self.fetcher.close()
 
     async def _poll_forever(self) -> None:
-        while True:
+        while not self._stopping:
             await asyncio.sleep(self.args.query_metric_interval_seconds)
-            await self.poll_once()
+            if not self._stopping:
+                await self.poll_once()
 
     async def poll_once(self) -> bool:
         """Query every resource; a failure keeps the previous values (they go stale in time)."""
         ok = True
         for res in self.resources:
             try:
-                samples = await asyncio.wait_for(
-                    self.fetcher.query(self.args.query(res)), self.args.query_metric_time_seconds
-                )
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+                # races with the query finishing, and stop() would then wait for ever.
+                async with asyncio.timeout(self.args.query_metric_time_seconds):
+                    samples = await self.fetcher.query(self.args.query(res))
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # Prometheus down or answering nonsense: survivable by design
