@@ -17,6 +17,7 @@ On a failing integration test the tail of every component log is attached to the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -28,6 +29,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "hack" / "cluster"))
+sys.path.insert(0, str(Path(__file__).parent))  # shared helpers of the live tests (live_helpers.py)
 
 import devcluster  # noqa: E402
 
@@ -113,3 +115,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.failed and _cluster is not None and item.get_closest_marker("integration") is not None:
         report.sections.append(("control plane logs", _cluster.logs(80)))
     return report
+
+
+@pytest.fixture
+def nodes_to_delete(control_plane: devcluster.DevCluster) -> Iterator[list[str]]:
+    """Names of nodes a test creates; they are deleted afterwards."""
+    names: list[str] = []
+    yield names
+    for n in names:
+        with contextlib.suppress(devcluster.ApiError):
+            control_plane.api("DELETE", f"/api/v1/nodes/{n}")

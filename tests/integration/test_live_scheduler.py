@@ -21,7 +21,6 @@ import threading
 import time
 import urllib.request
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -219,15 +218,6 @@ class Proc:
 
 
 # -- cluster helpers ---------------------------------------------------------------------------------
-@pytest.fixture
-def nodes_to_delete(control_plane: DevCluster) -> Iterator[list[str]]:
-    names: list[str] = []
-    yield names
-    for n in names:
-        with contextlib.suppress(ApiError):
-            control_plane.api("DELETE", f"/api/v1/nodes/{n}")
-
-
 def make_nodes(cp: DevCluster, cleanup: list[str], ns: str, sizes: list[tuple[str, str]], start: int = 0) -> list[str]:
     group = {"kubesched.test/group": ns}
     names = []

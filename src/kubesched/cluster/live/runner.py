@@ -39,6 +39,7 @@ from kubesched.cluster.live.health import HealthServer
 from kubesched.cluster.live.informer import Handlers, Informer, Obj, object_key
 from kubesched.cluster.live.leader import LeaderElector, LeaseLock, default_identity
 from kubesched.cluster.live.metrics import SchedulerMetrics, instrument_framework
+from kubesched.cluster.live.status import StatusPublisher, status_sources
 from kubesched.config.load import SchedulerConfig
 from kubesched.framework.clock import RealClock
 from kubesched.framework.handle import BindConflictError, PodGoneError
@@ -194,6 +195,7 @@ class LiveScheduler(SchedulerObserver):
         for kind, path in objects.items():
             self.object_informers[kind] = Informer(api, path, self._object_handlers(kind), name=kind, read_timeout=rt)
 
+        self.status = StatusPublisher(api, status_sources(self.scheduler.plugins()))
         self.health = HealthServer(self.options.health_addr, self.metrics.registry, self._readiness)
         self.stats = RunStats()
         self.exit_code = EXIT_OK
@@ -350,6 +352,7 @@ class LiveScheduler(SchedulerObserver):
             self.metrics.is_leader.set(1)
             self.stats.leader_at = time.monotonic()
             self.leading.set()
+            self.status.start()  # only the leader writes object status (e.g. PodGroup phases)
             await self._loop()
             return await self._shutdown(hold)
         finally:
@@ -438,6 +441,8 @@ class LiveScheduler(SchedulerObserver):
             await self.elector.release()
         for inf in (self.node_informer, self.pod_informer, *self.object_informers.values()):
             await inf.stop()
+        with contextlib.suppress(Exception):
+            await self.status.stop()
         with contextlib.suppress(Exception):
             await self.scheduler.stop_plugins()
         await self.health.stop()
