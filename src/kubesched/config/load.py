@@ -591,10 +591,13 @@ class _Loader:
             )
             return None
         try:
-            return model.model_validate(data)
+            value = model.model_validate(data)
         except ValidationError as e:
             self.errors.extend(_pydantic_errors(e, _split_path(path), field_names=_field_names(model)))
             return None
+        # Args models may note deprecations (e.g. Coscheduling's deniedPGExpirationTimeSeconds).
+        self.warnings.extend(f"{path}: {w}" for w in getattr(value, "config_warnings", []))
+        return value
 
     def resolve_profile(
         self, i: int, prof: KubeSchedulerProfile, global_pct: int | None

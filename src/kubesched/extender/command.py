@@ -242,6 +242,7 @@ async def _serve(
             service = ExtenderService(profile, registry, cluster, table_cache_size=table_cache)
         except FrameworkError as e:
             raise UserError(str(e)) from None
+        await service.start_plugins()
         server = ExtenderServer(service, url_prefix=url_prefix, timeout=timeout, max_body=max_body)
         try:
             runner, bound = await start_server(server, host, port, ssl_context)
@@ -268,6 +269,7 @@ async def _serve(
         await stop.wait()
         log.info("extender: shutting down")
         await runner.cleanup()
+        await service.stop_plugins()
     finally:
         if cluster is not None:
             await cluster.stop()

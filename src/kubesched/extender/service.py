@@ -254,13 +254,28 @@ class ExtenderService:
         self._live: Framework | None = None
         self.table_builds = 0
         self.table_hits = 0
-        # Build once up front: a profile whose plugins cannot be built fails at start, not per request.
-        self._build_framework(NodeTable())
+        # Built up front: a profile whose plugins cannot be built fails at start, not per request.
+        # Its plugins are the ones started (background work); later frameworks share their state.
+        self._primary = self._build_framework(NodeTable())
 
     # -- frameworks and tables ---------------------------------------------------------------------
     def _build_framework(self, table: NodeTable) -> Framework:
         handle = Handle(table, RealClock(), WaitingPods(), None, self.profile.scheduler_name)
-        return Framework.build(self.profile, self.registry, handle)
+        fwk = Framework.build(self.profile, self.registry, handle)
+        primary = getattr(self, "_primary", None)
+        if primary is not None:
+            for name, plugin in fwk.plugins.items():
+                plugin.share_background_state(primary.plugins[name])
+        return fwk
+
+    async def start_plugins(self) -> None:
+        """Start the plugins' background work (e.g. RealUsage's Prometheus polling) once."""
+        for plugin in self._primary.plugins.values():
+            await plugin.start()
+
+    async def stop_plugins(self) -> None:
+        for plugin in self._primary.plugins.values():
+            await plugin.stop()
 
     def live_framework(self) -> Framework:
         if self.cluster is None:

@@ -70,6 +70,11 @@ class Plugin:
     async def stop(self) -> None:
         """Called by a shell at shutdown."""
 
+    def share_background_state(self, started: Plugin) -> None:
+        """Use the background state of ``started``, an instance of the same plugin with the same
+        args that a shell started. The extender builds one framework per node table it serves
+        and starts only the first; a plugin that polls (e.g. RealUsage) points its cache here."""
+
 
 class QueueSortPlugin(Plugin):
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:

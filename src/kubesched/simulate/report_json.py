@@ -82,6 +82,7 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
             "wallSeconds": round(result.wall_seconds, 6),
             "podsPerSecond": round(simulated / result.wall_seconds, 1) if result.wall_seconds else 0.0,
             "interrupted": result.interrupted,
+            "stalled": result.stalled,
             "utilisationBefore": {
                 "cpu": util(result.requested_before, CPU),
                 "memory": util(result.requested_before, MEMORY),

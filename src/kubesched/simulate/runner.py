@@ -46,6 +46,9 @@ class SimulationResult:
     reassigned: dict[str, int] = field(default_factory=dict)
     explanation: Explanation | None = None
     attempts: int = 0
+    #: The run stopped because pods kept being retried without any bind for ``max_idle`` virtual
+    #: seconds (e.g. a gang that can never complete, retried with backoff for ever).
+    stalled: bool = False
 
 
 class Simulation:
@@ -59,6 +62,7 @@ class Simulation:
         strict_scheduler_name: bool = False,
         progress: Callable[[int, int], None] | None = None,
         top_k: int = 5,
+        max_idle_virtual_seconds: float = 900.0,
     ) -> None:
         self.config = config
         self.input = cluster_input
@@ -84,6 +88,8 @@ class Simulation:
         self._strict = strict_scheduler_name
         self._progress = progress
         self._stop = False
+        self._max_idle = max_idle_virtual_seconds
+        self._stalled = False
 
     # -- explain hook: capture the full picture at the moment the pod is decided ------------------
     def _matches(self, pod: PodInfo) -> bool:
@@ -162,6 +168,7 @@ class Simulation:
             reassigned=reassigned,
             explanation=self._explanation,
             attempts=self.recorder.attempts,
+            stalled=self._stalled,
         )
 
     def _explain_now(self) -> None:
@@ -174,7 +181,13 @@ class Simulation:
 
     async def _loop(self, total: int) -> None:
         sched = self.scheduler
+        last_bound, last_progress = -1, self.clock.now()
         while not self._stop:
+            if self.recorder.bound_count != last_bound:
+                last_bound, last_progress = self.recorder.bound_count, self.clock.now()
+            elif self.clock.now() - last_progress > self._max_idle:
+                self._stalled = True  # retrying without any bind: a static replay will not change
+                return
             sched.tick(self.clock.now())
             n = 0
             while sched.schedule_one():

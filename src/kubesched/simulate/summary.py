@@ -25,6 +25,11 @@ def print_summary(console: Console, data: dict[str, Any], max_rows: int = 25) ->
     console.print(f"[bold]kubesched simulate[/bold] — {data['source']} — profiles: {', '.join(data['profiles'])}")
     if s["interrupted"]:
         console.print("[yellow]Interrupted: showing what was done so far.[/yellow]")
+    if s.get("stalled"):
+        console.print(
+            "[yellow]Stopped after 15 virtual minutes of retries without a single bind "
+            "(e.g. a gang that can never complete); the pods left are reported as they last failed.[/yellow]"
+        )
     counts = Table(show_header=False, box=None, padding=(0, 2))
     counts.add_row("nodes", str(s["nodes"]), "pods", str(s["pods"]))
     counts.add_row("pre-bound", str(s["preBound"]), "simulated", str(s["simulated"]))

@@ -255,3 +255,25 @@ def test_missing_pod_group_is_unresolvable() -> None:
     cluster.add_pod(member("x", "nope"))
     sched.schedule_one()
     assert failures == ["0/1 nodes are available: PodGroup default/nope not found."]
+
+
+def test_deprecated_denied_pg_expiration_is_reported_as_a_config_warning() -> None:
+    from kubesched.config.load import load_config
+    from kubesched.plugins.builtin import builtin_registry
+
+    doc = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "gang",
+                "plugins": {"queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}},
+                "pluginConfig": [{"name": "Coscheduling", "args": {"deniedPGExpirationTimeSeconds": 3}}],
+            }
+        ],
+    }
+    with pytest.warns(FutureWarning):
+        cfg = load_config(doc, builtin_registry())
+    [warning] = [w for w in cfg.warnings if "deniedPGExpirationTimeSeconds" in w]
+    assert warning.startswith("profiles[0].pluginConfig[0].args: ")
+    assert cfg.profiles[0].plugin_args["Coscheduling"].pod_group_backoff_seconds == 3

@@ -177,3 +177,19 @@ def test_groups_and_plain_pods_share_the_cluster() -> None:
     )
     result = simulate(nodes, pods, [pod_group("a", 3), pod_group("b", 3)])
     assert len(bound(result)) == 10
+
+
+def test_a_gang_that_can_never_complete_stops_the_replay_as_stalled() -> None:
+    """Without a guard: the runner itself ends a replay that only retries (group backoff 0)."""
+    config = load_config_text(CONFIG.replace("BACKOFF", "0"), builtin_registry())
+    cluster = ClusterInput(
+        nodes=[node("n1", cpu="2")],
+        pods=[member(f"g-{i}", "g") for i in range(3)],
+        pod_groups=[pod_group("g", 3)],
+        skipped={},
+        source="test",
+    )
+    result = asyncio.run(Simulation(config, builtin_registry(), cluster, seed=0).run())
+    assert result.stalled and not result.interrupted
+    assert bound(result) == []
+    assert 900 < result.virtual_seconds < 3600

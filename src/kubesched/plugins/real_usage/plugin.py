@@ -27,7 +27,7 @@ from prometheus_client import Counter, Gauge
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
-from kubesched.framework.interfaces import FilterPlugin, PreFilterPlugin, ScorePlugin, Scores
+from kubesched.framework.interfaces import FilterPlugin, Plugin, PreFilterPlugin, ScorePlugin, Scores
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, ActionType, ClusterEvent, PreFilterResult, Verdicts
 from kubesched.plugins.real_usage.args import MemRealUsageArgs, RealUsageArgs
@@ -81,6 +81,10 @@ class RealUsage(PreFilterPlugin, FilterPlugin, ScorePlugin):
         self._stale_at = math.inf
         self._missing_logged = False
         self._labels = (self.name, handle.profile_name)
+
+    def share_background_state(self, started: Plugin) -> None:
+        if isinstance(started, RealUsage):
+            self.cache = started.cache
 
     # -- polling --------------------------------------------------------------------------------
     async def start(self) -> None:
