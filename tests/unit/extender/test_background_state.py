@@ -4,8 +4,8 @@ which builds one framework per node table it serves but starts only the first.""
 from __future__ import annotations
 
 import orjson
-from factories import node, pod
 
+from factories import node, pod
 from kubesched.config.load import load_config
 from kubesched.extender.service import Deadline, ExtenderService
 from kubesched.plugins.builtin import builtin_registry
