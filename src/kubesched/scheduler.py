@@ -118,6 +118,8 @@ class Scheduler:
         #: Pods between pop and the end of their binding cycle; value = deleted meanwhile.
         self._in_flight: dict[str, bool] = {}
         self._next_start_node_index = 0
+        #: Recent share of nodes passing Filter (moving average), to size the first window.
+        self._feasible_share = 0.5
 
     @staticmethod
     def build(
@@ -335,8 +337,9 @@ class Scheduler:
         """Filter nodes from a rotating start until enough feasible ones are found.
 
         Upstream evaluates nodes in parallel from nextStartNodeIndex and stops after
-        numFeasibleNodesToFind; here whole windows are filtered as vectors, the window doubling
-        until enough nodes pass, so a 5,000-node cluster usually costs one window.
+        numFeasibleNodesToFind; here whole windows are filtered as vectors. The first window is
+        sized from the share of nodes that passed recently (so it usually holds just enough), and
+        each further one doubles, so a 5,000-node cluster usually costs one small window.
         """
         n = len(rows)
         if n == 0:
@@ -347,13 +350,18 @@ class Scheduler:
         found: list[Rows] = []
         count = 0
         pos = 0
-        window = min(n, max(2 * to_find, 256))
+        window = n if to_find >= n else min(n, max(int(to_find / self._feasible_share * 1.15) + 16, 64))
         processed = n
+        first = True
         while pos < n:
             chunk = order[pos : pos + window]
             passing, st = fwk.run_filters(state, pod, chunk, diagnosis)
             if not st.is_success:
                 return rows[:0], st
+            if first:
+                share = len(passing) / len(chunk)
+                self._feasible_share = max(0.8 * self._feasible_share + 0.2 * share, 0.02)
+                first = False
             if count + len(passing) >= to_find:
                 need = to_find - count
                 passing = passing[:need]
