@@ -1,18 +1,67 @@
-"""Run a benchmark: ``python -m bench [simulator] [--nodes N --pods M --rounds R]``."""
+"""Run a benchmark: ``python -m bench <workload> [--size small|full] [--rounds N]``.
+
+With no workload: simulator. Sizes: small (CI smoke: 50 nodes / 200 pods live, 500 nodes / 1,000
+pods in the simulator), full (1,000 KWOK nodes / 5,000 pods live, 5,000 nodes / 10,000 pods in
+the simulator). Results are appended to bench/results/<date>.json.
+
+Workloads:
+  simulator                                  in-process scheduling loop (bench/simulator.py)
+  SchedulingBasic NodeAffinity Taints        live: kubesched vs the real kube-scheduler (bench/live.py)
+  UnderlayIP Coscheduling
+  live                                       every live workload above
+  Extender                                   kube-scheduler alone vs with `kubesched extender`
+  all                                        simulator, live, Extender, then report
+  report                                     regenerate BENCHMARKS.md (+ chart) from bench/results/
+  profile                                    py-spy profile of `kubesched run` under a live workload (bench/profile.py)
+"""
 
 from __future__ import annotations
 
 import sys
 
-from bench import simulator
+ALIASES = {
+    "basic": "SchedulingBasic",
+    "schedulingbasic": "SchedulingBasic",
+    "nodeaffinity": "NodeAffinity",
+    "taints": "Taints",
+    "underlayip": "UnderlayIP",
+    "coscheduling": "Coscheduling",
+    "extender": "Extender",
+}
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"], ["help"]):
+        print(__doc__)
+        return 0
     name = argv[0] if argv and not argv[0].startswith("-") else "simulator"
     rest = argv[1:] if argv and not argv[0].startswith("-") else argv
+    name = ALIASES.get(name.lower(), name)
     if name == "simulator":
+        from bench import simulator
+
         return simulator.main(rest)
-    print(f"unknown benchmark {name!r}; known: simulator", file=sys.stderr)
+    if name == "report":
+        from bench import report
+
+        return report.main(rest)
+    if name == "profile":
+        from bench import profile
+
+        return profile.main(rest)
+    if name == "all":
+        from bench import live, report, simulator
+
+        rc = simulator.main(rest)
+        rc |= live.main(rest, "live")
+        rc |= live.main(rest, "Extender")
+        rc |= report.main([])
+        return rc
+    from bench import live
+
+    if name == "live" or name in live.WORKLOADS:
+        return live.main(rest, name)
+    print(f"unknown benchmark {name!r}\n{__doc__}", file=sys.stderr)
     return 2
 
 

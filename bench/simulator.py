@@ -3,7 +3,8 @@
 Measures only the scheduling loop (cluster loading excluded): pods/s, and per-pod latency of the
 scheduling cycle (pop → assume → reserve → permit) at p50/p99. The binding cycle runs in the same
 loop against the in-memory cluster, so its cost is in pods/s but not in the per-pod latency.
-Writes a JSON line per run to bench/results/simulator-<date>.json.
+Appends one record per (nodes, pods) configuration to bench/results/<date>.json (``--size small``:
+500 nodes / 1,000 pods; ``full``: that plus 5,000 nodes / 10,000 pods).
 """
 
 from __future__ import annotations
@@ -13,16 +14,13 @@ import asyncio
 import datetime as dt
 import gc
 import json
-import os
-import platform
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-import kubesched
+from bench import common
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.plugins.builtin import builtin_registry
@@ -30,8 +28,6 @@ from kubesched.scheduler import Scheduler
 from kubesched.simulate.cluster import SimulatedCluster
 from kubesched.simulate.generator import generate_cluster
 from kubesched.snapshot.pod import PodInfo
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def run_once(nodes: int, pods: int, seed: int) -> dict[str, Any]:
@@ -86,34 +82,50 @@ def run_once(nodes: int, pods: int, seed: int) -> dict[str, Any]:
     }
 
 
+#: (nodes, pods) per size: small is the CI smoke, full adds scheduler_perf's 5,000-node scale.
+SIZES = {"small": [(500, 1000)], "full": [(500, 1000), (5000, 10000)]}
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench simulator")
-    ap.add_argument("--nodes", type=int, default=5000)
-    ap.add_argument("--pods", type=int, default=10000)
+    ap.add_argument("--size", choices=sorted(SIZES), default="full")
+    ap.add_argument("--nodes", type=int, default=None, help="override --size: one configuration")
+    ap.add_argument("--pods", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
-    runs = [run_once(args.nodes, args.pods, args.seed + i) for i in range(args.rounds)]
-    for r in runs:
-        print(json.dumps(r))
-    summary = {
-        "benchmark": "simulator",
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "kubesched": kubesched.__version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "machine": f"{platform.machine()} {os.cpu_count()} cpu",
-        "nodes": args.nodes,
-        "pods": args.pods,
-        "pods_per_second_median": statistics.median(r["pods_per_second"] for r in runs),
-        "latency_p50_ms_median": statistics.median(r["latency_p50_ms"] for r in runs),
-        "latency_p99_ms_median": statistics.median(r["latency_p99_ms"] for r in runs),
-        "runs": runs,
-    }
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"simulator-{dt.date.today().isoformat()}.json"
-    with out.open("a") as f:
-        f.write(json.dumps(summary) + "\n")
-    print(f"median {summary['pods_per_second_median']} pods/s, p50 {summary['latency_p50_ms_median']} ms, "
-          f"p99 {summary['latency_p99_ms_median']} ms -> {out}")
+    configs = SIZES[args.size]
+    if args.nodes or args.pods:
+        configs = [(args.nodes or 5000, args.pods or 10000)]
+    for nodes, pods in configs:
+        runs = []
+        for i in range(args.rounds):
+            r = run_once(nodes, pods, args.seed + i)
+            r["loadavg"] = common.loadavg()
+            runs.append(r)
+            print(json.dumps(r))
+        summary = {
+            "benchmark": "simulator",
+            "workload": "simulator",
+            "size": args.size if not (args.nodes or args.pods) else "custom",
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "commit": common.git_commit(),
+            "command": common.command_line(),
+            "machine": common.machine(),
+            "versions": common.versions(),
+            "profile": "default (load_config(None))",
+            "nodes": nodes,
+            "pods": pods,
+            "pods_per_second_median": statistics.median(r["pods_per_second"] for r in runs),
+            "latency_p50_ms_median": statistics.median(r["latency_p50_ms"] for r in runs),
+            "latency_p99_ms_median": statistics.median(r["latency_p99_ms"] for r in runs),
+            "runs": runs,
+        }
+        msg = (f"simulator {nodes} nodes / {pods} pods: median {summary['pods_per_second_median']} pods/s, "
+               f"p50 {summary['latency_p50_ms_median']} ms, p99 {summary['latency_p99_ms_median']} ms, "
+               f"load {common.loadavg()}")
+        if not args.no_save:
+            msg += f" -> {common.save_result(summary)}"
+        print(msg)
     return 0

@@ -1,0 +1,859 @@
+"""Live comparison on a real control plane: kubesched (``kubesched run``) vs the real kube-scheduler
+(v1.37.1, built from Go modules by hack/cluster/build.sh), and kube-scheduler with and without
+``kubesched extender``.
+
+Method (one run = one workload at one size, several rounds, contenders alternated ABBA):
+
+* One control plane per workload (etcd + kube-apiserver + KWOK, ``hack/cluster/devcluster.py``)
+  with N KWOK nodes shaped like scheduler_perf's node-default (4 cpu, 32Gi, 110 pods), labelled or
+  tainted by the workload. The same nodes serve every round of every contender.
+* Each round uses a fresh namespace. The harness first creates, in bulk from 8 client threads with
+  keep-alive connections (no client-side rate limit): the *init* pods, already bound round-robin to
+  the nodes (``spec.nodeName``: they occupy capacity as scheduler_perf's initPods do, without
+  being scheduled), then the *measured* pods, pending, with the contender's ``schedulerName``.
+  Only then is the scheduler process started (pods are created BEFORE the scheduler runs: the
+  benchmark measures draining a backlog, not the creation rate).
+* A watch on the namespace's pods (started from the list's resourceVersion, in a harness thread)
+  timestamps the first event in which each measured pod has ``spec.nodeName``. Throughput is
+  sampled per second from the first bind to the last, as scheduler_perf's SchedulingThroughput
+  (average of the samples, nearest-rank p50/p90/p99), plus ``overall`` = pods / span.
+* Attempt latency p50/p99: ``scheduler_scheduling_attempt_duration_seconds{result="scheduled"}``
+  scraped from each scheduler at the end of the round (kube-scheduler's secure port with the
+  admin client certificate; kubesched's health port), quantiles interpolated in the buckets as
+  Prometheus' histogram_quantile (both use kube-scheduler's buckets, 1 ms x 2^i).
+* Process cost: peak RSS (``VmHWM``) and CPU seconds (``utime+stime``) of each scheduler process
+  (and of the extender process), over the whole round (start-up list included) and over the
+  scheduling window (first bind → last bind).
+* Both schedulers use the same identity (the ``system:kube-scheduler`` client certificate, so the
+  same RBAC and API Priority and Fairness flow) and the same ``clientConnection`` qps/burst
+  (default 5000/5000 as scheduler_perf, so the client rate limiter is not what is measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from bench import common
+
+sys.path.insert(0, str(common.ROOT / "hack" / "cluster"))
+import devcluster
+from devcluster import Component, DevCluster
+
+KUBESCHED_NAME = "kubesched"
+DEFAULT_NAME = "default-scheduler"
+MEASURE_LABEL = "bench.kubesched.io/role"
+ZONE = "topology.kubernetes.io/zone"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+@dataclass(frozen=True)
+class Size:
+    nodes: int
+    init_pods: int
+    pods: int
+    timeout: float  # seconds for one round's measured pods to bind
+
+
+SIZES = {
+    "small": Size(nodes=50, init_pods=50, pods=200, timeout=120),
+    "full": Size(nodes=1000, init_pods=1000, pods=5000, timeout=900),
+}
+
+
+# -- workloads ---------------------------------------------------------------------------------------
+@dataclass
+class Workload:
+    name: str
+    description: str
+    #: node index -> {"labels": {...}, "taints": [...]}
+    node: Callable[[int], dict[str, Any]] = lambda i: {}
+    #: measured pod index -> extra fields: spec keys and "labels"
+    pod: Callable[[int], dict[str, Any]] = lambda i: {}
+    #: kubesched profile (without schedulerName); {} is the default profile
+    kubesched_profile: dict[str, Any] = field(default_factory=dict)
+    #: contenders, in round order (ABBA alternation)
+    contenders: tuple[str, ...] = ("kube-scheduler", "kubesched")
+    #: sizes that differ from SIZES for this workload
+    sizes: dict[str, Size] = field(default_factory=dict)
+    #: per-namespace setup (PodGroups ...) and per-cluster setup (CRDs, RBAC)
+    ns_setup: Callable[[DevCluster, str, Size], None] | None = None
+    cluster_setup: Callable[[DevCluster], None] | None = None
+    note: str = ""
+
+
+def _taints_node(i: int) -> dict[str, Any]:
+    if i % 3 == 0:
+        return {"taints": [{"key": "dedicated", "value": "bench", "effect": "NoSchedule"}]}
+    if i % 3 == 1:
+        return {"taints": [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]}
+    return {}
+
+
+def _affinity_pod(i: int) -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone1", "zone2"]}]}
+    required = {"nodeSelectorTerms": [term]}
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}}
+
+
+GANG = 10
+
+
+def _gang_pod(i: int) -> dict[str, Any]:
+    return {"labels": {POD_GROUP_LABEL: f"gang-{i // GANG:05d}"}}
+
+
+def _podgroups(c: DevCluster, ns: str, size: Size) -> None:
+    bodies = [
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": f"gang-{g:05d}", "namespace": ns},
+            "spec": {"minMember": GANG},
+        }
+        for g in range(size.pods // GANG)
+    ]
+    Bulk(c).post_all(lambda b: f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups", bodies)
+
+
+def _coscheduling_cluster(c: DevCluster) -> None:
+    crd = yaml.safe_load((common.ROOT / "deploy" / "crds" / "scheduling.x-k8s.io_podgroups.yaml").read_text())
+    with contextlib.suppress(devcluster.ApiError):
+        c.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    c.wait_for(lambda: c.get("/apis/scheduling.x-k8s.io/v1alpha1/podgroups"), 60, 0.5, "PodGroup CRD served")
+    # system:kube-scheduler (the identity both schedulers use) may not read PodGroups by default.
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "bench-podgroups"},
+        "rules": [
+            {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": ["get", "list", "watch"]}
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "bench-podgroups"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bench-podgroups"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"}],
+    }
+    for path, body in (
+        ("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
+        ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding),
+    ):
+        with contextlib.suppress(devcluster.ApiError):
+            c.api("POST", path, body)
+
+
+def _profile_from(example: str) -> dict[str, Any]:
+    doc = yaml.safe_load((common.ROOT / "examples" / example).read_text())
+    prof = dict(doc["profiles"][0])
+    prof.pop("schedulerName", None)
+    return prof
+
+
+def _coscheduling_available() -> bool:
+    try:
+        import kubesched.plugins.coscheduling  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+WORKLOADS: dict[str, Workload] = {
+    "SchedulingBasic": Workload(
+        "SchedulingBasic",
+        "scheduler_perf SchedulingBasic: pod-default pods (100m cpu, 500Mi) on node-default nodes, default profile",
+    ),
+    "NodeAffinity": Workload(
+        "NodeAffinity",
+        "scheduler_perf SchedulingNodeAffinity, with a filter that bites: nodes in zone1/zone2/zone3 round-robin, "
+        "pods require zone In [zone1, zone2]",
+        node=lambda i: {"labels": {ZONE: f"zone{i % 3 + 1}"}},
+        pod=_affinity_pod,
+    ),
+    "Taints": Workload(
+        "Taints",
+        "1/3 of the nodes tainted NoSchedule, 1/3 PreferNoSchedule, pods tolerate neither "
+        "(TaintToleration filter and score)",
+        node=_taints_node,
+    ),
+    "UnderlayIP": Workload(
+        "UnderlayIP",
+        "the blueking ip-scheduler policy (examples/ip-scheduler.yaml: UnderlayIP, 10 IPs per node, the only "
+        "score plugin) in kubesched; kube-scheduler runs the default profile on the same pods as the baseline",
+        kubesched_profile=_profile_from("ip-scheduler.yaml"),
+        note="kube-scheduler has no UnderlayIP: its column is the default profile (a baseline, not the same policy)",
+    ),
+    "Coscheduling": Workload(
+        "Coscheduling",
+        f"gangs of {GANG} pods (PodGroup minMember {GANG}) with examples/coscheduling.yaml in kubesched; "
+        "kube-scheduler runs the default profile on the same pods as the baseline",
+        pod=_gang_pod,
+        kubesched_profile=_profile_from("coscheduling.yaml"),
+        ns_setup=_podgroups,
+        cluster_setup=_coscheduling_cluster,
+        note="kube-scheduler has no Coscheduling: its column is the default profile (a baseline, not the same policy)",
+    ),
+    "Extender": Workload(
+        "Extender",
+        "kube-scheduler (default profile) alone vs with `kubesched extender` (default profile, filter+prioritize) "
+        "with nodeCacheCapable true and false; SchedulingBasic pods",
+        contenders=("kube-scheduler", "kube-scheduler+extender-cache", "kube-scheduler+extender-nocache"),
+        # 2,000 measured pods at full size: with nodeCacheCapable false every pod's request carries
+        # the Node objects of every feasible node, which bounds the round's duration.
+        sizes={"full": Size(nodes=1000, init_pods=1000, pods=2000, timeout=900)},
+    ),
+}
+LIVE_WORKLOADS = ("SchedulingBasic", "NodeAffinity", "Taints", "UnderlayIP", "Coscheduling")
+
+
+# -- bulk client -------------------------------------------------------------------------------------
+class Bulk:
+    """Many requests from a few threads, one keep-alive HTTPS connection per thread (admin)."""
+
+    def __init__(self, c: DevCluster, threads: int = 8) -> None:
+        kc = c.client
+        self.host, self.port, self.ctx = kc.host, kc.port, kc.ctx
+        self.threads = threads
+        self._local = threading.local()
+
+    def _conn(self) -> http.client.HTTPSConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=60)
+            self._local.conn = conn
+        return conn
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        data = None if body is None else orjson.dumps(body)
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        for attempt in range(3):
+            conn = self._conn()
+            try:
+                conn.request(method, path, body=data, headers=headers)
+                resp = conn.getresponse()
+                raw = resp.read()
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                self._local.conn = None
+                if attempt == 2:
+                    raise
+                continue
+            if resp.status == 429 and attempt < 2:  # APF: back off and retry
+                time.sleep(0.2)
+                continue
+            return resp.status, raw
+        raise RuntimeError("unreachable")
+
+    def post_all(self, path: Callable[[dict[str, Any]], str], bodies: list[dict[str, Any]]) -> int:
+        """POST every body; returns how many failed (409 AlreadyExists counts as done)."""
+
+        def one(b: dict[str, Any]) -> bool:
+            status, _ = self.request("POST", path(b), b)
+            return status < 300 or status == 409
+
+        with ThreadPoolExecutor(self.threads) as ex:
+            failed = sum(1 for ok in ex.map(one, bodies) if not ok)
+        if failed:
+            raise RuntimeError(f"bulk create: {failed} of {len(bodies)} requests failed")
+        return failed
+
+
+def node_body(name: str, extra: dict[str, Any]) -> dict[str, Any]:
+    resources = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "type": "kwok",
+        **extra.get("labels", {}),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0", devcluster.KWOK_ANNOTATION: "fake"},
+        },
+        "spec": {"taints": extra["taints"]} if extra.get("taints") else {},
+        "status": {
+            "capacity": resources,
+            "allocatable": resources,
+            "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux"},
+        },
+    }
+
+
+def pod_body(name: str, ns: str, *, role: str, scheduler: str | None = None, node: str | None = None,
+             extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """scheduler_perf's pod-default: one pause container, 100m cpu / 500Mi requests = limits."""
+    extra = dict(extra or {})
+    labels = {MEASURE_LABEL: role, **extra.pop("labels", {})}
+    res = {"cpu": "100m", "memory": "500Mi"}
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "pause",
+                "image": "registry.k8s.io/pause:3.10",
+                "ports": [{"containerPort": 80}],
+                "resources": {"requests": res, "limits": res},
+            }
+        ],
+        "terminationGracePeriodSeconds": 0,
+        "automountServiceAccountToken": False,
+        **extra,
+    }
+    if scheduler:
+        spec["schedulerName"] = scheduler
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "spec": spec}
+
+
+# -- watch -------------------------------------------------------------------------------------------
+class BindWatcher(threading.Thread):
+    """Timestamps (time.monotonic) the first event in which each measured pod is bound. A watch the
+    apiserver ends early is resumed from the last resourceVersion seen."""
+
+    def __init__(self, c: DevCluster, ns: str, resource_version: str, expected: int,
+                 on_first: Callable[[], None] | None = None) -> None:
+        super().__init__(daemon=True, name=f"watch-{ns}")
+        kc = c.client
+        self._connect = lambda: http.client.HTTPSConnection(kc.host, kc.port, context=kc.ctx, timeout=3600)
+        self.conn: http.client.HTTPSConnection | None = None
+        self.ns = ns
+        self.rv = resource_version
+        self.expected = expected
+        self.bound: dict[str, float] = {}
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self.on_first = on_first
+        self._closing = False
+        self.end_reason = ""
+        self.events = 0
+        self.rewatches = 0
+
+    def _path(self) -> str:
+        return (
+            f"/api/v1/namespaces/{self.ns}/pods?watch=true&timeoutSeconds=3000"
+            f"&resourceVersion={self.rv}&labelSelector={MEASURE_LABEL}%3Dmeasure"
+        )
+
+    def run(self) -> None:
+        try:
+            bound = self.bound
+            while len(bound) < self.expected and not self._closing:
+                self.conn = conn = self._connect()
+                conn.request("GET", self._path(), headers={"Accept": "application/json"})
+                resp = conn.getresponse()
+                if resp.status >= 300:
+                    raise RuntimeError(f"watch: HTTP {resp.status}: {resp.read()[:300]!r}")
+                while len(bound) < self.expected:
+                    line = resp.readline()
+                    if not line:
+                        break
+                    self.events += 1
+                    ev = orjson.loads(line)
+                    obj = ev.get("object") or {}
+                    if ev.get("type") == "ERROR":
+                        raise RuntimeError(f"watch error: {obj}")
+                    self.rv = (obj.get("metadata") or {}).get("resourceVersion") or self.rv
+                    if (obj.get("spec") or {}).get("nodeName"):
+                        name = obj["metadata"]["name"]
+                        if name not in bound:
+                            bound[name] = time.monotonic()
+                            if len(bound) == 1 and self.on_first is not None:
+                                self.on_first()
+                conn.close()
+                if len(bound) < self.expected and not self._closing:
+                    self.rewatches += 1
+            self.end_reason = "all bound" if len(bound) >= self.expected else "closed"
+        except BaseException as e:
+            self.end_reason = f"error: {e!r}"
+            if not self._closing:
+                self.error = e
+        finally:
+            self.done.set()
+
+    def close(self) -> None:
+        self._closing = True
+        conn = self.conn
+        with contextlib.suppress(Exception):
+            if conn is not None and conn.sock is not None:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(Exception):
+            if conn is not None:
+                conn.close()
+
+
+# -- contenders --------------------------------------------------------------------------------------
+def _admin_ssl(c: DevCluster) -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.load_cert_chain(str(c.pki.dir / "admin.crt"), str(c.pki.dir / "admin.key"))
+    return ctx
+
+
+def _arg(comp: Component, flag: str) -> str:
+    for a in comp.argv:
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    raise KeyError(flag)
+
+
+def _http_ok(url: str, ctx: ssl.SSLContext | None = None, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout, context=ctx) as r:
+            return bool(r.status == 200)
+    except Exception:
+        return False
+
+
+def kubesched_bin() -> str:
+    cand = Path(sys.executable).parent / "kubesched"
+    return str(cand) if cand.exists() else "kubesched"
+
+
+@dataclass
+class Running:
+    """A started contender: the processes to account and how to read the scheduler's metrics."""
+
+    kind: str
+    procs: dict[str, Component]
+    metrics_url: str
+    metrics_ctx: ssl.SSLContext | None
+    scheduler_name: str
+    pre_stop: Callable[[Running], None] | None = None
+
+    def scrape(self) -> str:
+        try:
+            with urllib.request.urlopen(self.metrics_url, timeout=10, context=self.metrics_ctx) as r:
+                return str(r.read().decode())
+        except Exception as e:
+            return f"# scrape failed: {e}\n"
+
+
+def scheduler_config(c: DevCluster, path: Path, profile: dict[str, Any], qps: float, burst: int,
+                     extenders: list[dict[str, Any]] | None = None) -> Path:
+    cfg: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {"kubeconfig": str(c.scheduler_kubeconfig), "qps": qps, "burst": burst},
+        "profiles": [profile],
+    }
+    if extenders:
+        cfg["extenders"] = extenders
+    path.write_text(json.dumps(cfg, indent=1) + "\n")
+    return path
+
+
+def start_contender(c: DevCluster, wl: Workload, kind: str, qps: float, burst: int, workdir: Path,
+                    wrap: list[str] | None = None) -> Running:
+    """Start ``kind``; ``wrap`` (e.g. a profiler's argv) prefixes the kubesched command."""
+    if kind == "kubesched":
+        port = devcluster._free_port()
+        cfg = scheduler_config(c, workdir / "kubesched.yaml", {"schedulerName": KUBESCHED_NAME,
+                                                               **wl.kubesched_profile}, qps, burst)
+        argv = [*(wrap or []), kubesched_bin(), "run", f"--config={cfg}", f"--health-addr=127.0.0.1:{port}",
+                "--no-leader-elect"]
+        comp = c._add(Component("kubesched", argv, c.logs_dir / "kubesched.log"))
+        return Running(kind, {"scheduler": comp}, f"http://127.0.0.1:{port}/metrics", None, KUBESCHED_NAME)
+    procs: dict[str, Component] = {}
+    extenders = None
+    if kind.startswith("kube-scheduler+extender"):
+        cache = kind.endswith("-cache")
+        eport = devcluster._free_port()
+        argv = [kubesched_bin(), "extender", f"--listen=127.0.0.1:{eport}", "--log-level=warning"]
+        if cache:
+            argv.append(f"--kubeconfig={c.scheduler_kubeconfig}")
+        ext = c._add(Component("kubesched-extender", argv, c.logs_dir / "kubesched-extender.log"))
+        procs["extender"] = ext
+        try:
+            c.wait_for(lambda: ext.alive() and _http_ok(f"http://127.0.0.1:{eport}/readyz"), 60, 0.2, "extender ready")
+        except BaseException:
+            c.stop_component(ext)
+            raise
+        extenders = [{
+            "urlPrefix": f"http://127.0.0.1:{eport}/",
+            "filterVerb": "filter",
+            "prioritizeVerb": "prioritize",
+            "weight": 1,
+            "nodeCacheCapable": cache,
+            "ignorable": False,
+        }]
+    cfg = scheduler_config(c, workdir / "kube-scheduler.yaml", {"schedulerName": DEFAULT_NAME}, qps, burst, extenders)
+    try:
+        comp = c.start_kube_scheduler(cfg, extra_args=["--v=0"])
+    except BaseException:
+        for p in procs.values():
+            c.stop_component(p)
+        raise
+    procs["scheduler"] = comp
+    url = f"https://127.0.0.1:{_arg(comp, '--secure-port')}/metrics"
+    return Running(kind, procs, url, _admin_ssl(c), DEFAULT_NAME)
+
+
+def stop_contender(c: DevCluster, run: Running) -> None:
+    if run.pre_stop is not None:
+        with contextlib.suppress(Exception):
+            run.pre_stop(run)
+    for comp in (run.procs.get("scheduler"), *[p for k, p in run.procs.items() if k != "scheduler"]):
+        if comp is not None:
+            c.stop_component(comp)
+
+
+# -- one round ---------------------------------------------------------------------------------------
+def _attempt_latency(text: str) -> dict[str, Any]:
+    buckets = common.parse_histogram(text, "scheduler_scheduling_attempt_duration_seconds", {"result": "scheduled"})
+    out: dict[str, Any] = {"attempts_scheduled": int(buckets[-1][1]) if buckets else 0}
+    for q in (0.5, 0.9, 0.99):
+        v = common.histogram_quantile(q, buckets)
+        out[f"attempt_p{int(q * 100)}_ms"] = None if v is None else round(v * 1000, 2)
+    return out
+
+
+def run_round(c: DevCluster, wl: Workload, size: Size, kind: str, rnd: int, nodes: list[str], qps: float,
+              burst: int, workdir: Path, wrap: list[str] | None = None, log: Callable[[str], None] = print,
+              pre_stop: Callable[[Running], None] | None = None) -> dict[str, Any]:
+    ns = f"{wl.name.lower()[:12]}-{rnd}-{uuid.uuid4().hex[:6]}"
+    c.create_namespace(ns)
+    if wl.ns_setup is not None:
+        wl.ns_setup(c, ns, size)
+    bulk = Bulk(c)
+    sched_name = KUBESCHED_NAME if kind == "kubesched" else DEFAULT_NAME
+    t0 = time.monotonic()
+    init = [pod_body(f"init-{i:05d}", ns, role="init", node=nodes[i % len(nodes)]) for i in range(size.init_pods)]
+    measured = [pod_body(f"pod-{i:05d}", ns, role="measure", scheduler=sched_name, extra=wl.pod(i))
+                for i in range(size.pods)]
+    bulk.post_all(lambda b: f"/api/v1/namespaces/{ns}/pods", init + measured)
+    create_s = time.monotonic() - t0
+    lst = c.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=f"{MEASURE_LABEL}=measure")
+    already = sum(1 for p in lst["items"] if p["spec"].get("nodeName"))
+    if already:
+        raise RuntimeError(f"{already} measured pods were bound before the scheduler started")
+    load_before = common.loadavg()
+
+    first: dict[str, float] = {}
+    holder: dict[str, Running] = {}
+
+    def on_first() -> None:
+        first["t"] = time.monotonic()
+        r = holder.get("run")
+        if r is not None:
+            for role, comp in r.procs.items():
+                if comp.pid:
+                    first[f"cpu_{role}"] = common.proc_cpu_seconds(comp.pid) or 0.0
+
+    watcher = BindWatcher(c, ns, lst["metadata"]["resourceVersion"], size.pods, on_first)
+    watcher.start()
+    t_start = time.monotonic()
+    run = start_contender(c, wl, kind, qps, burst, workdir, wrap)
+    run.pre_stop = pre_stop
+    holder["run"] = run
+    rss_series: list[tuple[float, int]] = []
+    pid = run.procs["scheduler"].pid
+    try:
+        deadline = time.monotonic() + size.timeout
+        while not watcher.done.wait(0.5):
+            if pid:
+                rss = common.proc_status_kib(pid, "VmRSS")
+                if rss is not None:
+                    rss_series.append((round(time.monotonic() - t_start, 1), rss))
+            if not run.procs["scheduler"].alive():
+                raise RuntimeError(f"{kind} exited:\n{run.procs['scheduler'].tail(30)}")
+            if time.monotonic() > deadline:
+                log(f"  ! timeout: {len(watcher.bound)}/{size.pods} bound after {size.timeout:.0f}s")
+                break
+        t_end = time.monotonic()
+        if len(watcher.bound) < size.pods:
+            lst2 = c.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=f"{MEASURE_LABEL}=measure")
+            n_bound = sum(1 for p in lst2["items"] if p["spec"].get("nodeName"))
+            log(f"  ! watcher saw {len(watcher.bound)} bound ({watcher.end_reason}, {watcher.events} events, "
+                f"{watcher.rewatches} re-watches); "
+                f"the apiserver has {n_bound}")
+        time.sleep(0.3)  # let the last binds' metrics land
+        metrics_text = run.scrape()
+        procs: dict[str, Any] = {}
+        for role, comp in run.procs.items():
+            if not comp.pid:
+                continue
+            cpu = common.proc_cpu_seconds(comp.pid)
+            procs[role] = {
+                "peak_rss_mib": round((common.proc_status_kib(comp.pid, "VmHWM") or 0) / 1024, 1),
+                "cpu_seconds": None if cpu is None else round(cpu, 2),
+                "cpu_seconds_window": None if cpu is None or f"cpu_{role}" not in first
+                else round(cpu - first[f"cpu_{role}"], 2),
+            }
+    finally:
+        stop_contender(c, run)
+        watcher.close()
+        watcher.join(5)
+    if watcher.error is not None:
+        raise RuntimeError(f"watch failed: {watcher.error}")
+    bind_times = list(watcher.bound.values())
+    tp = common.throughput(bind_times)
+    result: dict[str, Any] = {
+        "contender": kind,
+        "round": rnd,
+        "namespace": ns,
+        "bound": len(bind_times),
+        "pods": size.pods,
+        "create_seconds": round(create_s, 2),
+        "watch_restarts": watcher.rewatches,
+        "start_to_first_bind_s": round(first["t"] - t_start, 2) if "t" in first else None,
+        "start_to_last_bind_s": round(max(bind_times) - t_start, 2) if bind_times else None,
+        "throughput": tp,
+        **_attempt_latency(metrics_text),
+        "processes": procs,
+        "loadavg_before": load_before,
+        "loadavg_after": common.loadavg(),
+        "rss_series_kib": rss_series[:: max(1, len(rss_series) // 120)],
+        "wall_seconds": round(t_end - t_start, 2),
+    }
+    t_clean = time.monotonic()
+    cleanup_namespace(c, ns, [b["metadata"]["name"] for b in init + measured])
+    result["cleanup_seconds"] = round(time.monotonic() - t_clean, 1)
+    return result
+
+
+def cleanup_namespace(c: DevCluster, ns: str, pod_names: list[str] | None = None, timeout: float = 300) -> None:
+    """Delete the round's pods (and Events, PodGroups) now: nothing garbage-collects here. Pods are
+    deleted one by one from 8 threads (a DeleteCollection of 6,000 pods takes minutes)."""
+    if pod_names:
+        bulk = Bulk(c)
+        with ThreadPoolExecutor(bulk.threads) as ex:
+            list(ex.map(lambda n: bulk.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{n}?gracePeriodSeconds=0"),
+                        pod_names))
+    for path in (
+        f"/api/v1/namespaces/{ns}/pods",
+        f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups",
+        f"/apis/events.k8s.io/v1/namespaces/{ns}/events",
+    ):
+        with contextlib.suppress(devcluster.ApiError, TimeoutError, OSError):
+            c.client.request("DELETE", path, params={"gracePeriodSeconds": 0}, timeout=timeout)
+    c.wait_for(lambda: not c.get(f"/api/v1/namespaces/{ns}/pods", limit=1)["items"], timeout, 0.5,
+               f"pods of {ns} deleted")
+    with contextlib.suppress(devcluster.ApiError):
+        c.api("DELETE", f"/api/v1/namespaces/{ns}")
+
+
+# -- a run -------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def cluster_for(wl: Workload, size: Size, workdir: Path, log: Callable[[str], None] = print
+                ) -> Iterator[tuple[DevCluster, list[str]]]:
+    devcluster.ensure_binaries(build=True, quiet=True)
+    # DeleteCollection of a round's 6,000 pods: 4 workers instead of 1 (cleanup only, not measured).
+    c = DevCluster(workdir / "cluster", apiserver_args=["--delete-collection-workers=4"])
+    try:
+        t0 = time.monotonic()
+        c.start(with_kwok=True)
+        if wl.cluster_setup is not None:
+            wl.cluster_setup(c)
+        names = [f"node-{i:05d}" for i in range(size.nodes)]
+        Bulk(c).post_all(lambda b: "/api/v1/nodes", [node_body(n, wl.node(i)) for i, n in enumerate(names)])
+        want = set(names)
+        c.wait_for(lambda: want <= c.ready_nodes(), 120 + size.nodes * 0.1, 1.0, "nodes Ready")
+        log(f"  control plane + {size.nodes} KWOK nodes ready in {time.monotonic() - t0:.1f}s ({c.dir})")
+        yield c, names
+    finally:
+        c.stop()
+
+
+def reshape_nodes(c: DevCluster, wl: Workload, size: Size, log: Callable[[str], None] = print) -> list[str]:
+    """Reuse a running control plane for ``wl``: create missing nodes, set the workload's labels
+    and taints on all of them (a merge patch; the smoke test runs every workload on one cluster)."""
+    if wl.cluster_setup is not None:
+        wl.cluster_setup(c)
+    names = [f"node-{i:05d}" for i in range(size.nodes)]
+    existing = {n["metadata"]["name"] for n in c.get("/api/v1/nodes")["items"]}
+    bulk = Bulk(c)
+    missing = [node_body(n, wl.node(i)) for i, n in enumerate(names) if n not in existing]
+    if missing:
+        bulk.post_all(lambda b: "/api/v1/nodes", missing)
+
+    def patch(i: int) -> None:
+        shape = wl.node(i)
+        body = {"metadata": {"labels": {ZONE: shape.get("labels", {}).get(ZONE)}},
+                "spec": {"taints": shape.get("taints") or None}}
+        kc = c.client
+        kc.request("PATCH", f"/api/v1/nodes/{names[i]}", body, content_type="application/merge-patch+json")
+
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(patch, range(len(names))))
+    want = set(names)
+    c.wait_for(lambda: want <= c.ready_nodes(), 120, 0.5, "nodes Ready")
+    return names
+
+
+def summarize(rounds: list[dict[str, Any]], contenders: tuple[str, ...]) -> dict[str, Any]:
+    """Medians per contender, and ratios vs the first contender, paired round by round."""
+    per: dict[str, Any] = {}
+    for k in contenders:
+        rs = [r for r in rounds if r["contender"] == k]
+        proc = [r["processes"].get("scheduler", {}) for r in rs]
+        ext = [r["processes"].get("extender") for r in rs if r["processes"].get("extender")]
+        per[k] = {
+            "rounds": len(rs),
+            "bound_min": min((r["bound"] for r in rs), default=0),
+            "throughput_average": common.median(r["throughput"]["average"] for r in rs),
+            "throughput_p50": common.median(r["throughput"]["perc50"] for r in rs),
+            "throughput_p90": common.median(r["throughput"]["perc90"] for r in rs),
+            "throughput_p99": common.median(r["throughput"]["perc99"] for r in rs),
+            "throughput_overall": common.median(r["throughput"]["overall"] for r in rs),
+            "attempt_p50_ms": common.median(r.get("attempt_p50_ms") for r in rs),
+            "attempt_p99_ms": common.median(r.get("attempt_p99_ms") for r in rs),
+            "peak_rss_mib": common.median(p.get("peak_rss_mib") for p in proc),
+            "cpu_seconds": common.median(p.get("cpu_seconds") for p in proc),
+            "cpu_seconds_window": common.median(p.get("cpu_seconds_window") for p in proc),
+            "start_to_last_bind_s": common.median(r.get("start_to_last_bind_s") for r in rs),
+        }
+        if ext:
+            per[k]["extender_peak_rss_mib"] = common.median(e.get("peak_rss_mib") for e in ext)
+            per[k]["extender_cpu_seconds"] = common.median(e.get("cpu_seconds") for e in ext)
+    base = contenders[0]
+    ratios: dict[str, Any] = {}
+    by_round: dict[int, dict[str, dict[str, Any]]] = {}
+    for r in rounds:
+        by_round.setdefault(r["round"], {})[r["contender"]] = r
+    for k in contenders[1:]:
+        tp, tpo, rss, cpu = [], [], [], []
+        for pair in by_round.values():
+            a, b = pair.get(base), pair.get(k)
+            if not a or not b:
+                continue
+            if a["throughput"]["average"]:
+                tp.append(b["throughput"]["average"] / a["throughput"]["average"])
+            if a["throughput"]["overall"]:
+                tpo.append(b["throughput"]["overall"] / a["throughput"]["overall"])
+            ra = a["processes"].get("scheduler", {}).get("peak_rss_mib")
+            rb = b["processes"].get("scheduler", {}).get("peak_rss_mib")
+            if ra and rb:
+                rss.append(rb / ra)
+            ca = a["processes"].get("scheduler", {}).get("cpu_seconds_window")
+            cb = b["processes"].get("scheduler", {}).get("cpu_seconds_window")
+            if ca and cb:
+                cpu.append(cb / ca)
+
+        def med(v: list[float]) -> float | None:
+            m = common.median(v)
+            return None if m is None else round(m, 3)
+
+        ratios[f"{k} / {base}"] = {
+            "throughput_average": med(tp),
+            "throughput_overall": med(tpo),
+            "peak_rss": med(rss),
+            "cpu_seconds_window": med(cpu),
+            "per_round_throughput": [round(x, 3) for x in tp],
+        }
+    return {"per_contender": per, "ratios": ratios}
+
+
+def run_workload(name: str, size_name: str, rounds: int, qps: float, burst: int, workdir: Path | None = None,
+                 save: bool = True, log: Callable[[str], None] = print, cluster: DevCluster | None = None
+                 ) -> dict[str, Any]:
+    """Run ``name``: on a control plane of its own, or on ``cluster`` (nodes reshaped for it)."""
+    wl = WORKLOADS[name]
+    if name == "Coscheduling" and not _coscheduling_available():
+        raise SystemExit("Coscheduling: kubesched.plugins.coscheduling is not installed")
+    size = wl.sizes.get(size_name, SIZES[size_name])
+    import tempfile
+
+    wd = Path(workdir or tempfile.mkdtemp(prefix=f"kubesched-bench-{name.lower()}-"))
+    wd.mkdir(parents=True, exist_ok=True)
+    record: dict[str, Any] = {
+        "benchmark": "live",
+        "workload": name,
+        "description": wl.description,
+        "note": wl.note,
+        "size": size_name,
+        "nodes": size.nodes,
+        "init_pods": size.init_pods,
+        "pods": size.pods,
+        "qps": qps,
+        "burst": burst,
+        "pods_created": "before the scheduler starts (bulk, 8 threads, no client rate limit)",
+        "date": common.now_iso(),
+        "commit": common.git_commit(),
+        "command": common.command_line(),
+        "machine": common.machine(),
+        "versions": common.versions(),
+        "contenders": list(wl.contenders),
+        "rounds": [],
+    }
+    log(f"{name} [{size_name}: {size.nodes} nodes, {size.init_pods} init pods, {size.pods} measured pods] "
+        f"x {rounds} rounds, qps/burst {qps:g}/{burst}; load {common.loadavg()}")
+    ctx: contextlib.AbstractContextManager[tuple[DevCluster, list[str]]]
+    if cluster is None:
+        ctx = cluster_for(wl, size, wd, log)
+    else:
+        ctx = contextlib.nullcontext((cluster, reshape_nodes(cluster, wl, size, log)))
+        record["shared_cluster"] = True
+    with ctx as (c, nodes):
+        record["machine"]["loadavg_cluster_ready"] = common.loadavg()
+        for rnd in range(rounds):
+            order = wl.contenders if rnd % 2 == 0 else tuple(reversed(wl.contenders))
+            for kind in order:
+                r = run_round(c, wl, size, kind, rnd, nodes, qps, burst, wd, log=log)
+                record["rounds"].append(r)
+                p = r["processes"].get("scheduler", {})
+                log(f"  round {rnd} {kind:32s} bound {r['bound']}/{size.pods}  "
+                    f"{r['throughput']['average']:7.1f} pods/s avg (p50 {r['throughput']['perc50']}, "
+                    f"overall {r['throughput']['overall']})  attempt p50/p99 {r.get('attempt_p50_ms')}/"
+                    f"{r.get('attempt_p99_ms')} ms  rss {p.get('peak_rss_mib')} MiB  cpu {p.get('cpu_seconds')} s"
+                    f"  load {r['loadavg_after']}")
+    record["machine"]["loadavg_end"] = common.loadavg()
+    record["summary"] = summarize(record["rounds"], wl.contenders)
+    for k, v in record["summary"]["ratios"].items():
+        log(f"  ratio {k}: throughput {v['throughput_average']} (overall {v['throughput_overall']}), "
+            f"peak RSS {v['peak_rss']}, cpu {v['cpu_seconds_window']}")
+    if save:
+        out = common.save_result(record)
+        log(f"  -> {out}")
+    return record
+
+
+def main(argv: list[str], workload: str) -> int:
+    ap = argparse.ArgumentParser(prog=f"python -m bench {workload}")
+    ap.add_argument("--size", choices=sorted(SIZES), default="small")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--qps", type=float, default=5000)
+    ap.add_argument("--burst", type=int, default=5000)
+    ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--no-save", action="store_true")
+    args = ap.parse_args(argv)
+    names = LIVE_WORKLOADS if workload == "live" else (workload,)
+    for n in names:
+        if n == "Coscheduling" and not _coscheduling_available():
+            print("Coscheduling: skipped (kubesched.plugins.coscheduling missing)")
+            continue
+        run_workload(n, args.size, args.rounds, args.qps, args.burst,
+                     args.workdir / n if args.workdir else None, save=not args.no_save)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main(sys.argv[1:], "SchedulingBasic"))

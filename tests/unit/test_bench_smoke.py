@@ -1,0 +1,108 @@
+"""Smoke test of the benchmark code that needs no control plane: the simulator benchmark at its
+small size, the statistics helpers and the report generator. No performance thresholds here:
+numbers live in BENCHMARKS.md (``python -m bench report``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import common, report, simulator  # noqa: E402
+
+
+def test_simulator_small(capsys: pytest.CaptureFixture[str]) -> None:
+    assert simulator.main(["--size", "small", "--rounds", "1", "--no-save"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert len(lines) == 1
+    run = lines[0]
+    assert run["nodes"] == 500
+    assert run["attempts"] == run["pods"] > 0
+    assert run["bound"] == run["pods"]  # every generated pod fits somewhere at this size
+    assert run["pods_per_second"] > 0
+    assert 0 < run["latency_p50_ms"] <= run["latency_p99_ms"]
+
+
+def test_throughput_samples_like_scheduler_perf() -> None:
+    # 10 pods/s for 3 s, then 30 pods/s for 1 s, then a 0.5 s tail (dropped from the samples)
+    times = [i / 10 for i in range(30)] + [3 + i / 30 for i in range(30)] + [4.0, 4.5]
+    tp = common.throughput(times)
+    assert tp["samples"] == [10, 10, 10, 30]
+    assert tp["average"] == 15.0
+    assert tp["perc50"] == 10.0 and tp["perc90"] == 30.0 and tp["perc99"] == 30.0
+    assert tp["overall"] == round(62 / 4.5, 1)
+    assert common.throughput([])["average"] == 0.0
+    one = common.throughput([1.0, 1.5])
+    assert one["samples"] == [4.0]
+
+
+def test_histogram_quantile_and_parse() -> None:
+    text = "\n".join([
+        '# TYPE scheduler_scheduling_attempt_duration_seconds histogram',
+        'scheduler_scheduling_attempt_duration_seconds_bucket{profile="a",result="scheduled",le="0.001"} 0',
+        'scheduler_scheduling_attempt_duration_seconds_bucket{profile="a",result="scheduled",le="0.002"} 50',
+        'scheduler_scheduling_attempt_duration_seconds_bucket{profile="a",result="scheduled",le="0.004"} 100',
+        'scheduler_scheduling_attempt_duration_seconds_bucket{profile="a",result="scheduled",le="+Inf"} 100',
+        'scheduler_scheduling_attempt_duration_seconds_bucket{profile="a",result="error",le="0.001"} 7',
+        'scheduler_scheduling_attempt_duration_seconds_bucket{profile="a",result="error",le="+Inf"} 7',
+    ])
+    b = common.parse_histogram(text, "scheduler_scheduling_attempt_duration_seconds", {"result": "scheduled"})
+    assert b == [(0.001, 0.0), (0.002, 50.0), (0.004, 100.0), (math.inf, 100.0)]
+    assert common.histogram_quantile(0.5, b) == pytest.approx(0.002)
+    assert common.histogram_quantile(0.75, b) == pytest.approx(0.003)
+    assert common.histogram_quantile(0.5, []) is None
+    assert common.nearest_rank([1, 2, 3, 4], 50) == 2
+    assert common.median([3, None, 1, 2]) == 2
+
+
+def test_proc_accounting_of_this_process() -> None:
+    import os
+
+    assert (common.proc_status_kib(os.getpid(), "VmHWM") or 0) > 0
+    assert (common.proc_cpu_seconds(os.getpid()) or 0) > 0
+
+
+def _live_record(date: str) -> dict:
+    def rnd(kind: str, r: int, avg: float, rss: float) -> dict:
+        return {
+            "contender": kind, "round": r, "bound": 10, "pods": 10,
+            "throughput": {"samples": [avg, avg], "average": avg, "perc50": avg, "perc90": avg, "perc99": avg,
+                           "overall": avg},
+            "attempt_p50_ms": 1.0, "attempt_p99_ms": 2.0,
+            "processes": {"scheduler": {"peak_rss_mib": rss, "cpu_seconds": 1.0, "cpu_seconds_window": 0.5}},
+            "loadavg_after": [1.0, 1.0, 1.0],
+        }
+
+    from bench import live
+
+    rounds = [rnd("kube-scheduler", 0, 100, 200), rnd("kubesched", 0, 120, 150),
+              rnd("kubesched", 1, 110, 150), rnd("kube-scheduler", 1, 100, 200)]
+    return {
+        "benchmark": "live", "workload": "SchedulingBasic", "description": "d", "note": "", "size": "small",
+        "nodes": 5, "init_pods": 1, "pods": 10, "qps": 5000, "burst": 5000, "date": date, "command": "c",
+        "machine": {"cpus": 2}, "versions": {"k8s": "v1.37.1"}, "contenders": ["kube-scheduler", "kubesched"],
+        "rounds": rounds, "summary": live.summarize(rounds, ("kube-scheduler", "kubesched")),
+    }
+
+
+def test_summary_ratios_and_report(tmp_path: Path) -> None:
+    rec = _live_record("2026-01-01T00:00:00+00:00")
+    ratio = rec["summary"]["ratios"]["kubesched / kube-scheduler"]
+    assert ratio["throughput_average"] == pytest.approx(1.15)  # median of 1.2 and 1.1, paired by round
+    assert ratio["peak_rss"] == pytest.approx(0.75)
+    sim = {"benchmark": "simulator", "size": "small", "nodes": 500, "pods": 1000, "date": "2026-01-01",
+           "pods_per_second_median": 1234.0, "latency_p50_ms_median": 0.2, "latency_p99_ms_median": 1.0,
+           "runs": [{"loadavg": [1.0]}], "command": "python -m bench simulator"}
+    text, chart_rec = report.build([rec, sim])
+    assert "| `kubesched` |" in text and "×1.15" in text
+    assert "| 500 | 1,000 | 1,234.0 |" in text
+    assert chart_rec is rec
+    svg = report.chart_svg(rec)
+    assert svg.startswith("<svg") and svg.count("<polyline") == 4
