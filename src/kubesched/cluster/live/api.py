@@ -66,107 +66,15 @@ class Connection:
     static_headers: dict[str, str] = field(default_factory=dict)
 
 
-#: Kubeconfig keys the static fast path understands; anything else goes to kubernetes_asyncio.
-_STATIC_CLUSTER_KEYS = frozenset(
-    {"server", "certificate-authority", "certificate-authority-data", "insecure-skip-tls-verify", "tls-server-name"}
-)
-_STATIC_USER_KEYS = frozenset(
-    {"client-certificate", "client-key", "client-certificate-data", "client-key-data", "token"}
-)
-
-
-def _named(items: Any, name: Any, key: str) -> dict[str, Any] | None:
-    for item in items or ():
-        if isinstance(item, dict) and item.get("name") == name:
-            value = item.get(key)
-            return value if isinstance(value, dict) else {}
-    return None
-
-
-def load_static_kubeconfig(path: str, context: str | None = None) -> Connection | None:
-    """A kubeconfig with static credentials only (client certificate and/or token, files or inline
-    data) read without kubernetes_asyncio, whose import alone costs ~33 MiB of RSS and ~700 modules
-    (it loads every generated API model). Returns None when the file needs the full loader: exec or
-    auth-provider plugins, token files, proxies, or anything else this does not know; the caller then
-    uses kubernetes_asyncio, which also produces the error messages for broken files."""
-    import base64
-    import tempfile
-
-    import yaml
-
-    try:
-        with open(path) as f:
-            doc = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError):
-        return None
-    if not isinstance(doc, dict):
-        return None
-    ctx = _named(doc.get("contexts"), context or doc.get("current-context"), "context")
-    if not ctx:
-        return None
-    cluster = _named(doc.get("clusters"), ctx.get("cluster"), "cluster")
-    user = _named(doc.get("users"), ctx.get("user"), "user") if ctx.get("user") else {}
-    if cluster is None or user is None or set(cluster) - _STATIC_CLUSTER_KEYS or set(user) - _STATIC_USER_KEYS:
-        return None
-    server = str(cluster.get("server") or "")
-    if not server.startswith(("https://", "http://")):
-        return None
-    base = os.path.dirname(os.path.abspath(path))
-
-    def file_of(key: str) -> str | None:
-        v = cluster.get(key) if key == "certificate-authority" else user.get(key)
-        return os.path.join(base, os.path.expanduser(str(v))) if v else None
-
-    def data_of(src: dict[str, Any], key: str) -> bytes | None:
-        v = src.get(key)
-        return base64.b64decode(str(v)) if v else None
-
-    ssl_ctx: ssl.SSLContext | bool = False
-    if server.startswith("https://"):
-        ca_data = data_of(cluster, "certificate-authority-data")
-        ssl_ctx = ssl.create_default_context(
-            cafile=None if ca_data else file_of("certificate-authority"),
-            cadata=ca_data.decode() if ca_data else None,
-        )
-        cert_data, key_data = data_of(user, "client-certificate-data"), data_of(user, "client-key-data")
-        cert_file, key_file = file_of("client-certificate"), file_of("client-key")
-        if cert_data or key_data:
-            with tempfile.TemporaryDirectory() as d:  # ssl loads key pairs from files only
-                for name, data in (("crt", cert_data), ("key", key_data)):
-                    if data:
-                        fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT, 0o600)
-                        with os.fdopen(fd, "wb") as out:
-                            out.write(data)
-                cert_file = os.path.join(d, "crt") if cert_data else cert_file
-                key_file = os.path.join(d, "key") if key_data else key_file
-                if cert_file:
-                    ssl_ctx.load_cert_chain(cert_file, key_file)
-        elif cert_file:
-            ssl_ctx.load_cert_chain(cert_file, key_file)
-        if cluster.get("insecure-skip-tls-verify"):
-            ssl_ctx.check_hostname = False
-            ssl_ctx.verify_mode = ssl.CERT_NONE
-    conn = Connection(host=server.rstrip("/"), ssl_context=ssl_ctx,
-                      server_hostname=str(cluster.get("tls-server-name") or "") or None)
-    if user.get("token"):
-        conn.static_headers["Authorization"] = f"Bearer {user['token']}"
-    return conn
-
-
 async def load_connection(kubeconfig: str | None = None, context: str | None = None) -> Connection:
     """Resolve credentials: ``kubeconfig`` if given, else ``$KUBECONFIG`` / ``~/.kube/config``, else in-cluster.
 
-    Kubeconfigs with static credentials are read directly (:func:`load_static_kubeconfig`); the rest
-    (exec/auth-provider plugins, token files, in-cluster) by kubernetes_asyncio's loaders."""
+    Always through kubernetes_asyncio's maintained loaders (exec and auth-provider plugins, token
+    files, inline data, in-cluster): its import costs ~33 MiB of RSS, a price worth paying for not
+    re-implementing kubeconfig semantics.
+    """
     path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
     default_path = os.path.expanduser("~/.kube/config")
-    if path or os.path.exists(default_path):
-        try:
-            static = load_static_kubeconfig(path or default_path, context)
-        except (OSError, ssl.SSLError, ValueError):
-            static = None  # let the full loader report it
-        if static is not None:
-            return static
 
     from kubernetes_asyncio import config as k8s_config
     from kubernetes_asyncio.client import Configuration

@@ -1,0 +1,71 @@
+"""Credentials come from kubernetes_asyncio's maintained loaders, whatever the kubeconfig holds."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubesched.cluster.live.api import ApiClient, ConnectionConfigError, load_connection
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "hack" / "cluster"))
+
+import devcluster  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    p = devcluster._PKI(tmp_path_factory.mktemp("pki"))
+    crt, key = p.issue("client", "someone", client=True)
+    return p.ca_crt, crt, key
+
+
+def _kubeconfig(path: Path, cluster: dict[str, Any], user: dict[str, Any]) -> Path:
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": cluster}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    path.write_text(json.dumps(doc))  # JSON is YAML
+    return path
+
+
+async def test_client_certificate_files(pki: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    ca, crt, key = pki
+    kc = devcluster.write_kubeconfig(tmp_path / "kc", "https://127.0.0.1:6443", ca, crt, key)
+    conn = await load_connection(str(kc))
+    assert conn.host == "https://127.0.0.1:6443"
+    assert isinstance(conn.ssl_context, ssl.SSLContext) and conn.ssl_context.verify_mode == ssl.CERT_REQUIRED
+
+
+async def test_inline_data_and_token(pki: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    ca, _, _ = pki
+    kc = _kubeconfig(
+        tmp_path / "kc",
+        {"server": "https://10.0.0.1:6443", "certificate-authority-data": base64.b64encode(ca.read_bytes()).decode()},
+        {"token": "s3cret"},
+    )
+    conn = await load_connection(str(kc))
+    assert conn.host == "https://10.0.0.1:6443"
+    api = ApiClient(conn)
+    try:
+        headers = await api._headers(None)  # what every request sends
+    finally:
+        await api.close()
+    assert headers["Authorization"] == "Bearer s3cret"
+
+
+async def test_a_broken_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "kc"
+    bad.write_text("clusters: [")
+    with pytest.raises(ConnectionConfigError, match="cannot load the cluster configuration"):
+        await load_connection(str(bad))
