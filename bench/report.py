@@ -169,7 +169,31 @@ def render_png(svg: str, png: Path, width: int, height: int) -> bool:
 
 # -- markdown ----------------------------------------------------------------------------------------
 LIVE_COLS = ("contender", "bound (min)", "pods/s avg", "p50", "p90", "p99", "overall", "attempt p50 ms",
-             "attempt p99 ms", "peak RSS MiB", "CPU s (window)", "CPU s (total)")
+             "attempt p99 ms", "start→last bind s", "peak RSS MiB", "CPU s (window)", "CPU s (total)")
+
+
+def _ms(v: Any) -> str:
+    # 16.384 s is the last finite bucket of kube-scheduler's attempt histogram: beyond it, only "more"
+    return "> 16,384" if isinstance(v, (int, float)) and v >= 16384 else _fmt(v)
+
+
+def _history(records: list[dict[str, Any]], workload: str, size: str) -> list[str]:
+    runs = [r for r in records if r.get("benchmark") == "live" and r.get("workload") == workload
+            and r.get("size") == size]
+    if len(runs) < 2:
+        return []
+    lines = [f"Every {size} run of {workload} in bench/results (the code changed between them, see the commit):", "",
+             "| date | commit | throughput ratio | peak RSS ratio | kubesched RSS MiB | kube-scheduler RSS MiB | "
+             "kubesched pods/s | kube-scheduler pods/s |", "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(runs, key=lambda x: str(x.get("date", ""))):
+        ratio = next(iter(r.get("summary", {}).get("ratios", {}).values()), {})
+        per = r.get("summary", {}).get("per_contender", {})
+        a, b = per.get("kubesched", {}), per.get("kube-scheduler", {})
+        lines.append(f"| {r.get('date')} | {r.get('commit') or '?'} | ×{_fmt(ratio.get('throughput_average'), 2)} | "
+                     f"×{_fmt(ratio.get('peak_rss'), 2)} | {_fmt(a.get('peak_rss_mib'))} | "
+                     f"{_fmt(b.get('peak_rss_mib'))} | {_fmt(a.get('throughput_average'))} | "
+                     f"{_fmt(b.get('throughput_average'))} |")
+    return [*lines, ""]
 
 
 def _live_table(r: dict[str, Any]) -> list[str]:
@@ -179,11 +203,12 @@ def _live_table(r: dict[str, Any]) -> list[str]:
         p = per.get(k, {})
         row = [f"`{k}`", f"{_fmt(p.get('bound_min'))}/{_fmt(r.get('pods'))}", _fmt(p.get("throughput_average")),
                _fmt(p.get("throughput_p50")), _fmt(p.get("throughput_p90")), _fmt(p.get("throughput_p99")),
-               _fmt(p.get("throughput_overall")), _fmt(p.get("attempt_p50_ms")), _fmt(p.get("attempt_p99_ms")),
-               _fmt(p.get("peak_rss_mib")), _fmt(p.get("cpu_seconds_window"), 2), _fmt(p.get("cpu_seconds"), 2)]
+               _fmt(p.get("throughput_overall")), _ms(p.get("attempt_p50_ms")), _ms(p.get("attempt_p99_ms")),
+               _fmt(p.get("start_to_last_bind_s")), _fmt(p.get("peak_rss_mib")),
+               _fmt(p.get("cpu_seconds_window"), 2), _fmt(p.get("cpu_seconds"), 2)]
         if p.get("extender_peak_rss_mib") is not None:
-            row[9] += f" (+ extender {_fmt(p['extender_peak_rss_mib'])})"
-            row[11] += f" (+ extender {_fmt(p.get('extender_cpu_seconds'), 2)})"
+            row[10] += f" (+ extender {_fmt(p['extender_peak_rss_mib'])})"
+            row[12] += f" (+ extender {_fmt(p.get('extender_cpu_seconds'), 2)})"
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     for name, v in r.get("summary", {}).get("ratios", {}).items():
@@ -353,6 +378,8 @@ def build(records: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
         if r.get("note"):
             lines += [f"Note: {r['note']}.", ""]
         lines += [*_live_table(r), ""]
+        if name == "SchedulingBasic":
+            lines += _history(records, name, str(r.get("size")))
     lines += ["## Extender: kube-scheduler alone vs with `kubesched extender`", ""]
     r = best.get(("live", "Extender"))
     if r is None:
