@@ -163,6 +163,9 @@ def simulate(
             cluster = load_cluster(demo_dir() / "cluster.yaml")
     except (ClusterInputError, PodSpecError, NodeSpecError) as e:
         raise UserError(str(e)) from None
+    if cluster_path is not None and not cluster.nodes and not cluster.pods:
+        skipped = ", ".join(f"{n} {kind}" for kind, n in cluster.skipped.items()) or "nothing"
+        raise UserError(f"--cluster {cluster_path}: no Node or Pod objects found (read: {skipped})")
 
     err = Console(stderr=True)
     out = Console()

@@ -69,3 +69,8 @@ async def test_a_broken_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
     bad.write_text("clusters: [")
     with pytest.raises(ConnectionConfigError, match="cannot load the cluster configuration"):
         await load_connection(str(bad))
+
+
+async def test_a_missing_kubeconfig_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConnectionConfigError, match=r"--kubeconfig .*nope: no such file"):
+        await load_connection(str(tmp_path / "nope"))

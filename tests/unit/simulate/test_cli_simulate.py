@@ -739,3 +739,11 @@ def test_custom_cluster_placements_are_valid() -> None:
     assert by_pod["shop/zoned"]["node"] == "small-b"
     assert by_pod["kube-system/infra-agent"]["node"] == "tainted-c"
     assert by_pod["shop/huge"]["status"] == "Unschedulable"
+
+
+def test_a_cluster_file_without_nodes_or_pods_is_an_error(tmp_path: Path) -> None:
+    cfg = tmp_path / "not-a-cluster.yaml"
+    cfg.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    result = run_cli("--cluster", str(cfg))
+    assert result.exit_code == 2
+    assert "no Node or Pod objects found" in result.stderr and "KubeSchedulerConfiguration" in result.stderr

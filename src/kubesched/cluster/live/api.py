@@ -75,6 +75,9 @@ async def load_connection(kubeconfig: str | None = None, context: str | None = N
     """
     path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
     default_path = os.path.expanduser("~/.kube/config")
+    if path and not os.path.isfile(path):
+        source = "--kubeconfig" if kubeconfig else "KUBECONFIG"
+        raise ConnectionConfigError(f"{source} {path}: no such file")
 
     from kubernetes_asyncio import config as k8s_config
     from kubernetes_asyncio.client import Configuration
