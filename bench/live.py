@@ -680,6 +680,9 @@ def cluster_for(wl: Workload, size: Size, workdir: Path, log: Callable[[str], No
         yield c, names
     finally:
         c.stop()
+        import shutil  # the store of a full run is ~750 MB; the logs stay for a look afterwards
+
+        shutil.rmtree(c.dir / "etcd-data", ignore_errors=True)
 
 
 def reshape_nodes(c: DevCluster, wl: Workload, size: Size, log: Callable[[str], None] = print) -> list[str]:
