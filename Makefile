@@ -46,8 +46,9 @@ cluster-bin:
 cluster: $(STAMP) cluster-bin
 	$(BIN)/python hack/cluster/devcluster.py up --nodes 10 --foreground
 
-bench: $(STAMP)
-	$(BIN)/python -m bench
+## bench: every benchmark side by side with kube-scheduler (SIZE=small|full, ROUNDS=N); writes BENCHMARKS.md
+bench: $(STAMP) cluster-bin
+	$(BIN)/python -m bench all --size $(or $(SIZE),full) --rounds $(or $(ROUNDS),3)
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache
