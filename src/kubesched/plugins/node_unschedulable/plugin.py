@@ -42,9 +42,13 @@ class NodeUnschedulable(FilterPlugin):
         return (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT, "NodeAdd|UpdateNodeTaint"),)
 
     def _tolerates(self, pod: PodInfo) -> bool:
-        return tolerations_tolerate_taint(
-            pod_tolerations(pod), UNSCHEDULABLE_TAINT, self.enable_taint_toleration_comparison_operators
-        )
+        # Cached on the pod: a pod's tolerations do not change between its attempts.
+        cached = pod.memo.get("NodeUnschedulable")
+        if cached is None:
+            cached = pod.memo["NodeUnschedulable"] = tolerations_tolerate_taint(
+                pod_tolerations(pod), UNSCHEDULABLE_TAINT, self.enable_taint_toleration_comparison_operators
+            )
+        return bool(cached)
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         cordoned = table.unschedulable[rows]
