@@ -24,7 +24,7 @@ evaluate many times over table rows with ``match_terms`` / ``NodeSelector.match`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,18 +122,22 @@ def _as_list(raw: Any) -> list[Any]:
     return raw if isinstance(raw, list) else []
 
 
-def _compile_expressions(raw: list[Any], path: str) -> tuple[list[Requirement], list[str]]:
-    """nodeSelectorRequirementsAsSelector + labels.NewRequirement validation."""
-    reqs: list[Requirement] = []
-    errs: list[str] = []
+def _requirements(raw: list[Any], path: str, errs: list[str]) -> Iterator[tuple[str, str, str, tuple[str, ...]]]:
+    """(path, key, operator, values) of each NodeSelectorRequirement object; non-objects are errors."""
     for i, expr in enumerate(raw):
         p = f"{path}[{i}]"
         if not isinstance(expr, dict):
             errs.append(f"{p}: Invalid value: {expr!r}: must be an object")
             continue
-        key = str(expr.get("key") or "")
-        op = str(expr.get("operator") or "")
         values = tuple(str(v) for v in _as_list(expr.get("values")))
+        yield p, str(expr.get("key") or ""), str(expr.get("operator") or ""), values
+
+
+def _compile_expressions(raw: list[Any], path: str) -> tuple[list[Requirement], list[str]]:
+    """nodeSelectorRequirementsAsSelector + labels.NewRequirement validation."""
+    reqs: list[Requirement] = []
+    errs: list[str] = []
+    for p, key, op, values in _requirements(raw, path, errs):
         if op not in _LABEL_OPERATORS:
             errs.append(f'{p}.operator: Unsupported value: "{op}": supported values: ' + ", ".join(
                 f'"{o}"' for o in _LABEL_OPERATORS))
@@ -176,14 +180,7 @@ def _compile_fields(raw: list[Any], path: str) -> tuple[list[Requirement], list[
     """nodeSelectorRequirementsAsFieldSelector: In/NotIn with exactly one value."""
     reqs: list[Requirement] = []
     errs: list[str] = []
-    for i, expr in enumerate(raw):
-        p = f"{path}[{i}]"
-        if not isinstance(expr, dict):
-            errs.append(f"{p}: Invalid value: {expr!r}: must be an object")
-            continue
-        key = str(expr.get("key") or "")
-        op = str(expr.get("operator") or "")
-        values = tuple(str(v) for v in _as_list(expr.get("values")))
+    for p, key, op, values in _requirements(raw, path, errs):
         if op not in _FIELD_OPERATORS:
             errs.append(f'{p}.operator: Unsupported value: "{op}": supported values: "In", "NotIn"')
         elif len(values) != 1:
