@@ -339,7 +339,8 @@ class Scheduler:
         Upstream evaluates nodes in parallel from nextStartNodeIndex and stops after
         numFeasibleNodesToFind; here whole windows are filtered as vectors. The first window is
         sized from the share of nodes that passed recently (so it usually holds just enough), and
-        each further one doubles, so a 5,000-node cluster usually costs one small window.
+        a further one from what is still missing, so a 5,000-node cluster usually costs one small
+        window.
         """
         n = len(rows)
         if n == 0:
@@ -375,7 +376,10 @@ class Scheduler:
             found.append(passing)
             count += len(passing)
             pos += len(chunk)
-            window *= 2
+            # Size the next window for what is still missing at the share seen so far (doubling
+            # would evaluate up to twice the nodes needed when the first window fell just short).
+            seen_share = max(count / pos, 0.02)
+            window = max(int((to_find - count) / seen_share * 1.15) + 16, 64)
         self._next_start_node_index = (self._next_start_node_index + processed) % max(num_all, 1)
         feasible = np.concatenate(found) if found else rows[:0]
         return feasible, Status()

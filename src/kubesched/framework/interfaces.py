@@ -13,7 +13,7 @@ of each is written in terms of the other, so a plugin must override at least one
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -129,6 +129,18 @@ class FilterPlugin(Plugin):
                     code = index[st] = len(statuses)
                 codes[i] = code
         return Verdicts(codes, statuses)
+
+    def filter_signature(self, state: CycleState, pod: PodInfo) -> Hashable | None:
+        """Opt in to verdict caching by returning a key that captures everything this plugin's
+        Filter reads from the pod (and from the cycle state it wrote for it).
+
+        Return a key only if the verdicts depend on nothing but that key and the Node objects
+        (labels, taints, spec, allocatable): not on the pods placed on the nodes, nor on time or
+        outside data. Pods with equal keys then share verdicts computed once over all nodes, until
+        a node is added, updated or removed. Only a run of such plugins at the start of the Filter
+        list is cached. None (the default) evaluates the plugin on every attempt.
+        """
+        return None
 
 
 class PostFilterPlugin(Plugin):

@@ -14,6 +14,7 @@ import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.filter_cache import SignatureVerdictCache
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
     EXTENSION_POINTS,
@@ -127,6 +128,13 @@ class Framework:
             for p in instances:
                 seen.setdefault(p.name, p)
         self.plugins: dict[str, Plugin] = seen
+        leading: list[FilterPlugin] = []
+        for fp in self.filter:
+            if type(fp).filter_signature is FilterPlugin.filter_signature:
+                break
+            leading.append(fp)
+        #: Verdicts of the leading node-object filters, shared by pods with equal signatures.
+        self.signature_cache = SignatureVerdictCache(leading)
 
     # -- building -----------------------------------------------------------------------------
     @staticmethod
@@ -219,7 +227,20 @@ class Framework:
         """Filter rows through every plugin, stopping at the first rejection per node; returns the
         passing rows. Rejections are recorded in ``diagnosis`` with the rejecting plugin's name."""
         table = self.handle.table
-        for p in self.filter:
+        plugins = self.filter
+        cached = self.signature_cache.verdicts(state, pod, table)
+        if cached is not None:
+            plugins = plugins[len(self.signature_cache.plugins) :]
+            codes = cached.codes[rows]
+            failed = codes != 0
+            if failed.any():
+                codes = codes[failed]
+                diagnosis.node_to_status.add(rows[failed], codes, cached.statuses)
+                diagnosis.unschedulable_plugins.update(cached.rejecting_plugins(codes))
+                rows = rows[~failed]
+                if not len(rows):
+                    return rows, SUCCESS
+        for p in plugins:
             if p.name in state.skip_filter_plugins:
                 continue
             verdicts = p.filter_batch(state, pod, table, rows)

@@ -108,6 +108,9 @@ class NodeTable:
         r = len(BASE_RESOURCES)
         self.allocatable: IntArray = np.zeros((capacity, r), dtype=np.int64)
         self.requested: IntArray = np.zeros((capacity, r), dtype=np.int64)
+        #: allocatable - requested (the pods column: allocatable pods - pods placed), kept in step
+        #: with both so the Fit filter is one comparison per row.
+        self.available: IntArray = np.zeros((capacity, r), dtype=np.int64)
         #: cpu/memory requested with upstream's non-zero defaults (100m / 200Mi), for scoring.
         self.nonzero_requested: IntArray = np.zeros((capacity, 2), dtype=np.int64)
         self.alive: BoolArray = np.zeros(capacity, dtype=np.bool_)
@@ -133,6 +136,9 @@ class NodeTable:
         self._node_columns: dict[str, tuple[Callable[[dict[str, Any]], int], IntArray]] = {}
         #: Bumped on every change; plugins may key caches on it.
         self.generation = 0
+        #: Bumped only when a node is added, updated or removed (or a resource column appears), not
+        #: when pods come and go: caches of verdicts that depend on node objects alone key on it.
+        self.node_generation = 0
         #: Plugin caches derived from the table (keys must name everything that invalidates them).
         self.memo: dict[Any, Any] = {}
 
@@ -165,6 +171,7 @@ class NodeTable:
 
         self.allocatable = g(self.allocatable)
         self.requested = g(self.requested)
+        self.available = g(self.available)
         self.nonzero_requested = g(self.nonzero_requested)
         self.alive = g(self.alive, False)
         self.unschedulable = g(self.unschedulable, False)
@@ -192,7 +199,9 @@ class NodeTable:
             pad = np.zeros((self._cap, 1), dtype=np.int64)
             self.allocatable = np.hstack([self.allocatable, pad])
             self.requested = np.hstack([self.requested, pad])
+            self.available = np.hstack([self.available, pad])
             self.generation += 1
+            self.node_generation += 1
         return col
 
     # -- nodes ------------------------------------------------------------------------------------
@@ -234,6 +243,7 @@ class NodeTable:
         self.allocatable[row] = 0
         for res, amount in alloc.items():
             self.allocatable[row, self.resource_index[res]] = amount
+        self.available[row] = self.allocatable[row] - self.requested[row]
         self.unschedulable[row] = bool(spec.get("unschedulable"))
         self.taint_set_id[row] = self._intern_taints(taints)
         self.nodes[row] = raw
@@ -244,6 +254,7 @@ class NodeTable:
         for nfn, narr in self._node_columns.values():
             narr[row] = nfn(raw)
         self.generation += 1
+        self.node_generation += 1
         if new:
             for pod in self._orphans.pop(name, {}).values():
                 self._account(row, pod, +1)
@@ -264,6 +275,7 @@ class NodeTable:
         self.used_ports[row] = {}
         self.allocatable[row] = 0
         self.requested[row] = 0
+        self.available[row] = 0
         self.nonzero_requested[row] = 0
         self.taint_set_id[row] = 0
         self.unschedulable[row] = False
@@ -274,6 +286,7 @@ class NodeTable:
         self._free_rows.append(row)
         self._alive_rows = None
         self.generation += 1
+        self.node_generation += 1
 
     def _intern_taints(self, taints: tuple[Taint, ...]) -> int:
         tid = self._taint_set_ids.get(taints)
@@ -345,8 +358,11 @@ class NodeTable:
 
     def _account(self, row: int, pod: PodInfo, sign: int) -> None:
         vec = self.request_vector(pod)
-        self.requested[row, : len(vec)] += sign * vec
+        delta = sign * vec
+        self.requested[row, : len(vec)] += delta
         self.requested[row, PODS] += sign
+        self.available[row, : len(vec)] -= delta
+        self.available[row, PODS] -= sign
         self.nonzero_requested[row, 0] += sign * pod.requests.non_zero_milli_cpu
         self.nonzero_requested[row, 1] += sign * pod.requests.non_zero_memory
         ports = self.used_ports[row]
@@ -420,7 +436,7 @@ class NodeTable:
 
     def free(self, rows: Rows) -> IntArray:
         """allocatable - requested for the given rows (all resource columns)."""
-        result: IntArray = self.allocatable.take(rows, axis=0) - self.requested.take(rows, axis=0)
+        result: IntArray = self.available.take(rows, axis=0)
         return result
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable, Rows, Taint
@@ -66,12 +67,38 @@ def parse_tolerations(raw: Iterable[Any]) -> tuple[Toleration, ...]:
     return tuple(Toleration.from_raw(t) for t in raw)
 
 
+#: Parsed toleration lists by their JSON: the pods of one workload share one list (and one
+#: parse). Bounded; cleared when full.
+_PARSED: dict[bytes, tuple[Toleration, ...]] = {}
+_MAX_PARSED = 4096
+
+
 def pod_tolerations(pod: PodInfo) -> tuple[Toleration, ...]:
     """The pod's tolerations parsed once and cached on the pod (shared by all taint plugins)."""
     cached = pod.memo.get("_tolerations")
     if cached is None:
-        cached = pod.memo["_tolerations"] = parse_tolerations(pod.tolerations)
+        key = tolerations_key(pod)
+        cached = _PARSED.get(key)
+        if cached is None:
+            if len(_PARSED) >= _MAX_PARSED:
+                _PARSED.clear()
+            cached = _PARSED[key] = parse_tolerations(pod.tolerations)
+        pod.memo["_tolerations"] = cached
     result: tuple[Toleration, ...] = cached
+    return result
+
+
+def tolerations_key(pod: PodInfo) -> bytes:
+    """spec.tolerations as JSON: equal keys, equal tolerations (bytes hash once, so it is a cheap
+    dictionary key)."""
+    key = pod.memo.get("_tolerations_key")
+    if key is None:
+        try:
+            key = orjson.dumps(pod.tolerations)
+        except (TypeError, orjson.JSONEncodeError):  # not JSON-shaped (parsed later as invalid)
+            key = repr(pod.tolerations).encode()
+        pod.memo["_tolerations_key"] = key
+    result: bytes = key
     return result
 
 

@@ -19,11 +19,12 @@ k8s.io/component-helpers/scheduling/corev1/nodeaffinity (see plugins/helpers/nod
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import orjson
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -77,6 +78,8 @@ class _Compiled:
     #: None when the pod has no preferredDuringSchedulingIgnoredDuringExecution.
     preferred: tuple[PreferredTerm, ...] | None
     preferred_errors: tuple[str, ...]
+    #: Canonical JSON of spec.nodeSelector and the required affinity (the Filter's inputs).
+    required_signature: bytes
 
 
 def _compile(pod: PodInfo) -> _Compiled:
@@ -99,6 +102,7 @@ def _compile(pod: PodInfo) -> _Compiled:
         raw_required_terms=tuple(terms) if isinstance(terms, list) else (),
         preferred=preferred,
         preferred_errors=pref_errors,
+        required_signature=orjson.dumps([spec.get("nodeSelector"), req_raw], option=orjson.OPT_SORT_KEYS),
     )
     pod.memo[NAME] = compiled
     return compiled
@@ -171,6 +175,11 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         if names:
             return PreFilterResult(names), SUCCESS
         return None, SUCCESS
+
+    def filter_signature(self, state: CycleState, pod: PodInfo) -> Hashable:
+        # Filter reads spec.nodeSelector and the required node affinity (plus this plugin's fixed
+        # addedAffinity); their canonical JSON names them exactly.
+        return _compile(pod).required_signature
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         codes = np.zeros(len(rows), dtype=np.int32)

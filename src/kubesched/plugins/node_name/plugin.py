@@ -7,7 +7,7 @@ returns (nil, nil) — not Skip — for pods without a nodeName.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -34,6 +34,9 @@ class NodeName(PreFilterPlugin, FilterPlugin):
         if pod.node_name:
             return PreFilterResult(frozenset((pod.node_name,))), SUCCESS
         return None, SUCCESS
+
+    def filter_signature(self, state: CycleState, pod: PodInfo) -> Hashable:
+        return pod.node_name
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         # Fits: len(pod.Spec.NodeName) == 0 || pod.Spec.NodeName == node.Name

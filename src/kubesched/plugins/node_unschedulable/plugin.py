@@ -5,7 +5,7 @@ Port of pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import ClassVar
 
 from kubesched.framework.cycle_state import CycleState
@@ -49,6 +49,9 @@ class NodeUnschedulable(FilterPlugin):
                 pod_tolerations(pod), UNSCHEDULABLE_TAINT, self.enable_taint_toleration_comparison_operators
             )
         return bool(cached)
+
+    def filter_signature(self, state: CycleState, pod: PodInfo) -> Hashable:
+        return self._tolerates(pod)  # the verdict reads only this and spec.unschedulable
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         cordoned = table.unschedulable[rows]

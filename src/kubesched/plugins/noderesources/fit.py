@@ -50,7 +50,6 @@ from kubesched.snapshot.table import (
     IntArray,
     NodeTable,
     Rows,
-    column_selector,
 )
 
 __all__ = ["NodeResourcesFit"]
@@ -64,6 +63,8 @@ _FITS, _INSUFFICIENT, _UNRESOLVABLE = 0, 1, 2
 _PACKED_CHECKS: Final = 31
 #: Up to this many checks the packed keys stay below 4**8 = 65,536 (bincount-sized).
 _SMALL_KEY_CHECKS: Final = 8
+#: ``available < NEVER_SHORT`` is false for any value: marks columns the Filter does not check.
+NEVER_SHORT: Final = np.iinfo(np.int64).min
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,11 @@ class _PreFilterState:
     checks: tuple[_Check, ...]
     #: fitsRequest's early return: the pod requests nothing but a pod slot.
     requests_nothing: bool
+    #: Per table column, the least ``available`` that fits: the request of each checked resource,
+    #: one pod slot, and NEVER_SHORT for columns that are not checked.
+    need: IntArray
+    #: The checked requests, in ``checks`` order.
+    amounts: IntArray
 
     def clone(self) -> _PreFilterState:
         return self  # immutable, as upstream's Clone returns the same pointer
@@ -110,6 +116,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.allocation = ResourceAllocation(tuple(s.resources), use_requested=False)
         shape = s.requested_to_capacity_ratio.shape if s.requested_to_capacity_ratio is not None else None
         self.scorer: Scorer = build_scorer(s.type, self.allocation.weights, shape)
+        #: Filter statuses by (reasons, packed per-reason states), built on first use.
+        self._status_of_key: dict[tuple[tuple[str, ...], int], Status | None] = {}
 
     # -- events -----------------------------------------------------------------------------------
     def events_to_register(self) -> Sequence[ClusterEvent]:
@@ -152,7 +160,14 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 continue
             checks.append(_Check(table.resource_column(rname), amount, f"Insufficient {rname}"))
         nothing = req.milli_cpu == 0 and req.memory == 0 and req.ephemeral_storage == 0 and not req.scalar
-        return _PreFilterState(tuple(checks), nothing)
+        if nothing:
+            checks = []
+        need = np.full(len(table.resource_names), NEVER_SHORT, dtype=np.int64)
+        need[PODS] = 1
+        for c in checks:
+            need[c.column] = c.amount
+        amounts = np.array([c.amount for c in checks], dtype=np.int64)
+        return _PreFilterState(tuple(checks), nothing, need, amounts)
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
         state.write(PRE_FILTER_STATE_KEY, self._compute_pre_filter_state(pod, table))
@@ -163,69 +178,83 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if not isinstance(s, _PreFilterState):
             err = Status.error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found', self.name)
             return Verdicts(np.ones(len(rows), dtype=np.int32), [err])
-        checks = () if s.requests_nothing else s.checks
-        # One gather per matrix; per-check work only on the rows that fail something.
-        a_rows, u_rows = table.allocatable.take(rows, axis=0), table.requested.take(rows, axis=0)
+        # One gather of whole rows, then one 1-D comparison per checked resource (numpy is much
+        # slower on the narrow 2-D shapes); the reasons are worked out only for failing rows.
+        free = table.available.take(rows, axis=0)
         # "len(pods)+1 > allowedPodNumber". Never unresolvable upstream (preemption frees slots).
-        pods_bad = u_rows[:, PODS] + 1 > a_rows[:, PODS]
-        n = len(rows)
-        if not checks:
-            if not pods_bad.any():
-                return Verdicts.all_pass(n)
-            return Verdicts.from_mask(~pods_bad, Status(Code.UNSCHEDULABLE, ("Too many pods",), self.name))
-        cols = column_selector([c.column for c in checks])
-        amounts = np.array([c.amount for c in checks], dtype=np.int64)
-        a_cols = a_rows[:, cols]
-        insufficient = amounts > a_cols - u_rows[:, cols]
-        failing = pods_bad | insufficient.any(axis=1)
+        failing = free[:, PODS] < 1
+        checks = s.checks
+        for c in checks:
+            failing |= free[:, c.column] < c.amount
         if not failing.any():
-            return Verdicts.all_pass(n)
+            return Verdicts.all_pass(len(rows))
+        if not checks:
+            return Verdicts.from_mask(~failing, Status(Code.UNSCHEDULABLE, ("Too many pods",), self.name))
         idx = np.flatnonzero(failing)
-        reasons = ("Too many pods", *(c.reason for c in checks))
-        # states[k] per failing row: _FITS / _INSUFFICIENT / _UNRESOLVABLE. Unresolvable when the
+        free = free[idx]
+        whole = table.allocatable.take(rows[idx], axis=0)
+        # Per reason and failing row: _FITS / _INSUFFICIENT / _UNRESOLVABLE. Unresolvable when the
         # request exceeds the node's whole allocatable: evicting every pod would not help, so
         # preemption skips the node (fit.go InsufficientResource).
-        ins = insufficient[idx]
-        states = np.empty((len(reasons), len(idx)), dtype=np.int64)
-        states[0] = np.where(pods_bad[idx], _INSUFFICIENT, _FITS)
-        states[1:] = np.where(ins, np.where(amounts > a_cols[idx], _UNRESOLVABLE, _INSUFFICIENT), _FITS).T
-        partial = self._verdicts(states, reasons)
-        codes = np.zeros(n, dtype=np.int32)
+        states = [(free[:, PODS] < 1).astype(np.int64)]
+        for c in checks:
+            short = free[:, c.column] < c.amount
+            st = short.astype(np.int64)
+            st[short & (whole[:, c.column] < c.amount)] = _UNRESOLVABLE
+            states.append(st)
+        partial = self._verdicts(states, ("Too many pods", *(c.reason for c in checks)))
+        codes = np.zeros(len(rows), dtype=np.int32)
         codes[idx] = partial.codes
         return Verdicts(codes, partial.statuses)
 
-    def _verdicts(self, states: npt.NDArray[np.int64], reasons: tuple[str, ...]) -> Verdicts:
-        n = states.shape[1]
-        if not states.any():
-            return Verdicts.all_pass(n)
-        if len(reasons) <= _SMALL_KEY_CHECKS:
-            # Few checks: the packed keys are small, so find the distinct ones with bincount
-            # (C speed) instead of np.unique (a sort plus Python-level overhead per call).
-            shifts = (2 * np.arange(len(reasons), dtype=np.int64))[:, None]
-            keys = (states << shifts).sum(axis=0)
-            uniq = np.flatnonzero(np.bincount(keys))
-            lookup = np.zeros(int(uniq[-1]) + 1, dtype=np.intp)
-            lookup[uniq] = np.arange(len(uniq))
-            inverse = lookup[keys]
-            combos = [[(int(k) >> (2 * i)) & 3 for i in range(len(reasons))] for k in uniq]
-        elif len(reasons) <= _PACKED_CHECKS:
-            shifts = (2 * np.arange(len(reasons), dtype=np.int64))[:, None]
-            keys = (states << shifts).sum(axis=0)
+    def _verdicts(self, states: list[IntArray], reasons: tuple[str, ...]) -> Verdicts:
+        """Group the failing rows by their combination of per-reason states: one Status each."""
+        if len(reasons) > _PACKED_CHECKS:  # a pod requesting > 30 extended resources
+            uniq_rows, inverse = np.unique(np.stack(states, axis=1), axis=0, return_inverse=True)
+            return self._group([tuple(int(v) for v in r) for r in uniq_rows], inverse.reshape(-1), reasons)
+        keys = states[0].copy()
+        for i, st in enumerate(states[1:], start=1):
+            keys |= st << (2 * i)
+        if len(reasons) > _SMALL_KEY_CHECKS:
             uniq, inverse = np.unique(keys, return_inverse=True)
-            combos = [[(int(k) >> (2 * i)) & 3 for i in range(len(reasons))] for k in uniq]
-        else:  # a pod requesting > 30 extended resources: group on the raw state columns
-            uniq_rows, inverse = np.unique(states.T, axis=0, return_inverse=True)
-            combos = [[int(v) for v in r] for r in uniq_rows]
+            combos = [tuple((int(k) >> (2 * i)) & 3 for i in range(len(reasons))) for k in uniq]
+            return self._group(combos, inverse.reshape(-1), reasons)
+        # The usual case: small packed keys. Distinct keys via bincount (C speed, no sort), and the
+        # Status of each key is built once per plugin instance, then looked up.
+        present = np.bincount(keys)
+        lookup = np.zeros(len(present), dtype=np.int32)
+        statuses: list[Status] = []
+        for k in np.flatnonzero(present).tolist():
+            status = self._status_of_key.get((reasons, k))
+            if status is None:
+                combo = tuple((k >> (2 * i)) & 3 for i in range(len(reasons)))
+                status = self._status_of(combo, reasons)
+                if len(self._status_of_key) >= 4096:
+                    self._status_of_key.clear()
+                self._status_of_key[(reasons, k)] = status
+            if status is not None:
+                statuses.append(status)
+                lookup[k] = len(statuses)
+        return Verdicts(lookup[keys], statuses)
+
+    def _group(
+        self, combos: list[tuple[int, ...]], inverse: npt.NDArray[np.intp], reasons: tuple[str, ...]
+    ) -> Verdicts:
         codes_of_combo = np.zeros(len(combos), dtype=np.int32)
         statuses: list[Status] = []
         for j, combo in enumerate(combos):  # one iteration per distinct outcome, not per node
-            failed = [reasons[i] for i, st in enumerate(combo) if st != _FITS]
-            if not failed:
-                continue
-            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if _UNRESOLVABLE in combo else Code.UNSCHEDULABLE
-            statuses.append(Status(code, tuple(failed), self.name))
-            codes_of_combo[j] = len(statuses)
-        return Verdicts(codes_of_combo[inverse.reshape(-1)], statuses)
+            st = self._status_of(combo, reasons)
+            if st is not None:
+                statuses.append(st)
+                codes_of_combo[j] = len(statuses)
+        return Verdicts(codes_of_combo[inverse], statuses)
+
+    def _status_of(self, combo: tuple[int, ...], reasons: tuple[str, ...]) -> Status | None:
+        failed = tuple(reasons[i] for i, st in enumerate(combo) if st != _FITS)
+        if not failed:
+            return None
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if _UNRESOLVABLE in combo else Code.UNSCHEDULABLE
+        return Status(code, failed, self.name)
 
     # -- PreScore / Score -------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Status:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
@@ -211,6 +211,28 @@ def build_scorer(strategy: str, weights: IntArray, shape: Sequence[UtilizationSh
 # -- requested / allocatable per configured resource ----------------------------------------------
 
 
+class _ColumnPlan:
+    """Where ResourceAllocation reads each configured resource in the node table."""
+
+    __slots__ = ("alloc_cols", "alloc_sel", "nonzero_src", "simple", "use_requested", "used_sel")
+
+    def __init__(self, alloc_cols: list[int], nonzero_src: list[int], use_requested: bool) -> None:
+        self.alloc_cols = alloc_cols
+        self.nonzero_src = nonzero_src
+        self.use_requested = use_requested
+        self.alloc_sel = column_selector(alloc_cols)
+        # Simple: every resource is read from one matrix (cpu/memory, the default): two gathers.
+        if all(c >= 0 for c in alloc_cols) and all(src >= 0 for src in nonzero_src):
+            self.simple, self.used_sel = True, column_selector(nonzero_src)
+        elif use_requested and all(c >= 0 for c in alloc_cols):
+            self.simple, self.used_sel = True, self.alloc_sel
+        else:
+            self.simple, self.used_sel = False, self.alloc_sel
+
+    def used_source(self, table: NodeTable) -> IntArray:
+        return table.requested if self.use_requested else table.nonzero_requested
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceAllocation:
     """resource_allocation.go resourceAllocationScorer minus the scorer function.
@@ -222,6 +244,16 @@ class ResourceAllocation:
 
     resources: tuple[ResourceSpec, ...]
     use_requested: bool
+    _plans: dict[int, tuple[NodeTable, dict[tuple[int, tuple[bool, ...]], _ColumnPlan]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    _scalar_positions: tuple[int, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Positions of extended resources: whether the pod requests them changes the plan.
+        positions = tuple(i for i, r in enumerate(self.resources) if is_scalar_resource_name(r.name))
+        object.__setattr__(self, "_scalar_positions", positions)
 
     def pod_request_list(self, pod: PodInfo) -> IntArray:
         """calculatePodResourceRequestList: the pod's request of each configured resource."""
@@ -242,10 +274,43 @@ class ResourceAllocation:
 
     def allocatable_requested(self, table: NodeTable, rows: Rows, pod_requests: IntArray) -> tuple[IntArray, IntArray]:
         """score + calculateResourceAllocatableRequest for many rows: (allocatable, requested)
-        matrices of shape (rows × resources); a resource that is not scored on a row has 0 in both
-        (upstream's "only fill the entry when alloc != 0")."""
-        # Which table column feeds each configured resource; cpu/memory come from NonZeroRequested
-        # unless use_requested. A resource that is not scored gets column -1 (zeros).
+        matrices of shape (rows × resources). A resource that is not scored on a row has 0
+        allocatable there (upstream's "only fill the entry when alloc != 0"); the scorers skip such
+        entries whatever the requested value, so requested is not masked."""
+        plan = self._plan(table, pod_requests)
+        # Whole-row gathers with take() are several times faster than 2-D fancy indexing.
+        a_rows = table.allocatable.take(rows, axis=0)
+        if plan.simple:
+            alloc = a_rows[:, plan.alloc_sel]
+            used = plan.used_source(table).take(rows, axis=0)[:, plan.used_sel]
+        else:
+            n = len(rows)
+            alloc = np.zeros((n, len(self.resources)), dtype=np.int64)
+            used = np.zeros((n, len(self.resources)), dtype=np.int64)
+            u_rows = table.requested.take(rows, axis=0)
+            nz_rows = table.nonzero_requested.take(rows, axis=0) if not self.use_requested else None
+            for i, (col, src) in enumerate(zip(plan.alloc_cols, plan.nonzero_src, strict=True)):
+                if col < 0:
+                    continue
+                alloc[:, i] = a_rows[:, col]
+                used[:, i] = nz_rows[:, src] if src >= 0 and nz_rows is not None else u_rows[:, col]
+        reqd: IntArray = used + pod_requests
+        return alloc, reqd
+
+    def _plan(self, table: NodeTable, pod_requests: IntArray) -> _ColumnPlan:
+        """Which table column feeds each configured resource (cached: it changes only with the
+        table's columns and, for extended resources, with whether the pod requests them)."""
+        scalar_requested = tuple(bool(pod_requests[i]) for i in self._scalar_positions)
+        key = (len(table.resource_names), scalar_requested)
+        cache = self._plans.get(id(table))
+        if cache is not None and cache[0] is table:
+            plan = cache[1].get(key)
+            if plan is not None:
+                return plan
+        else:
+            cache = self._plans[id(table)] = (table, {})
+        # cpu/memory come from NonZeroRequested unless use_requested; ephemeral-storage and
+        # extended resources from Requested. Column -1: not scored (zeros).
         alloc_cols: list[int] = []
         nonzero_src: list[int] = []  # index into nonzero_requested, or -1 to read requested
         for i, spec in enumerate(self.resources):
@@ -264,24 +329,9 @@ class ResourceAllocation:
             else:
                 alloc_cols.append(-1)
                 nonzero_src.append(-1)
-        # Whole-row gathers with take() are several times faster than 2-D fancy indexing.
-        a_rows = table.allocatable.take(rows, axis=0)
-        if all(c >= 0 for c in alloc_cols) and all(src >= 0 for src in nonzero_src):
-            alloc = a_rows[:, column_selector(alloc_cols)]
-            used = table.nonzero_requested.take(rows, axis=0)[:, column_selector(nonzero_src)]
-        else:
-            n = len(rows)
-            alloc = np.zeros((n, len(self.resources)), dtype=np.int64)
-            used = np.zeros((n, len(self.resources)), dtype=np.int64)
-            u_rows = table.requested.take(rows, axis=0)
-            nz_rows = table.nonzero_requested.take(rows, axis=0) if not self.use_requested else None
-            for i, (col, src) in enumerate(zip(alloc_cols, nonzero_src, strict=True)):
-                if col < 0:
-                    continue
-                alloc[:, i] = a_rows[:, col]
-                used[:, i] = nz_rows[:, src] if src >= 0 and nz_rows is not None else u_rows[:, col]
-        reqd: IntArray = np.where(alloc != 0, used + pod_requests, 0)
-        return alloc, reqd
+        plan = _ColumnPlan(alloc_cols, nonzero_src, self.use_requested)
+        cache[1][key] = plan
+        return plan
 
     @property
     def weights(self) -> IntArray:

@@ -14,7 +14,7 @@ Port of pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go (new
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -35,6 +35,7 @@ from kubesched.plugins.helpers.taints import (
     count_intolerable_taints,
     do_not_schedule_taints_filter,
     pod_tolerations,
+    tolerations_key,
     untolerated_mask,
 )
 from kubesched.snapshot.pod import PodInfo
@@ -71,6 +72,9 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         # Upstream with queueing hints: Node Add | UpdateNodeTaint, plus the pod's own toleration
         # update (our queue requeues an updated unschedulable pod anyway).
         return (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT, "NodeAdd|UpdateNodeTaint"),)
+
+    def filter_signature(self, state: CycleState, pod: PodInfo) -> Hashable:
+        return tolerations_key(pod)  # the taints come from the nodes
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         bad = untolerated_mask(

@@ -1,0 +1,137 @@
+"""Filter verdicts shared by pods that look alike to the node-object filters.
+
+Most pods come in families (a Deployment's replicas, a Job's workers) with the same tolerations,
+node selector and affinity. The filters that only read those and the Node objects
+(NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, ... — plugins that return a
+``filter_signature``) give every member the same verdicts until a node changes. This cache
+evaluates them once per family over all nodes and hands later members the verdicts as one array
+gather, in place of one pass per plugin per attempt.
+
+Only the leading run of signature plugins in the Filter list is cached, so the order in which
+plugins reject a node (the first rejection wins, as upstream) is unchanged. A family is cached on
+its second attempt: one-off pods cost no more than before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import FilterPlugin
+from kubesched.framework.status import Code, Status
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeTable
+
+#: The cycle-state key under which a pod's verdicts (or None) are kept between filter windows.
+STATE_KEY: Final = "kubesched/signature-verdicts"
+#: Signature part of a plugin whose PreFilter returned Skip (its Filter does not run).
+_SKIPPED: Final = ("<skipped>",)
+#: Bounds on remembered families; both are cleared whenever a node changes anyway.
+MAX_ENTRIES: Final = 256
+MAX_SEEN: Final = 4096
+
+
+class SignatureVerdicts:
+    """The cached plugins' verdicts for every table row: ``codes[row]`` is 0 (passes) or k > 0
+    (``statuses[k - 1]``). Codes are numbered in plugin order, so each plugin owns a range."""
+
+    __slots__ = ("codes", "ranges", "statuses")
+
+    def __init__(self, codes: npt.NDArray[np.int32], statuses: list[Status]) -> None:
+        self.codes = codes
+        self.statuses = statuses
+        #: (plugin, first code, last code) in plugin order.
+        self.ranges: list[tuple[str, int, int]] = []
+        for code, s in enumerate(statuses, start=1):
+            if self.ranges and self.ranges[-1][0] == s.plugin:
+                self.ranges[-1] = (s.plugin, self.ranges[-1][1], code)
+            else:
+                self.ranges.append((s.plugin, code, code))
+
+    def rejecting_plugins(self, codes: npt.NDArray[np.int32]) -> set[str]:
+        """Plugins behind the given (non-zero) codes."""
+        if len(self.ranges) == 1:
+            return {self.ranges[0][0]}
+        lo, hi = int(codes.min()), int(codes.max())
+        if len(self.ranges) == 2:  # the usual case, decided by the extremes alone
+            (first, _, first_hi), (second, second_lo, _) = self.ranges
+            return {name for name, hit in ((first, lo <= first_hi), (second, hi >= second_lo)) if hit}
+        present = np.flatnonzero(np.bincount(codes, minlength=len(self.statuses) + 1)).tolist()
+        return {name for name, a, b in self.ranges if any(a <= c <= b for c in present)}
+
+class SignatureVerdictCache:
+    """Per framework: signature → verdicts of ``plugins`` (the leading signature filters)."""
+
+    def __init__(self, plugins: Sequence[FilterPlugin]) -> None:
+        self.plugins = list(plugins)
+        self._entries: dict[tuple[Hashable, ...], SignatureVerdicts] = {}
+        self._seen: set[tuple[Hashable, ...]] = set()
+        self._node_generation = -1
+
+    def verdicts(self, state: CycleState, pod: PodInfo, table: NodeTable) -> SignatureVerdicts | None:
+        """The pod's cached verdicts, computed on its family's second attempt; None means run the
+        plugins one by one (no signature, a first attempt, or an error among the verdicts)."""
+        if not self.plugins:
+            return None
+        if STATE_KEY in state:
+            memo: SignatureVerdicts | None = state.get(STATE_KEY)
+            return memo
+        entry = self._lookup(state, pod, table)
+        state.write(STATE_KEY, entry)
+        return entry
+
+    def _lookup(self, state: CycleState, pod: PodInfo, table: NodeTable) -> SignatureVerdicts | None:
+        if table.node_generation != self._node_generation:
+            self._entries.clear()
+            self._seen.clear()
+            self._node_generation = table.node_generation
+        skipped = state.skip_filter_plugins
+        parts: list[Hashable] = []
+        for p in self.plugins:
+            if p.name in skipped:
+                parts.append(_SKIPPED)
+                continue
+            sig = p.filter_signature(state, pod)
+            if sig is None:
+                return None
+            parts.append(sig)
+        key = tuple(parts)
+        entry = self._entries.get(key)
+        if entry is not None:
+            return entry
+        if key not in self._seen:
+            if len(self._seen) >= MAX_SEEN:
+                self._seen.clear()
+            self._seen.add(key)
+            return None
+        entry = self._evaluate(state, pod, table)
+        if entry is not None:
+            if len(self._entries) >= MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[key] = entry
+        return entry
+
+    def _evaluate(self, state: CycleState, pod: PodInfo, table: NodeTable) -> SignatureVerdicts | None:
+        """Run the plugins over every node, first rejection per node wins (as runtime.run_filters)."""
+        rows = table.alive_rows()
+        codes = np.zeros(len(table.names), dtype=np.int32)
+        statuses: list[Status] = []
+        for p in self.plugins:
+            if p.name in state.skip_filter_plugins or not len(rows):
+                continue
+            v = p.filter_batch(state, pod, table, rows)
+            if not v.statuses:
+                continue
+            if any(s.code == Code.ERROR for s in v.statuses):
+                return None  # errors are reported by the uncached path, with their context
+            failed = v.codes != 0
+            if not failed.any():
+                continue
+            codes[rows[failed]] = v.codes[failed] + len(statuses)
+            statuses.extend(s.with_plugin(p.name) for s in v.statuses)
+            rows = rows[~failed]
+        return SignatureVerdicts(codes, statuses)
