@@ -33,10 +33,14 @@ from kubesched.plugins.noderesources.args import (
 )
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.pod_requests import is_scalar_resource_name
-from kubesched.snapshot.table import CPU, EPHEMERAL_STORAGE, MEMORY, NodeTable, Rows, column_selector
+from kubesched.snapshot.table import CPU, EPHEMERAL_STORAGE, MEMORY, NodeTable, Rows
 
 IntArray = npt.NDArray[np.int64]
-Scorer = Callable[[IntArray, IntArray], IntArray]
+#: One 1-D array per configured resource, aligned with the rows being scored. Columns, not a
+#: (rows × resources) matrix: numpy is several times slower on such narrow 2-D shapes.
+Columns = Sequence[IntArray]
+#: (requested, allocatable) → one score per row.
+Scorer = Callable[[Columns, Columns], IntArray]
 
 #: requested_to_capacity_ratio.go maxUtilization
 MAX_UTILIZATION: Final = 100
@@ -72,6 +76,11 @@ _DNS1123_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9
 # -- per-resource scorers (vectorised over rows) ----------------------------------------------------
 
 
+def _matrix(columns: Columns) -> IntArray:
+    """The (rows × resources) matrix of the general (rarely used) paths."""
+    return np.stack(columns, axis=1) if len(columns) else np.zeros((0, 0), dtype=np.int64)
+
+
 def _weighted_average(scores: IntArray, counted: npt.NDArray[np.bool_], weights: IntArray) -> IntArray:
     node_score = np.where(counted, scores * weights, 0).sum(axis=1)
     weight_sum = np.where(counted, weights, 0).sum(axis=1)
@@ -86,14 +95,23 @@ def least_resource_scorer(weights: IntArray) -> Scorer:
     over the resources the node has (allocatable != 0)."""
 
     weight_total = int(weights.sum())
+    weight_list = [int(w) for w in weights]
 
-    def score(requested: IntArray, allocatable: IntArray) -> IntArray:
+    def score(requested_cols: Columns, allocatable_cols: Columns) -> IntArray:
+        if weight_total and all(a.all() for a in allocatable_cols):
+            # Every resource counts on every row: a plain weighted average (the common case),
+            # column by column. Over capacity, (a - r) * 100 // a is negative: clamp it to 0.
+            total: IntArray | None = None
+            for a, r, w in zip(allocatable_cols, requested_cols, weight_list, strict=True):
+                per = np.maximum(((a - r) * MAX_NODE_SCORE) // a, 0)
+                if w != 1:
+                    per *= w
+                total = per if total is None else total + per
+            if total is not None:
+                fast: IntArray = total // weight_total
+                return fast
+        requested, allocatable = _matrix(requested_cols), _matrix(allocatable_cols)
         has = allocatable != 0
-        if has.all():
-            # Every resource counts on every row: a plain weighted average (the common case).
-            per_all = np.where(requested > allocatable, 0, ((allocatable - requested) * MAX_NODE_SCORE) // allocatable)
-            fast: IntArray = (per_all @ weights) // weight_total if weight_total else per_all[:, 0] * 0
-            return fast
         cap = np.where(has, allocatable, 1)
         per = np.where(requested > allocatable, 0, ((cap - requested) * MAX_NODE_SCORE) // cap)
         return _weighted_average(per, has, weights)
@@ -105,7 +123,8 @@ def most_resource_scorer(weights: IntArray) -> Scorer:
     """most_allocated.go mostResourceScorer / mostRequestedScore: ``requested * MaxNodeScore /
     capacity`` with requested capped at capacity (non-zero defaults can push it above)."""
 
-    def score(requested: IntArray, allocatable: IntArray) -> IntArray:
+    def score(requested_cols: Columns, allocatable_cols: Columns) -> IntArray:
+        requested, allocatable = _matrix(requested_cols), _matrix(allocatable_cols)
         has = allocatable != 0
         cap = np.where(has, allocatable, 1)
         per = (np.minimum(requested, cap) * MAX_NODE_SCORE) // cap
@@ -142,7 +161,8 @@ def requested_to_capacity_ratio_scorer(weights: IntArray, shape: Sequence[Utiliz
     scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
     raw = broken_linear_function([(p.utilization, p.score * scale) for p in shape])
 
-    def score(requested: IntArray, allocatable: IntArray) -> IntArray:
+    def score(requested_cols: Columns, allocatable_cols: Columns) -> IntArray:
+        requested, allocatable = _matrix(requested_cols), _matrix(allocatable_cols)
         has = allocatable != 0
         cap = np.where(has, allocatable, 1)
         util = np.where(requested > cap, MAX_UTILIZATION, (requested * MAX_UTILIZATION) // cap)
@@ -158,7 +178,7 @@ def requested_to_capacity_ratio_scorer(weights: IntArray, shape: Sequence[Utiliz
     return score
 
 
-def balanced_resource_scorer(requested: IntArray, allocatable: IntArray) -> IntArray:
+def balanced_resource_scorer(requested_cols: Columns, allocatable_cols: Columns) -> IntArray:
     """balanced_allocation.go balancedResourceScorer: ``(1 - std) * MaxNodeScore`` truncated, where
     std is the standard deviation of the requested/allocatable fractions (capped at 1) of the
     resources with allocatable != 0; ``|f1 - f2| / 2`` for two, 0 for fewer.
@@ -166,13 +186,15 @@ def balanced_resource_scorer(requested: IntArray, allocatable: IntArray) -> IntA
     The float operations are done column by column in upstream's order (not with numpy's pairwise
     ``sum``) so results are bit-identical to Go on amd64.
     """
+    if len(allocatable_cols) == 2 and all(a.all() for a in allocatable_cols):
+        # The default (cpu, memory) on nodes that have both: |f1 - f2| / 2, same float operations.
+        f0 = np.minimum(requested_cols[0] / allocatable_cols[0], 1.0)
+        f1 = np.minimum(requested_cols[1] / allocatable_cols[1], 1.0)
+        fast: IntArray = np.trunc((1 - np.abs((f0 - f1) / 2)) * float(MAX_NODE_SCORE)).astype(np.int64)
+        return fast
+    requested, allocatable = _matrix(requested_cols), _matrix(allocatable_cols)
     n, r = requested.shape
     has = allocatable != 0
-    if r == 2 and has.all():
-        # The default (cpu, memory) on nodes that have both: |f1 - f2| / 2, same float operations.
-        f = np.minimum(requested / allocatable, 1.0)
-        fast: IntArray = np.trunc((1 - np.abs((f[:, 0] - f[:, 1]) / 2)) * float(MAX_NODE_SCORE)).astype(np.int64)
-        return fast
     frac = np.where(has, requested / np.where(has, allocatable, 1).astype(np.float64), 0.0)
     frac = np.minimum(frac, 1.0)
     count = has.sum(axis=1)
@@ -212,25 +234,17 @@ def build_scorer(strategy: str, weights: IntArray, shape: Sequence[UtilizationSh
 
 
 class _ColumnPlan:
-    """Where ResourceAllocation reads each configured resource in the node table."""
+    """Where ResourceAllocation reads each configured resource in the node table: per resource
+    (allocatable column or -1 when not scored, read NonZeroRequested?, column of the used amount)."""
 
-    __slots__ = ("alloc_cols", "alloc_sel", "nonzero_src", "simple", "use_requested", "used_sel")
+    __slots__ = ("reads_nonzero", "reads_requested", "sources")
 
-    def __init__(self, alloc_cols: list[int], nonzero_src: list[int], use_requested: bool) -> None:
-        self.alloc_cols = alloc_cols
-        self.nonzero_src = nonzero_src
-        self.use_requested = use_requested
-        self.alloc_sel = column_selector(alloc_cols)
-        # Simple: every resource is read from one matrix (cpu/memory, the default): two gathers.
-        if all(c >= 0 for c in alloc_cols) and all(src >= 0 for src in nonzero_src):
-            self.simple, self.used_sel = True, column_selector(nonzero_src)
-        elif use_requested and all(c >= 0 for c in alloc_cols):
-            self.simple, self.used_sel = True, self.alloc_sel
-        else:
-            self.simple, self.used_sel = False, self.alloc_sel
-
-    def used_source(self, table: NodeTable) -> IntArray:
-        return table.requested if self.use_requested else table.nonzero_requested
+    def __init__(self, alloc_cols: list[int], nonzero_src: list[int]) -> None:
+        self.sources = [
+            (col, src >= 0, src if src >= 0 else col) for col, src in zip(alloc_cols, nonzero_src, strict=True)
+        ]
+        self.reads_nonzero = any(col >= 0 and nz for col, nz, _ in self.sources)
+        self.reads_requested = any(col >= 0 and not nz for col, nz, _ in self.sources)
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,30 +286,29 @@ class ResourceAllocation:
                 out[i] = req.scalar.get(spec.name, 0)
         return out
 
-    def allocatable_requested(self, table: NodeTable, rows: Rows, pod_requests: IntArray) -> tuple[IntArray, IntArray]:
+    def allocatable_requested(self, table: NodeTable, rows: Rows, pod_requests: IntArray) -> tuple[Columns, Columns]:
         """score + calculateResourceAllocatableRequest for many rows: (allocatable, requested)
-        matrices of shape (rows × resources). A resource that is not scored on a row has 0
-        allocatable there (upstream's "only fill the entry when alloc != 0"); the scorers skip such
-        entries whatever the requested value, so requested is not masked."""
+        per configured resource. A resource that is not scored on a row has 0 allocatable there
+        (upstream's "only fill the entry when alloc != 0"); the scorers skip such entries whatever
+        the requested value, so requested is not masked."""
         plan = self._plan(table, pod_requests)
-        # Whole-row gathers with take() are several times faster than 2-D fancy indexing.
+        # Whole-row gathers with take() are several times faster than 2-D fancy indexing; the
+        # columns are then strided views of them.
         a_rows = table.allocatable.take(rows, axis=0)
-        if plan.simple:
-            alloc = a_rows[:, plan.alloc_sel]
-            used = plan.used_source(table).take(rows, axis=0)[:, plan.used_sel]
-        else:
-            n = len(rows)
-            alloc = np.zeros((n, len(self.resources)), dtype=np.int64)
-            used = np.zeros((n, len(self.resources)), dtype=np.int64)
-            u_rows = table.requested.take(rows, axis=0)
-            nz_rows = table.nonzero_requested.take(rows, axis=0) if not self.use_requested else None
-            for i, (col, src) in enumerate(zip(plan.alloc_cols, plan.nonzero_src, strict=True)):
-                if col < 0:
-                    continue
-                alloc[:, i] = a_rows[:, col]
-                used[:, i] = nz_rows[:, src] if src >= 0 and nz_rows is not None else u_rows[:, col]
-        reqd: IntArray = used + pod_requests
-        return alloc, reqd
+        nonzero = table.nonzero_requested.take(rows, axis=0) if plan.reads_nonzero else None
+        plain = table.requested.take(rows, axis=0) if plan.reads_requested else None
+        alloc: list[IntArray] = []
+        requested: list[IntArray] = []
+        for (col, from_nonzero, used_col), amount in zip(plan.sources, pod_requests.tolist(), strict=True):
+            if col < 0:
+                alloc.append(np.zeros(len(rows), dtype=np.int64))
+                requested.append(np.zeros(len(rows), dtype=np.int64))
+                continue
+            used = nonzero if from_nonzero else plain
+            assert used is not None
+            alloc.append(a_rows[:, col])
+            requested.append(used[:, used_col] + amount)
+        return alloc, requested
 
     def _plan(self, table: NodeTable, pod_requests: IntArray) -> _ColumnPlan:
         """Which table column feeds each configured resource (cached: it changes only with the
@@ -329,7 +342,7 @@ class ResourceAllocation:
             else:
                 alloc_cols.append(-1)
                 nonzero_src.append(-1)
-        plan = _ColumnPlan(alloc_cols, nonzero_src, self.use_requested)
+        plan = _ColumnPlan(alloc_cols, nonzero_src)
         cache[1][key] = plan
         return plan
 
