@@ -35,7 +35,8 @@ def run_once(nodes: int, pods: int, seed: int) -> dict[str, Any]:
     config = load_config(None, registry)
     generated = generate_cluster(nodes, pods, seed)
     cluster = SimulatedCluster()
-    sched = Scheduler.build(config.profiles, registry, FakeClock(), client=cluster, seed=seed)
+    # As `kubesched simulate` builds it (simulate/runner.py): in-memory binds, stepped eagerly.
+    sched = Scheduler.build(config.profiles, registry, FakeClock(), client=cluster, seed=seed, eager_binding=True)
     cluster.attach(sched)
     for n in generated.nodes:
         cluster.add_node(n)

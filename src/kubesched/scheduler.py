@@ -22,6 +22,7 @@ import numpy as np
 from kubesched.framework.clock import Clock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import NO_NODES_MSG, Diagnosis, fit_error_message
+from kubesched.framework.eager import start_eagerly
 from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError
 from kubesched.framework.interfaces import Plugin
 from kubesched.framework.registry import Registry
@@ -87,7 +88,7 @@ class Scheduler:
         queue_settings: QueueSettings = QueueSettings(),
         seed: int | None = None,
         observer: SchedulerObserver | None = None,
-        spawn: Callable[[Coroutine[Any, Any, None]], Any] | None = None,
+        eager_binding: bool = False,
     ) -> None:
         if not frameworks:
             raise ValueError("a scheduler needs at least one profile")
@@ -113,7 +114,10 @@ class Scheduler:
         )
         for fwk in frameworks.values():
             fwk.handle.attach_queue(self.queue.activate, self._pending_pods)
-        self._spawn = spawn or self._spawn_task
+        #: Step binding cycles synchronously until they first wait (framework/eager.py). Only for
+        #: in-memory binding (the simulator): until a Task exists, code in the binding cycle sees
+        #: the scheduling loop's task as asyncio.current_task(), which timeouts would cancel.
+        self._eager_binding = eager_binding
         self._tasks: set[asyncio.Task[None]] = set()
         #: Pods between pop and the end of their binding cycle; value = deleted meanwhile.
         self._in_flight: dict[str, bool] = {}
@@ -133,6 +137,7 @@ class Scheduler:
         seed: int | None = None,
         observer: SchedulerObserver | None = None,
         objects: Callable[[str], Any] | None = None,
+        eager_binding: bool = False,
     ) -> Scheduler:
         """A scheduler with one framework per configured profile, sharing one cache and queue."""
         cache = cache or SchedulerCache()
@@ -141,7 +146,7 @@ class Scheduler:
         for profile in profiles:
             handle = Handle(cache.table, clock, waiting, client, profile.scheduler_name, parallelism, objects)
             frameworks[profile.scheduler_name] = Framework.build(profile, registry, handle)
-        return Scheduler(frameworks, cache, clock, waiting, queue_settings, seed, observer)
+        return Scheduler(frameworks, cache, clock, waiting, queue_settings, seed, observer, eager_binding)
 
     # -- cluster events (fed by the shells) ---------------------------------------------------------
     def responsible_for(self, pod: PodInfo) -> bool:
@@ -238,9 +243,11 @@ class Scheduler:
             await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
 
     def _spawn_task(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        # Eager: a binding cycle that never waits (the simulator's in-memory bind) costs no Task.
+        task = start_eagerly(coro) if self._eager_binding else asyncio.get_running_loop().create_task(coro)
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     # -- the scheduling cycle ----------------------------------------------------------------------
     def schedule_one(self) -> bool:
@@ -280,7 +287,7 @@ class Scheduler:
             self._fail(fwk, qpi, self._single_node_failure(node, st), cycle)
             return True
         self.observer.scheduled(assumed, fwk.profile_name, outcome)
-        self._spawn(self._binding_cycle(fwk, state, qpi, assumed, node, cycle))
+        self._spawn_task(self._binding_cycle(fwk, state, qpi, assumed, node, cycle))
         return True
 
     def schedule_pod(self, fwk: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult | ScheduleFailure:

@@ -77,6 +77,7 @@ class Simulation:
             parallelism=config.parallelism,
             seed=seed,
             objects=self.cluster.kind,
+            eager_binding=True,  # binds complete in memory: no Task per pod
         )
         self.cluster.attach(self.scheduler)
         self._explain_pod = explain_pod
