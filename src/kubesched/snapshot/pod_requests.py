@@ -72,6 +72,14 @@ class PodResourceRequests:
     scalar: Mapping[str, int] = field(default_factory=dict)
     non_zero_milli_cpu: int = 0
     non_zero_memory: int = 0
+    #: Every amount above as one hashable value: pods with equal keys request the same, so
+    #: plugins can share what they derive from the requests.
+    key: tuple[object, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        key = (self.milli_cpu, self.memory, self.ephemeral_storage, self.non_zero_milli_cpu, self.non_zero_memory,
+               *sorted(self.scalar.items()))
+        object.__setattr__(self, "key", key)
 
     def as_dict(self) -> dict[str, int]:
         """``{"cpu": milli, "memory": ..., "ephemeral-storage": ..., **scalar}``, zeros omitted."""

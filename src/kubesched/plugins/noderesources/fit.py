@@ -63,8 +63,6 @@ _FITS, _INSUFFICIENT, _UNRESOLVABLE = 0, 1, 2
 _PACKED_CHECKS: Final = 31
 #: Up to this many checks the packed keys stay below 4**8 = 65,536 (bincount-sized).
 _SMALL_KEY_CHECKS: Final = 8
-#: ``available < NEVER_SHORT`` is false for any value: marks columns the Filter does not check.
-NEVER_SHORT: Final = np.iinfo(np.int64).min
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +79,6 @@ class _PreFilterState:
     checks: tuple[_Check, ...]
     #: fitsRequest's early return: the pod requests nothing but a pod slot.
     requests_nothing: bool
-    #: Per table column, the least ``available`` that fits: the request of each checked resource,
-    #: one pod slot, and NEVER_SHORT for columns that are not checked.
-    need: IntArray
-    #: The checked requests, in ``checks`` order.
-    amounts: IntArray
 
     def clone(self) -> _PreFilterState:
         return self  # immutable, as upstream's Clone returns the same pointer
@@ -116,6 +109,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.allocation = ResourceAllocation(tuple(s.resources), use_requested=False)
         shape = s.requested_to_capacity_ratio.shape if s.requested_to_capacity_ratio is not None else None
         self.scorer: Scorer = build_scorer(s.type, self.allocation.weights, shape)
+        #: PreFilter states by (table, its column count, the pod's requests).
+        self._pre_filter_states: dict[tuple[int, int, tuple[object, ...]], _PreFilterState] = {}
         #: Filter statuses by (reasons, packed per-reason states), built on first use.
         self._status_of_key: dict[tuple[tuple[str, ...], int], Status | None] = {}
 
@@ -162,15 +157,19 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         nothing = req.milli_cpu == 0 and req.memory == 0 and req.ephemeral_storage == 0 and not req.scalar
         if nothing:
             checks = []
-        need = np.full(len(table.resource_names), NEVER_SHORT, dtype=np.int64)
-        need[PODS] = 1
-        for c in checks:
-            need[c.column] = c.amount
-        amounts = np.array([c.amount for c in checks], dtype=np.int64)
-        return _PreFilterState(tuple(checks), nothing, need, amounts)
+        return _PreFilterState(tuple(checks), nothing)
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
-        state.write(PRE_FILTER_STATE_KEY, self._compute_pre_filter_state(pod, table))
+        # Pods that request the same share one state (immutable); keyed by table and its column
+        # count, as extended resources add columns.
+        key = (id(table), len(table.resource_names), pod.requests.key)
+        s = self._pre_filter_states.get(key)
+        if s is None or pod.requests.scalar:  # scalar requests may add columns: compute
+            s = self._compute_pre_filter_state(pod, table)
+            if len(self._pre_filter_states) >= 1024:
+                self._pre_filter_states.clear()
+            self._pre_filter_states[(id(table), len(table.resource_names), pod.requests.key)] = s
+        state.write(PRE_FILTER_STATE_KEY, s)
         return None, SUCCESS
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:

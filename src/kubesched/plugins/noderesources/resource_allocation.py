@@ -263,6 +263,7 @@ class ResourceAllocation:
     )
 
     _scalar_positions: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    _request_lists: dict[tuple[object, ...], IntArray] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Positions of extended resources: whether the pod requests them changes the plan.
@@ -270,8 +271,12 @@ class ResourceAllocation:
         object.__setattr__(self, "_scalar_positions", positions)
 
     def pod_request_list(self, pod: PodInfo) -> IntArray:
-        """calculatePodResourceRequestList: the pod's request of each configured resource."""
+        """calculatePodResourceRequestList: the pod's request of each configured resource
+        (read-only: shared by the pods that request the same)."""
         req = pod.requests
+        cached = self._request_lists.get(req.key)
+        if cached is not None:
+            return cached
         out = np.zeros(len(self.resources), dtype=np.int64)
         for i, spec in enumerate(self.resources):
             if spec.name == "cpu":
@@ -284,6 +289,10 @@ class ResourceAllocation:
                 # Only scalar names are kept by PodRequests here; any other name (e.g. "pods") is
                 # never scored anyway (calculateResourceAllocatableRequest returns (0, 0) for it).
                 out[i] = req.scalar.get(spec.name, 0)
+        out.flags.writeable = False
+        if len(self._request_lists) >= 1024:
+            self._request_lists.clear()
+        self._request_lists[req.key] = out
         return out
 
     def allocatable_requested(self, table: NodeTable, rows: Rows, pod_requests: IntArray) -> tuple[Columns, Columns]:
