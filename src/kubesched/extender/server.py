@@ -61,6 +61,28 @@ class Metrics:
             registry=self.registry,
         )
         hits.set_function(lambda: service.table_hits)
+        # labels() takes a lock and validates on every call; the children are resolved once.
+        self._requests: dict[tuple[str, str], Counter] = {}
+        self._latency: dict[str, Histogram] = {}
+        self._errors: dict[tuple[str, str], Counter] = {}
+
+    def count(self, verb: str, code: str) -> None:
+        child = self._requests.get((verb, code))
+        if child is None:
+            child = self._requests[verb, code] = self.requests.labels(verb, code)
+        child.inc()
+
+    def observe(self, verb: str, seconds: float) -> None:
+        child = self._latency.get(verb)
+        if child is None:
+            child = self._latency[verb] = self.latency.labels(verb)
+        child.observe(seconds)
+
+    def error(self, verb: str, kind: str) -> None:
+        child = self._errors.get((verb, kind))
+        if child is None:
+            child = self._errors[verb, kind] = self.errors.labels(verb, kind)
+        child.inc()
 
 
 class ExtenderServer:
@@ -109,7 +131,7 @@ class ExtenderServer:
                        + ", ".join(f"POST {self.prefix}/{v}" for v in VERBS))
             else:
                 msg = f"{e.status} {e.reason}: {request.method} {request.path}"
-            self.metrics.requests.labels(verb, str(e.status)).inc()
+            self.metrics.count(verb, str(e.status))
             return web.Response(status=e.status, body=encode_error(verb, msg), content_type=_JSON)
 
     def _verb_handler(self, verb: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
@@ -125,11 +147,10 @@ class ExtenderServer:
             kind = "method"
         else:
             reply, kind = await self._answer(verb, request)
-        code = str(reply.status)
-        self.metrics.requests.labels(verb, code).inc()
-        self.metrics.latency.labels(verb).observe(time.perf_counter() - start)
+        self.metrics.count(verb, str(reply.status))
+        self.metrics.observe(verb, time.perf_counter() - start)
         if kind:
-            self.metrics.errors.labels(verb, kind).inc()
+            self.metrics.error(verb, kind)
         resp = web.Response(status=reply.status, body=reply.body, content_type=_JSON)
         if reply.status == 405:
             resp.headers["Allow"] = "POST"
@@ -139,8 +160,12 @@ class ExtenderServer:
         deadline = Deadline(verb, self.timeout)
         try:
             try:
-                async with asyncio.timeout(deadline.remaining()):
+                if request.content.is_eof():
+                    # The whole body has arrived (the usual case): read() will not wait, so no timer.
                     body = await request.read()
+                else:
+                    async with asyncio.timeout(deadline.remaining()):
+                        body = await request.read()
             except web.HTTPRequestEntityTooLarge:
                 return Reply(413, encode_error(verb, f"request body larger than {self.max_body} bytes")), "too_large"
             except TimeoutError:

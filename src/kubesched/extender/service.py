@@ -33,9 +33,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
+import orjson
 
 from kubesched.extender.wire import (
     MAX_EXTENDER_PRIORITY,
@@ -46,8 +49,8 @@ from kubesched.extender.wire import (
     decode_extender_args,
     decode_preemption_args,
     encode_binding_result,
+    encode_extender_scores,
     encode_filter_result,
-    encode_host_priority_list,
     encode_preemption_result,
     type_name,
 )
@@ -229,6 +232,29 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
         raise WireError(f"Pod: {e}") from None
 
 
+def unique_rows(rows: Rows, inverse: bool = False) -> tuple[Rows, Rows | None]:
+    """``np.unique(rows[, return_inverse=True])`` through a mask over the row range: rows are
+    small non-negative table rows, so this is a few linear passes instead of a sort."""
+    if not len(rows):
+        return rows, (rows if inverse else None)
+    seen = np.zeros(int(rows.max()) + 1, dtype=np.intp)
+    seen[rows] = 1
+    uniq = np.flatnonzero(seen)
+    if not inverse:
+        return uniq, None
+    seen[uniq] = np.arange(len(uniq), dtype=np.intp)
+    return uniq, seen[rows]
+
+
+def rows_in(rows: Rows, members: Rows) -> npt.NDArray[np.bool_]:
+    """``np.isin(rows, members)`` for table rows, through a mask."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.bool_)
+    mask = np.zeros(int(rows.max()) + 1, dtype=np.bool_)
+    mask[members[members < len(mask)]] = True
+    return mask[rows]
+
+
 class ExtenderService:
     def __init__(
         self,
@@ -239,6 +265,7 @@ class ExtenderService:
         table_cache_size: int = 8,
         remembered_pods: int = 4096,
         remembered_nodes: int = 100_000,
+        parsed_pods: int = 64,
     ) -> None:
         self.profile = profile
         self.registry = registry
@@ -252,6 +279,13 @@ class ExtenderService:
         self._last_nodes: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._remembered_nodes = remembered_nodes
         self._live: Framework | None = None
+        #: Parsed pods by their exact JSON (see _parse_pod): the scheduler sends the same pod to
+        #: filter, then prioritize (and preempt), so each is parsed and checked once.
+        self._pods: OrderedDict[bytes, PodInfo] = OrderedDict()
+        self._parsed_pods = parsed_pods
+        #: The NodeNames a filter answered, with their rows in the node cache and the cache's
+        #: node_generation then: prioritize is sent exactly that list (see _cached_rows).
+        self._passed: tuple[list[str], Rows, int] | None = None
         self.table_builds = 0
         self.table_hits = 0
         # Built up front: a profile whose plugins cannot be built fails at start, not per request.
@@ -346,6 +380,21 @@ class ExtenderService:
         if len(self._recent_pods) > self._remembered_pods:
             self._recent_pods.popitem(last=False)
 
+    def _parse_pod(self, raw: dict[str, Any]) -> PodInfo:
+        """parse_pod, once per distinct pod. The key is the pod's JSON as orjson writes it back:
+        equal bytes are an equal pod, so the cached PodInfo is exactly what parsing would give
+        (and a pod that changed in any field, resourceVersion included, is parsed afresh)."""
+        key = orjson.dumps(raw)
+        pod = self._pods.get(key)
+        if pod is not None:
+            self._pods.move_to_end(key)
+            return pod
+        pod = parse_pod(raw)
+        self._pods[key] = pod
+        if len(self._pods) > self._parsed_pods:
+            self._pods.popitem(last=False)
+        return pod
+
     def _cached_rows(self, names: list[str]) -> tuple[_TableEntry, Rows]:
         if self.cluster is None:
             raise WireError(
@@ -356,8 +405,12 @@ class ExtenderService:
             raise ServiceError(503, "kubesched extender: the node cache has not synced with the cluster yet")
         fwk = self.live_framework()
         table = self.cluster.cache.table
-        index = table.index
-        rows = np.fromiter((index.get(n, -1) for n in names), dtype=np.intp, count=len(names))
+        passed = self._passed
+        # A name's row changes only when nodes come or go, which bumps node_generation; comparing
+        # the lists is a C loop over the strings, cheaper than hashing each name again.
+        if passed is not None and passed[2] == table.node_generation and passed[0] == names:
+            return _TableEntry(table, fwk), passed[1]
+        rows = np.fromiter(map(table.index.get, names, repeat(-1)), dtype=np.intp, count=len(names))
         if len(rows) and rows.min() < 0:
             unknown = [n for n, r in zip(names, rows.tolist(), strict=True) if r < 0]
             shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
@@ -368,7 +421,7 @@ class ExtenderService:
         if args.nodes is not None:
             entry, names = self._request_table(args.nodes, deadline)
             index = entry.table.index
-            rows = np.fromiter((index[n] for n in names), dtype=np.intp, count=len(names))
+            rows = np.fromiter(map(index.__getitem__, names), dtype=np.intp, count=len(names))
             return entry, rows, names
         assert args.node_names is not None
         entry, rows = self._cached_rows(args.node_names)
@@ -377,7 +430,7 @@ class ExtenderService:
     # -- verbs ---------------------------------------------------------------------------------------
     def filter(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_extender_args(data)
-        pod = parse_pod(args.pod)
+        pod = self._parse_pod(args.pod)
         entry, rows, names = self._view(args, deadline)
         self._remember_pod(pod)
         fwk, table = entry.framework, entry.table
@@ -401,34 +454,41 @@ class ExtenderService:
                 plugins = " ".join(sorted(p.name for p in fwk.pre_filter if p.name not in state.skip_filter_plugins))
                 for n in (n for n, ok in zip(names, inside.tolist(), strict=True) if not ok):
                     unresolvable[n] = f"node(s) didn't satisfy plugin(s) [{plugins}]"
-                candidates = np.unique(rows[inside])
+                candidates, _ = unique_rows(rows[inside])
             else:
-                candidates = np.unique(rows)
+                candidates, _ = unique_rows(rows)
             deadline.check("pre-filter")
             diagnosis = Diagnosis()
             ok_rows, st = fwk.run_filters(state, pod, candidates, diagnosis)
             if not st.is_success:
                 msg = f"running Filter plugin {st.plugin!r}: {st.message}"
                 return Reply(200, encode_filter_result(error=msg), "plugin")
+            # A few distinct statuses are shared by many rows: decide each one's map and message once.
+            node_names = table.names
+            per_status: dict[int, tuple[dict[str, str], str]] = {}
             for row, s in diagnosis.node_to_status.items():
-                into = unresolvable if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
-                into[table.names[row]] = s.message
-            passing = np.isin(rows, ok_rows)
+                dest = per_status.get(id(s))
+                if dest is None:
+                    into = unresolvable if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
+                    dest = per_status[id(s)] = (into, s.message)
+                dest[0][node_names[row]] = dest[1]
+            passing = rows_in(rows, ok_rows)
         deadline.check("filter")
-        keep = passing.tolist()
+        everything = bool(passing.all())
         if args.nodes is not None:
-            out_nodes = [n for n, ok in zip(args.nodes, keep, strict=True) if ok]
+            out_nodes = args.nodes if everything else list(compress(args.nodes, passing.tolist()))
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
-        out_names = [n for n, ok in zip(names, keep, strict=True) if ok]
+        out_names = names if everything else list(compress(names, passing.tolist()))
+        self._passed = (out_names, rows if everything else rows[passing], table.node_generation)
         return Reply(200, encode_filter_result(node_names=out_names, failed=failed, failed_unresolvable=unresolvable))
 
     def prioritize(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_extender_args(data)
-        pod = parse_pod(args.pod)
+        pod = self._parse_pod(args.pod)
         entry, rows, names = self._view(args, deadline)
         self._remember_pod(pod)
         scores = self.extender_scores(entry.framework, pod, rows, deadline)
-        return Reply(200, encode_host_priority_list(list(zip(names, scores, strict=True))))
+        return Reply(200, encode_extender_scores(names, scores))
 
     def extender_scores(self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline) -> list[int]:
         """Per row: the profile's weighted score mapped to 0..MaxExtenderPriority (see module doc)."""
@@ -441,7 +501,8 @@ class ExtenderService:
                 # The pod fits nowhere by this profile: no preference among the nodes.
                 return [0] * len(rows)
             raise ServiceError(500, f"running PreFilter plugin {st.plugin!r}: {st.message}")
-        uniq, inverse = np.unique(rows, return_inverse=True)
+        uniq, inverse = unique_rows(rows, inverse=True)
+        assert inverse is not None
         st = fwk.run_pre_score(state, pod, uniq)
         if not st.is_success:
             raise ServiceError(500, f"running PreScore plugin {st.plugin!r}: {st.message}")
@@ -453,13 +514,14 @@ class ExtenderService:
         if weights <= 0:
             return [0] * len(rows)
         mapped = scored.totals * MAX_EXTENDER_PRIORITY // (MAX_NODE_SCORE * weights)
-        mapped = np.clip(mapped, 0, MAX_EXTENDER_PRIORITY)
+        # np.minimum/np.maximum: the same as np.clip without its Python-level dispatch.
+        mapped = np.minimum(np.maximum(mapped, 0, out=mapped), MAX_EXTENDER_PRIORITY, out=mapped)
         out: list[int] = mapped[inverse].tolist()
         return out
 
     def preempt(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_preemption_args(data)
-        pod = parse_pod(args.pod)
+        pod = self._parse_pod(args.pod)
         if self.cluster is not None:
             if not self.cluster.synced:
                 raise ServiceError(503, "kubesched extender: the node cache has not synced with the cluster yet")

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import repeat
+from typing import Any, cast
 
 import orjson
 
@@ -134,9 +135,11 @@ def decode_extender_args(data: Any) -> ExtenderArgs:
     else:
         if not isinstance(raw_names, list):
             raise WireError(f"NodeNames: expected an array of strings, got {type_name(raw_names)}")
-        for i, n in enumerate(raw_names):
-            if not isinstance(n, str):
-                raise WireError(f"NodeNames[{i}]: expected a string, got {type_name(n)}")
+        # One C-level pass for the common case; the per-item loop only to name the bad item.
+        if not all(map(isinstance, raw_names, repeat(str))):
+            for i, n in enumerate(raw_names):
+                if not isinstance(n, str):
+                    raise WireError(f"NodeNames[{i}]: expected a string, got {type_name(n)}")
         names = raw_names
     return ExtenderArgs(pod, nodes, names)
 
@@ -264,6 +267,40 @@ def encode_filter_result(
 def encode_host_priority_list(scores: Sequence[tuple[str, int]]) -> bytes:
     """HostPriorityList: ``[{"Host": name, "Score": n}, ...]`` in the request's node order."""
     return go_json([{"Host": h, "Score": s} for h, s in scores])
+
+
+#: Per host name, its HostPriority entry encoded for each score 0..MaxExtenderPriority. Hosts are
+#: the cluster's node names, a bounded set, so a prioritize answer is a join of cached bytes
+#: instead of a dict per node plus their encoding (about half the cost at 400 nodes).
+_HOST_ENTRIES: dict[str, list[bytes]] = {}
+_HOST_ENTRIES_MAX = 50_000
+
+
+def _host_entries(host: str) -> list[bytes]:
+    entries = _HOST_ENTRIES.get(host)
+    if entries is None:
+        if len(_HOST_ENTRIES) >= _HOST_ENTRIES_MAX:
+            _HOST_ENTRIES.clear()  # names churned past any real cluster's size: start over
+        entries = [go_json({"Host": host, "Score": s}) for s in range(MAX_EXTENDER_PRIORITY + 1)]
+        _HOST_ENTRIES[host] = entries
+    return entries
+
+
+def encode_extender_scores(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
+    """The same bytes as ``encode_host_priority_list(zip(hosts, scores))``, for scores already in
+    MinExtenderPriority..MaxExtenderPriority (anything else takes the general path)."""
+    if len(hosts) != len(scores):
+        raise ValueError(f"{len(hosts)} hosts but {len(scores)} scores")
+    if not hosts:
+        return b"[]"
+    if min(scores) < MIN_EXTENDER_PRIORITY or max(scores) > MAX_EXTENDER_PRIORITY:
+        return encode_host_priority_list(list(zip(hosts, scores, strict=True)))
+    cached = list(map(_HOST_ENTRIES.get, hosts))
+    if None in cached:
+        entries = [e if e is not None else _host_entries(h) for h, e in zip(hosts, cached, strict=True)]
+    else:
+        entries = cast(list[list[bytes]], cached)  # no None in it, checked just above
+    return b"[" + b",".join(map(list.__getitem__, entries, scores)) + b"]"
 
 
 def encode_binding_result(error: str = "") -> bytes:
