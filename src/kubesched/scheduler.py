@@ -36,6 +36,25 @@ from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import Rows
 
 
+def _rotated(rows: Rows, start: int, lo: int, hi: int) -> Rows:
+    """Positions [lo, hi) of ``rows`` rotated left by ``start`` (hi <= len(rows)): a view unless
+    the range wraps around the end."""
+    n = len(rows)
+    a, b = start + lo, start + hi
+    if b <= n:
+        return rows[a:b]
+    if a >= n:
+        return rows[a - n : b - n]
+    return np.concatenate((rows[a:], rows[: b - n]))
+
+
+def _position(chunk: Rows, row: int) -> int:
+    """Index of ``row`` in ``chunk`` (an ascending run of rows, or two when it wrapped)."""
+    if len(chunk) and chunk[0] <= chunk[-1]:
+        return int(np.searchsorted(chunk, row))
+    return int(np.flatnonzero(chunk == row)[0])
+
+
 @dataclass(slots=True)
 class ScheduleResult:
     """A successful scheduling cycle: the chosen node and how it was chosen."""
@@ -354,7 +373,6 @@ class Scheduler:
             return rows, Status()
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n)
         start = self._next_start_node_index % n
-        order = rows if start == 0 else np.concatenate((rows[start:], rows[:start]))
         found: list[Rows] = []
         count = 0
         pos = 0
@@ -362,7 +380,7 @@ class Scheduler:
         processed = n
         first = True
         while pos < n:
-            chunk = order[pos : pos + window]
+            chunk = _rotated(rows, start, pos, min(pos + window, n))
             passing, st = fwk.run_filters(state, pod, chunk, diagnosis)
             if not st.is_success:
                 return rows[:0], st
@@ -375,7 +393,7 @@ class Scheduler:
                 passing = passing[:need]
                 # Nodes after the last one kept were evaluated here but would not have been
                 # upstream; the rotation resumes right after the last node kept.
-                last = int(np.flatnonzero(chunk == passing[-1])[0]) if need else -1
+                last = _position(chunk, int(passing[-1])) if need else -1
                 processed = pos + last + 1
                 found.append(passing)
                 count += len(passing)
@@ -388,6 +406,8 @@ class Scheduler:
             seen_share = max(count / pos, 0.02)
             window = max(int((to_find - count) / seen_share * 1.15) + 16, 64)
         self._next_start_node_index = (self._next_start_node_index + processed) % max(num_all, 1)
+        if len(found) == 1:
+            return found[0], Status()
         feasible = np.concatenate(found) if found else rows[:0]
         return feasible, Status()
 

@@ -291,7 +291,7 @@ class Framework:
     def run_score(self, state: CycleState, pod: PodInfo, rows: Rows) -> ScoredNodes | Status:
         """Score, normalise, range-check and weight every Score plugin; return totals per row."""
         table = self.handle.table
-        totals = np.zeros(len(rows), dtype=np.int64)
+        totals: Scores | None = None
         by_plugin: dict[str, Scores] = {}
         for p in self.score:
             if p.name in state.skip_score_plugins:
@@ -302,16 +302,22 @@ class Framework:
             st = p.normalize_score(state, pod, table, rows, scores)
             if not st.is_success:
                 return st.with_plugin(p.name)
-            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+            if scores.dtype != np.int64:  # e.g. int32 from a plugin; floats fail here, as upstream's int64
+                scores = scores.astype(np.int64, casting="same_kind")
+            # One reduction checks both bounds: viewed as unsigned, a negative score is huge.
+            if len(scores) and int(scores.view(np.uint64).max()) > MAX_NODE_SCORE:
                 bad = int(scores.min() if scores.min() < MIN_NODE_SCORE else scores.max())
                 return Status.error(
                     f'plugin "{p.name}" returns an invalid score {bad}, it should in the range of '
                     f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
                     plugin=p.name,
                 )
-            weighted = scores * self.score_weights[p.name]
+            weight = self.score_weights[p.name]
+            weighted = scores if weight == 1 else scores * weight
             by_plugin[p.name] = weighted
-            totals += weighted
+            totals = weighted.copy() if totals is None else totals + weighted
+        if totals is None:
+            totals = np.zeros(len(rows), dtype=np.int64)
         return ScoredNodes(rows, totals, by_plugin)
 
     # -- reserve / permit ---------------------------------------------------------------------
