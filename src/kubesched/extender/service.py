@@ -65,7 +65,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.cache import SchedulerCache
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import NodeTable, Rows
+from kubesched.snapshot.table import IntArray, NodeTable, Rows
 
 log = logging.getLogger("kubesched.extender")
 
@@ -439,6 +439,7 @@ class ExtenderService:
         state = CycleState()
         pre, st = fwk.run_pre_filter(state, pod)
         passing = np.zeros(len(rows), dtype=np.bool_)
+        everything = False  # whether every node sent passed (then ``passing`` is not needed)
         if not st.is_success:
             if not st.is_rejected:
                 msg = f"running PreFilter plugin {st.plugin!r}: {st.message}"
@@ -448,6 +449,7 @@ class ExtenderService:
                 into[n] = st.message
         else:
             candidates = rows
+            narrowed = False
             if pre is not None and pre.node_names is not None:
                 wanted = pre.node_names
                 inside = np.fromiter((n in wanted for n in names), dtype=np.bool_, count=len(names))
@@ -455,6 +457,7 @@ class ExtenderService:
                 for n in (n for n, ok in zip(names, inside.tolist(), strict=True) if not ok):
                     unresolvable[n] = f"node(s) didn't satisfy plugin(s) [{plugins}]"
                 candidates, _ = unique_rows(rows[inside])
+                narrowed = not inside.all()
             else:
                 candidates, _ = unique_rows(rows)
             deadline.check("pre-filter")
@@ -472,9 +475,12 @@ class ExtenderService:
                     into = unresolvable if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
                     dest = per_status[id(s)] = (into, s.message)
                 dest[0][node_names[row]] = dest[1]
-            passing = rows_in(rows, ok_rows)
+            # Every candidate passed (the usual case behind the scheduler's own filters): every
+            # row sent passed, and the request's list is the answer as it is.
+            everything = not narrowed and len(ok_rows) == len(candidates)
+            if not everything:
+                passing = rows_in(rows, ok_rows)
         deadline.check("filter")
-        everything = bool(passing.all())
         if args.nodes is not None:
             out_nodes = args.nodes if everything else list(compress(args.nodes, passing.tolist()))
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
@@ -490,16 +496,16 @@ class ExtenderService:
         scores = self.extender_scores(entry.framework, pod, rows, deadline)
         return Reply(200, encode_extender_scores(names, scores))
 
-    def extender_scores(self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline) -> list[int]:
+    def extender_scores(self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline) -> IntArray:
         """Per row: the profile's weighted score mapped to 0..MaxExtenderPriority (see module doc)."""
         if not len(rows):
-            return []
+            return np.zeros(0, dtype=np.int64)
         state = CycleState()
         _, st = fwk.run_pre_filter(state, pod)
         if not st.is_success:
             if st.is_rejected:
                 # The pod fits nowhere by this profile: no preference among the nodes.
-                return [0] * len(rows)
+                return np.zeros(len(rows), dtype=np.int64)
             raise ServiceError(500, f"running PreFilter plugin {st.plugin!r}: {st.message}")
         uniq, inverse = unique_rows(rows, inverse=True)
         assert inverse is not None
@@ -512,11 +518,11 @@ class ExtenderService:
             raise ServiceError(500, f"running Score plugin {scored.plugin!r}: {scored.message}")
         weights = sum(fwk.score_weights[p] for p in scored.by_plugin)
         if weights <= 0:
-            return [0] * len(rows)
+            return np.zeros(len(rows), dtype=np.int64)
         mapped = scored.totals * MAX_EXTENDER_PRIORITY // (MAX_NODE_SCORE * weights)
         # np.minimum/np.maximum: the same as np.clip without its Python-level dispatch.
         mapped = np.minimum(np.maximum(mapped, 0, out=mapped), MAX_EXTENDER_PRIORITY, out=mapped)
-        out: list[int] = mapped[inverse].tolist()
+        out: IntArray = mapped[inverse]
         return out
 
     def preempt(self, data: Any, deadline: Deadline) -> Reply:

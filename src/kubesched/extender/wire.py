@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, cast
 
+import numpy as np
+import numpy.typing as npt
 import orjson
 
 #: k8s.io/kube-scheduler/extender/v1 MinExtenderPriority / MaxExtenderPriority.
@@ -286,14 +288,20 @@ def _host_entries(host: str) -> list[bytes]:
     return entries
 
 
-def encode_extender_scores(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
-    """The same bytes as ``encode_host_priority_list(zip(hosts, scores))``, for scores already in
-    MinExtenderPriority..MaxExtenderPriority (anything else takes the general path)."""
+def encode_extender_scores(hosts: Sequence[str], scores: Sequence[int] | npt.NDArray[np.integer[Any]]) -> bytes:
+    """The same bytes as ``encode_host_priority_list(zip(hosts, scores))``. Scores in
+    MinExtenderPriority..MaxExtenderPriority (the usual case) are joined from cached bytes; anything
+    else takes the general path. An integer array is range-checked without a Python loop."""
     if len(hosts) != len(scores):
         raise ValueError(f"{len(hosts)} hosts but {len(scores)} scores")
     if not hosts:
         return b"[]"
-    if min(scores) < MIN_EXTENDER_PRIORITY or max(scores) > MAX_EXTENDER_PRIORITY:
+    if isinstance(scores, np.ndarray):
+        in_range = scores.min() >= MIN_EXTENDER_PRIORITY and scores.max() <= MAX_EXTENDER_PRIORITY
+        scores = scores.tolist()
+    else:
+        in_range = min(scores) >= MIN_EXTENDER_PRIORITY and max(scores) <= MAX_EXTENDER_PRIORITY
+    if not in_range:
         return encode_host_priority_list(list(zip(hosts, scores, strict=True)))
     cached = list(map(_HOST_ENTRIES.get, hosts))
     if None in cached:

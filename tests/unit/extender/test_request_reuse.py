@@ -117,10 +117,12 @@ def test_extender_scores_encode_like_the_general_host_priority_list(hosts: list[
         want = encode_host_priority_list(list(zip(hosts, scores_, strict=True)))
         assert encode_extender_scores(hosts, scores_) == want
         assert encode_extender_scores(hosts, scores_) == want  # from the cached entries
+        assert encode_extender_scores(hosts, np.array(scores_, dtype=np.int64)) == want
     if hosts:
         out_of_range = [11, *range(len(hosts) - 1)]
-        assert encode_extender_scores(hosts, out_of_range) == encode_host_priority_list(
-            list(zip(hosts, out_of_range, strict=True)))
+        want = encode_host_priority_list(list(zip(hosts, out_of_range, strict=True)))
+        assert encode_extender_scores(hosts, out_of_range) == want
+        assert encode_extender_scores(hosts, np.array(out_of_range)) == want
     with pytest.raises(ValueError, match="hosts but"):
         encode_extender_scores(hosts, [0] * (len(hosts) + 1))
 
