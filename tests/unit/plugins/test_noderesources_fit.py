@@ -232,6 +232,24 @@ def test_filter_batch_groups_rows_by_outcome() -> None:
         assert plugin.filter(state, p, table.node_info(r)) == by_name[table.names[r]]
 
 
+def test_a_node_that_grows_stops_being_unresolvable_for_the_next_pod() -> None:
+    table = table_of(node("n", cpu="500m"))
+    plugin = make_plugin(table)
+
+    def verdict(name: str) -> Status:
+        p = PodInfo.from_raw(pod(name, cpu="1"))
+        state = CycleState()
+        plugin.pre_filter(state, p, table)
+        return plugin.filter(state, p, table.node_info(0))
+
+    assert verdict("a") == UU(CPU_R)  # more than the whole node: preemption cannot help
+    table.add_pod(PodInfo.from_raw(pod("x", cpu="1500m", node_name="n")))
+    table.upsert_node(node("n", cpu="2"))  # resized: 2 cpu, 1.5 taken
+    assert verdict("b") == U(CPU_R)  # now eviction would make room
+    table.upsert_node(node("n", cpu="4"))
+    assert verdict("c") == SUCCESS
+
+
 def test_filter_without_prefilter_is_an_error() -> None:
     table = table_of(node("n1"))
     plugin = make_plugin(table)

@@ -59,7 +59,9 @@ PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
 
 # Per-check states packed two bits each into one int64 key per row.
-_FITS, _INSUFFICIENT, _UNRESOLVABLE = 0, 1, 2
+# Bit 0: short of the resource now; bit 1: the request exceeds the node's whole allocatable
+# (which implies bit 0: evicting every pod would not help, so preemption skips the node).
+_FITS, _INSUFFICIENT, _UNRESOLVABLE = 0, 1, 3
 _PACKED_CHECKS: Final = 31
 #: Up to this many checks the packed keys stay below 4**8 = 65,536 (bincount-sized).
 _SMALL_KEY_CHECKS: Final = 8
@@ -111,6 +113,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.scorer: Scorer = build_scorer(s.type, self.allocation.weights, shape)
         #: PreFilter states by (table, its column count, the pod's requests).
         self._pre_filter_states: dict[tuple[int, int, tuple[object, ...]], _PreFilterState] = {}
+        #: Per (table, column, amount, position): bits of "request exceeds the whole allocatable".
+        self._too_big: dict[tuple[int, int, int, int], tuple[NodeTable, int, npt.NDArray[np.int32]]] = {}
         #: Filter statuses by (reasons, packed per-reason states), built on first use.
         self._status_of_key: dict[tuple[tuple[str, ...], int], Status | None] = {}
 
@@ -178,33 +182,53 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             err = Status.error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found', self.name)
             return Verdicts(np.ones(len(rows), dtype=np.int32), [err])
         # One gather of whole rows, then one 1-D comparison per checked resource (numpy is much
-        # slower on the narrow 2-D shapes); the reasons are worked out only for failing rows.
+        # slower on the narrow 2-D shapes); the reasons are worked out only when some row fails.
         free = table.available.take(rows, axis=0)
         # "len(pods)+1 > allowedPodNumber". Never unresolvable upstream (preemption frees slots).
-        failing = free[:, PODS] < 1
+        pods_short = free[:, PODS] < 1
         checks = s.checks
-        for c in checks:
-            failing |= free[:, c.column] < c.amount
+        shorts = [free[:, c.column] < c.amount for c in checks]
+        failing = pods_short.copy()
+        for short in shorts:
+            failing |= short
         if not failing.any():
             return Verdicts.all_pass(len(rows))
         if not checks:
             return Verdicts.from_mask(~failing, Status(Code.UNSCHEDULABLE, ("Too many pods",), self.name))
+        reasons = ("Too many pods", *(c.reason for c in checks))
+        if len(reasons) <= _SMALL_KEY_CHECKS:
+            # Packed per-reason states of every row (0: fits everything), two bits per reason.
+            keys = pods_short.astype(np.int32)
+            for i, (c, short) in enumerate(zip(checks, shorts, strict=True), start=1):
+                keys |= np.left_shift(short, 2 * i, dtype=np.int32)
+                keys |= self._too_big_bits(table, c.column, c.amount, i).take(rows)
+            return self._verdicts_of_keys(keys, reasons)
         idx = np.flatnonzero(failing)
         free = free[idx]
         whole = table.allocatable.take(rows[idx], axis=0)
-        # Per reason and failing row: _FITS / _INSUFFICIENT / _UNRESOLVABLE. Unresolvable when the
-        # request exceeds the node's whole allocatable: evicting every pod would not help, so
-        # preemption skips the node (fit.go InsufficientResource).
         states = [(free[:, PODS] < 1).astype(np.int64)]
         for c in checks:
             short = free[:, c.column] < c.amount
             st = short.astype(np.int64)
             st[short & (whole[:, c.column] < c.amount)] = _UNRESOLVABLE
             states.append(st)
-        partial = self._verdicts(states, ("Too many pods", *(c.reason for c in checks)))
+        partial = self._verdicts(states, reasons)
         codes = np.zeros(len(rows), dtype=np.int32)
         codes[idx] = partial.codes
         return Verdicts(codes, partial.statuses)
+
+    def _too_big_bits(self, table: NodeTable, column: int, amount: int, position: int) -> npt.NDArray[np.int32]:
+        """Per table row, bit ``2 * position + 1`` set where ``amount`` exceeds the node's whole
+        allocatable of ``column``: depends on Node objects only, so kept until a node changes."""
+        key = (id(table), column, amount, position)
+        cached = self._too_big.get(key)
+        if cached is not None and cached[0] is table and cached[1] == table.node_generation:
+            return cached[2]
+        bits = np.left_shift(table.allocatable[:, column] < amount, 2 * position + 1, dtype=np.int32)
+        if len(self._too_big) >= 512:
+            self._too_big.clear()
+        self._too_big[key] = (table, table.node_generation, bits)
+        return bits
 
     def _verdicts(self, states: list[IntArray], reasons: tuple[str, ...]) -> Verdicts:
         """Group the failing rows by their combination of per-reason states: one Status each."""
@@ -214,12 +238,13 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         keys = states[0].copy()
         for i, st in enumerate(states[1:], start=1):
             keys |= st << (2 * i)
-        if len(reasons) > _SMALL_KEY_CHECKS:
-            uniq, inverse = np.unique(keys, return_inverse=True)
-            combos = [tuple((int(k) >> (2 * i)) & 3 for i in range(len(reasons))) for k in uniq]
-            return self._group(combos, inverse.reshape(-1), reasons)
-        # The usual case: small packed keys. Distinct keys via bincount (C speed, no sort), and the
-        # Status of each key is built once per plugin instance, then looked up.
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        combos = [tuple((int(k) >> (2 * i)) & 3 for i in range(len(reasons))) for k in uniq]
+        return self._group(combos, inverse.reshape(-1), reasons)
+
+    def _verdicts_of_keys(self, keys: npt.NDArray[np.int32], reasons: tuple[str, ...]) -> Verdicts:
+        """Verdicts from small packed keys (key 0 passes). Distinct keys via bincount (C speed,
+        no sort); the Status of each key is built once per plugin instance, then looked up."""
         present = np.bincount(keys)
         lookup = np.zeros(len(present), dtype=np.int32)
         statuses: list[Status] = []
