@@ -226,16 +226,22 @@ def decode_preemption_args(data: Any) -> PreemptionArgs:
 
 # -- responses ----------------------------------------------------------------------------------------
 
-_GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
-               ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
+_GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"))
+_GO_ESCAPES_UTF8 = (("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
 
 
 def go_json(value: Any) -> bytes:
     """JSON as Go's json.Marshal writes it: compact, in the given key order, HTML-safe escapes."""
     out = orjson.dumps(value)
+    # These bytes occur only inside strings in JSON, so a plain replace is exact.
     for raw, esc in _GO_ESCAPES:
-        if raw in out:  # these bytes occur only inside strings in JSON, so a plain replace is exact
+        if raw in out:
             out = out.replace(raw, esc)
+    # Searching for the 3-byte sequences is most of the cost; ASCII output (node names) has none.
+    if not out.isascii():
+        for raw, esc in _GO_ESCAPES_UTF8:
+            if raw in out:
+                out = out.replace(raw, esc)
     return out
 
 

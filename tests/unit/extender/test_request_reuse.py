@@ -3,6 +3,7 @@ encoded prioritize entries) never outlives a change: answers are what a fresh co
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import numpy as np
@@ -138,3 +139,30 @@ def test_row_helpers_match_numpy() -> None:
         assert unique_rows(rows)[0].tolist() == want_uniq.tolist()
         members = rng.integers(0, 80, size=size // 2 + 1).astype(np.intp)
         assert rows_in(rows, members).tolist() == np.isin(rows, members).tolist()
+
+
+async def test_one_connection_carries_many_requests(registry: Registry) -> None:
+    # The kube-scheduler's Go client keeps its connection to the extender open between calls; the
+    # server must not answer with "Connection: close" (a new TCP handshake per pod otherwise).
+    client, _ = await names_client(registry, [node("n1", labels=budget(10))])
+    try:
+        assert client.port is not None
+        reader, writer = await asyncio.open_connection("127.0.0.1", client.port)
+        try:
+            body = orjson.dumps({"Pod": ip_pod(), "NodeNames": ["n1"]})
+            for verb in ("filter", "prioritize", "filter", "prioritize"):
+                writer.write(f"POST /{verb} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                             f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                head = (await reader.readuntil(b"\r\n\r\n")).decode().lower()
+                assert head.startswith("http/1.1 200")
+                assert "connection: close" not in head
+                length = next(int(h.split(":")[1]) for h in head.split("\r\n") if h.startswith("content-length:"))
+                answer = orjson.loads(await reader.readexactly(length))
+                assert answer == ({"Nodes": None, "NodeNames": ["n1"], "FailedNodes": {},
+                                   "FailedAndUnresolvableNodes": {}, "Error": ""} if verb == "filter"
+                                  else [{"Host": "n1", "Score": 10}])
+        finally:
+            writer.close()
+            await writer.wait_closed()
+    finally:
+        await client.close()
