@@ -86,11 +86,12 @@ class SchedulerCache:
 
 def _same_accounting(a: PodInfo, b: PodInfo) -> bool:
     """Whether swapping a for b changes nothing the table or plugin columns derive from a pod."""
+    # Identity first: a confirmation usually carries the objects of the assumed copy.
     return (
         a.node_name == b.node_name
-        and a.requests == b.requests
+        and (a.requests is b.requests or a.requests == b.requests)
         and a.host_ports == b.host_ports
-        and a.labels == b.labels
+        and (a.labels is b.labels or a.labels == b.labels)
         and a.scheduler_name == b.scheduler_name
     )
 

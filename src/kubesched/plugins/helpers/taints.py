@@ -184,12 +184,15 @@ def per_taint_set(
     lut: npt.NDArray[Any] | None = None
     if cache_key is not None:
         cached = table.memo.get(cache_key)
-        if cached is not None and len(cached) == len(sets):
-            lut = cached
+        if cached is not None and len(cached[0]) == len(sets):
+            lut, nonzero = cached
     if lut is None:
         lut = np.array([fn(ts) for ts in sets], dtype=dtype)
+        nonzero = bool(lut.any())
         if cache_key is not None:
-            table.memo[cache_key] = lut
+            table.memo[cache_key] = (lut, nonzero)
+    if not nonzero:  # the same (zero/False) value on every node: no gather needed
+        return np.zeros(len(rows), dtype=dtype)
     result: npt.NDArray[Any] = lut[table.taint_set_id[rows]]
     return result
 
@@ -211,7 +214,8 @@ def untolerated_mask(
             is not None
         )
 
-    key = ("untolerated", tuple(tolerations), inclusion_filter, enable_comparison_operators)
+    key = ("untolerated", tolerations if isinstance(tolerations, tuple) else tuple(tolerations), inclusion_filter,
+           enable_comparison_operators)
     result: npt.NDArray[np.bool_] = per_taint_set(table, rows, untolerated, np.bool_, key)
     return result
 
@@ -233,6 +237,7 @@ def count_intolerable_taints(
             if t.effect == effect and not tolerations_tolerate_taint(tolerations, t, enable_comparison_operators)
         )
 
-    key = ("intolerable", tuple(tolerations), effect, enable_comparison_operators)
+    key = ("intolerable", tolerations if isinstance(tolerations, tuple) else tuple(tolerations), effect,
+           enable_comparison_operators)
     result: npt.NDArray[np.int64] = per_taint_set(table, rows, count, np.int64, key)
     return result
