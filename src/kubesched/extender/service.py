@@ -52,6 +52,8 @@ from kubesched.extender.wire import (
     encode_extender_scores,
     encode_filter_result,
     encode_preemption_result,
+    host_entries,
+    join_host_entries,
     type_name,
 )
 from kubesched.framework.clock import RealClock
@@ -255,6 +257,32 @@ def rows_in(rows: Rows, members: Rows) -> npt.NDArray[np.bool_]:
     return mask[rows]
 
 
+class RowEntries:
+    """Per row of the live node table, the node's encoded HostPriority entry for each score
+    0..MaxExtenderPriority (wire.host_entries), so a prioritize answer is one fancy index into an
+    object array and a join, with no per-node Python step.
+
+    Valid while the table's row → name assignment is the one it was built from; that changes only
+    when nodes come or go (rows are reused), and comparing the name lists is a C loop over mostly
+    identical objects, so it is checked on every use and rebuilt when it differs."""
+
+    def __init__(self) -> None:
+        self._names: list[str] = []
+        self._entries: npt.NDArray[np.object_] = np.empty((0, MAX_EXTENDER_PRIORITY + 1), dtype=object)
+
+    def encode(self, table: NodeTable, rows: Rows, scores: IntArray) -> bytes:
+        """The HostPriorityList for ``rows`` of ``table`` with ``scores`` (each in 0..10)."""
+        if table.names != self._names:
+            self._names = list(table.names)
+            entries = np.empty((len(self._names), MAX_EXTENDER_PRIORITY + 1), dtype=object)
+            for row, name in enumerate(self._names):
+                if name:
+                    entries[row] = host_entries(name)
+            self._entries = entries
+        picked: list[bytes] = self._entries[rows, scores].tolist()
+        return join_host_entries(picked)
+
+
 class ExtenderService:
     def __init__(
         self,
@@ -286,6 +314,7 @@ class ExtenderService:
         #: The NodeNames a filter answered, with their rows in the node cache and the cache's
         #: node_generation then: prioritize is sent exactly that list (see _cached_rows).
         self._passed: tuple[list[str], Rows, int] | None = None
+        self._row_entries = RowEntries()
         self.table_builds = 0
         self.table_hits = 0
         # Built up front: a profile whose plugins cannot be built fails at start, not per request.
@@ -494,6 +523,8 @@ class ExtenderService:
         entry, rows, names = self._view(args, deadline)
         self._remember_pod(pod)
         scores = self.extender_scores(entry.framework, pod, rows, deadline)
+        if args.node_names is not None and len(rows) and scores.min() >= 0 and scores.max() <= MAX_EXTENDER_PRIORITY:
+            return Reply(200, self._row_entries.encode(entry.table, rows, scores))
         return Reply(200, encode_extender_scores(names, scores))
 
     def extender_scores(self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline) -> IntArray:

@@ -284,7 +284,9 @@ _HOST_ENTRIES: dict[str, list[bytes]] = {}
 _HOST_ENTRIES_MAX = 50_000
 
 
-def _host_entries(host: str) -> list[bytes]:
+def host_entries(host: str) -> list[bytes]:
+    """``host``'s HostPriority entry, ``{"Host":...,"Score":s}`` as go_json writes it, for each
+    score s in 0..MaxExtenderPriority (cached)."""
     entries = _HOST_ENTRIES.get(host)
     if entries is None:
         if len(_HOST_ENTRIES) >= _HOST_ENTRIES_MAX:
@@ -310,11 +312,16 @@ def encode_extender_scores(hosts: Sequence[str], scores: Sequence[int] | npt.NDA
     if not in_range:
         return encode_host_priority_list(list(zip(hosts, scores, strict=True)))
     cached = list(map(_HOST_ENTRIES.get, hosts))
-    if None in cached:
-        entries = [e if e is not None else _host_entries(h) for h, e in zip(hosts, cached, strict=True)]
+    if all(cached):  # (not "None in": that compares every list with None)
+        entries = cast(list[list[bytes]], cached)
     else:
-        entries = cast(list[list[bytes]], cached)  # no None in it, checked just above
-    return b"[" + b",".join(map(list.__getitem__, entries, scores)) + b"]"
+        entries = [e if e is not None else host_entries(h) for h, e in zip(hosts, cached, strict=True)]
+    return join_host_entries(list(map(list.__getitem__, entries, scores)))
+
+
+def join_host_entries(entries: list[bytes]) -> bytes:
+    """A HostPriorityList from entries made by host_entries, in order."""
+    return b"[" + b",".join(entries) + b"]"
 
 
 def encode_binding_result(error: str = "") -> bytes:

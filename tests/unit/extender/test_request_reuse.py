@@ -49,12 +49,17 @@ async def test_prioritize_after_filter_follows_nodes_that_moved_or_went(registry
     try:
         args = {"Pod": ip_pod(), "NodeNames": ["n1", "n2"]}
         await post(client, "/filter", args)
+        _, body = await post(client, "/prioritize", args)
+        assert scores(body) == [("n1", 10), ("n2", 5)]
+        await post(client, "/filter", args)
         # n1 leaves, another node takes its place in the cache, n1 comes back elsewhere with a new budget.
         cluster.cache.remove_node("n1")
         cluster.cache.add_or_update_node(node("n3", labels=budget(1)))
         cluster.cache.add_or_update_node(node("n1", labels=budget(7)))
         _, body = await post(client, "/prioritize", args)
         assert scores(body) == [("n1", 10), ("n2", 7)]
+        _, body = await post(client, "/prioritize", {"Pod": ip_pod(), "NodeNames": ["n3", "n2"]})
+        assert scores(body) == [("n3", 2), ("n2", 10)]
         await post(client, "/filter", args)
         cluster.cache.remove_node("n2")
         status, body = await post(client, "/prioritize", args)
