@@ -293,7 +293,7 @@ class ExtenderService:
         table_cache_size: int = 8,
         remembered_pods: int = 4096,
         remembered_nodes: int = 100_000,
-        parsed_pods: int = 64,
+        parsed_pods: int = 8,
     ) -> None:
         self.profile = profile
         self.registry = registry
@@ -308,7 +308,9 @@ class ExtenderService:
         self._remembered_nodes = remembered_nodes
         self._live: Framework | None = None
         #: Parsed pods by their exact JSON (see _parse_pod): the scheduler sends the same pod to
-        #: filter, then prioritize (and preempt), so each is parsed and checked once.
+        #: filter, then prioritize (and preempt), so each is parsed and checked once. It schedules
+        #: one pod at a time, so a few suffice; kept small because a PodInfo's memo may hold the
+        #: last node table it was used with (a per-request table in nodeCacheCapable: false mode).
         self._pods: OrderedDict[bytes, PodInfo] = OrderedDict()
         self._parsed_pods = parsed_pods
         #: The NodeNames a filter answered, with their rows in the node cache and the cache's
