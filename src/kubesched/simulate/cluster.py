@@ -38,7 +38,10 @@ class SimulatedCluster:
             raise BindConflictError(f"pod {pod.key} is already assigned to node {current.node_name!r}")
         if node_name not in self.nodes:
             raise PodGoneError(f"node {node_name!r} not found")
-        bound = current.with_node(node_name)
+        # The scheduler hands over its assumed copy (current + nodeName); when the stored pod has
+        # not changed since, that copy is the bound pod: no second copy of the object.
+        same = pod.node_name == node_name and pod.raw.get("metadata") is current.raw.get("metadata")
+        bound = pod if same else current.with_node(node_name)
         self.pods[pod.uid] = bound
         self.binds += 1
         if self.scheduler is not None:
