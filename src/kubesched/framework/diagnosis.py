@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -30,11 +29,13 @@ class NodeToStatus:
         self._count = 0
         self._by_row: dict[int, Status] | None = None
 
-    def add(self, rows: Rows, codes: npt.NDArray[np.int32], statuses: list[Status]) -> None:
-        """Record failing rows: ``codes[i] > 0`` selects ``statuses[codes[i] - 1]`` for ``rows[i]``."""
+    def add(self, rows: Rows, codes: npt.NDArray[np.int32], statuses: list[Status], failed: int | None = None) -> None:
+        """Record verdicts: ``codes[i] > 0`` selects ``statuses[codes[i] - 1]`` for ``rows[i]``;
+        rows with code 0 passed and are not recorded. ``failed`` is the number of non-zero codes
+        when the caller knows it (otherwise every code must be non-zero)."""
         if len(rows):
             self._chunks.append((rows, codes, statuses))
-            self._count += len(rows)
+            self._count += len(rows) if failed is None else failed
             self._by_row = None
 
     def add_all(self, rows: Rows, status: Status) -> None:
@@ -51,7 +52,8 @@ class NodeToStatus:
     def items(self) -> Iterator[tuple[int, Status]]:
         for rows, codes, statuses in self._chunks:
             for r, c in zip(rows.tolist(), codes.tolist(), strict=True):
-                yield r, statuses[c - 1]
+                if c:
+                    yield r, statuses[c - 1]
 
     def reason_histogram(self) -> Counter[str]:
         """How many nodes gave each reason (a node with two reasons counts in both), vectorised."""
@@ -66,16 +68,38 @@ class NodeToStatus:
         return counts
 
     def rejecting_plugins(self) -> set[str]:
-        return {s.plugin for _r, _c, statuses in self._chunks for s in statuses if s.plugin}
+        """Plugins behind the recorded rejections (statuses no row uses are not counted)."""
+        out: set[str] = set()
+        for _rows, codes, statuses in self._chunks:
+            used = np.flatnonzero(np.bincount(codes, minlength=len(statuses) + 1)[1:])
+            out.update(statuses[int(i)].plugin for i in used if statuses[int(i)].plugin)
+        return out
 
 
-@dataclass(slots=True)
 class Diagnosis:
-    node_to_status: NodeToStatus = field(default_factory=NodeToStatus)
-    #: Plugins that rejected the pod somewhere: only cluster events they care about requeue it.
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pre_filter_msg: str = ""
-    post_filter_msg: str = ""
+    __slots__ = ("_plugins", "_plugins_pending", "node_to_status", "post_filter_msg", "pre_filter_msg")
+
+    def __init__(self) -> None:
+        self.node_to_status = NodeToStatus()
+        self._plugins: set[str] = set()
+        #: Chunks of node_to_status whose plugins are named only when someone asks (the common,
+        #: successful attempt never does).
+        self._plugins_pending = 0
+        self.pre_filter_msg = ""
+        self.post_filter_msg = ""
+
+    @property
+    def unschedulable_plugins(self) -> set[str]:
+        """Plugins that rejected the pod somewhere: only cluster events they care about requeue it."""
+        if self._plugins_pending:
+            self._plugins.update(self.node_to_status.rejecting_plugins())
+            self._plugins_pending = 0
+        return self._plugins
+
+    def add_rejections(self, rows: Rows, codes: npt.NDArray[np.int32], statuses: list[Status], failed: int) -> None:
+        """Record a filter window's verdicts (code 0: passed) and, lazily, the plugins behind them."""
+        self.node_to_status.add(rows, codes, statuses, failed)
+        self._plugins_pending += 1
 
 
 def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:

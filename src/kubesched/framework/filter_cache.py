@@ -37,31 +37,14 @@ MAX_SEEN: Final = 4096
 
 class SignatureVerdicts:
     """The cached plugins' verdicts for every table row: ``codes[row]`` is 0 (passes) or k > 0
-    (``statuses[k - 1]``). Codes are numbered in plugin order, so each plugin owns a range."""
+    (``statuses[k - 1]``, which names its plugin)."""
 
-    __slots__ = ("codes", "ranges", "statuses")
+    __slots__ = ("codes", "statuses")
 
     def __init__(self, codes: npt.NDArray[np.int32], statuses: list[Status]) -> None:
         self.codes = codes
         self.statuses = statuses
-        #: (plugin, first code, last code) in plugin order.
-        self.ranges: list[tuple[str, int, int]] = []
-        for code, s in enumerate(statuses, start=1):
-            if self.ranges and self.ranges[-1][0] == s.plugin:
-                self.ranges[-1] = (s.plugin, self.ranges[-1][1], code)
-            else:
-                self.ranges.append((s.plugin, code, code))
 
-    def rejecting_plugins(self, codes: npt.NDArray[np.int32]) -> set[str]:
-        """Plugins behind the given (non-zero) codes."""
-        if len(self.ranges) == 1:
-            return {self.ranges[0][0]}
-        lo, hi = int(codes.min()), int(codes.max())
-        if len(self.ranges) == 2:  # the usual case, decided by the extremes alone
-            (first, _, first_hi), (second, second_lo, _) = self.ranges
-            return {name for name, hit in ((first, lo <= first_hi), (second, hi >= second_lo)) if hit}
-        present = np.flatnonzero(np.bincount(codes, minlength=len(self.statuses) + 1)).tolist()
-        return {name for name, a, b in self.ranges if any(a <= c <= b for c in present)}
 
 class SignatureVerdictCache:
     """Per framework: signature → verdicts of ``plugins`` (the leading signature filters)."""

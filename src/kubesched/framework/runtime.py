@@ -231,14 +231,13 @@ class Framework:
         cached = self.signature_cache.verdicts(state, pod, table)
         if cached is not None:
             plugins = plugins[len(self.signature_cache.plugins) :]
-            codes = cached.codes[rows]
-            failed = codes != 0
-            if failed.any():
-                codes = codes[failed]
-                diagnosis.node_to_status.add(rows[failed], codes, cached.statuses)
-                diagnosis.unschedulable_plugins.update(cached.rejecting_plugins(codes))
-                rows = rows[~failed]
-                if not len(rows):
+            codes = cached.codes.take(rows)
+            passing = codes == 0
+            n_pass = int(np.count_nonzero(passing))
+            if n_pass < len(rows):
+                diagnosis.add_rejections(rows, codes, cached.statuses, len(rows) - n_pass)
+                rows = rows[passing]
+                if not n_pass:
                     return rows, SUCCESS
         for p in plugins:
             if p.name in state.skip_filter_plugins:
@@ -247,17 +246,17 @@ class Framework:
             if not verdicts.statuses:
                 continue
             codes = verdicts.codes
-            failed = codes != 0
-            if not failed.any():
+            passing = codes == 0
+            n_pass = int(np.count_nonzero(passing))
+            if n_pass == len(rows):
                 continue
             statuses = [s.with_plugin(p.name) for s in verdicts.statuses]
             for code, s in enumerate(statuses, start=1):
                 if s.code == Code.ERROR and bool((codes == code).any()):
                     return rows[:0], s
-            diagnosis.node_to_status.add(rows[failed], codes[failed], statuses)
-            diagnosis.unschedulable_plugins.add(p.name)
-            rows = rows[~failed]
-            if not len(rows):
+            diagnosis.add_rejections(rows, codes, statuses, len(rows) - n_pass)
+            rows = rows[passing]
+            if not n_pass:
                 break
         return rows, SUCCESS
 

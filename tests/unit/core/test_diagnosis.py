@@ -88,3 +88,22 @@ def test_status_message_and_str() -> None:
     assert str(Status.skip()) == "Skip"
     assert st.with_plugin("P") is st and st.with_plugin("Q").plugin == "Q"
     assert Status.unresolvable("x").is_rejected and not Status.error("x").is_rejected
+
+
+def test_a_filter_window_records_only_its_rejected_rows_and_names_their_plugins() -> None:
+    d = Diagnosis()
+    taint = Status.unresolvable("node(s) had untolerated taint(s)", plugin="TaintToleration")
+    cordon = Status.unresolvable("node(s) were unschedulable", plugin="NodeUnschedulable")
+    rows = np.array([10, 11, 12, 13], dtype=np.intp)
+    # Code 0 passed; only statuses some row uses count as rejecting plugins.
+    d.add_rejections(rows, np.array([0, 1, 0, 1], dtype=np.int32), [taint, cordon], failed=2)
+    assert len(d.node_to_status) == 2
+    assert dict(d.node_to_status.items()) == {11: taint, 13: taint}
+    assert d.node_to_status.get(10) is None
+    assert d.unschedulable_plugins == {"TaintToleration"}
+    d.unschedulable_plugins.add("NodeAffinity")  # still a plain set for callers that add
+    d.add_rejections(rows[:1], np.array([2], dtype=np.int32), [taint, cordon], failed=1)
+    assert d.unschedulable_plugins == {"TaintToleration", "NodeAffinity", "NodeUnschedulable"}
+    assert fit_error_message(4, d) == (
+        "0/4 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint(s)."
+    )
