@@ -34,7 +34,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -262,9 +262,11 @@ class RowEntries:
     0..MaxExtenderPriority (wire.host_entries), so a prioritize answer is one fancy index into an
     object array and a join, with no per-node Python step.
 
-    Valid while the table's row → name assignment is the one it was built from; that changes only
+    Valid while the table's row → name assignment is the one it was seen with; that changes only
     when nodes come or go (rows are reused), and comparing the name lists is a C loop over mostly
-    identical objects, so it is checked on every use and rebuilt when it differs."""
+    identical objects, so it is checked on every use. When it differs the rows are emptied and
+    filled again as requests need them (a node joining a 5,000-node cluster costs the next
+    prioritize its own rows, not 5,000)."""
 
     def __init__(self) -> None:
         self._names: list[str] = []
@@ -274,13 +276,14 @@ class RowEntries:
         """The HostPriorityList for ``rows`` of ``table`` with ``scores`` (each in 0..10)."""
         if table.names != self._names:
             self._names = list(table.names)
-            entries = np.empty((len(self._names), MAX_EXTENDER_PRIORITY + 1), dtype=object)
-            for row, name in enumerate(self._names):
-                if name:
-                    entries[row] = host_entries(name)
-            self._entries = entries
-        picked: list[bytes] = self._entries[rows, scores].tolist()
-        return join_host_entries(picked)
+            self._entries = np.empty((len(self._names), MAX_EXTENDER_PRIORITY + 1), dtype=object)  # all None
+        picked: list[bytes | None] = self._entries[rows, scores].tolist()
+        if not all(picked):  # rows not encoded since the last change
+            for i in [i for i, e in enumerate(picked) if e is None]:
+                row = int(rows[i])
+                self._entries[row] = host_entries(self._names[row])
+                picked[i] = self._entries[row, scores[i]]
+        return join_host_entries(cast(list[bytes], picked))
 
 
 class ExtenderService:

@@ -291,7 +291,9 @@ def host_entries(host: str) -> list[bytes]:
     if entries is None:
         if len(_HOST_ENTRIES) >= _HOST_ENTRIES_MAX:
             _HOST_ENTRIES.clear()  # names churned past any real cluster's size: start over
-        entries = [go_json({"Host": host, "Score": s}) for s in range(MAX_EXTENDER_PRIORITY + 1)]
+        # One encoding per host: the entry ends in the score and "}", so the others share its head.
+        head = go_json({"Host": host, "Score": 0})[: -len(b"0}")]
+        entries = [head + b"%d}" % s for s in range(MAX_EXTENDER_PRIORITY + 1)]
         _HOST_ENTRIES[host] = entries
     return entries
 
