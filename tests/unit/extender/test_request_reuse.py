@@ -171,3 +171,17 @@ async def test_one_connection_carries_many_requests(registry: Registry) -> None:
             await writer.wait_closed()
     finally:
         await client.close()
+
+
+async def test_prioritize_answers_name_every_node_as_the_cluster_grows(registry: Registry) -> None:
+    client, cluster = await names_client(registry, [node("n0", labels=budget(10)), node("n1", labels=budget(5))])
+    try:
+        _, body = await post(client, "/prioritize", {"Pod": ip_pod(), "NodeNames": ["n1", "n0"]})
+        assert scores(body) == [("n1", 5), ("n0", 10)]
+        for i in range(2, 150):  # past the node table's first capacities
+            cluster.cache.add_or_update_node(node(f"n{i}", labels=budget(10)))
+        names = [f"n{i}" for i in range(149, -1, -3)]
+        _, body = await post(client, "/prioritize", {"Pod": ip_pod(), "NodeNames": names})
+        assert scores(body) == [(n, 5 if n == "n1" else 10) for n in names]
+    finally:
+        await client.close()
