@@ -16,6 +16,7 @@ from kubesched.plugins.helpers.taints import (
     TAINT_EFFECT_NO_SCHEDULE,
     TAINT_NODE_UNSCHEDULABLE,
     pod_tolerations,
+    tolerations_key,
     tolerations_tolerate_taint,
 )
 from kubesched.snapshot.pod import PodInfo
@@ -51,7 +52,8 @@ class NodeUnschedulable(FilterPlugin):
         return bool(cached)
 
     def filter_signature(self, state: CycleState, pod: PodInfo) -> Hashable:
-        return self._tolerates(pod)  # the verdict reads only this and spec.unschedulable
+        # The verdict reads only the tolerations (and the nodes' spec.unschedulable).
+        return tolerations_key(pod)
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         cordoned = table.unschedulable[rows]

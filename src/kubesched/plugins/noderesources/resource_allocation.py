@@ -76,6 +76,11 @@ _DNS1123_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9
 # -- per-resource scorers (vectorised over rows) ----------------------------------------------------
 
 
+def _all_nonzero(columns: Columns) -> bool:
+    """Every row has every resource (the fast paths' condition)."""
+    return all(a.all() for a in columns)
+
+
 def _matrix(columns: Columns) -> IntArray:
     """The (rows × resources) matrix of the general (rarely used) paths."""
     return np.stack(columns, axis=1) if len(columns) else np.zeros((0, 0), dtype=np.int64)
@@ -98,7 +103,7 @@ def least_resource_scorer(weights: IntArray) -> Scorer:
     weight_list = [int(w) for w in weights]
 
     def score(requested_cols: Columns, allocatable_cols: Columns) -> IntArray:
-        if weight_total and all(a.all() for a in allocatable_cols):
+        if weight_total and _all_nonzero(allocatable_cols):
             # Every resource counts on every row: a plain weighted average (the common case),
             # column by column. Over capacity, (a - r) * 100 // a is negative: clamp it to 0.
             total: IntArray | None = None
@@ -186,7 +191,7 @@ def balanced_resource_scorer(requested_cols: Columns, allocatable_cols: Columns)
     The float operations are done column by column in upstream's order (not with numpy's pairwise
     ``sum``) so results are bit-identical to Go on amd64.
     """
-    if len(allocatable_cols) == 2 and all(a.all() for a in allocatable_cols):
+    if len(allocatable_cols) == 2 and _all_nonzero(allocatable_cols):
         # The default (cpu, memory) on nodes that have both: |f1 - f2| / 2, same float operations.
         f0 = np.minimum(requested_cols[0] / allocatable_cols[0], 1.0)
         f1 = np.minimum(requested_cols[1] / allocatable_cols[1], 1.0)
