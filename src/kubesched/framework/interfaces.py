@@ -134,11 +134,12 @@ class FilterPlugin(Plugin):
         """Opt in to verdict caching by returning a key that captures everything this plugin's
         Filter reads from the pod (and from the cycle state it wrote for it).
 
-        Return a key only if the verdicts depend on nothing but that key and the Node objects
-        (labels, taints, spec, allocatable): not on the pods placed on the nodes, nor on time or
-        outside data. Pods with equal keys then share verdicts computed once over all nodes, until
-        a node is added, updated or removed. Only a run of such plugins at the start of the Filter
-        list is cached. None (the default) evaluates the plugin on every attempt.
+        Return a key only if the verdicts depend on nothing but that key and the Node objects'
+        metadata, spec and allocatable (not status conditions or other heartbeat fields), not on
+        the pods placed on the nodes, nor on time or outside data. Pods with equal keys then share
+        verdicts computed once over all nodes, until a node is added, removed, or changes in those
+        fields. Only a run of such plugins at the start of the Filter list is cached. None (the
+        default) evaluates the plugin on every attempt.
         """
         return None
 

@@ -136,8 +136,9 @@ class NodeTable:
         self._node_columns: dict[str, tuple[Callable[[dict[str, Any]], int], IntArray]] = {}
         #: Bumped on every change; plugins may key caches on it.
         self.generation = 0
-        #: Bumped only when a node is added, updated or removed (or a resource column appears), not
-        #: when pods come and go: caches of verdicts that depend on node objects alone key on it.
+        #: Bumped when a node is added or removed, or its metadata, spec or allocatable change (or
+        #: a resource column appears); not when pods come and go, nor on status heartbeats:
+        #: caches of verdicts that depend on Node objects alone key on it.
         self.node_generation = 0
         #: Plugin caches derived from the table (keys must name everything that invalidates them).
         self.memo: dict[Any, Any] = {}
@@ -222,6 +223,8 @@ class NodeTable:
 
         row = self.index.get(name)
         new = row is None
+        if row is None or _node_definition_changed(self.nodes[row], raw):
+            self.node_generation += 1
         if row is None:
             if self._free_rows:
                 row = self._free_rows.pop()
@@ -254,7 +257,6 @@ class NodeTable:
         for nfn, narr in self._node_columns.values():
             narr[row] = nfn(raw)
         self.generation += 1
-        self.node_generation += 1
         if new:
             for pod in self._orphans.pop(name, {}).values():
                 self._account(row, pod, +1)
@@ -488,6 +490,25 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name!r})"
+
+
+_VOLATILE_METADATA = ("resourceVersion", "managedFields")
+
+
+def _node_definition_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether a Node update touches what node-object filters may read: metadata (but its
+    resourceVersion and managedFields), spec, status.allocatable/capacity. Status heartbeats
+    (conditions, images, addresses, ...) do not count."""
+    if old.get("spec") != new.get("spec"):
+        return True
+    old_status, new_status = old.get("status") or {}, new.get("status") or {}
+    if old_status.get("allocatable") != new_status.get("allocatable") or (
+        old_status.get("capacity") != new_status.get("capacity")
+    ):
+        return True
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    keys = (old_meta.keys() | new_meta.keys()).difference(_VOLATILE_METADATA)
+    return any(old_meta.get(k) != new_meta.get(k) for k in keys)
 
 
 def _parse_taints(node: str, raw: Any) -> tuple[Taint, ...]:

@@ -141,3 +141,19 @@ def test_error_statuses_are_never_cached() -> None:
         assert cache._evaluate(state, pod, table) is None
     finally:
         broken.filter_batch = original  # type: ignore[method-assign]
+
+
+def test_a_status_heartbeat_keeps_the_shared_verdicts_but_a_label_change_does_not() -> None:
+    _, cluster, fwk = scheduler()
+    mixed_nodes(cluster)
+    selector = {"zone": "a"}
+    for i in range(2):
+        filter_all(fwk, pod_info(f"a{i}", cpu="1", nodeSelector=selector))
+    beat = node("n3", cpu="2", labels={"zone": "b"})
+    beat["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-11-22T00:00:00Z"}]
+    beat["metadata"]["resourceVersion"] = "42"
+    cluster.add_node(beat)
+    assert filter_all(fwk, pod_info("a2", cpu="1", nodeSelector=selector))[3]  # still shared
+    cluster.add_node(node("n3", cpu="2", labels={"zone": "a"}))  # relabelled into zone a
+    names, _, _, used = filter_all(fwk, pod_info("a3", cpu="1", nodeSelector=selector))
+    assert not used and "n3" in names
