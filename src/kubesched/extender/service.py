@@ -319,6 +319,9 @@ class ExtenderService:
         #: The NodeNames a filter answered, with their rows in the node cache and the cache's
         #: node_generation then: prioritize is sent exactly that list (see _cached_rows).
         self._passed: tuple[list[str], Rows, int] | None = None
+        #: unique_rows(rows, inverse=True) of the rows array above when filter computed it; keyed
+        #: by the array's identity (row arrays are never modified in place).
+        self._unique_of: tuple[Rows, Rows, Rows] | None = None
         self._row_entries = RowEntries()
         self.table_builds = 0
         self.table_hits = 0
@@ -473,6 +476,7 @@ class ExtenderService:
         state = CycleState()
         pre, st = fwk.run_pre_filter(state, pod)
         passing = np.zeros(len(rows), dtype=np.bool_)
+        inverse: Rows | None = None
         everything = False  # whether every node sent passed (then ``passing`` is not needed)
         if not st.is_success:
             if not st.is_rejected:
@@ -493,7 +497,7 @@ class ExtenderService:
                 candidates, _ = unique_rows(rows[inside])
                 narrowed = not inside.all()
             else:
-                candidates, _ = unique_rows(rows)
+                candidates, inverse = unique_rows(rows, inverse=True)
             deadline.check("pre-filter")
             diagnosis = Diagnosis()
             ok_rows, st = fwk.run_filters(state, pod, candidates, diagnosis)
@@ -520,6 +524,8 @@ class ExtenderService:
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
         out_names = names if everything else list(compress(names, passing.tolist()))
         self._passed = (out_names, rows if everything else rows[passing], table.node_generation)
+        if everything and inverse is not None:
+            self._unique_of = (rows, candidates, inverse)  # prioritize's, for the same rows
         return Reply(200, encode_filter_result(node_names=out_names, failed=failed, failed_unresolvable=unresolvable))
 
     def prioritize(self, data: Any, deadline: Deadline) -> Reply:
@@ -543,8 +549,13 @@ class ExtenderService:
                 # The pod fits nowhere by this profile: no preference among the nodes.
                 return np.zeros(len(rows), dtype=np.int64)
             raise ServiceError(500, f"running PreFilter plugin {st.plugin!r}: {st.message}")
-        uniq, inverse = unique_rows(rows, inverse=True)
-        assert inverse is not None
+        known = self._unique_of
+        if known is not None and known[0] is rows:
+            uniq, inverse = known[1], known[2]
+        else:
+            uniq, maybe_inverse = unique_rows(rows, inverse=True)
+            assert maybe_inverse is not None
+            inverse = maybe_inverse
         st = fwk.run_pre_score(state, pod, uniq)
         if not st.is_success:
             raise ServiceError(500, f"running PreScore plugin {st.plugin!r}: {st.message}")
