@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Final
 
+import orjson
+
 from kubesched.snapshot.quantity import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
@@ -312,7 +314,50 @@ def _default_pod_level(pod: _Pod, pod_limits: ResourceList | None) -> None:
         pod.pod_requests = reqs
 
 
+#: compute_pod_requests results by the JSON of everything it reads: the pods of one workload share
+#: a template, so the exact (Fraction) arithmetic runs once per template. Bounded; cleared when full.
+_MEMO: dict[bytes, PodResourceRequests] = {}
+_MEMO_MAX: Final = 4096
+
+
+def _memo_key(spec: Any, pod_level_resources: bool) -> bytes | None:
+    """The inputs of the computation (resources and restartPolicy of every container, overhead,
+    pod-level resources) as JSON; None when the spec is not the expected shape (the computation
+    then reports what is wrong)."""
+    if not isinstance(spec, Mapping):
+        return None
+    parts: list[Any] = [pod_level_resources, spec.get("overhead"), spec.get("resources")]
+    for key in ("containers", "initContainers"):
+        raw = spec.get(key)
+        if raw is None:
+            parts.append(None)
+            continue
+        if not isinstance(raw, list) or not all(isinstance(c, Mapping) for c in raw):
+            return None
+        parts.append([(c.get("resources"), c.get("restartPolicy")) for c in raw])
+    try:
+        return orjson.dumps(parts)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+
+
 def compute_pod_requests(pod: Mapping[str, Any], *, pod_level_resources: bool = True) -> PodResourceRequests:
+    """Effective requests of a raw (JSON-decoded) v1 Pod, as the scheduler computes them
+    (memoised by the JSON of the fields read; see :func:`_compute_pod_requests`)."""
+    key = _memo_key(pod.get("spec") or {}, pod_level_resources)
+    if key is not None:
+        cached = _MEMO.get(key)
+        if cached is not None:
+            return cached
+    result = _compute_pod_requests(pod, pod_level_resources=pod_level_resources)
+    if key is not None:
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        _MEMO[key] = result
+    return result
+
+
+def _compute_pod_requests(pod: Mapping[str, Any], *, pod_level_resources: bool = True) -> PodResourceRequests:
     """Effective requests of a raw (JSON-decoded) v1 Pod, as the scheduler computes them.
 
     Objects read from the apiserver are already defaulted; raw objects (files fed to the

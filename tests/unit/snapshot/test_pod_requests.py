@@ -280,3 +280,26 @@ def test_whitespace_and_null_like_json_decode() -> None:
 def test_empty_pod() -> None:
     r = compute_pod_requests({})
     assert r == PodResourceRequests(0, 0, 0, {}, 0, 0)
+
+
+def test_pods_of_one_template_share_the_computation_but_any_input_difference_counts() -> None:
+    def p(name: str, restart: str | None = None, cpu: str = "1") -> dict[str, Any]:
+        init = {"name": "side", "resources": {"requests": {"cpu": "2"}}}
+        if restart:
+            init["restartPolicy"] = restart
+        return {"metadata": {"name": name}, "spec": {
+            "containers": [{"name": name, "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+            "initContainers": [init],
+        }}
+
+    a, b = compute_pod_requests(p("a")), compute_pod_requests(p("b"))
+    assert a is b  # container names do not matter: one computation
+    assert a.milli_cpu == 2000  # init container: max(1, 2) cpu
+    sidecar = compute_pod_requests(p("c", restart="Always"))
+    assert sidecar.milli_cpu == 3000  # a restartable init container adds up
+    assert compute_pod_requests(p("d", cpu="1500m")).milli_cpu == 2000
+    assert compute_pod_requests(p("e", cpu="3")).milli_cpu == 3000
+    with pytest.raises(QuantityError, match=r'container "f": requests\.cpu'):
+        compute_pod_requests(p("f", cpu="1x"))
+    with pytest.raises(QuantityError, match=r'container "g": requests\.cpu'):  # errors are not remembered
+        compute_pod_requests(p("g", cpu="1x"))
