@@ -45,7 +45,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -775,10 +775,17 @@ def summarize(rounds: list[dict[str, Any]], contenders: tuple[str, ...]) -> dict
 
 
 def run_workload(name: str, size_name: str, rounds: int, qps: float, burst: int, workdir: Path | None = None,
-                 save: bool = True, log: Callable[[str], None] = print, cluster: DevCluster | None = None
-                 ) -> dict[str, Any]:
-    """Run ``name``: on a control plane of its own, or on ``cluster`` (nodes reshaped for it)."""
+                 save: bool = True, log: Callable[[str], None] = print, cluster: DevCluster | None = None,
+                 contenders: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Run ``name``: on a control plane of its own, or on ``cluster`` (nodes reshaped for it).
+    ``contenders`` picks some of the workload's (the first stays the baseline of the ratios)."""
     wl = WORKLOADS[name]
+    if contenders:
+        unknown = [k for k in contenders if k not in wl.contenders]
+        if unknown or contenders[0] != wl.contenders[0]:
+            raise SystemExit(f"{name}: --contenders must start with {wl.contenders[0]} and name some of "
+                             f"{', '.join(wl.contenders)}; got {', '.join(contenders)}")
+        wl = replace(wl, contenders=contenders)
     if name == "Coscheduling" and not _coscheduling_available():
         raise SystemExit("Coscheduling: kubesched.plugins.coscheduling is not installed")
     size = wl.sizes.get(size_name, SIZES[size_name])
@@ -846,14 +853,18 @@ def main(argv: list[str], workload: str) -> int:
     ap.add_argument("--burst", type=int, default=5000)
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--contenders", default=None,
+                    help="comma-separated subset of the workload's contenders, baseline first "
+                         "(e.g. kube-scheduler,kube-scheduler+extender-cache)")
     args = ap.parse_args(argv)
+    picked = tuple(args.contenders.split(",")) if args.contenders else None
     names = LIVE_WORKLOADS if workload == "live" else (workload,)
     for n in names:
         if n == "Coscheduling" and not _coscheduling_available():
             print("Coscheduling: skipped (kubesched.plugins.coscheduling missing)")
             continue
         run_workload(n, args.size, args.rounds, args.qps, args.burst,
-                     args.workdir / n if args.workdir else None, save=not args.no_save)
+                     args.workdir / n if args.workdir else None, save=not args.no_save, contenders=picked)
     return 0
 
 
