@@ -216,8 +216,10 @@ WORKLOADS: dict[str, Workload] = {
     "Extender": Workload(
         "Extender",
         "kube-scheduler (default profile) alone vs with `kubesched extender` (default profile, filter+prioritize) "
-        "with nodeCacheCapable true and false; SchedulingBasic pods",
-        contenders=("kube-scheduler", "kube-scheduler+extender-cache", "kube-scheduler+extender-nocache"),
+        "with nodeCacheCapable true and false, and against a no-op extender (bench/noop_extender.py: the cost "
+        "of the extender protocol itself); SchedulingBasic pods",
+        contenders=("kube-scheduler", "kube-scheduler+extender-cache", "kube-scheduler+noop-extender-cache",
+                    "kube-scheduler+extender-nocache"),
         # 2,000 measured pods at full size: with nodeCacheCapable false every pod's request carries
         # the Node objects of every feasible node, which bounds the round's duration.
         sizes={"full": Size(nodes=1000, init_pods=1000, pods=2000, timeout=900)},
@@ -483,12 +485,15 @@ def start_contender(c: DevCluster, wl: Workload, kind: str, qps: float, burst: i
         return Running(kind, {"scheduler": comp}, f"http://127.0.0.1:{port}/metrics", None, KUBESCHED_NAME)
     procs: dict[str, Component] = {}
     extenders = None
-    if kind.startswith("kube-scheduler+extender"):
+    if kind.startswith(("kube-scheduler+extender", "kube-scheduler+noop-extender")):
         cache = kind.endswith("-cache")
         eport = devcluster._free_port()
-        argv = [kubesched_bin(), "extender", f"--listen=127.0.0.1:{eport}", "--log-level=warning"]
-        if cache:
-            argv.append(f"--kubeconfig={c.scheduler_kubeconfig}")
+        if "noop" in kind:
+            argv = [sys.executable, str(common.ROOT / "bench" / "noop_extender.py"), f"--listen=127.0.0.1:{eport}"]
+        else:
+            argv = [kubesched_bin(), "extender", f"--listen=127.0.0.1:{eport}", "--log-level=warning"]
+            if cache:
+                argv.append(f"--kubeconfig={c.scheduler_kubeconfig}")
         ext = c._add(Component("kubesched-extender", argv, c.logs_dir / "kubesched-extender.log"))
         procs["extender"] = ext
         try:
@@ -829,11 +834,13 @@ def run_workload(name: str, size_name: str, rounds: int, qps: float, burst: int,
                 r = run_round(c, wl, size, kind, rnd, nodes, qps, burst, wd, log=log)
                 record["rounds"].append(r)
                 p = r["processes"].get("scheduler", {})
+                e = r["processes"].get("extender")
+                ext = f" (extender: rss {e.get('peak_rss_mib')} MiB, cpu {e.get('cpu_seconds')} s)" if e else ""
                 log(f"  round {rnd} {kind:32s} bound {r['bound']}/{size.pods}  "
                     f"{r['throughput']['average']:7.1f} pods/s avg (p50 {r['throughput']['perc50']}, "
                     f"overall {r['throughput']['overall']})  attempt p50/p99 {r.get('attempt_p50_ms')}/"
                     f"{r.get('attempt_p99_ms')} ms  rss {p.get('peak_rss_mib')} MiB  cpu {p.get('cpu_seconds')} s"
-                    f"  load {r['loadavg_after']}")
+                    f"{ext}  load {r['loadavg_after']}")
     record["machine"]["loadavg_end"] = common.loadavg()
     record["summary"] = summarize(record["rounds"], wl.contenders)
     for k, v in record["summary"]["ratios"].items():

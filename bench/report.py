@@ -28,6 +28,7 @@ COLORS = {
     "kubesched": "#d9480f",
     "kube-scheduler+extender-cache": "#2f9e44",
     "kube-scheduler+extender-nocache": "#ae3ec9",
+    "kube-scheduler+noop-extender-cache": "#868e96",
 }
 
 TARGETS = (
