@@ -327,7 +327,8 @@ class ResourceAllocation:
     def _plan(self, table: NodeTable, pod_requests: IntArray) -> _ColumnPlan:
         """Which table column feeds each configured resource (cached: it changes only with the
         table's columns and, for extended resources, with whether the pod requests them)."""
-        scalar_requested = tuple(bool(pod_requests[i]) for i in self._scalar_positions)
+        positions = self._scalar_positions
+        scalar_requested = tuple(bool(pod_requests[i]) for i in positions) if positions else ()
         key = (len(table.resource_names), scalar_requested)
         cache = self._plans.get(id(table))
         if cache is not None and cache[0] is table:
