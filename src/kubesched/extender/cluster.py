@@ -15,7 +15,7 @@ from urllib.parse import quote
 from kubesched.cluster.live.api import ApiClient, ApiError, load_connection
 from kubesched.cluster.live.informer import Handlers, Informer
 from kubesched.snapshot.cache import SchedulerCache
-from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.pod import PodInfo, raw_pod_uid
 
 log = logging.getLogger("kubesched.extender")
 
@@ -98,7 +98,8 @@ class ExtenderCluster:
         self._cache.remove_node(str((raw.get("metadata") or {}).get("name", "")))
 
     def _pod_upsert(self, raw: dict[str, Any]) -> None:
-        self._cache.add_or_update_pod(PodInfo.from_raw(raw))
+        # A bound pod's status updates keep its parsed fields (no re-parse).
+        self._cache.add_or_update_pod(PodInfo.from_raw(raw, self._cache.table.pod(raw_pod_uid(raw))))
 
     def _pod_delete(self, raw: dict[str, Any]) -> None:
         self._cache.remove_pod(str((raw.get("metadata") or {}).get("uid", "")))

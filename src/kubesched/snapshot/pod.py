@@ -92,8 +92,20 @@ class PodInfo:
         )
 
     @staticmethod
-    def from_raw(raw: dict[str, Any]) -> PodInfo:
-        """Parse a v1 Pod. Raises PodSpecError naming the pod and the offending field."""
+    def from_raw(raw: dict[str, Any], previous: PodInfo | None = None) -> PodInfo:
+        """Parse a v1 Pod. Raises PodSpecError naming the pod and the offending field.
+
+        With ``previous`` (the same pod parsed from an earlier version), an update that leaves
+        the spec and the parsed metadata alone — a kubelet status update, the usual watch event of
+        a running pod — reuses the parsed fields instead of parsing again."""
+        if previous is not None and _same_parsed_inputs(previous.raw, raw):
+            return PodInfo(
+                raw=raw, uid=previous.uid, namespace=previous.namespace, name=previous.name,
+                labels=previous.labels, priority=previous.priority, creation_ts=previous.creation_ts,
+                scheduler_name=previous.scheduler_name, node_name=previous.node_name,
+                requests=previous.requests, node_selector=previous.node_selector,
+                tolerations=previous.tolerations, host_ports=previous.host_ports,
+            )
         meta = raw.get("metadata") or {}
         spec = raw.get("spec") or {}
         namespace = str(meta.get("namespace") or "default")
@@ -124,7 +136,7 @@ class PodInfo:
             raise PodSpecError(f"{where}: spec.tolerations must be a list")
         return PodInfo(
             raw=raw,
-            uid=str(meta.get("uid") or f"{namespace}/{name}"),
+            uid=raw_pod_uid(raw),
             namespace=namespace,
             name=name,
             labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
@@ -152,3 +164,21 @@ def _host_ports(spec: dict[str, Any], where: str) -> tuple[HostPort, ...]:
                     raise PodSpecError(f"{where}: container {c.get('name')!r}: invalid hostPort {host_port!r}")
                 ports.append(HostPort(str(p.get("hostIP") or "0.0.0.0"), str(p.get("protocol") or "TCP"), host_port))
     return tuple(ports)
+
+
+def raw_pod_uid(raw: dict[str, Any]) -> str:
+    """The key PodInfo.uid has for a raw pod: metadata.uid, or namespace/name for objects without
+    one (files fed to the simulator)."""
+    meta = raw.get("metadata") or {}
+    return str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}")
+
+
+#: The metadata fields PodInfo.from_raw reads (the spec is compared whole).
+_PARSED_METADATA = ("uid", "namespace", "name", "labels", "creationTimestamp")
+
+
+def _same_parsed_inputs(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    if old.get("spec") != new.get("spec"):
+        return False
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    return all(om.get(k) == nm.get(k) for k in _PARSED_METADATA)

@@ -46,7 +46,7 @@ from kubesched.framework.handle import BindConflictError, PodGoneError
 from kubesched.framework.registry import Registry
 from kubesched.framework.types import ActionType, ClusterEvent
 from kubesched.scheduler import QueueSettings, ScheduleFailure, Scheduler, ScheduleResult, SchedulerObserver
-from kubesched.snapshot.pod import PodInfo, PodSpecError
+from kubesched.snapshot.pod import PodInfo, PodSpecError, raw_pod_uid
 from kubesched.snapshot.table import NodeSpecError
 
 log = logging.getLogger(__name__)
@@ -213,9 +213,9 @@ class LiveScheduler(SchedulerObserver):
         return inf.store if inf is not None else {}
 
     # -- informer handlers (run on the loop, between scheduling batches) -----------------------------
-    def _parse(self, raw: Obj) -> PodInfo | None:
+    def _parse(self, raw: Obj, previous: PodInfo | None = None) -> PodInfo | None:
         try:
-            return PodInfo.from_raw(raw)
+            return PodInfo.from_raw(raw, previous)
         except PodSpecError as e:
             log.warning("event=bad_pod err=%r", str(e))
             return None
@@ -231,7 +231,8 @@ class LiveScheduler(SchedulerObserver):
         self.metrics.informer_event("pods")
         if not scheduling_relevant_update(old, raw):
             return
-        pod = self._parse(raw)
+        # A bound pod's status updates keep its parsed fields (no re-parse).
+        pod = self._parse(raw, self.scheduler.cache.table.pod(raw_pod_uid(raw)))
         if pod is not None:
             if pod.node_name:
                 self._attempt_start.pop(pod.uid, None)
@@ -240,8 +241,7 @@ class LiveScheduler(SchedulerObserver):
 
     def _pod_delete(self, raw: Obj) -> None:
         self.metrics.informer_event("pods")
-        meta = raw.get("metadata") or {}
-        uid = str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}")
+        uid = raw_pod_uid(raw)
         self.scheduler.on_pod_delete(uid)
         self.events.forget(uid)
         self._attempt_start.pop(uid, None)
