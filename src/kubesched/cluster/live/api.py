@@ -155,8 +155,10 @@ class ApiClient:
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(ssl=self.conn.ssl_context, limit=256, enable_cleanup_closed=True)
+            # The apiserver sets no cookies: a dummy jar skips per-request cookie filtering.
             self._session = aiohttp.ClientSession(
-                connector=connector, json_serialize=lambda o: orjson.dumps(o).decode()
+                connector=connector, json_serialize=lambda o: orjson.dumps(o).decode(),
+                cookie_jar=aiohttp.DummyCookieJar(),
             )
         return self._session
 
@@ -243,18 +245,21 @@ class ApiClient:
 
 async def _lines(resp: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
     """Split the chunked body on newlines without a line-length limit (nodes can be large)."""
-    buf = b""
+    # Chunks are joined only when a line ends (a large object spans many chunks: no quadratic
+    # re-concatenation), and a chunk's lines are split in one call.
+    pending: list[bytes] = []
     async for chunk in resp.content.iter_any():
-        buf += chunk
-        while True:
-            i = buf.find(b"\n")
-            if i < 0:
-                break
-            line, buf = buf[:i], buf[i + 1 :]
+        pending.append(chunk)
+        if b"\n" not in chunk:
+            continue
+        *lines, rest = b"".join(pending).split(b"\n")
+        pending = [rest] if rest else []
+        for line in lines:
             if line.strip():
                 yield orjson.loads(line)
-    if buf.strip():
-        yield orjson.loads(buf)
+    tail = b"".join(pending)
+    if tail.strip():
+        yield orjson.loads(tail)
 
 
 def _loads(raw: bytes) -> Any:
