@@ -261,6 +261,17 @@ class Scheduler:
                 return
             await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
 
+    def binds_in_progress(self) -> int:
+        """Binding cycles in flight that are not parked at Permit (those wait for other pods)."""
+        parked = sum(1 for wp in self.waiting_pods if not wp.decided)
+        return max(len(self._tasks) - parked, 0)
+
+    async def wait_for_binds_below(self, limit: int) -> None:
+        """Wait until fewer than ``limit`` binding cycles are in progress (Permit-parked ones are
+        not counted: a gang waiting for members must never block scheduling those members)."""
+        while self._tasks and self.binds_in_progress() >= limit:
+            await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
+
     def _spawn_task(self, coro: Coroutine[Any, Any, None]) -> None:
         # Eager: a binding cycle that never waits (the simulator's in-memory bind) costs no Task.
         task = start_eagerly(coro) if self._eager_binding else asyncio.get_running_loop().create_task(coro)

@@ -72,6 +72,9 @@ class LiveOptions:
     lease_name: str | None = None
     #: Pods scheduled between two yields to the event loop.
     yield_every: int = 32
+    #: Binds waiting on the apiserver before the loop pauses: beyond the API client's connection
+    #: pool they only queue (and hold memory), and the attempt latency would mostly be that queue.
+    max_binds_in_flight: int = 512
     drain_timeout: float = 30.0
     event_interval: float = 30.0
     #: kind → collection path of extra objects to watch for plugins.
@@ -400,11 +403,14 @@ class LiveScheduler(SchedulerObserver):
         sched = self.scheduler
         clock = self.clock
         yield_every = max(1, self.options.yield_every)
+        max_binds = max(1, self.options.max_binds_in_flight)
         perf = time.perf_counter
         while not (self._stop or self._lost):
             sched.tick()
             n = 0
             while not (self._stop or self._lost):
+                if sched.binds_in_flight >= max_binds:  # cheap test first; Permit-parked ones are discounted inside
+                    await sched.wait_for_binds_below(max_binds)
                 self._cycle_start = perf()
                 if not sched.schedule_one():
                     break
