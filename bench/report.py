@@ -313,6 +313,16 @@ def build(records: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
         val, src = _target_value(best, spec)
         ok = "–" if val is None else ("yes" if (val >= thr if op == ">=" else val <= thr) else "**no**")
         lines.append(f"| {label} {op} {thr:g} | {_fmt(val, 3 if spec[0] == 'live' else 1)} | {ok} | {src} |")
+    floor, _ = _target_value(best, ("live", "Extender", "kube-scheduler+noop-extender-cache / kube-scheduler",
+                                    "throughput_average"))
+    if floor is not None:
+        lines += [
+            "",
+            f"The extender target is measured against a floor: with a **no-op extender** (bench/noop_extender.py: "
+            f"same configuration, passes every node, scores 0, does almost no work) kube-scheduler keeps "
+            f"×{floor:.3f} of its throughput alone in the same run. That is the extender protocol's own cost on "
+            "this machine (see Reading the numbers); no extender can do better than it.",
+        ]
     lines += [
         "",
         "## Machine and versions",
