@@ -2,8 +2,10 @@
 
 A placement is *assumed* right after the scheduling cycle picks a node, so the next pod sees the
 resources as taken while the bind is still in flight. The informer's view of the pod later
-*confirms* it; a failed bind *forgets* it. Every cluster change returns the ClusterEvent the queue
-uses to retry unschedulable pods.
+*confirms* it; a failed bind *forgets* it. An assumption never expires on a timer, as upstream
+(pkg/scheduler/scheduler.go: durationToExpireAssumedPod = 0 since kubernetes#106361, where expiry
+raced with slow binds and double-counted resources). Every cluster change returns the
+ClusterEvent the queue uses to retry unschedulable pods.
 """
 
 from __future__ import annotations
