@@ -34,12 +34,12 @@ from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 
 import kubesched
+from kubesched.backend.cache import SchedulerCache
 from kubesched.config.load import load_config
 from kubesched.extender.server import ExtenderServer
 from kubesched.extender.service import ExtenderService
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.simulate.generator import generate_cluster
-from kubesched.snapshot.cache import SchedulerCache
 
 RESULTS = Path(__file__).parent / "results"
 

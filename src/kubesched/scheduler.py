@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.backend.cache import SchedulerCache
+from kubesched.backend.queue import DEFAULT_MAX_UNSCHEDULABLE_SECONDS, SchedulingQueue
 from kubesched.framework.clock import Clock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import NO_NODES_MSG, Diagnosis, fit_error_message
@@ -30,8 +32,6 @@ from kubesched.framework.runtime import Framework, ProfileSpec, ScoredNodes, num
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import EVENT_POD_DELETE, ClusterEvent, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
-from kubesched.queue.scheduling_queue import DEFAULT_MAX_UNSCHEDULABLE_SECONDS, SchedulingQueue
-from kubesched.snapshot.cache import SchedulerCache
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import Rows
 

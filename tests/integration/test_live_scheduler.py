@@ -30,8 +30,8 @@ import pytest
 import yaml
 from devcluster import ApiError, DevCluster
 
+from kubesched.api.quantity import milli_value, value
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.quantity import milli_value, value
 
 pytestmark = pytest.mark.integration
 
@@ -111,9 +111,9 @@ class InProcess:
     """A LiveScheduler in a thread with its own event loop."""
 
     def __init__(self, config: Path, kubeconfig: Path, **options: Any) -> None:
-        from kubesched.cli import _load_config
+        from kubesched.app.startup import load_scheduler_config
 
-        self.config, self.registry = _load_config(config)
+        self.config, self.registry = load_scheduler_config(config)
         self.kubeconfig = kubeconfig
         self.options = options
         self.live: Any = None
@@ -123,7 +123,7 @@ class InProcess:
         self._thread = threading.Thread(target=self._main, daemon=True)
 
     def _main(self) -> None:
-        from kubesched.cluster.live.runner import LiveOptions, run_live
+        from kubesched.live.runner import LiveOptions, run_live
 
         async def amain() -> int:
             self.loop = asyncio.get_running_loop()
@@ -587,8 +587,8 @@ def test_apiserver_restart_and_forced_watch_expiry_miss_no_pod(
 
 def test_rbac_least_privilege(control_plane: DevCluster, cp_namespace: str, sa_kubeconfig: Path) -> None:
     """The scheduler identity can do what it needs (the tests above ran with it) and no more."""
-    from kubesched.cluster.live.api import ApiClient, load_connection
-    from kubesched.cluster.live.api import ApiError as LiveApiError
+    from kubesched.kube.api import ApiClient, load_connection
+    from kubesched.kube.api import ApiError as LiveApiError
 
     cp, ns = control_plane, cp_namespace
     cp.create_pod("victim", ns, scheduler_name="nobody")

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from factories import node, pod, pod_info, table_of
+from kubesched.backend.cache import SchedulerCache
 from kubesched.config.errors import ConfigError
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
@@ -30,7 +31,6 @@ from kubesched.plugins.builtin import builtin_registry
 from kubesched.simulate.inputs import load_cluster
 from kubesched.simulate.records import SCHEDULED, UNSCHEDULABLE
 from kubesched.simulate.runner import Simulation, SimulationResult
-from kubesched.snapshot.cache import SchedulerCache
 from kubesched.snapshot.table import NodeTable
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plugins"

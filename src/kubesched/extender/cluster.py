@@ -1,7 +1,7 @@
 """The extender's own view of the cluster (nodeCacheCapable: true, exact pod counts, bind).
 
 Nodes and *bound* pods (``fieldSelector=spec.nodeName!=``) are kept in a SchedulerCache by the
-live list+watch informers (kubesched.cluster.live); binds go through ``pods/binding``.
+live list+watch informers (kubesched.live); binds go through ``pods/binding``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import logging
 from typing import Any
 from urllib.parse import quote
 
-from kubesched.cluster.live.api import ApiClient, ApiError, load_connection
-from kubesched.cluster.live.informer import Handlers, Informer
-from kubesched.snapshot.cache import SchedulerCache
+from kubesched.backend.cache import SchedulerCache
+from kubesched.kube.api import ApiClient, ApiError, load_connection
+from kubesched.kube.informer import Handlers, Informer
 from kubesched.snapshot.pod import PodInfo, raw_pod_uid
 
 log = logging.getLogger("kubesched.extender")

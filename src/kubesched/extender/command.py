@@ -27,7 +27,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 
 def select_profile(config: Any, name: str | None) -> Any:
-    from kubesched.cli import UserError
+    from kubesched.app.startup import UserError
 
     if name is None:
         if len(config.profiles) > 1:
@@ -147,7 +147,7 @@ def extender(
     GET /healthz, /readyz and /metrics are served too. `--print-config` prints the matching
     `extenders:` entry for the kube-scheduler's KubeSchedulerConfiguration.
     """
-    from kubesched.cli import UserError, _load_config
+    from kubesched.app.startup import UserError, load_scheduler_config
 
     if (tls_cert is None) != (tls_key is None):
         raise UserError("--tls-cert and --tls-key go together")
@@ -190,7 +190,7 @@ def extender(
         click.echo(yaml.safe_dump({"extenders": [stanza]}, sort_keys=False), nl=False)
         return
 
-    config, registry = _load_config(config_path, plugin_modules)
+    config, registry = load_scheduler_config(config_path, plugin_modules)
     profile = select_profile(config, profile_name)
     logging.basicConfig(
         level=getattr(logging, log_level.upper()), stream=sys.stderr,
@@ -222,15 +222,15 @@ async def _serve(
     max_body: int,
     table_cache: int,
 ) -> None:
-    from kubesched.cli import UserError
+    from kubesched.app.startup import UserError
     from kubesched.extender.server import ExtenderServer, start_server
     from kubesched.extender.service import ExtenderService
     from kubesched.framework.runtime import FrameworkError
 
     cluster = None
     if kubeconfig is not None or in_cluster:
-        from kubesched.cluster.live.api import ConnectionConfigError
         from kubesched.extender.cluster import ExtenderCluster
+        from kubesched.kube.api import ConnectionConfigError
 
         try:
             cluster = await ExtenderCluster.connect(str(kubeconfig) if kubeconfig else None)

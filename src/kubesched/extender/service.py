@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from kubesched.backend.cache import SchedulerCache
 from kubesched.extender.wire import (
     MAX_EXTENDER_PRIORITY,
     ExtenderArgs,
@@ -65,7 +66,6 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ProfileSpec
 from kubesched.framework.status import Code, Status
 from kubesched.framework.waiting import WaitingPods
-from kubesched.snapshot.cache import SchedulerCache
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
 

@@ -38,7 +38,7 @@ from typing import Any, Final
 
 import orjson
 
-from kubesched.snapshot.quantity import (
+from kubesched.api.quantity import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     QuantityError,

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.api.quantity import QuantityError, milli_value, parse_quantity, value
 from kubesched.snapshot.pod import HostPort, PodInfo
-from kubesched.snapshot.quantity import QuantityError, milli_value, parse_quantity, value
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

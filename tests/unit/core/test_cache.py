@@ -1,4 +1,4 @@
-"""The scheduler cache: assumed pods and the cluster events it reports (snapshot/cache.py)."""
+"""The scheduler cache: assumed pods and the cluster events it reports (backend/cache.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from factories import node, pod
+from kubesched.backend.cache import SchedulerCache, node_update_action
 from kubesched.framework.types import NODE, POD, ActionType
-from kubesched.snapshot.cache import SchedulerCache, node_update_action
 from kubesched.snapshot.pod import PodInfo
 
 

@@ -1,4 +1,4 @@
-"""The scheduling queue (queue/scheduling_queue.py): active/backoff/unschedulable/gated in virtual time."""
+"""The scheduling queue (backend/queue.py): active/backoff/unschedulable/gated in virtual time."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from factories import pod_info
+from kubesched.backend.queue import SchedulingQueue
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.types import (
     EVENT_NODE_ADD,
@@ -16,7 +17,6 @@ from kubesched.framework.types import (
     ClusterEvent,
     QueuedPodInfo,
 )
-from kubesched.queue.scheduling_queue import SchedulingQueue
 from kubesched.snapshot.pod import PodInfo
 
 

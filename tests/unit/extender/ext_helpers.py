@@ -6,11 +6,11 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
+from kubesched.backend.cache import SchedulerCache
 from kubesched.config.load import load_config_text
 from kubesched.extender.server import ExtenderServer
 from kubesched.extender.service import ExtenderService
 from kubesched.framework.registry import Registry
-from kubesched.snapshot.cache import SchedulerCache
 from kubesched.snapshot.pod import PodInfo
 
 #: UnderlayIP as the only score plugin (the reference ip-scheduler), default filters.

@@ -12,7 +12,7 @@ import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from kubesched.cluster.live.api import ApiClient, Connection
+from kubesched.kube.api import ApiClient, Connection
 
 
 class FakeCollection:

@@ -10,12 +10,12 @@ import pytest
 from prometheus_client import generate_latest
 
 from factories import node, pod, pod_info
-from kubesched.cluster.live.events import EventWriter, micro_time, pod_scheduled_false_patch
-from kubesched.cluster.live.health import parse_addr
-from kubesched.cluster.live.metrics import SchedulerMetrics, instrument_framework
-from kubesched.cluster.live.runner import scheduling_relevant_update
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
+from kubesched.kube.events import EventWriter, micro_time, pod_scheduled_false_patch
+from kubesched.live.health import parse_addr
+from kubesched.live.metrics import SchedulerMetrics, instrument_framework
+from kubesched.live.runner import scheduling_relevant_update
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.scheduler import Scheduler
 from kubesched.simulate.cluster import SimulatedCluster

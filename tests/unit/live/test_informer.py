@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubesched.cluster.live.informer import Handlers, Informer, object_key, reconcile
-from kubesched.cluster.live.ratelimit import Backoff
+from kubesched.kube.informer import Handlers, Informer, object_key, reconcile
+from kubesched.kube.ratelimit import Backoff
 from unit.live.fakeapi import FakeCollection, serve
 
 

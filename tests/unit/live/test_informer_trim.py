@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.cluster.live.informer import Handlers, Informer, trim
+from kubesched.kube.informer import Handlers, Informer, trim
 
 
 def _pod(rv: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kubesched.cluster.live.api import ApiClient, ConnectionConfigError, load_connection
+from kubesched.kube.api import ApiClient, ConnectionConfigError, load_connection
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "hack" / "cluster"))

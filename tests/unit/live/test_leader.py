@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from kubesched.cluster.live.leader import ConflictError, LeaderElectionRecord, LeaderElector
+from kubesched.live.leader import ConflictError, LeaderElectionRecord, LeaderElector
 
 
 class Clock:

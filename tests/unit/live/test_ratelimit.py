@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from kubesched.cluster.live.ratelimit import Backoff, PerKeyRateLimiter, TokenBucket
+from kubesched.kube.ratelimit import Backoff, PerKeyRateLimiter, TokenBucket
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""The watch stream splitter (cluster/live/api.py _lines): objects cut anywhere by the network."""
+"""The watch stream splitter (kube/api.py _lines): objects cut anywhere by the network."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubesched.cluster.live.api import _lines
+from kubesched.kube.api import _lines
 
 
 class _Content:

@@ -24,7 +24,8 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from kubesched.cli import demo_dir, main
+from kubesched.cli import main
+from kubesched.simulate.command import demo_dir
 from kubesched.simulate.generator import generate_cluster
 from kubesched.simulate.inputs import load_cluster
 

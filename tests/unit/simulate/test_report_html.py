@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -256,12 +255,9 @@ def test_failed_pods_table_lists_the_first_200_and_counts_the_rest() -> None:
     assert "25 more reasons" in reasons  # 40 reasons, 15 drawn
 
 
-def test_large_cluster_renders_fast_and_small() -> None:
-    data = big_doc()
-    t0 = time.perf_counter()
-    html = render_html(data)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 2.0, elapsed
+def test_large_cluster_renders_small() -> None:
+    # How fast it renders is measured by the benchmarks, not asserted here.
+    html = render_html(big_doc())
     assert len(html.encode()) < 5 * 2**20
     _assert_self_contained(html)
     for name in CHARTS:

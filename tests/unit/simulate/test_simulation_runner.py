@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from kubesched.cli import demo_dir
 from kubesched.config.load import load_config
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import FilterPlugin
@@ -20,6 +19,7 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
 from kubesched.framework.types import Verdicts
 from kubesched.plugins.builtin import builtin_registry
+from kubesched.simulate.command import demo_dir
 from kubesched.simulate.generator import generate_cluster
 from kubesched.simulate.inputs import ClusterInput, load_cluster
 from kubesched.simulate.records import PENDING, PRE_BOUND, SCHEDULED, UNSCHEDULABLE
@@ -93,9 +93,7 @@ async def test_demo_run_needs_no_retries_and_no_virtual_time() -> None:
 async def test_run_with_mostly_unschedulable_pods_terminates_quickly() -> None:
     nodes = [node("only", cpu="2", memory="2Gi", pods="10")]
     pods = [pod(f"p{i}", cpu="500m", memory="256Mi", ts=i) for i in range(2000)]
-    started = time.perf_counter()
     result = await simulate(cluster(nodes, pods))
-    elapsed = time.perf_counter() - started
     data = result_to_json(result)
     s = data["summary"]
     assert s["scheduled"] == 4  # 4 x 500m = 2 cpu
@@ -103,7 +101,6 @@ async def test_run_with_mostly_unschedulable_pods_terminates_quickly() -> None:
     assert s["attempts"] == 2000  # no retry loop
     assert s["virtualSeconds"] == 0
     assert not s["interrupted"]
-    assert elapsed < 30
     assert "Insufficient cpu" in data["unschedulableReasons"]
 
 

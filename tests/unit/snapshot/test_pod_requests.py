@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from kubesched.api.quantity import QuantityError
 from kubesched.snapshot.pod_requests import PodResourceRequests, compute_pod_requests, is_scalar_resource_name
-from kubesched.snapshot.quantity import QuantityError
 
 MI = 1 << 20
 GI = 1 << 30

@@ -7,7 +7,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from kubesched.snapshot.quantity import (
+from kubesched.api.quantity import (
     INT64_MAX,
     QuantityError,
     format_bytes,

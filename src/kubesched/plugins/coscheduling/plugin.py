@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.api.quantity import format_milli_cpu
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
@@ -52,7 +53,6 @@ from kubesched.plugins.coscheduling.podgroup import (
     parse_pod_group,
 )
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.quantity import format_milli_cpu
 from kubesched.snapshot.table import PODS, NodeTable
 
 log = logging.getLogger(__name__)

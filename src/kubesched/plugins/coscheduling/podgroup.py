@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kubesched.api.quantity import QuantityError, milli_value, value
 from kubesched.snapshot.pod import PodInfo, parse_timestamp
-from kubesched.snapshot.quantity import QuantityError, milli_value, value
 
 API_GROUP = "scheduling.x-k8s.io"
 API_VERSION = f"{API_GROUP}/v1alpha1"

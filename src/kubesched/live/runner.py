@@ -32,19 +32,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.cluster.live.api import ApiClient
-from kubesched.cluster.live.client import LiveClusterClient
-from kubesched.cluster.live.events import EventWriter
-from kubesched.cluster.live.health import HealthServer
-from kubesched.cluster.live.informer import Handlers, Informer, Obj, object_key
-from kubesched.cluster.live.leader import LeaderElector, LeaseLock, default_identity
-from kubesched.cluster.live.metrics import SchedulerMetrics, instrument_framework
-from kubesched.cluster.live.status import StatusPublisher, status_sources
 from kubesched.config.load import SchedulerConfig
 from kubesched.framework.clock import RealClock
 from kubesched.framework.handle import BindConflictError, PodGoneError
 from kubesched.framework.registry import Registry
 from kubesched.framework.types import ActionType, ClusterEvent
+from kubesched.kube.api import ApiClient
+from kubesched.kube.events import EventWriter
+from kubesched.kube.informer import Handlers, Informer, Obj, object_key
+from kubesched.live.client import LiveClusterClient
+from kubesched.live.health import HealthServer
+from kubesched.live.leader import LeaderElector, LeaseLock, default_identity
+from kubesched.live.metrics import SchedulerMetrics, instrument_framework
+from kubesched.live.status import StatusPublisher, status_sources
 from kubesched.scheduler import QueueSettings, ScheduleFailure, Scheduler, ScheduleResult, SchedulerObserver
 from kubesched.snapshot.pod import PodInfo, PodSpecError, raw_pod_uid
 from kubesched.snapshot.table import NodeSpecError
@@ -470,7 +470,7 @@ async def run_live(
     on_start: Callable[[LiveScheduler], None] | None = None,
 ) -> int:
     """Connect, run until stopped or the lease is lost, close; returns the exit code."""
-    from kubesched.cluster.live.api import load_connection
+    from kubesched.kube.api import load_connection
 
     conn = await load_connection(kubeconfig or config.client_connection.kubeconfig or None)
     cc = config.client_connection

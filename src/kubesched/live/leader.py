@@ -28,9 +28,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from kubesched.cluster.live.api import ApiClient, ApiError
-from kubesched.cluster.live.events import micro_time
-from kubesched.cluster.live.ratelimit import Now
+from kubesched.kube.api import ApiClient, ApiError
+from kubesched.kube.events import micro_time
+from kubesched.kube.ratelimit import Now
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from kubesched.backend.queue import SchedulingQueue
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status, code_name
-from kubesched.queue.scheduling_queue import SchedulingQueue
 
 #: kube-scheduler's buckets (metrics.go): ExponentialBuckets(0.001, 2, 15) for attempts and
 #: ExponentialBuckets(0.0001, 2, 12) for extension points.

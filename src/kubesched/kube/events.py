@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from kubesched.cluster.live.api import STRATEGIC_MERGE_PATCH, ApiClient, ApiError
-from kubesched.cluster.live.ratelimit import Now, PerKeyRateLimiter
+from kubesched.kube.api import STRATEGIC_MERGE_PATCH, ApiClient, ApiError
+from kubesched.kube.ratelimit import Now, PerKeyRateLimiter
 from kubesched.snapshot.pod import PodInfo
 
 log = logging.getLogger(__name__)

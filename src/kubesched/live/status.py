@@ -16,7 +16,7 @@ from typing import Any
 
 import aiohttp
 
-from kubesched.cluster.live.api import ApiClient, ApiError
+from kubesched.kube.api import ApiClient, ApiError
 
 log = logging.getLogger("kubesched.live")
 

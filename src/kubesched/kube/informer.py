@@ -30,8 +30,8 @@ from typing import Any
 
 import aiohttp
 
-from kubesched.cluster.live.api import ApiClient, ApiError
-from kubesched.cluster.live.ratelimit import Backoff
+from kubesched.kube.api import ApiClient, ApiError
+from kubesched.kube.ratelimit import Backoff
 
 log = logging.getLogger(__name__)
 

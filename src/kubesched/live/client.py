@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from kubesched.cluster.live.api import ApiClient, ApiError
 from kubesched.framework.handle import BindConflictError, PodGoneError
+from kubesched.kube.api import ApiClient, ApiError
 from kubesched.snapshot.pod import PodInfo
 
 

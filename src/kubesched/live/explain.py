@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from kubesched.cluster.live.api import ApiClient, ApiError
 from kubesched.config.load import SchedulerConfig
 from kubesched.framework.clock import RealClock
 from kubesched.framework.explain import Explanation, explain
 from kubesched.framework.registry import Registry
+from kubesched.kube.api import ApiClient, ApiError
 from kubesched.scheduler import Scheduler
 from kubesched.snapshot.pod import PodInfo, PodSpecError
 from kubesched.snapshot.table import NodeSpecError

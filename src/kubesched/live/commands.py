@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from kubesched.cli import UserError, _load_config
+from kubesched.app.startup import UserError, load_scheduler_config
 
 DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
 
@@ -58,12 +58,12 @@ def run_command(
     """Run kubesched as a scheduler in a real cluster: pods whose spec.schedulerName matches a profile
     are scheduled and bound. Exits 0 on SIGTERM (after draining binds and releasing the lease), 1 when
     the leader lease is lost."""
-    from kubesched.cluster.live import logs
-    from kubesched.cluster.live.api import ConnectionConfigError
-    from kubesched.cluster.live.health import parse_addr
-    from kubesched.cluster.live.runner import LiveOptions, run_live
+    from kubesched.kube.api import ConnectionConfigError
+    from kubesched.live import logs
+    from kubesched.live.health import parse_addr
+    from kubesched.live.runner import LiveOptions, run_live
 
-    config, registry = _load_config(config_path, plugin_modules)
+    config, registry = load_scheduler_config(config_path, plugin_modules)
     try:
         parse_addr(health_addr)
     except ValueError as e:
@@ -104,9 +104,9 @@ def explain_command(
     every score, computed from the live cluster's current nodes and pods."""
     from rich.console import Console
 
-    from kubesched.cluster.live.api import ApiClient, ConnectionConfigError, load_connection
-    from kubesched.cluster.live.explain import ExplainError, explain_live
-    from kubesched.simulate.summary import print_explanation
+    from kubesched.app.render import print_explanation
+    from kubesched.kube.api import ApiClient, ConnectionConfigError, load_connection
+    from kubesched.live.explain import ExplainError, explain_live
 
     if "/" in pod:
         ns, _, name = pod.partition("/")
@@ -115,7 +115,7 @@ def explain_command(
         namespace = ns
     else:
         name = pod
-    config, registry = _load_config(config_path, plugin_modules)
+    config, registry = load_scheduler_config(config_path, plugin_modules)
 
     async def go() -> object:
         conn = await load_connection(kubeconfig or config.client_connection.kubeconfig or None)
@@ -130,7 +130,7 @@ def explain_command(
     except (ConnectionConfigError, ExplainError) as e:
         raise UserError(str(e)) from None
     out = Console()
-    from kubesched.cluster.live.explain import LiveExplanation
+    from kubesched.live.explain import LiveExplanation
 
     assert isinstance(result, LiveExplanation)
     out.print(f"[dim]live cluster: {result.nodes} nodes, {result.pods} pods[/dim]")

@@ -26,7 +26,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from kubesched.cluster.live.ratelimit import TokenBucket
+from kubesched.kube.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
 

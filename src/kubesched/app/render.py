@@ -1,0 +1,43 @@
+"""Rendering an explanation (per node × per plugin verdicts and scores) in the terminal: shared by
+``kubesched simulate --explain`` and ``kubesched explain`` on a live cluster."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from kubesched.framework.explain import Explanation
+
+
+def print_explanation(console: Console, ex: Explanation, max_rows: int = 50) -> None:
+    console.print(f"[bold]Explain {ex.pod}[/bold] (profile {ex.profile})")
+    for name, st in ex.pre_filter.items():
+        console.print(f"  PreFilter {name}: {st}")
+    if ex.skipped_filters:
+        console.print(f"  [dim]filters skipped for this pod: {', '.join(ex.skipped_filters)}[/dim]")
+    if ex.skipped_scores:
+        console.print(f"  [dim]scores skipped for this pod: {', '.join(ex.skipped_scores)}[/dim]")
+    if ex.message:
+        console.print(f"  [red]{ex.message}[/red]")
+    nodes = ex.feasible + ex.rejected
+    any_feasible = bool(ex.feasible)
+    score_plugins = [p for p in ex.score_plugins if p not in ex.skipped_scores] if any_feasible else []
+    title = f"Per node ({min(len(nodes), max_rows)} of {len(nodes)}; feasible first, by total score"
+    t = Table(title=title + (f"; chosen: {ex.chosen})" if ex.chosen else ")"))
+    t.add_column("node", no_wrap=True)
+    t.add_column("verdict", overflow="fold", min_width=24)
+    for p in score_plugins:
+        t.add_column(f"{p} ×{ex.weights.get(p, 1)}", justify="right")
+    if any_feasible:
+        t.add_column("total", justify="right")
+    for n in nodes[:max_rows]:
+        if n.feasible:
+            verdict = "[green]fits (chosen)[/green]" if n.node == ex.chosen else "[green]fits[/green]"
+            scores = [str(n.scores[p]) if p in n.scores else "-" for p in score_plugins]
+            t.add_row(n.node, verdict, *scores, str(n.total))
+        else:
+            verdict = "; ".join(
+                f"[red]{plugin}[/red]: {st.message}" for plugin, st in n.filters.items() if st is not None
+            )
+            t.add_row(n.node, verdict, *["" for _ in score_plugins], *([""] if any_feasible else []))
+    console.print(t)

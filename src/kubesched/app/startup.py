@@ -1,0 +1,46 @@
+"""Loading a command's plugins and configuration, and the one error type a command shows a user."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+
+from kubesched.config.errors import ConfigError
+from kubesched.config.load import SchedulerConfig, load_config
+from kubesched.framework.registry import Registry, RegistryError
+from kubesched.plugins.builtin import builtin_registry, load_plugin_module
+
+
+class UserError(click.ClickException):
+    """A clear one-line error for bad input (exit code 2), never a traceback."""
+
+    exit_code = 2
+
+
+def load_registry(plugin_modules: Iterable[str] = ()) -> Registry:
+    """The built-in plugins plus those of each ``--plugins`` module."""
+    registry = builtin_registry()
+    for module in plugin_modules:
+        try:
+            for cls in load_plugin_module(module):
+                registry.register(cls)
+        except (ImportError, RegistryError, ValueError) as e:
+            raise UserError(f"--plugins {module}: {e}") from None
+    return registry
+
+
+def load_scheduler_config(
+    path: Path | None, plugin_modules: Iterable[str] = ()
+) -> tuple[SchedulerConfig, Registry]:
+    """The configuration at ``path`` (None: the default profile) resolved against the built-in and
+    ``--plugins`` plugins; warnings go to stderr, errors become a UserError."""
+    registry = load_registry(plugin_modules)
+    try:
+        config = load_config(path, registry)
+    except ConfigError as e:
+        raise UserError(str(e)) from None
+    for w in config.warnings:
+        click.echo(f"warning: {w}", err=True)
+    return config, registry
