@@ -13,13 +13,14 @@ of each is written in terms of the other, so a plugin must override at least one
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.objects import ObjectKind
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import (
     EVENT_WILDCARD,
@@ -52,6 +53,9 @@ class Plugin:
 
     name: ClassVar[str] = ""
     args_model: ClassVar[type[Any] | None] = None
+    #: Cluster objects besides nodes and pods that the plugin reads through
+    #: ``handle.objects(kind)``: every shell feeds them (framework/objects.py).
+    object_kinds: ClassVar[tuple[ObjectKind, ...]] = ()
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.args = args
@@ -69,6 +73,11 @@ class Plugin:
 
     async def stop(self) -> None:
         """Called by a shell at shutdown."""
+
+    def status_updates(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
+        """For kinds declared with ``writes_status``: kind → {object key → changed status fields}
+        since the last call. The live leader merge-patches them into the status subresource."""
+        return {}
 
     def share_background_state(self, started: Plugin) -> None:
         """Use the background state of ``started``, an instance of the same plugin with the same

@@ -192,14 +192,14 @@ def test_first_waiting_member_activates_its_siblings_and_the_last_allows_all() -
         assert sched.schedule_one()  # m0 → waits, activates the others
         wp = sched.waiting_pods.get(pods[0].uid)
         assert wp is not None and wp.pending_plugins == ["Coscheduling"]
-        first = cs.status_updates()["default/g"]
+        first = cs.status_updates()["PodGroup"]["default/g"]
         assert first["phase"] == "Scheduling" and first["running"] == 0 and "scheduleStartTime" in first
         assert sched.schedule_one() and sched.schedule_one()
         await sched.drain()
 
     asyncio.run(go())
     assert sorted(p.name for p in cluster.pods.values() if p.node_name) == ["m0", "m1", "m2"]
-    assert cs.status_updates() == {"default/g": {"phase": "Scheduled"}}
+    assert cs.status_updates() == {"PodGroup": {"default/g": {"phase": "Scheduled"}}}
     assert cs.status_updates() == {}  # only changes are reported
 
 

@@ -46,6 +46,7 @@ from kubesched.framework.waiting import WaitingPod
 from kubesched.plugins.coscheduling.args import CoschedulingArgs
 from kubesched.plugins.coscheduling.podgroup import (
     KIND,
+    POD_GROUP_KIND,
     POD_GROUP_LABEL,
     PodGroup,
     PodGroupSpecError,
@@ -81,6 +82,7 @@ def _rejected(wp: WaitingPod) -> bool:
 class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePlugin, PermitPlugin):
     name = NAME
     args_model = CoschedulingArgs
+    object_kinds = (POD_GROUP_KIND,)
 
     def __init__(self, args: CoschedulingArgs | None, handle: Handle) -> None:
         super().__init__(args or CoschedulingArgs(), handle)
@@ -402,8 +404,8 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
             status["scheduleStartTime"] = start
         return status
 
-    def status_updates(self) -> dict[str, dict[str, Any]]:
-        """PodGroup key → the ``status`` fields that changed since the previous call.
+    def status_updates(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """{"PodGroup": PodGroup key → the ``status`` fields that changed since the previous call}.
 
         A live shell calls this periodically (and after binds) and merge-patches each PodGroup's
         ``status`` subresource with the result; the simulator does not need it.
@@ -422,7 +424,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         for gone in set(self._reported) - keys:
             del self._reported[gone]
             self._schedule_start.pop(gone, None)
-        return out
+        return {KIND: out} if out else {}
 
 
 def _rfc3339_now() -> str:

@@ -6,11 +6,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api.quantity import QuantityError, milli_value, value
+from kubesched.framework.objects import ObjectKind
 from kubesched.snapshot.pod import PodInfo, parse_timestamp
 
 API_GROUP = "scheduling.x-k8s.io"
 API_VERSION = f"{API_GROUP}/v1alpha1"
 KIND = "PodGroup"
+#: Declared by Coscheduling: read in every shell, status written by the live leader.
+POD_GROUP_KIND = ObjectKind(KIND, API_GROUP, "v1alpha1", "podgroups", namespaced=True, writes_status=True)
 #: Pods join a group with this label; its value is the PodGroup's name in the pod's namespace.
 POD_GROUP_LABEL = f"{API_GROUP}/pod-group"
 

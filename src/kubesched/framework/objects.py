@@ -1,0 +1,96 @@
+"""Cluster objects a plugin reads besides nodes and pods: declared once, on the plugin class.
+
+A plugin lists the kinds it needs in ``object_kinds`` (upstream plugins ask the Handle's
+SharedInformerFactory for an informer instead; scheduler-plugins' Coscheduling sets up its own
+PodGroup informer). Every shell reads that one declaration and does the rest — the simulator
+loads those kinds from a cluster dump, the live scheduler and the extender run an informer for
+each and grant themselves RBAC for it — and ``handle.objects(kind)`` answers the same way
+everywhere. No shell names a plugin.
+
+A plugin that owns the status of an object (``writes_status=True``) reports changed status fields
+from ``Plugin.status_updates()``; the live shell merge-patches them into the status subresource.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectKind:
+    """One API resource: ``ObjectKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups")``."""
+
+    kind: str
+    group: str
+    version: str
+    resource: str
+    namespaced: bool = True
+    #: The plugin writes this kind's ``status`` subresource (the live leader patches it).
+    writes_status: bool = False
+
+    @property
+    def api_version(self) -> str:
+        """As in an object's ``apiVersion``: ``v1`` for the core group, else ``group/version``."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def collection_path(self) -> str:
+        """The list/watch path across all namespaces."""
+        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        return f"{prefix}/{self.resource}"
+
+    def object_path(self, key: str, subresource: str = "") -> str:
+        """The path of one object by its key (``namespace/name``, or ``name`` for cluster-scoped)."""
+        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced:
+            namespace, _, name = key.partition("/")
+            path = f"{prefix}/namespaces/{quote(namespace, safe='')}/{self.resource}/{quote(name, safe='')}"
+        else:
+            path = f"{prefix}/{self.resource}/{quote(key, safe='')}"
+        return f"{path}/{subresource}" if subresource else path
+
+
+class ObjectKindConflictError(ValueError):
+    """Two plugins declare the same kind differently (e.g. other versions)."""
+
+
+def object_key(raw: Mapping[str, Any], namespaced: bool = True) -> str:
+    """``namespace/name`` (``default`` when a namespaced object has none), or ``name``."""
+    meta = raw.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    if not namespaced:
+        return name
+    return f"{meta.get('namespace') or 'default'}/{name}"
+
+
+def merge_object_kinds(declared: Iterable[ObjectKind]) -> list[ObjectKind]:
+    """One entry per kind, in first-declared order. Two declarations of one kind must name the
+    same resource; ``writes_status`` is true if any plugin writes it."""
+    merged: dict[str, ObjectKind] = {}
+    for ok in declared:
+        have = merged.get(ok.kind)
+        if have is None:
+            merged[ok.kind] = ok
+            continue
+        if (have.group, have.version, have.resource, have.namespaced) != (
+            ok.group, ok.version, ok.resource, ok.namespaced
+        ):
+            raise ObjectKindConflictError(
+                f"kind {ok.kind!r} is declared as {have.api_version} {have.resource} and as "
+                f"{ok.api_version} {ok.resource}"
+            )
+        if ok.writes_status and not have.writes_status:
+            merged[ok.kind] = ok
+    return list(merged.values())
+
+
+def kinds_of_plugins(plugin_classes: Iterable[type[Any]]) -> list[ObjectKind]:
+    """The merged ``object_kinds`` of these plugin classes."""
+    return merge_object_kinds(k for cls in plugin_classes for k in getattr(cls, "object_kinds", ()))
+
+
+def kinds_by_name(kinds: Sequence[ObjectKind]) -> dict[str, ObjectKind]:
+    return {k.kind: k for k in kinds}
