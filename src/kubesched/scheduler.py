@@ -27,6 +27,7 @@ from kubesched.framework.diagnosis import NO_NODES_MSG, Diagnosis, fit_error_mes
 from kubesched.framework.eager import start_eagerly
 from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError
 from kubesched.framework.interfaces import Plugin
+from kubesched.framework.objects import ObjectKind, kinds_of_plugins
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ProfileSpec, ScoredNodes, num_feasible_nodes_to_find
 from kubesched.framework.status import Code, Status
@@ -229,6 +230,10 @@ class Scheduler:
     @property
     def binds_in_flight(self) -> int:
         return len(self._tasks)
+
+    def object_kinds(self) -> list[ObjectKind]:
+        """The cluster objects this scheduler's plugins declare (framework/objects.py)."""
+        return kinds_of_plugins(type(p) for p in self.plugins())
 
     def plugins(self) -> list[Plugin]:
         """Every plugin instance once, across profiles."""

@@ -1,7 +1,8 @@
 """The extender's own view of the cluster (nodeCacheCapable: true, exact pod counts, bind).
 
 Nodes and *bound* pods (``fieldSelector=spec.nodeName!=``) are kept in a SchedulerCache by the
-live list+watch informers (kubesched.live); binds go through ``pods/binding``.
+shared list+watch informers (kubesched.kube), and so are the objects the profile's plugins declare
+(e.g. PodGroups for Coscheduling), for ``handle.objects(kind)``; binds go through ``pods/binding``.
 """
 
 from __future__ import annotations
@@ -9,20 +10,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
 from kubesched.backend.cache import SchedulerCache
+from kubesched.framework.objects import ObjectKind
 from kubesched.kube.api import ApiClient, ApiError, load_connection
 from kubesched.kube.informer import Handlers, Informer
+from kubesched.kube.objects import ObjectInformers
 from kubesched.snapshot.pod import PodInfo, raw_pod_uid
 
 log = logging.getLogger("kubesched.extender")
 
 
 class ExtenderCluster:
-    def __init__(self, api: ApiClient) -> None:
+    def __init__(self, api: ApiClient, object_kinds: Sequence[ObjectKind] = ()) -> None:
         self.api = api
+        self._objects = ObjectInformers(api, object_kinds)
         self._cache = SchedulerCache()
         self.nodes = Informer(
             api,
@@ -40,13 +45,19 @@ class ExtenderCluster:
         self.binds = 0
 
     @staticmethod
-    async def connect(kubeconfig: str | None, qps: float = 50.0, burst: int = 100) -> ExtenderCluster:
+    async def connect(
+        kubeconfig: str | None, object_kinds: Sequence[ObjectKind] = (), qps: float = 50.0, burst: int = 100
+    ) -> ExtenderCluster:
         conn = await load_connection(kubeconfig)
-        return ExtenderCluster(ApiClient(conn, qps, burst, user_agent="kubesched-extender"))
+        return ExtenderCluster(ApiClient(conn, qps, burst, user_agent="kubesched-extender"), object_kinds)
 
     @property
     def cache(self) -> SchedulerCache:
         return self._cache
+
+    def objects(self, kind: str) -> Mapping[str, dict[str, Any]]:
+        """Declared objects of ``kind`` (what ``handle.objects(kind)`` answers in the extender)."""
+        return self._objects.objects(kind)
 
     @property
     def synced(self) -> bool:
@@ -55,6 +66,7 @@ class ExtenderCluster:
     async def start(self, sync_timeout: float = 60.0) -> None:
         self.nodes.start()
         self.pods.start()
+        await self._objects.start()
         try:
             await asyncio.wait_for(
                 asyncio.gather(self.nodes.synced.wait(), self.pods.synced.wait()), sync_timeout
@@ -72,6 +84,7 @@ class ExtenderCluster:
         for inf in (self.nodes, self.pods):
             with contextlib.suppress(Exception):
                 await inf.stop()
+        await self._objects.stop()
         await self.api.close()
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:

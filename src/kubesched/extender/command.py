@@ -230,10 +230,12 @@ async def _serve(
     cluster = None
     if kubeconfig is not None or in_cluster:
         from kubesched.extender.cluster import ExtenderCluster
+        from kubesched.framework.registry import profiles_object_kinds
         from kubesched.kube.api import ConnectionConfigError
 
         try:
-            cluster = await ExtenderCluster.connect(str(kubeconfig) if kubeconfig else None)
+            kinds = profiles_object_kinds(registry, [profile])
+            cluster = await ExtenderCluster.connect(str(kubeconfig) if kubeconfig else None, kinds)
         except ConnectionConfigError as e:
             raise UserError(str(e)) from None
         await cluster.start()

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any, Protocol, cast
@@ -115,6 +115,10 @@ class ClusterView(Protocol):
 
     @property
     def synced(self) -> bool: ...
+
+    def objects(self, kind: str) -> Mapping[str, dict[str, Any]]:
+        """Objects the profile's plugins declared (framework/objects.py), keyed namespace/name."""
+        ...
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
         """Create the pods/binding subresource; raise with a readable message on failure."""
@@ -331,7 +335,8 @@ class ExtenderService:
 
     # -- frameworks and tables ---------------------------------------------------------------------
     def _build_framework(self, table: NodeTable) -> Framework:
-        handle = Handle(table, RealClock(), WaitingPods(), None, self.profile.scheduler_name)
+        objects = self.cluster.objects if self.cluster is not None else None
+        handle = Handle(table, RealClock(), WaitingPods(), None, self.profile.scheduler_name, objects=objects)
         fwk = Framework.build(self.profile, self.registry, handle)
         primary = getattr(self, "_primary", None)
         if primary is not None:

@@ -13,8 +13,8 @@ from ``Plugin.status_updates()``; the live shell merge-patches them into the sta
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -30,6 +30,9 @@ class ObjectKind:
     namespaced: bool = True
     #: The plugin writes this kind's ``status`` subresource (the live leader patches it).
     writes_status: bool = False
+    #: Checks one object as the plugin will read it; raises ValueError naming the field (without
+    #: the object: callers prefix file/object). The simulator runs it on every loaded object.
+    validate: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def api_version(self) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from kubesched.framework.interfaces import FilterPlugin, Plugin, ScorePlugin, extension_points_of
+from kubesched.framework.objects import ObjectKind, kinds_of_plugins
 
 
 class RegistryError(ValueError):
@@ -55,3 +57,15 @@ class Registry:
 
     def names(self) -> list[str]:
         return sorted(self._plugins)
+
+    def object_kinds(self, plugin_names: Iterable[str]) -> list[ObjectKind]:
+        """The objects the named plugins declare (framework/objects.py), merged; unknown names are
+        ignored (configuration validation reports them)."""
+        classes = [cls for cls in (self._plugins.get(n) for n in plugin_names) if cls is not None]
+        return kinds_of_plugins(classes)
+
+
+def profiles_object_kinds(registry: Registry, profiles: Iterable[Any]) -> list[ObjectKind]:
+    """The objects every plugin enabled in these profiles (``profile.plugins``: point → names) reads."""
+    names = [n for p in profiles for point_names in p.plugins.values() for n in point_names]
+    return registry.object_kinds(dict.fromkeys(names))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -44,6 +45,10 @@ DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
 @click.option("-v", "--verbosity", type=click.IntRange(min=0), default=0, show_default=True,
               help="Log verbosity: 0 info, 2 every attempt and bind, 4 libraries too.")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--print-rbac", is_flag=True,
+              help="Print the ClusterRole and leader-election Role this configuration needs (its plugins' "
+              "declared objects included) as YAML, and exit. Bind them to the scheduler's service account.")
+@click.option("--rbac-name", default="kubesched", show_default=True, help="metadata.name of the printed roles.")
 def run_command(
     config_path: Path | None,
     kubeconfig: str | None,
@@ -54,6 +59,8 @@ def run_command(
     lease_name: str | None,
     verbosity: int,
     log_format: str,
+    print_rbac: bool,
+    rbac_name: str,
 ) -> None:
     """Run kubesched as a scheduler in a real cluster: pods whose spec.schedulerName matches a profile
     are scheduled and bound. Exits 0 on SIGTERM (after draining binds and releasing the lease), 1 when
@@ -61,9 +68,12 @@ def run_command(
     from kubesched.kube.api import ConnectionConfigError
     from kubesched.live import logs
     from kubesched.live.health import parse_addr
-    from kubesched.live.runner import LiveOptions, run_live
+    from kubesched.live.runner import LiveOptions, lease_name_for, run_live
 
     config, registry = load_scheduler_config(config_path, plugin_modules)
+    if print_rbac:
+        _print_rbac(config, registry, rbac_name, lease_name_for(config.leader_election.resource_name, lease_name))
+        return
     try:
         parse_addr(health_addr)
     except ValueError as e:
@@ -79,6 +89,20 @@ def run_command(
     except OSError as e:  # e.g. the health address is in use
         raise UserError(str(e)) from None
     sys.exit(code)
+
+
+def _print_rbac(config: Any, registry: Any, name: str, lease_name: str) -> None:
+    import yaml
+
+    from kubesched.framework.registry import profiles_object_kinds
+    from kubesched.live.rbac import cluster_role, leader_election_role
+
+    kinds = profiles_object_kinds(registry, config.profiles)
+    docs = [
+        cluster_role(name, kinds),
+        leader_election_role(f"{name}-leader-election", config.leader_election.resource_namespace, lease_name),
+    ]
+    click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
 
 
 @click.command("explain")

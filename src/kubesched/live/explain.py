@@ -10,8 +10,10 @@ from urllib.parse import quote
 from kubesched.config.load import SchedulerConfig
 from kubesched.framework.clock import RealClock
 from kubesched.framework.explain import Explanation, explain
-from kubesched.framework.registry import Registry
+from kubesched.framework.registry import Registry, profiles_object_kinds
 from kubesched.kube.api import ApiClient, ApiError
+from kubesched.kube.informer import object_key
+from kubesched.kube.objects import list_all
 from kubesched.scheduler import Scheduler
 from kubesched.snapshot.pod import PodInfo, PodSpecError
 from kubesched.snapshot.table import NodeSpecError
@@ -29,20 +31,6 @@ class LiveExplanation:
     pods: int
     #: Set when the pod's schedulerName matches no profile and another profile was used.
     note: str = ""
-
-
-async def _list_all(api: ApiClient, path: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    cont = None
-    while True:
-        params: dict[str, object] = {"limit": 500}
-        if cont:
-            params["continue"] = cont
-        page = await api.request("GET", path, params=params, timeout=120)
-        items.extend(page.get("items") or [])
-        cont = (page.get("metadata") or {}).get("continue")
-        if not cont:
-            return items
 
 
 async def explain_live(
@@ -63,9 +51,21 @@ async def explain_live(
         target = PodInfo.from_raw(raw_pod)
     except PodSpecError as e:
         raise ExplainError(str(e)) from None
-    scheduler = Scheduler.build(config.profiles, registry, RealClock(), parallelism=config.parallelism)
-    nodes = await _list_all(api, "/api/v1/nodes")
-    pods = await _list_all(api, "/api/v1/pods")
+    objects: dict[str, dict[str, dict[str, Any]]] = {}
+    for kind in profiles_object_kinds(registry, config.profiles):
+        try:
+            listed = await list_all(api, kind.collection_path)
+        except ApiError as e:
+            if e.status != 404:  # 404: the kind's CRD is not installed; the plugin sees none
+                raise
+            listed = []
+        objects[kind.kind] = {object_key(o): o for o in listed}
+    scheduler = Scheduler.build(
+        config.profiles, registry, RealClock(), parallelism=config.parallelism,
+        objects=lambda kind: objects.get(kind, {}),
+    )
+    nodes = await list_all(api, "/api/v1/nodes")
+    pods = await list_all(api, "/api/v1/pods")
     for raw in nodes:
         try:
             scheduler.on_node_add_or_update(raw)

@@ -28,23 +28,25 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.config.load import SchedulerConfig
 from kubesched.framework.clock import RealClock
 from kubesched.framework.handle import BindConflictError, PodGoneError
+from kubesched.framework.objects import ObjectKind, merge_object_kinds
 from kubesched.framework.registry import Registry
 from kubesched.framework.types import ActionType, ClusterEvent
 from kubesched.kube.api import ApiClient
 from kubesched.kube.events import EventWriter
 from kubesched.kube.informer import Handlers, Informer, Obj, object_key
+from kubesched.kube.objects import ObjectInformers
+from kubesched.kube.status import StatusPublisher
 from kubesched.live.client import LiveClusterClient
 from kubesched.live.health import HealthServer
 from kubesched.live.leader import LeaderElector, LeaseLock, default_identity
 from kubesched.live.metrics import SchedulerMetrics, instrument_framework
-from kubesched.live.status import StatusPublisher, status_sources
 from kubesched.scheduler import QueueSettings, ScheduleFailure, Scheduler, ScheduleResult, SchedulerObserver
 from kubesched.snapshot.pod import PodInfo, PodSpecError, raw_pod_uid
 from kubesched.snapshot.table import NodeSpecError
@@ -58,11 +60,16 @@ DEFAULT_LEASE_NAME = "kubesched"
 UPSTREAM_LEASE_NAME = "kube-scheduler"
 
 EXIT_OK = 0
+
+
+def lease_name_for(resource_name: str, override: str | None = None) -> str:
+    """The Lease to hold: ``--lease-name``, else leaderElection.resourceName with upstream's default
+    (kube-scheduler's own Lease) replaced by kubesched's."""
+    if override:
+        return override
+    return DEFAULT_LEASE_NAME if resource_name == UPSTREAM_LEASE_NAME else resource_name
+
 EXIT_LOST_LEASE = 1
-
-#: Objects other than nodes and pods that plugins read through Handle.objects(kind).
-KNOWN_OBJECTS = {"PodGroup": "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"}
-
 
 @dataclass
 class LiveOptions:
@@ -77,8 +84,8 @@ class LiveOptions:
     max_binds_in_flight: int = 512
     drain_timeout: float = 30.0
     event_interval: float = 30.0
-    #: kind → collection path of extra objects to watch for plugins.
-    objects: dict[str, str] = field(default_factory=dict)
+    #: Objects to watch besides those the configured plugins declare (framework/objects.py).
+    extra_object_kinds: tuple[ObjectKind, ...] = ()
     watch_read_timeout: float = 150.0
     install_signal_handlers: bool = True
 
@@ -145,11 +152,6 @@ class LiveScheduler(SchedulerObserver):
         cc = config.client_connection
         self.events = EventWriter(api.sibling(cc.qps, cc.burst), self.options.identity, self.options.event_interval)
         self.clock = RealClock()
-        objects = dict(self.options.objects)
-        for profile in config.profiles:
-            for names in profile.plugins.values():
-                if "Coscheduling" in names:
-                    objects.setdefault("PodGroup", KNOWN_OBJECTS["PodGroup"])
         self.scheduler = Scheduler.build(
             config.profiles,
             registry,
@@ -160,6 +162,7 @@ class LiveScheduler(SchedulerObserver):
             observer=self,
             objects=self._objects,
         )
+        kinds = merge_object_kinds([*self.scheduler.object_kinds(), *self.options.extra_object_kinds])
         for fwk in self.scheduler.frameworks.values():
             instrument_framework(fwk, self.metrics)
         self.metrics.watch_queue(self.scheduler.queue)
@@ -168,9 +171,7 @@ class LiveScheduler(SchedulerObserver):
         elect = le.leader_elect if self.options.leader_elect is None else self.options.leader_elect
         self.elector: LeaderElector | None = None
         if elect:
-            name = self.options.lease_name or (
-                DEFAULT_LEASE_NAME if le.resource_name == UPSTREAM_LEASE_NAME else le.resource_name
-            )
+            name = lease_name_for(le.resource_name, self.options.lease_name)
             self.elector = LeaderElector(
                 LeaseLock(api, le.resource_namespace, name, timeout=le.renew_deadline),
                 self.options.identity,
@@ -194,11 +195,8 @@ class LiveScheduler(SchedulerObserver):
             name="pods",
             read_timeout=rt,
         )
-        self.object_informers: dict[str, Informer] = {}
-        for kind, path in objects.items():
-            self.object_informers[kind] = Informer(api, path, self._object_handlers(kind), name=kind, read_timeout=rt)
-
-        self.status = StatusPublisher(api, status_sources(self.scheduler.plugins()))
+        self.objects = ObjectInformers(api, kinds, self._object_changed, read_timeout=rt)
+        self.status = StatusPublisher(api, self.scheduler.plugins(), kinds)
         self.health = HealthServer(self.options.health_addr, self.metrics.registry, self._readiness)
         self.stats = RunStats()
         self.exit_code = EXIT_OK
@@ -211,9 +209,8 @@ class LiveScheduler(SchedulerObserver):
         self._attempt_start: dict[str, float] = {}
 
     # -- plugins' view of other objects --------------------------------------------------------------
-    def _objects(self, kind: str) -> dict[str, dict[str, Any]]:
-        inf = self.object_informers.get(kind)
-        return inf.store if inf is not None else {}
+    def _objects(self, kind: str) -> Mapping[str, dict[str, Any]]:
+        return self.objects.objects(kind)
 
     # -- informer handlers (run on the loop, between scheduling batches) -----------------------------
     def _parse(self, raw: Obj, previous: PodInfo | None = None) -> PodInfo | None:
@@ -266,18 +263,11 @@ class LiveScheduler(SchedulerObserver):
         self.scheduler.on_node_delete(object_key(raw))
         self._wake.set()
 
-    def _object_handlers(self, kind: str) -> Handlers:
-        def moved(action: ActionType, label: str) -> Callable[..., None]:
-            def handler(*objs: Obj) -> None:
-                self.metrics.informer_event(kind)
-                self.scheduler.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action, f"{kind}{label}"))
-                self._wake.set()
-
-            return handler
-
-        return Handlers(
-            moved(ActionType.ADD, "Add"), moved(ActionType.UPDATE_OTHER, "Update"), moved(ActionType.DELETE, "Delete")
-        )
+    def _object_changed(self, kind: ObjectKind, action: ActionType) -> None:
+        self.metrics.informer_event(kind.kind)
+        label = {ActionType.ADD: "Add", ActionType.DELETE: "Delete"}.get(action, "Update")
+        self.scheduler.queue.move_all_to_active_or_backoff(ClusterEvent(kind.kind, action, f"{kind.kind}{label}"))
+        self._wake.set()
 
     # -- observer hooks (called by the core inside scheduling / binding cycles) ----------------------
     def scheduled(self, pod: PodInfo, profile: str, result: ScheduleResult) -> None:
@@ -335,10 +325,7 @@ class LiveScheduler(SchedulerObserver):
             # Nodes first, then pods: every assigned pod lands on a known node before scheduling.
             if not await self._sync(self.node_informer) or not await self._sync(self.pod_informer):
                 return await self._shutdown(hold)
-            for inf in self.object_informers.values():
-                inf.start()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(inf.synced.wait(), 10.0)
+            await self.objects.start()
             await self.scheduler.start_plugins()
             self.synced = True
             self.stats.synced_at = time.monotonic()
@@ -445,8 +432,9 @@ class LiveScheduler(SchedulerObserver):
         await self.events.stop(flush_timeout=2.0 if self._lost else 5.0)
         if self.elector is not None and not self._lost:
             await self.elector.release()
-        for inf in (self.node_informer, self.pod_informer, *self.object_informers.values()):
+        for inf in (self.node_informer, self.pod_informer):
             await inf.stop()
+        await self.objects.stop()
         with contextlib.suppress(Exception):
             await self.status.stop()
         with contextlib.suppress(Exception):

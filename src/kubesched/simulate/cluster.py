@@ -26,7 +26,7 @@ class SimulatedCluster:
         self.scheduler = scheduler
 
     def kind(self, kind: str) -> dict[str, dict[str, Any]]:
-        """Other objects by kind (e.g. PodGroup), keyed namespace/name, for plugins."""
+        """Objects of a declared kind (e.g. PodGroup), keyed namespace/name, for ``handle.objects``."""
         return self.objects.get(kind, {})
 
     # -- the ClusterClient the binder uses ---------------------------------------------------------
@@ -67,6 +67,6 @@ class SimulatedCluster:
         if self.pods.pop(uid, None) is not None and self.scheduler is not None:
             self.scheduler.on_pod_delete(uid)
 
-    def add_object(self, kind: str, raw: dict[str, Any]) -> None:
-        meta = raw.get("metadata") or {}
-        self.objects.setdefault(kind, {})[f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"] = raw
+    def add_object(self, kind: str, key: str, raw: dict[str, Any]) -> None:
+        """Add or replace an object of a declared kind under its key (``namespace/name`` or ``name``)."""
+        self.objects.setdefault(kind, {})[key] = raw

@@ -87,6 +87,7 @@ def simulate(
     configuration unless --config is given).
     """
     from kubesched.app.render import print_explanation
+    from kubesched.framework.registry import profiles_object_kinds
     from kubesched.simulate.generator import generate_cluster
     from kubesched.simulate.inputs import ClusterInputError, load_cluster
     from kubesched.simulate.report_json import result_to_json
@@ -103,13 +104,14 @@ def simulate(
     if demo and config_path is None:
         config_path = demo_dir() / "config.yaml"
     config, registry = load_scheduler_config(config_path, plugin_modules)
+    kinds = profiles_object_kinds(registry, config.profiles)
     try:
         if cluster_path is not None:
-            cluster = load_cluster(cluster_path)
+            cluster = load_cluster(cluster_path, kinds)
         elif nodes is not None:
             cluster = generate_cluster(nodes, pods if pods is not None else nodes * 2, seed)
         else:
-            cluster = load_cluster(demo_dir() / "cluster.yaml")
+            cluster = load_cluster(demo_dir() / "cluster.yaml", kinds)
     except (ClusterInputError, PodSpecError, NodeSpecError) as e:
         raise UserError(str(e)) from None
     if cluster_path is not None and not cluster.nodes and not cluster.pods:

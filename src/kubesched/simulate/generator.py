@@ -139,7 +139,7 @@ def generate_cluster(nodes: int, pods: int, seed: int) -> ClusterInput:
     return ClusterInput(
         nodes=node_objs,
         pods=[p.raw for p in plans],
-        pod_groups=[],
+        objects={},
         skipped={},
         source=f"generated cluster (nodes={nodes}, pods={pods}, seed={seed})",
         terminal_pods=terminal,

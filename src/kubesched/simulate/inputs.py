@@ -10,9 +10,10 @@ Accepted input (``PATH`` is a file or a directory):
 * a directory: every ``*.yaml``, ``*.yml`` and ``*.json`` file below it, recursively, in sorted
   path order (files and directories whose name starts with ``.`` are ignored).
 
-What is kept: ``v1`` Nodes, ``v1`` Pods and ``scheduling.x-k8s.io/v1alpha1`` PodGroups. Every other
-object (Deployments, Services, Events, ...) is counted in :attr:`ClusterInput.skipped` under
-``"<apiVersion> <kind>"`` so the caller can report it once; nothing is dropped silently.
+What is kept: ``v1`` Nodes, ``v1`` Pods, and the kinds the configured plugins declare
+(framework/objects.py; e.g. ``scheduling.x-k8s.io/v1alpha1`` PodGroups when Coscheduling is enabled).
+Every other object (Deployments, Services, Events, ...) is counted in :attr:`ClusterInput.skipped`
+under ``"<apiVersion> <kind>"`` so the caller can report it once; nothing is dropped silently.
 
 Every Node and Pod is validated by parsing it the way the scheduler will (a throwaway
 :class:`~kubesched.snapshot.table.NodeTable` and :meth:`PodInfo.from_raw`); any problem raises
@@ -42,7 +43,7 @@ strings (PyYAML would turn them into ``datetime`` objects).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,12 +52,12 @@ from typing import Any
 import orjson
 import yaml
 
+from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
 
 __all__ = ["ClusterInput", "ClusterInputError", "load_cluster"]
 
-POD_GROUP_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 _SUFFIXES = (".yaml", ".yml", ".json")
 #: creationTimestamp base used when no pod in the input carries one.
 _DEFAULT_BASE_TS = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
@@ -81,8 +82,8 @@ class ClusterInput:
     nodes: list[dict[str, Any]]
     #: Raw v1 Pod objects, in file order (bound ones have ``spec.nodeName``).
     pods: list[dict[str, Any]]
-    #: scheduling.x-k8s.io/v1alpha1 PodGroup objects, in file order.
-    pod_groups: list[dict[str, Any]]
+    #: Objects of the declared kinds: kind → key (``namespace/name``, or ``name``) → object, in file order.
+    objects: dict[str, dict[str, dict[str, Any]]]
     #: ``"<apiVersion> <kind>"`` -> number of objects of that type that are not modelled.
     skipped: dict[str, int]
     #: Where the cluster came from, for reports.
@@ -91,18 +92,19 @@ class ClusterInput:
     terminal_pods: int = 0
 
     def summary(self) -> str:
-        """One line for reports: ``"3 nodes, 12 pods (1 terminal), 0 pod groups; skipped: 2 apps/v1 Deployment"``."""
+        """One line for reports: ``"3 nodes, 12 pods (1 terminal), 2 PodGroup; skipped: 2 apps/v1 Deployment"``."""
         text = f"{len(self.nodes)} nodes, {len(self.pods)} pods"
         if self.terminal_pods:
             text += f" ({self.terminal_pods} terminal)"
-        text += f", {len(self.pod_groups)} pod groups"
+        for kind, objs in self.objects.items():
+            text += f", {len(objs)} {kind}"
         if self.skipped:
             text += "; skipped: " + ", ".join(f"{n} {t}" for t, n in sorted(self.skipped.items()))
         return text
 
 
-def load_cluster(path: str | Path) -> ClusterInput:
-    """Load Nodes, Pods and PodGroups from a file or a directory (see the module docstring)."""
+def load_cluster(path: str | Path, kinds: Sequence[ObjectKind] = ()) -> ClusterInput:
+    """Load Nodes, Pods and objects of ``kinds`` from a file or a directory (see the module docstring)."""
     root = Path(path)
     if root.is_dir():
         files = _find_files(root)
@@ -114,7 +116,7 @@ def load_cluster(path: str | Path) -> ClusterInput:
         source = str(root)
     else:
         raise ClusterInputError(f"{root}: no such file or directory")
-    builder = _Builder()
+    builder = _Builder(kinds={(k.api_version, k.kind): k for k in kinds})
     for file in files:
         for doc_no, doc in _documents(file):
             builder.add_document(str(file), doc_no, doc)
@@ -190,13 +192,14 @@ def _strip_prefix(message: str, prefix: str) -> str:
 class _Builder:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
-    pod_groups: list[dict[str, Any]] = field(default_factory=list)
+    kinds: dict[tuple[str, str], ObjectKind] = field(default_factory=dict)
+    objects: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     terminal_pods: int = 0
     table: NodeTable = field(default_factory=NodeTable)
     node_at: dict[str, str] = field(default_factory=dict)
     pod_at: dict[str, str] = field(default_factory=dict)
-    pod_group_at: dict[str, str] = field(default_factory=dict)
+    object_at: dict[tuple[str, str], str] = field(default_factory=dict)
     uid_at: dict[str, tuple[str, str]] = field(default_factory=dict)
     latest_ts: float | None = None
     unstamped: list[dict[str, Any]] = field(default_factory=list)
@@ -229,8 +232,8 @@ class _Builder:
             self._add_node(where, obj)
         elif api_version == "v1" and kind == "Pod":
             self._add_pod(where, obj)
-        elif api_version == POD_GROUP_API_VERSION and kind == "PodGroup":
-            self._add_pod_group(where, obj)
+        elif (api_version, kind) in self.kinds:
+            self._add_object(where, self.kinds[api_version, kind], obj)
         else:
             key = f"{api_version} {kind}"
             self.skipped[key] = self.skipped.get(key, 0) + 1
@@ -314,23 +317,21 @@ class _Builder:
         self.uid_at[uid] = (key, where)
         self.pods.append(obj)
 
-    def _add_pod_group(self, where: str, obj: dict[str, Any]) -> None:
-        namespace, name, _ = self._metadata(where, "PodGroup", obj, namespaced=True)
-        key = f"{namespace}/{name}"
-        what = f"{where} (PodGroup {key})"
-        first = self.pod_group_at.get(key)
+    def _add_object(self, where: str, declared: ObjectKind, obj: dict[str, Any]) -> None:
+        kind = declared.kind
+        self._metadata(where, kind, obj, namespaced=declared.namespaced)
+        key = object_key(obj, declared.namespaced)
+        what = f"{where} ({kind} {key})"
+        first = self.object_at.get((kind, key))
         if first is not None:
-            raise ClusterInputError(f"{what}: duplicate PodGroup {key}, first defined at {first}")
-        spec = obj.get("spec")
-        if spec is not None and not isinstance(spec, dict):
-            raise ClusterInputError(f"{what}: spec must be a mapping, got {_type_name(spec)}")
-        min_member = (spec or {}).get("minMember")
-        if min_member is not None and (
-            isinstance(min_member, bool) or not isinstance(min_member, int) or min_member < 0
-        ):
-            raise ClusterInputError(f"{what}: spec.minMember must be a non-negative integer, got {min_member!r}")
-        self.pod_group_at[key] = where
-        self.pod_groups.append(obj)
+            raise ClusterInputError(f"{what}: duplicate {kind} {key}, first defined at {first}")
+        if declared.validate is not None:
+            try:
+                declared.validate(obj)
+            except (ValueError, TypeError, AttributeError) as e:
+                raise ClusterInputError(f"{what}: {e}") from None
+        self.object_at[(kind, key)] = where
+        self.objects.setdefault(kind, {})[key] = obj
 
     def finish(self, source: str) -> ClusterInput:
         base = _DEFAULT_BASE_TS if self.latest_ts is None else math.ceil(self.latest_ts)
@@ -339,7 +340,7 @@ class _Builder:
         return ClusterInput(
             nodes=self.nodes,
             pods=self.pods,
-            pod_groups=self.pod_groups,
+            objects=self.objects,
             skipped=self.skipped,
             source=source,
             terminal_pods=self.terminal_pods,

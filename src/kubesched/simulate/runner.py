@@ -106,8 +106,9 @@ class Simulation:
 
     # -- the run ------------------------------------------------------------------------------------
     def _load(self) -> tuple[list[PodInfo], dict[str, int]]:
-        for kind_objs in self.input.pod_groups:
-            self.cluster.add_object("PodGroup", kind_objs)
+        for kind, objs in self.input.objects.items():
+            for key, raw in objs.items():
+                self.cluster.add_object(kind, key, raw)
         for raw in self.input.nodes:
             self.cluster.add_node(raw)
         pending: list[PodInfo] = []

@@ -138,7 +138,7 @@ class Profile:
 def build(groups: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> tuple[Scheduler, SimulatedCluster, FakeClock]:
     cluster = SimulatedCluster()
     for g in groups:
-        cluster.add_object("PodGroup", g)
+        cluster.add_object("PodGroup", f"{g['metadata'].get('namespace', 'default')}/{g['metadata']['name']}", g)
     clock = FakeClock(100.0)
     profile = Profile(plugin_args={"Coscheduling": CoschedulingArgs(permitWaitingTimeSeconds=10)})
     sched = Scheduler.build([profile], builtin_registry(), clock, client=cluster, seed=1, objects=cluster.kind)

@@ -34,6 +34,10 @@ profiles:
 """
 
 
+def keyed(groups: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {f"{g['metadata'].get('namespace', 'default')}/{g['metadata']['name']}": g for g in groups}
+
+
 def pod_group(name: str, min_member: int, created: str = "2026-01-01T00:00:00Z", **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.x-k8s.io/v1alpha1",
@@ -58,7 +62,7 @@ def simulate(
     run is interrupted once virtual time passes ``max_virtual_seconds``."""
     config = load_config_text(CONFIG.replace("BACKOFF", str(backoff)), builtin_registry())
     assert config.warnings == []
-    cluster = ClusterInput(nodes=nodes, pods=pods, pod_groups=groups, skipped={}, source="test")
+    cluster = ClusterInput(nodes=nodes, pods=pods, objects={"PodGroup": keyed(groups)}, skipped={}, source="test")
     sim = Simulation(config, builtin_registry(), cluster, seed=0)
 
     def guard(_bound: int, _total: int) -> None:
@@ -185,7 +189,7 @@ def test_a_gang_that_can_never_complete_stops_the_replay_as_stalled() -> None:
     cluster = ClusterInput(
         nodes=[node("n1", cpu="2")],
         pods=[member(f"g-{i}", "g") for i in range(3)],
-        pod_groups=[pod_group("g", 3)],
+        objects={"PodGroup": keyed([pod_group("g", 3)])},
         skipped={},
         source="test",
     )

@@ -25,7 +25,7 @@ def cluster() -> ClusterInput:
 
 
 def dump(c: ClusterInput) -> bytes:
-    return orjson.dumps({"nodes": c.nodes, "pods": c.pods, "groups": c.pod_groups, "t": c.terminal_pods})
+    return orjson.dumps({"nodes": c.nodes, "pods": c.pods, "objects": c.objects, "t": c.terminal_pods})
 
 
 def test_same_seed_same_cluster_different_seed_different_cluster() -> None:
@@ -42,7 +42,7 @@ def test_exact_counts(nodes: int, pods: int) -> None:
     c = generate_cluster(nodes, pods, seed=3)
     assert len(c.nodes) == nodes
     assert len(c.pods) == pods
-    assert c.pod_groups == []
+    assert c.objects == {}
     assert c.skipped == {}
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubesched.plugins.coscheduling.podgroup import POD_GROUP_KIND
 from kubesched.simulate.inputs import ClusterInput, ClusterInputError, load_cluster
 from kubesched.snapshot.pod import PodInfo, parse_timestamp
 
@@ -33,7 +34,7 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 def load_error(path: Path) -> str:
     with pytest.raises(ClusterInputError) as exc:
-        load_cluster(path)
+        load_cluster(path, [POD_GROUP_KIND])
     return str(exc.value)
 
 
@@ -76,11 +77,11 @@ def test_kubectl_get_nodes_pods_list() -> None:
         "ml/trainer-q8w4z",
         "shop/report-28999200-zt5fq",
     ]
-    assert c.pod_groups == []
+    assert c.objects == {}
     assert c.skipped == {}
     assert c.terminal_pods == 1
     assert c.source == str(path)
-    assert c.summary() == "2 nodes, 5 pods (1 terminal), 0 pod groups"
+    assert c.summary() == "2 nodes, 5 pods (1 terminal)"
     # Objects are kept whole (managedFields, status, ownerReferences...), uids from the file kept.
     web = c.pods[2]
     assert web["metadata"]["managedFields"][0]["manager"] == "kube-controller-manager"
@@ -103,14 +104,20 @@ def test_same_list_as_json_gives_the_same_objects(tmp_path: Path) -> None:
     assert from_json.terminal_pods == 1
 
 
+def test_kinds_no_plugin_declared_are_counted_not_loaded() -> None:
+    c = load_cluster(DATA / "multi_doc.yaml")  # no plugin of the configuration reads PodGroups
+    assert c.objects == {}
+    assert c.skipped["scheduling.x-k8s.io/v1alpha1 PodGroup"] == 1
+
+
 def test_multi_document_yaml_skips_unmodelled_objects_and_fills_defaults() -> None:
-    c = load_cluster(DATA / "multi_doc.yaml")
+    c = load_cluster(DATA / "multi_doc.yaml", [POD_GROUP_KIND])
     assert names(c.nodes) == ["small-1"]
     assert names(c.pods) == ["team-a/api-1", "team-a/api-2", "default/tools"]
-    assert names(c.pod_groups) == ["team-a/gang"]
+    assert list(c.objects["PodGroup"]) == ["team-a/gang"]
     assert c.skipped == {"apps/v1 Deployment": 2, "v1 Service": 1}
     assert c.terminal_pods == 0
-    assert c.summary() == "1 nodes, 3 pods, 1 pod groups; skipped: 2 apps/v1 Deployment, 1 v1 Service"
+    assert c.summary() == "1 nodes, 3 pods, 1 PodGroup; skipped: 2 apps/v1 Deployment, 1 v1 Service"
     api1, api2, tools = (p["metadata"] for p in c.pods)
     # Deterministic uids, default namespace.
     assert (api1["uid"], api2["uid"], tools["uid"]) == ("sim-team-a-api-1", "sim-team-a-api-2", "sim-default-tools")
@@ -155,7 +162,7 @@ def test_pod_list_from_the_api_and_empty_inputs(tmp_path: Path) -> None:
     path = write(tmp_path, "pods.json", json.dumps({"apiVersion": "v1", "kind": "PodList", "items": [pod]}))
     assert names(load_cluster(path).pods) == ["ns/p"]
     empty = load_cluster(write(tmp_path, "empty.yaml", "# nothing yet\n---\n...\n"))
-    assert (empty.nodes, empty.pods, empty.pod_groups, empty.skipped) == ([], [], [], {})
+    assert (empty.nodes, empty.pods, empty.objects, empty.skipped) == ([], [], {}, {})
 
 
 # -- errors -----------------------------------------------------------------------------------------

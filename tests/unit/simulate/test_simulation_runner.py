@@ -56,7 +56,7 @@ def pod(name: str, cpu: str = "100m", memory: str = "128Mi", ts: int = 0) -> dic
 
 
 def cluster(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> ClusterInput:
-    return ClusterInput(nodes=nodes, pods=pods, pod_groups=[], skipped={}, source="test")
+    return ClusterInput(nodes=nodes, pods=pods, objects={}, skipped={}, source="test")
 
 
 async def simulate(

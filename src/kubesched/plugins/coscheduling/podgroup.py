@@ -12,8 +12,6 @@ from kubesched.snapshot.pod import PodInfo, parse_timestamp
 API_GROUP = "scheduling.x-k8s.io"
 API_VERSION = f"{API_GROUP}/v1alpha1"
 KIND = "PodGroup"
-#: Declared by Coscheduling: read in every shell, status written by the live leader.
-POD_GROUP_KIND = ObjectKind(KIND, API_GROUP, "v1alpha1", "podgroups", namespaced=True, writes_status=True)
 #: Pods join a group with this label; its value is the PodGroup's name in the pod's namespace.
 POD_GROUP_LABEL = f"{API_GROUP}/pod-group"
 
@@ -74,3 +72,18 @@ def parse_pod_group(raw: dict[str, Any]) -> PodGroup:
             f"PodGroup {key}: metadata.creationTimestamp {meta.get('creationTimestamp')!r} is not RFC 3339"
         ) from None
     return PodGroup(key, namespace, name, int(min_member), resources, timeout, created, raw)
+
+
+def validate_pod_group(raw: dict[str, Any]) -> None:
+    """Parse ``raw`` as the plugin will; the error names the field, not the object (the caller does)."""
+    try:
+        parse_pod_group(raw)
+    except PodGroupSpecError as e:
+        message = str(e)
+        raise PodGroupSpecError(message.split(": ", 1)[1] if ": " in message else message) from None
+
+
+#: Declared by Coscheduling: read in every shell, status written by the live leader.
+POD_GROUP_KIND = ObjectKind(
+    KIND, API_GROUP, "v1alpha1", "podgroups", namespaced=True, writes_status=True, validate=validate_pod_group
+)

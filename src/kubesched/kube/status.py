@@ -1,9 +1,10 @@
 """Write plugin-maintained object status back to the cluster (e.g. PodGroup status for Coscheduling).
 
-A plugin that owns the status of a custom object exposes ``status_updates()`` → {"ns/name": changed
-status fields}; the leader merge-patches them into the object's ``status`` subresource every few
-seconds, off the scheduling path. Failures are logged and retried on the next round (the plugin
-reports the fields again only when they change, so a failed patch is re-sent from a local copy).
+A plugin that declares a kind with ``writes_status`` (framework/objects.py) reports
+``status_updates()`` → {kind: {"ns/name": changed status fields}}; the leader merge-patches them
+into each object's ``status`` subresource every few seconds, off the scheduling path. Failures are
+logged and retried on the next round (the plugin reports the fields again only when they change,
+so a failed patch is re-sent from a local copy).
 """
 
 from __future__ import annotations
@@ -11,37 +12,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import aiohttp
 
+from kubesched.framework.interfaces import Plugin
+from kubesched.framework.objects import ObjectKind
 from kubesched.kube.api import ApiClient, ApiError
 
-log = logging.getLogger("kubesched.live")
+log = logging.getLogger(__name__)
 
-#: Kind → the status subresource path of one object.
-STATUS_PATHS = {"PodGroup": "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups/{name}/status"}
 MERGE_PATCH = "application/merge-patch+json"
-
-StatusSource = Callable[[], Mapping[str, Mapping[str, Any]]]
-
-
-def status_sources(plugins: Iterable[Any]) -> list[tuple[str, StatusSource]]:
-    """(kind, status_updates) of every plugin that maintains an object status kubesched knows."""
-    out = []
-    for p in plugins:
-        kind = getattr(p, "status_kind", None) or ("PodGroup" if p.name == "Coscheduling" else None)
-        updates = getattr(p, "status_updates", None)
-        if kind in STATUS_PATHS and callable(updates):
-            out.append((kind, updates))
-    return out
 
 
 class StatusPublisher:
-    def __init__(self, api: ApiClient, sources: list[tuple[str, StatusSource]], interval: float = 2.0) -> None:
+    def __init__(
+        self, api: ApiClient, plugins: Iterable[Plugin], kinds: Sequence[ObjectKind], interval: float = 2.0
+    ) -> None:
         self.api = api
-        self.sources = sources
+        self.kinds = {k.kind: k for k in kinds if k.writes_status}
+        #: Only plugins that declare a kind whose status they write are asked for updates.
+        self.sources = [p for p in plugins if any(k.writes_status for k in type(p).object_kinds)]
         self.interval = interval
         self._failed: dict[tuple[str, str], dict[str, Any]] = {}
         self._task: asyncio.Task[None] | None = None
@@ -66,13 +58,16 @@ class StatusPublisher:
 
     async def publish_once(self) -> None:
         pending: dict[tuple[str, str], dict[str, Any]] = dict(self._failed)
-        for kind, updates in self.sources:
-            for key, changed in updates().items():
-                pending.setdefault((kind, key), {}).update(changed)
+        for plugin in self.sources:
+            for kind, updates in plugin.status_updates().items():
+                if kind not in self.kinds:
+                    log.warning("event=status_of_undeclared_kind plugin=%s kind=%s", plugin.name, kind)
+                    continue
+                for key, changed in updates.items():
+                    pending.setdefault((kind, key), {}).update(changed)
         self._failed.clear()
         for (kind, key), status in pending.items():
-            namespace, _, name = key.partition("/")
-            path = STATUS_PATHS[kind].format(namespace=namespace, name=name)
+            path = self.kinds[kind].object_path(key, "status")
             try:
                 await self.api.request("PATCH", path, {"status": status}, content_type=MERGE_PATCH)
                 self.patched += 1

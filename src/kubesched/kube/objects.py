@@ -1,0 +1,111 @@
+"""Informers for the objects plugins declare (framework/objects.py), shared by the live scheduler
+and the extender: one list+watch informer per kind, whose store answers ``handle.objects(kind)``,
+and the RBAC rules a deployment needs for them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from kubesched.framework.objects import ObjectKind
+from kubesched.framework.types import ActionType
+from kubesched.kube.api import ApiClient
+from kubesched.kube.informer import DEFAULT_READ_TIMEOUT, Handlers, Informer, Obj
+
+log = logging.getLogger(__name__)
+
+#: Called after an object of a kind changed (the shell turns it into a ClusterEvent).
+OnChange = Callable[[ObjectKind, ActionType], None]
+
+_EMPTY: Mapping[str, dict[str, Any]] = {}
+
+
+class ObjectInformers:
+    """One informer per declared kind."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        kinds: Sequence[ObjectKind],
+        on_change: OnChange | None = None,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+    ) -> None:
+        self.kinds = list(kinds)
+        self._on_change = on_change
+        self.informers: dict[str, Informer] = {
+            k.kind: Informer(api, k.collection_path, self._handlers(k), name=k.kind, read_timeout=read_timeout)
+            for k in self.kinds
+        }
+
+    def _handlers(self, kind: ObjectKind) -> Handlers:
+        def changed(action: ActionType) -> Callable[..., None]:
+            def handler(*_objs: Obj) -> None:
+                if self._on_change is not None:
+                    self._on_change(kind, action)
+
+            return handler
+
+        return Handlers(changed(ActionType.ADD), changed(ActionType.UPDATE_OTHER), changed(ActionType.DELETE))
+
+    def objects(self, kind: str) -> Mapping[str, dict[str, Any]]:
+        """The current objects of ``kind`` keyed ``namespace/name`` (``name`` if cluster-scoped)."""
+        inf = self.informers.get(kind)
+        return inf.store if inf is not None else _EMPTY
+
+    @property
+    def synced(self) -> bool:
+        return all(inf.synced.is_set() for inf in self.informers.values())
+
+    async def start(self, sync_timeout: float = 10.0) -> None:
+        """Start every informer and wait up to ``sync_timeout`` for their first lists. A kind whose
+        list fails (e.g. a CRD that is not installed) is logged and retried in the background; the
+        shell goes on, and the plugin sees no objects of that kind until it syncs."""
+        for inf in self.informers.values():
+            inf.start()
+        for kind, inf in self.informers.items():
+            try:
+                await asyncio.wait_for(inf.synced.wait(), sync_timeout)
+            except TimeoutError:
+                log.warning("event=objects_not_synced kind=%s after=%.0fs err=%r", kind, sync_timeout,
+                            inf.stats.last_error)
+
+    async def stop(self) -> None:
+        for inf in self.informers.values():
+            with contextlib.suppress(Exception):
+                await inf.stop()
+
+
+async def list_all(api: ApiClient, path: str, page_size: int = 500) -> list[dict[str, Any]]:
+    """Every object of a collection, listed in pages (a one-off read, e.g. ``kubesched explain``)."""
+    items: list[dict[str, Any]] = []
+    cont = None
+    while True:
+        params: dict[str, object] = {"limit": page_size}
+        if cont:
+            params["continue"] = cont
+        page = await api.request("GET", path, params=params, timeout=120)
+        items.extend(page.get("items") or [])
+        cont = (page.get("metadata") or {}).get("continue")
+        if not cont:
+            return items
+
+
+def rbac_rules(kinds: Iterable[ObjectKind]) -> list[dict[str, Any]]:
+    """ClusterRole rules for the declared kinds: list/watch (what an informer does), and patch of
+    the status subresource of kinds a plugin writes status of. One rule per API group, resources
+    sorted, so the output is stable and diffable against a committed manifest."""
+    read: dict[str, set[str]] = {}
+    status: dict[str, set[str]] = {}
+    for k in kinds:
+        read.setdefault(k.group, set()).add(k.resource)
+        if k.writes_status:
+            status.setdefault(k.group, set()).add(f"{k.resource}/status")
+    rules: list[dict[str, Any]] = []
+    for group in sorted(read):
+        rules.append({"apiGroups": [group], "resources": sorted(read[group]), "verbs": ["list", "watch"]})
+    for group in sorted(status):
+        rules.append({"apiGroups": [group], "resources": sorted(status[group]), "verbs": ["patch"]})
+    return rules
