@@ -15,19 +15,45 @@
 
 A default plugin that is not in the registry is left out of the resolved profile (kubesched builds
 defaults from what is registered).
+
+The defaulting code: ``pkg/scheduler/apis/config/v1/defaults.go`` ``SetDefaults_KubeSchedulerConfiguration``
+(:func:`set_defaults`: one profile when none is given, ``schedulerName: default-scheduler`` only when
+there is a single profile, client-connection / leader-election / extender timeout defaults) and
+``default_plugins.go`` ``mergePlugins`` / ``mergePluginSet`` (:func:`default_plugin_sets`,
+:func:`merge_plugin_set`: the default plugins merged into each profile's sets).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from kubesched.config.decode import V1BETA2
+from kubesched.config.models import (
+    DEFAULT_SCHEDULER_NAME,
+    KubeSchedulerConfiguration,
+    KubeSchedulerProfile,
+    PluginRef,
+    Plugins,
+    PluginSet,
+)
+from kubesched.framework.interfaces import EXTENSION_POINTS, Plugin
+from kubesched.framework.registry import Registry
+
 __all__ = [
+    "DEFAULT_EXTENDER_TIMEOUT_SECONDS",
     "DEFAULT_MULTI_POINT",
     "REMOVED_IN_V1",
     "UPSTREAM_IN_TREE",
     "UPSTREAM_NOT_IMPLEMENTED",
     "V1BETA2_DEFAULT_PLUGINS",
+    "default_plugin_sets",
+    "implements",
+    "merge_plugin_set",
+    "set_defaults",
 ]
+
+#: pkg/scheduler/extender.go DefaultExtenderTimeout.
+DEFAULT_EXTENDER_TIMEOUT_SECONDS: Final = 5.0
 
 #: (name, weight or None) — v1 getDefaultPlugins().MultiPoint.Enabled with DynamicResourceAllocation on.
 DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
@@ -147,3 +173,79 @@ REMOVED_IN_V1: Final[dict[str, str]] = {
 UPSTREAM_IN_TREE: Final[frozenset[str]] = frozenset(
     {name for name, _ in DEFAULT_MULTI_POINT} | UPSTREAM_NOT_IMPLEMENTED
 )
+
+
+def set_defaults(cfg: KubeSchedulerConfiguration) -> tuple[KubeSchedulerConfiguration, list[KubeSchedulerProfile]]:
+    """defaults.go SetDefaults_KubeSchedulerConfiguration: the defaulted configuration and its profiles."""
+    profiles = list(cfg.profiles) or [KubeSchedulerProfile()]
+    if len(profiles) == 1 and profiles[0].scheduler_name is None:
+        profiles[0] = profiles[0].model_copy(update={"scheduler_name": DEFAULT_SCHEDULER_NAME})
+    cc = cfg.client_connection.model_copy(
+        update={
+            "content_type": cfg.client_connection.content_type or "application/vnd.kubernetes.protobuf",
+            "qps": cfg.client_connection.qps or 50.0,
+            "burst": cfg.client_connection.burst or 100,
+        }
+    )
+    le = cfg.leader_election.model_copy(
+        update={
+            "resource_lock": cfg.leader_election.resource_lock or "leases",
+            "resource_name": cfg.leader_election.resource_name or "kube-scheduler",
+            "resource_namespace": cfg.leader_election.resource_namespace or "kube-system",
+        }
+    )
+    extenders = [
+        e.model_copy(update={"http_timeout": e.http_timeout or DEFAULT_EXTENDER_TIMEOUT_SECONDS}) for e in cfg.extenders
+    ]
+    cfg = cfg.model_copy(update={"client_connection": cc, "leader_election": le, "extenders": extenders})
+    return cfg, profiles
+
+
+def implements(cls: type[Plugin], point: str) -> bool:
+    """Whether a plugin class implements the interface of a (configuration) extension point."""
+    base = EXTENSION_POINTS.get(point)
+    return base is not None and issubclass(cls, base)
+
+
+def default_plugin_sets(registry: Registry, api_version: str) -> dict[str, PluginSet]:
+    """The default plugin set of every point (getDefaultPlugins), limited to what ``registry`` has:
+    v1/v1beta3 enable everything through multiPoint; v1beta2 lists each point."""
+    reg = registry
+    sets = {point: PluginSet() for point in Plugins().by_point()}
+    if api_version == V1BETA2:
+        for point, entries in V1BETA2_DEFAULT_PLUGINS.items():
+            refs = []
+            for name, weight in entries:
+                cls = reg.get(name)
+                if cls is not None and implements(cls, point):
+                    refs.append(PluginRef(name=name, weight=weight))
+            sets[point] = PluginSet(enabled=refs)
+    else:
+        sets["multiPoint"] = PluginSet(
+            enabled=[PluginRef(name=n, weight=w) for n, w in DEFAULT_MULTI_POINT if n in reg]
+        )
+    return sets
+
+
+def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """default_plugins.go mergePluginSet: disabled (incl. "*") defaults dropped, re-enabled defaults
+    replaced in place (keeping the default order), other custom plugins appended in order. Disabled
+    names are kept so that multiPoint expansion can skip them."""
+    disabled_names = {p.name for p in custom.disabled} | {p.name for p in default.disabled}
+    disabled = [PluginRef(name=p.name) for p in (*custom.disabled, *default.disabled)]
+    custom_index = {p.name: i for i, p in enumerate(custom.enabled)}
+    replaced: set[int] = set()
+    enabled: list[PluginRef] = []
+    if "*" not in disabled_names:
+        for d in default.enabled:
+            if d.name in disabled_names:
+                continue
+            i = custom_index.get(d.name)
+            if i is not None:
+                enabled.append(custom.enabled[i])
+                replaced.add(i)
+            else:
+                enabled.append(d)
+    # Duplicated custom plugins are still appended; the framework step reports them.
+    enabled.extend(p for i, p in enumerate(custom.enabled) if i not in replaced)
+    return PluginSet(enabled=enabled, disabled=disabled)

@@ -3,15 +3,17 @@
 Messages follow apimachinery ``validation/field`` (``<path>: Invalid value: <value>: <detail>``,
 ``<path>: Required value``, ``<path>: Duplicate value: <value>``, ``<path>: Unsupported value: ...``)
 with paths in upstream notation (``profiles[0].plugins.score.enabled[1].weight``), so a message can be
-matched against upstream documentation and issues.
+matched against upstream documentation and issues. Values are rendered by
+:func:`kubesched.api.validation.go_value` (``field.Error``'s printing: strings as Go's ``%q``).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
+
+from kubesched.api.validation import field_invalid, go_value
 
 __all__ = ["ConfigError", "duplicate", "go_duration", "go_value", "invalid", "required"]
 
@@ -33,22 +35,6 @@ class ConfigError(ValueError):
         else:
             message = f"{prefix}{len(self.errors)} errors:\n" + "\n".join(f"  - {e}" for e in self.errors)
         super().__init__(message)
-
-
-def go_value(v: Any) -> str:
-    """A value as ``field.Error`` prints it: strings quoted, numbers and booleans bare."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if v is None:
-        return "null"
-    if isinstance(v, int | float):
-        return str(v)
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
-    try:
-        return json.dumps(v, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        return repr(v)
 
 
 def go_duration(seconds: float) -> str:
@@ -82,7 +68,9 @@ def _trim(x: float) -> str:
 
 def invalid(path: str, value: Any, detail: str, *, raw: bool = False) -> str:
     """``field.Invalid``. ``raw`` prints ``value`` as is (for Stringer-like values such as durations)."""
-    return f"{path}: Invalid value: {value if raw else go_value(value)}: {detail}"
+    if raw:
+        return f"{path}: Invalid value: {value}: {detail}"
+    return field_invalid(path, value, detail)
 
 
 def required(path: str, detail: str = "") -> str:

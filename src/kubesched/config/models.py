@@ -11,7 +11,7 @@ Defaults are those of ``pkg/scheduler/apis/config/v1/defaults.go``
 (``SetDefaults_KubeSchedulerConfiguration``) and component-base's
 ``RecommendedDefaultLeaderElectionConfiguration``. Defaults that depend on other fields
 (the scheduler name of a lone profile, the default plugin set, contention profiling) are applied
-by :mod:`kubesched.config.load`, like upstream applies them after decoding.
+by :mod:`kubesched.config.defaults`, like upstream applies them after decoding.
 
 Every model forbids unknown keys, so a misspelt field is an error (upstream decodes strictly too).
 Values are validated strictly: ``parallelism: "16"`` is an error, as in upstream's JSON decoding.

@@ -30,7 +30,6 @@ are computed from ``spec`` alone.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -47,6 +46,7 @@ from kubesched.api.quantity import (
     round_up_to_milli,
     value,
 )
+from kubesched.api.validation import is_hugepage_resource_name, is_native_resource, is_scalar_resource_name
 
 __all__ = ["PodResourceRequests", "compute_pod_requests", "is_scalar_resource_name"]
 
@@ -54,7 +54,6 @@ CPU: Final = "cpu"
 MEMORY: Final = "memory"
 EPHEMERAL_STORAGE: Final = "ephemeral-storage"
 PODS: Final = "pods"
-_HUGEPAGES_PREFIX: Final = "hugepages-"
 
 ResourceList = dict[str, Fraction]
 
@@ -98,56 +97,16 @@ class PodResourceRequests:
         return out
 
 
-# --- resource-name helpers (pkg/apis/core/v1/helper/helpers.go, pkg/scheduler/util) ---
-
-_DNS1123_LABEL: Final = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*")
-_QUALIFIED_NAME_RE: Final = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-
-
-def _is_qualified_name(value_: str) -> bool:
-    """apimachinery validation.IsQualifiedName."""
-    parts = value_.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix or len(prefix) > 253 or _DNS1123_SUBDOMAIN_RE.fullmatch(prefix) is None:
-            return False
-    else:
-        return False
-    return 0 < len(name) <= 63 and _QUALIFIED_NAME_RE.fullmatch(name) is not None
-
-
-def _is_prefixed_native(name: str) -> bool:
-    return "kubernetes.io/" in name
-
-
-def _is_extended_resource_name(name: str) -> bool:
-    # IsExtendedResourceName: not native (native = no "/" or contains "kubernetes.io/"),
-    # not "requests."-prefixed, and "requests."+name is a qualified name.
-    if "/" not in name or _is_prefixed_native(name) or name.startswith("requests."):
-        return False
-    return _is_qualified_name("requests." + name)
-
-
-def is_scalar_resource_name(name: str) -> bool:
-    """schedutil.IsScalarResourceName: extended, hugepages, prefixed-native, attachable volumes."""
-    return (
-        _is_extended_resource_name(name)
-        or name.startswith(_HUGEPAGES_PREFIX)
-        or _is_prefixed_native(name)
-        or name.startswith("attachable-volumes-")
-    )
+# --- resource-name helpers (the name rules themselves are in kubesched.api.validation) ---
 
 
 def _is_supported_pod_level_resource(name: str) -> bool:
-    return name in (CPU, MEMORY) or name.startswith(_HUGEPAGES_PREFIX)
+    return name in (CPU, MEMORY) or is_hugepage_resource_name(name)
 
 
 def _is_overcommit_allowed(name: str) -> bool:
     # corev1helper.IsOvercommitAllowed: native and not hugepages.
-    return ("/" not in name or _is_prefixed_native(name)) and not name.startswith(_HUGEPAGES_PREFIX)
+    return is_native_resource(name) and not is_hugepage_resource_name(name)
 
 
 # --- ResourceList arithmetic (helpers.go addResourceList / maxResourceList) ---
@@ -293,7 +252,7 @@ def _default_pod_level(pod: _Pod, pod_limits: ResourceList | None) -> None:
         lims: ResourceList = dict(limits) if limits is not None else {}
         aggr_limits = _aggregate(pod.containers, pod.init_containers, limits=True)
         for name, q in aggr_limits.items():
-            if not name.startswith(_HUGEPAGES_PREFIX):
+            if not is_hugepage_resource_name(name):
                 continue
             if requests is not None and name in requests:
                 continue

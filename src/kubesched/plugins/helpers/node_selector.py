@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.api.validation import field_invalid, field_not_supported, is_qualified_name, is_valid_label_value
 from kubesched.snapshot.table import LabelColumn, NodeTable, Rows
 
 BoolArray = npt.NDArray[np.bool_]
@@ -41,10 +42,6 @@ _FIELD_OPERATORS = (OP_IN, OP_NOT_IN)
 #: metav1.ObjectNameField
 OBJECT_NAME_FIELD = "metadata.name"
 
-# k8s.io/apimachinery/pkg/util/validation: qualified names, DNS-1123 subdomains, label values.
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 # strconv.ParseInt(s, 10, 64): optional sign then ASCII digits.
 _GO_DECIMAL = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -56,42 +53,6 @@ def parse_int64(value: str) -> int | None:
         return None
     n = int(value)
     return n if _INT64_MIN <= n <= _INT64_MAX else None
-
-
-def _label_key_error(key: str) -> str | None:
-    """validation.IsQualifiedName."""
-    parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            return "prefix part must be non-empty"
-        if len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
-            return "prefix part must be a lowercase RFC 1123 subdomain"
-    else:
-        return "a qualified name must consist of an optional DNS subdomain prefix and a name, separated by '/'"
-    if not name:
-        return "name part must be non-empty"
-    if len(name) > 63:
-        return "name part must be no more than 63 characters"
-    if not _QUALIFIED_NAME.fullmatch(name):
-        return (
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-            "with an alphanumeric character"
-        )
-    return None
-
-
-def _label_value_error(value: str) -> str | None:
-    if len(value) > 63:
-        return "must be no more than 63 characters"
-    if not _LABEL_VALUE.fullmatch(value):
-        return (
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-            "and must start and end with an alphanumeric character"
-        )
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,53 +83,56 @@ def _as_list(raw: Any) -> list[Any]:
     return raw if isinstance(raw, list) else []
 
 
-def _requirements(raw: list[Any], path: str, errs: list[str]) -> Iterator[tuple[str, str, str, tuple[str, ...]]]:
-    """(path, key, operator, values) of each NodeSelectorRequirement object; non-objects are errors."""
+def _requirements(
+    raw: list[Any], path: str, errs: list[str], operators: tuple[str, ...]
+) -> Iterator[tuple[str, str, str, tuple[str, ...]]]:
+    """(path, key, operator, values) of each NodeSelectorRequirement object with one of ``operators``;
+    non-objects and other operators are errors."""
     for i, expr in enumerate(raw):
         p = f"{path}[{i}]"
         if not isinstance(expr, dict):
-            errs.append(f"{p}: Invalid value: {expr!r}: must be an object")
+            errs.append(field_invalid(p, expr, "must be an object"))
+            continue
+        op = str(expr.get("operator") or "")
+        if op not in operators:
+            errs.append(field_not_supported(f"{p}.operator", op, operators))
             continue
         values = tuple(str(v) for v in _as_list(expr.get("values")))
-        yield p, str(expr.get("key") or ""), str(expr.get("operator") or ""), values
+        yield p, str(expr.get("key") or ""), op, values
 
 
 def _compile_expressions(raw: list[Any], path: str) -> tuple[list[Requirement], list[str]]:
     """nodeSelectorRequirementsAsSelector + labels.NewRequirement validation."""
     reqs: list[Requirement] = []
     errs: list[str] = []
-    for p, key, op, values in _requirements(raw, path, errs):
-        if op not in _LABEL_OPERATORS:
-            errs.append(f'{p}.operator: Unsupported value: "{op}": supported values: ' + ", ".join(
-                f'"{o}"' for o in _LABEL_OPERATORS))
-            continue
+    for p, key, op, values in _requirements(raw, path, errs, _LABEL_OPERATORS):
         bad: list[str] = []
-        key_err = _label_key_error(key)
-        if key_err:
-            bad.append(f'{p}.key: Invalid value: "{key}": {key_err}')
+        key_errs = is_qualified_name(key)  # labels.go validateLabelKey
+        if key_errs:
+            bad.append(field_invalid(f"{p}.key", key, "; ".join(key_errs)))
         bound = 0
         if op in (OP_IN, OP_NOT_IN):
             if not values:
-                bad.append(f"{p}.values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty")
+                bad.append(field_invalid(f"{p}.values", [], "for 'in', 'notin' operators, values set can't be empty"))
         elif op in (OP_EXISTS, OP_DOES_NOT_EXIST):
             if values:
-                bad.append(f"{p}.values: Invalid value: {list(values)}: values set must be empty for exists and "
-                           "does not exist")
+                bad.append(field_invalid(f"{p}.values", list(values),
+                                         "values set must be empty for exists and does not exist"))
         else:  # Gt, Lt
             if len(values) != 1:
-                bad.append(f"{p}.values: Invalid value: {list(values)}: for 'Gt', 'Lt' operators, exactly one "
-                           "value is required")
+                bad.append(field_invalid(f"{p}.values", list(values),
+                                         "for 'Gt', 'Lt' operators, exactly one value is required"))
             for j, v in enumerate(values):
                 n = parse_int64(v)
                 if n is None:
-                    bad.append(f'{p}.values[{j}]: Invalid value: "{v}": for \'Gt\', \'Lt\' operators, the value '
-                               "must be an integer")
+                    bad.append(field_invalid(f"{p}.values[{j}]", v,
+                                             "for 'Gt', 'Lt' operators, the value must be an integer"))
                 else:
                     bound = n
         for j, v in enumerate(values):
-            verr = _label_value_error(v)
-            if verr:
-                bad.append(f'{p}.values[{j}]: Invalid value: "{v}": {verr}')
+            value_errs = is_valid_label_value(v)  # labels.go validateLabelValue
+            if value_errs:
+                bad.append(field_invalid(f"{p}.values[{j}]", v, "; ".join(value_errs)))
         if bad:
             errs.extend(bad)
         else:
@@ -180,11 +144,9 @@ def _compile_fields(raw: list[Any], path: str) -> tuple[list[Requirement], list[
     """nodeSelectorRequirementsAsFieldSelector: In/NotIn with exactly one value."""
     reqs: list[Requirement] = []
     errs: list[str] = []
-    for p, key, op, values in _requirements(raw, path, errs):
-        if op not in _FIELD_OPERATORS:
-            errs.append(f'{p}.operator: Unsupported value: "{op}": supported values: "In", "NotIn"')
-        elif len(values) != 1:
-            errs.append(f"{p}.values: Invalid value: {list(values)}: must have one element")
+    for p, key, op, values in _requirements(raw, path, errs, _FIELD_OPERATORS):
+        if len(values) != 1:
+            errs.append(field_invalid(f"{p}.values", list(values), "must have one element"))
         else:
             reqs.append(Requirement(key, op, values))
     return reqs, errs
@@ -199,7 +161,7 @@ def is_empty_term(raw: Any) -> bool:
 def compile_term(raw: Any, path: str = "") -> NodeSelectorTerm:
     """newNodeSelectorTerm. Callers drop empty terms first (see ``compile_terms``)."""
     if not isinstance(raw, dict):
-        return NodeSelectorTerm(errors=(f"{path}: Invalid value: {raw!r}: must be an object",))
+        return NodeSelectorTerm(errors=(field_invalid(path, raw, "must be an object"),))
     exprs, e1 = _compile_expressions(_as_list(raw.get("matchExpressions")), f"{path}.matchExpressions")
     fields, e2 = _compile_fields(_as_list(raw.get("matchFields")), f"{path}.matchFields")
     return NodeSelectorTerm(tuple(exprs), tuple(fields), tuple(e1 + e2))
@@ -241,7 +203,7 @@ def compile_preferred_terms(raw: Iterable[Any], path: str = "") -> tuple[tuple[P
     errs: list[str] = []
     for i, t in enumerate(raw):
         if not isinstance(t, dict):
-            errs.append(f"{path}[{i}]: Invalid value: {t!r}: must be an object")
+            errs.append(field_invalid(f"{path}[{i}]", t, "must be an object"))
             continue
         weight = t.get("weight") or 0
         pref = t.get("preference")

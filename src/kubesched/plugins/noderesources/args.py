@@ -22,12 +22,12 @@ error instead.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+
+from kubesched.api.validation import field_invalid, field_not_supported, go_value, validate_label_name
 
 __all__ = [
     "LEAST_ALLOCATED",
@@ -81,22 +81,20 @@ def _default_resources() -> list[ResourceSpec]:
     return [ResourceSpec(name="cpu", weight=1), ResourceSpec(name="memory", weight=1)]
 
 
+def _defaulted(resources: list[ResourceSpec]) -> list[ResourceSpec]:
+    """defaults.go: no resources means cpu and memory; a weight of 0 means 1 (set in place)."""
+    if not resources:
+        return _default_resources()
+    for r in resources:
+        if r.weight == 0:
+            r.weight = 1
+    return resources
+
+
 class ScoringStrategy(_Args):
     type: str = ""
     resources: list[ResourceSpec] = Field(default_factory=list)
     requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
-
-
-# -- upstream field.Error rendering -----------------------------------------------------------------
-
-
-def _go_value(v: Any) -> str:
-    # field.Invalid prints strings quoted and numbers bare (%#v-like for the common types).
-    return json.dumps(v) if isinstance(v, str) else str(v)
-
-
-def _invalid(path: str, value: Any, detail: str) -> str:
-    return f"{path}: Invalid value: {_go_value(value)}: {detail}"
 
 
 def _aggregate(errs: list[str]) -> None:
@@ -106,35 +104,6 @@ def _aggregate(errs: list[str]) -> None:
     raise ValueError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
 
 
-# apimachinery validation.IsQualifiedName (what metav1validation.ValidateLabelName checks).
-_QUALIFIED_NAME_RE: Final = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            return ["prefix part must be non-empty"]
-        if len(prefix) > 253 or _DNS1123_SUBDOMAIN_RE.fullmatch(prefix) is None:
-            return ["prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                    "characters, '-' or '.', and must start and end with an alphanumeric character"]
-    else:
-        return ["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start "
-                "and end with an alphanumeric character with an optional DNS subdomain prefix and '/'"]
-    if not name:
-        return ["name part must be non-empty"]
-    if len(name) > 63:
-        return ["name part must be no more than 63 characters"]
-    if _QUALIFIED_NAME_RE.fullmatch(name) is None:
-        return ["name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                "with an alphanumeric character"]
-    return []
-
-
 def _shape_errors(shape: list[UtilizationShapePoint], path: str) -> list[str]:
     # validation_pluginargs.go validateFunctionShape
     if not shape:
@@ -142,16 +111,16 @@ def _shape_errors(shape: list[UtilizationShapePoint], path: str) -> list[str]:
     errs: list[str] = []
     for i in range(1, len(shape)):
         if shape[i - 1].utilization >= shape[i].utilization:
-            errs.append(_invalid(f"{path}[{i}].utilization", shape[i].utilization,
-                                 "values must be sorted in increasing order"))
+            errs.append(field_invalid(f"{path}[{i}].utilization", shape[i].utilization,
+                                      "values must be sorted in increasing order"))
             break
     for i, p in enumerate(shape):
         if not _MIN_UTILIZATION <= p.utilization <= _MAX_UTILIZATION:
-            errs.append(_invalid(f"{path}[{i}].utilization", p.utilization,
-                                 f"not in valid range [{_MIN_UTILIZATION}, {_MAX_UTILIZATION}]"))
+            errs.append(field_invalid(f"{path}[{i}].utilization", p.utilization,
+                                      f"not in valid range [{_MIN_UTILIZATION}, {_MAX_UTILIZATION}]"))
         if not 0 <= p.score <= MAX_CUSTOM_PRIORITY_SCORE:
-            errs.append(_invalid(f"{path}[{i}].score", p.score,
-                                 f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"))
+            errs.append(field_invalid(f"{path}[{i}].score", p.score,
+                                      f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"))
     return errs
 
 
@@ -178,27 +147,23 @@ class NodeResourcesFitArgs(_Args):
     def _default_and_validate(self) -> NodeResourcesFitArgs:
         # defaults.go SetDefaults_NodeResourcesFitArgs
         s = self.scoring_strategy
-        if not s.resources:
-            s.resources = _default_resources()
-        for r in s.resources:
-            if r.weight == 0:
-                r.weight = 1
+        s.resources = _defaulted(s.resources)
 
         # validation_pluginargs.go ValidateNodeResourcesFitArgs
         errs: list[str] = []
         for i, res in enumerate(self.ignored_resources):
-            errs += [_invalid(f"ignoredResources[{i}]", res, d) for d in _qualified_name_errors(res)]
+            errs += validate_label_name(res, f"ignoredResources[{i}]")
         for i, group in enumerate(self.ignored_resource_groups):
+            path = f"ignoredResourceGroups[{i}]"
             if "/" in group:
-                errs.append(_invalid(f"ignoredResourceGroups[{i}]", group, "resource group name can't contain '/'"))
-            errs += [_invalid(f"ignoredResourceGroups[{i}]", group, d) for d in _qualified_name_errors(group)]
+                errs.append(field_invalid(path, group, "resource group name can't contain '/'"))
+            errs += validate_label_name(group, path)
         if s.type not in _SUPPORTED_STRATEGIES:
-            supported = ", ".join(json.dumps(t) for t in _SUPPORTED_STRATEGIES)
-            errs.append(f"scoringStrategy.type: Unsupported value: {json.dumps(s.type)}: supported values: {supported}")
+            errs.append(field_not_supported("scoringStrategy.type", s.type, _SUPPORTED_STRATEGIES))
         for i, r in enumerate(s.resources):
             if not 0 < r.weight <= _MAX_WEIGHT:
-                errs.append(_invalid(f"scoringStrategy.resources[{i}].weight", r.weight,
-                                     f"resource weight of {r.name} not in valid range (0, {_MAX_WEIGHT}]"))
+                errs.append(field_invalid(f"scoringStrategy.resources[{i}].weight", r.weight,
+                                          f"resource weight of {r.name} not in valid range (0, {_MAX_WEIGHT}]"))
         if s.requested_to_capacity_ratio is not None:
             # Upstream's path for the shape is "scoringStrategy.shape" (sic), kept for fidelity.
             errs += _shape_errors(s.requested_to_capacity_ratio.shape, "scoringStrategy.shape")
@@ -218,20 +183,16 @@ class NodeResourcesBalancedAllocationArgs(_Args):
     @model_validator(mode="after")
     def _default_and_validate(self) -> NodeResourcesBalancedAllocationArgs:
         # defaults.go SetDefaults_NodeResourcesBalancedAllocationArgs
-        if not self.resources:
-            self.resources = _default_resources()
-        for r in self.resources:
-            if r.weight == 0:
-                r.weight = 1
+        self.resources = _defaulted(self.resources)
         # validation_pluginargs.go ValidateNodeResourcesBalancedAllocationArgs: the scorer ignores
         # weights, so any weight other than 1 is rejected rather than silently ignored.
         errs: list[str] = []
         seen: set[str] = set()
         for i, r in enumerate(self.resources):
             if r.name in seen:
-                errs.append(f"resources[{i}].name: Duplicate value: {json.dumps(r.name)}")
+                errs.append(f"resources[{i}].name: Duplicate value: {go_value(r.name)}")
             seen.add(r.name)
             if r.weight != 1:
-                errs.append(_invalid(f"resources[{i}].weight", r.weight, "must be 1"))
+                errs.append(field_invalid(f"resources[{i}].weight", r.weight, "must be 1"))
         _aggregate(errs)
         return self

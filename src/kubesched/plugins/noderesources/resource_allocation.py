@@ -14,7 +14,6 @@ above ~9e16, e.g. exabytes of memory).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -22,6 +21,9 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+# is_extended_resource_name is re-exported for NodeResourcesFit (it used to live here).
+from kubesched.api.validation import is_extended_resource_name as is_extended_resource_name
+from kubesched.api.validation import is_scalar_resource_name
 from kubesched.framework.interfaces import MAX_NODE_SCORE
 from kubesched.plugins.noderesources.args import (
     LEAST_ALLOCATED,
@@ -32,7 +34,6 @@ from kubesched.plugins.noderesources.args import (
     UtilizationShapePoint,
 )
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.pod_requests import is_scalar_resource_name
 from kubesched.snapshot.table import CPU, EPHEMERAL_STORAGE, MEMORY, NodeTable, Rows
 
 IntArray = npt.NDArray[np.int64]
@@ -50,27 +51,6 @@ def trunc_div(a: IntArray, b: IntArray | int) -> IntArray:
     """Go's int64 ``a / b`` (truncation toward zero) for ``b > 0``."""
     q: IntArray = np.where(a >= 0, a // b, -((-a) // b))
     return q
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """pkg/apis/core/v1/helper IsExtendedResourceName: not native (native = no "/" or a
-    "kubernetes.io/" prefix), not "requests."-prefixed, and "requests." + name is a qualified name."""
-    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
-        return False
-    parts = ("requests." + name).split("/")
-    if len(parts) != 2:
-        return False
-    prefix, rest = parts
-    return (
-        len(prefix) <= 253
-        and _DNS1123_SUBDOMAIN.fullmatch(prefix) is not None
-        and 0 < len(rest) <= 63
-        and _QUALIFIED.fullmatch(rest) is not None
-    )
-
-
-_QUALIFIED: Final = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS1123_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 # -- per-resource scorers (vectorised over rows) ----------------------------------------------------
