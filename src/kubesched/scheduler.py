@@ -29,7 +29,13 @@ from kubesched.framework.handle import BindConflictError, ClusterClient, Handle,
 from kubesched.framework.interfaces import Plugin
 from kubesched.framework.objects import ObjectKind, kinds_of_plugins
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import Framework, ProfileSpec, ScoredNodes, num_feasible_nodes_to_find
+from kubesched.framework.runtime import (
+    Framework,
+    ProfileSpec,
+    ScoredNodes,
+    num_feasible_nodes_to_find,
+    plugin_error,
+)
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import EVENT_POD_DELETE, ClusterEvent, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
@@ -334,29 +340,15 @@ class Scheduler:
             return ScheduleFailure(Status.unschedulable(NO_NODES_MSG), NO_NODES_MSG)
         diagnosis = Diagnosis()
 
-        pre_result, st = fwk.run_pre_filter(state, pod)
+        rows, st = fwk.pre_filter_rows(state, pod, all_rows, diagnosis)
         if not st.is_success:
             if not st.is_rejected:
-                return ScheduleFailure(st, f'running PreFilter plugin "{st.plugin}": {st.message}', diagnosis, num_all)
-            diagnosis.node_to_status.add_all(all_rows, st)
-            diagnosis.pre_filter_msg = st.message
-            diagnosis.unschedulable_plugins.update(state.pre_filter_rejecting or [st.plugin])
+                return ScheduleFailure(st, plugin_error("PreFilter", st), diagnosis, num_all)
             return ScheduleFailure(st, fit_error_message(num_all, diagnosis), diagnosis, num_all)
-
-        rows = all_rows
-        if pre_result is not None and pre_result.node_names is not None:
-            wanted = pre_result.node_names
-            inside = np.fromiter((n in wanted for n in table.node_names(all_rows)), dtype=np.bool_, count=num_all)
-            rows = all_rows[inside]
-            plugins = sorted(set(state.pre_filter_narrowing))
-            diagnosis.unschedulable_plugins.update(plugins)
-            diagnosis.node_to_status.add_all(
-                all_rows[~inside], Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]")
-            )
 
         feasible, st = self._find_feasible(fwk, state, pod, rows, num_all, diagnosis)
         if not st.is_success:
-            return ScheduleFailure(st, f'running Filter plugin "{st.plugin}": {st.message}', diagnosis, num_all)
+            return ScheduleFailure(st, plugin_error("Filter", st), diagnosis, num_all)
         evaluated = len(feasible) + len(diagnosis.node_to_status)
         if len(feasible) == 0:
             status = Status.unschedulable(fit_error_message(num_all, diagnosis))
@@ -366,11 +358,10 @@ class Scheduler:
 
         st = fwk.run_pre_score(state, pod, feasible)
         if not st.is_success:
-            return ScheduleFailure(st, f'running PreScore plugin "{st.plugin}": {st.message}', diagnosis, num_all)
+            return ScheduleFailure(st, plugin_error("PreScore", st), diagnosis, num_all)
         scored = fwk.run_score(state, pod, feasible)
         if isinstance(scored, Status):
-            message = f'running Score plugin "{scored.plugin}": {scored.message}'
-            return ScheduleFailure(scored, message, diagnosis, num_all)
+            return ScheduleFailure(scored, plugin_error("Score", scored), diagnosis, num_all)
         return ScheduleResult(table.names[self._select_host(scored)], evaluated, len(feasible), scored, diagnosis)
 
     def _find_feasible(

@@ -63,7 +63,7 @@ from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import MAX_NODE_SCORE
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import Framework, ProfileSpec
+from kubesched.framework.runtime import Framework, ProfileSpec, plugin_error
 from kubesched.framework.status import Code, Status
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
@@ -478,58 +478,30 @@ class ExtenderService:
         fwk, table = entry.framework, entry.table
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
-        state = CycleState()
-        pre, st = fwk.run_pre_filter(state, pod)
-        passing = np.zeros(len(rows), dtype=np.bool_)
-        inverse: Rows | None = None
-        everything = False  # whether every node sent passed (then ``passing`` is not needed)
+        candidates, inverse = unique_rows(rows, inverse=True)
+        diagnosis = Diagnosis()
+        ok_rows, st = fwk.filter_rows(CycleState(), pod, candidates, diagnosis)
         if not st.is_success:
-            if not st.is_rejected:
-                msg = f"running PreFilter plugin {st.plugin!r}: {st.message}"
-                return Reply(200, encode_filter_result(error=msg), "plugin")
-            into = unresolvable if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
-            for n in names:
-                into[n] = st.message
-        else:
-            candidates = rows
-            narrowed = False
-            if pre is not None and pre.node_names is not None:
-                wanted = pre.node_names
-                inside = np.fromiter((n in wanted for n in names), dtype=np.bool_, count=len(names))
-                plugins = " ".join(sorted(p.name for p in fwk.pre_filter if p.name not in state.skip_filter_plugins))
-                for n in (n for n, ok in zip(names, inside.tolist(), strict=True) if not ok):
-                    unresolvable[n] = f"node(s) didn't satisfy plugin(s) [{plugins}]"
-                candidates, _ = unique_rows(rows[inside])
-                narrowed = not inside.all()
-            else:
-                candidates, inverse = unique_rows(rows, inverse=True)
-            deadline.check("pre-filter")
-            diagnosis = Diagnosis()
-            ok_rows, st = fwk.run_filters(state, pod, candidates, diagnosis)
-            if not st.is_success:
-                msg = f"running Filter plugin {st.plugin!r}: {st.message}"
-                return Reply(200, encode_filter_result(error=msg), "plugin")
-            # A few distinct statuses are shared by many rows: decide each one's map and message once.
-            node_names = table.names
-            per_status: dict[int, tuple[dict[str, str], str]] = {}
-            for row, s in diagnosis.node_to_status.items():
-                dest = per_status.get(id(s))
-                if dest is None:
-                    into = unresolvable if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
-                    dest = per_status[id(s)] = (into, s.message)
-                dest[0][node_names[row]] = dest[1]
-            # Every candidate passed (the usual case behind the scheduler's own filters): every
-            # row sent passed, and the request's list is the answer as it is.
-            everything = not narrowed and len(ok_rows) == len(candidates)
-            if not everything:
-                passing = rows_in(rows, ok_rows)
+            return Reply(200, encode_filter_result(error=st.message), "plugin")
+        # A few distinct statuses are shared by many rows: decide each one's map and message once.
+        node_names = table.names
+        per_status: dict[int, tuple[dict[str, str], str]] = {}
+        for row, s in diagnosis.node_to_status.items():
+            dest = per_status.get(id(s))
+            if dest is None:
+                into = unresolvable if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
+                dest = per_status[id(s)] = (into, s.message)
+            dest[0][node_names[row]] = dest[1]
+        # Every candidate passed (the usual case behind the scheduler's own filters): every row
+        # sent passed, and the request's list is the answer as it is.
+        passing = None if len(ok_rows) == len(candidates) else rows_in(rows, ok_rows)
         deadline.check("filter")
         if args.nodes is not None:
-            out_nodes = args.nodes if everything else list(compress(args.nodes, passing.tolist()))
+            out_nodes = args.nodes if passing is None else list(compress(args.nodes, passing.tolist()))
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
-        out_names = names if everything else list(compress(names, passing.tolist()))
-        self._passed = (out_names, rows if everything else rows[passing], table.node_generation)
-        if everything and inverse is not None:
+        out_names = names if passing is None else list(compress(names, passing.tolist()))
+        self._passed = (out_names, rows if passing is None else rows[passing], table.node_generation)
+        if passing is None and inverse is not None:
             self._unique_of = (rows, candidates, inverse)  # prioritize's, for the same rows
         return Reply(200, encode_filter_result(node_names=out_names, failed=failed, failed_unresolvable=unresolvable))
 
@@ -553,7 +525,7 @@ class ExtenderService:
             if st.is_rejected:
                 # The pod fits nowhere by this profile: no preference among the nodes.
                 return np.zeros(len(rows), dtype=np.int64)
-            raise ServiceError(500, f"running PreFilter plugin {st.plugin!r}: {st.message}")
+            raise ServiceError(500, plugin_error("PreFilter", st))
         known = self._unique_of
         if known is not None and known[0] is rows:
             uniq, inverse = known[1], known[2]
@@ -563,11 +535,11 @@ class ExtenderService:
             inverse = maybe_inverse
         st = fwk.run_pre_score(state, pod, uniq)
         if not st.is_success:
-            raise ServiceError(500, f"running PreScore plugin {st.plugin!r}: {st.message}")
+            raise ServiceError(500, plugin_error("PreScore", st))
         deadline.check("pre-score")
         scored = fwk.run_score(state, pod, uniq)
         if isinstance(scored, Status):
-            raise ServiceError(500, f"running Score plugin {scored.plugin!r}: {scored.message}")
+            raise ServiceError(500, plugin_error("Score", scored))
         weights = sum(fwk.score_weights[p] for p in scored.by_plugin)
         if weights <= 0:
             return np.zeros(len(rows), dtype=np.int64)
@@ -615,17 +587,10 @@ class ExtenderService:
         The table is restored before returning (nothing else runs meanwhile: this is synchronous)."""
         removed = [p for p in (table.remove_pod(u) for u in uids) if p is not None]
         try:
-            state = CycleState()
-            pre, st = fwk.run_pre_filter(state, pod)
+            diagnosis = Diagnosis()
+            passing, st = fwk.filter_rows(CycleState(), pod, np.array([row], dtype=np.intp), diagnosis)
             if not st.is_success:
-                if st.is_rejected:
-                    return False
-                raise ServiceError(500, f"running PreFilter plugin {st.plugin!r}: {st.message}")
-            if pre is not None and pre.node_names is not None and table.names[row] not in pre.node_names:
-                return False
-            passing, st = fwk.run_filters(state, pod, np.array([row], dtype=np.intp), Diagnosis())
-            if not st.is_success:
-                raise ServiceError(500, f"running Filter plugin {st.plugin!r}: {st.message}")
+                raise ServiceError(500, st.message)
             return len(passing) == 1
         finally:
             for p in removed:

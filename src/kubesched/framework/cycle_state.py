@@ -7,7 +7,10 @@ explain run filters against cloned states.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from kubesched.framework.status import Status
 
 
 class StateData(Protocol):
@@ -23,9 +26,10 @@ class CycleState:
         self.skip_filter_plugins: set[str] = set()
         #: Plugins whose PreScore returned Skip: their Score is not run this cycle.
         self.skip_score_plugins: set[str] = set()
-        #: PreFilter plugins that narrowed the candidate nodes, and those that rejected the pod.
+        #: PreFilter plugins that narrowed the candidate nodes; those that rejected the pod, with
+        #: their rejections (every one: Unschedulable does not stop the others, kubernetes#119770).
         self.pre_filter_narrowing: list[str] = []
-        self.pre_filter_rejecting: list[str] = []
+        self.pre_filter_rejecting: dict[str, Status] = {}
 
     def read(self, key: str) -> Any:
         """Return the value for key; raises KeyError naming the key when absent (upstream ErrNotFound)."""
@@ -54,5 +58,5 @@ class CycleState:
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
         c.pre_filter_narrowing = list(self.pre_filter_narrowing)
-        c.pre_filter_rejecting = list(self.pre_filter_rejecting)
+        c.pre_filter_rejecting = dict(self.pre_filter_rejecting)
         return c

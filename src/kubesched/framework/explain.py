@@ -15,7 +15,7 @@ import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis, fit_error_message
-from kubesched.framework.runtime import Framework
+from kubesched.framework.runtime import Framework, narrowed_out_status, plugin_error
 from kubesched.framework.status import Status
 from kubesched.snapshot.pod import PodInfo
 
@@ -93,25 +93,26 @@ def _explain(fwk: Framework, pod: PodInfo) -> Explanation:
     out.nodes = nodes
     state = CycleState()
     diagnosis = Diagnosis()
-    for pf in fwk.pre_filter:
-        result, st = pf.pre_filter(state, pod, table)
-        if st.is_skip:
-            state.skip_filter_plugins.add(pf.name)
-            out.pre_filter[pf.name] = st.with_plugin(pf.name)
-        elif not st.is_success:
-            st = st.with_plugin(pf.name)
-            out.pre_filter[pf.name] = st
-            for n in nodes:
-                n.filters[pf.name] = st
-            diagnosis.pre_filter_msg = diagnosis.pre_filter_msg or st.message
-        elif result is not None and result.node_names is not None:
-            st = Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{pf.name}]", plugin=pf.name)
-            for n in nodes:
-                if n.node not in result.node_names:
-                    n.filters[pf.name] = st
-    if diagnosis.pre_filter_msg:
+    # The same PreFilter step as the scheduling cycle: the same candidate rows and messages.
+    candidates, st = fwk.pre_filter_rows(state, pod, rows, diagnosis)
+    for name in sorted(state.skip_filter_plugins):
+        out.pre_filter[name] = Status.skip().with_plugin(name)
+    if not st.is_success:
+        if not st.is_rejected:
+            out.pre_filter[st.plugin] = st
+            out.message = plugin_error("PreFilter", st)
+            return out
+        out.pre_filter.update(state.pre_filter_rejecting)
+        for n in nodes:
+            n.filters[st.plugin] = st
         out.message = fit_error_message(len(nodes), diagnosis)
         return out
+    if len(candidates) < len(rows):
+        narrowed = narrowed_out_status(sorted(set(state.pre_filter_narrowing)))
+        left_out = set(candidates.tolist())
+        for i, row in enumerate(rows.tolist()):
+            if row not in left_out:
+                nodes[i].filters["PreFilter"] = narrowed
     for fp in fwk.filter:
         if fp.name in state.skip_filter_plugins:
             out.skipped_filters.append(fp.name)

@@ -87,6 +87,16 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     return max(num_all_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+def plugin_error(point: str, st: Status) -> str:
+    """Upstream's wrapping of a plugin's error: ``running PreFilter plugin "X": message``."""
+    return f'running {point} plugin "{st.plugin}": {st.message}'
+
+
+def narrowed_out_status(plugins: Sequence[str]) -> Status:
+    """The status of nodes a PreFilterResult left out (schedule_one.go: ``%v`` of the plugin list)."""
+    return Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]")
+
+
 class Framework:
     def __init__(
         self,
@@ -200,7 +210,7 @@ class Framework:
                 continue
             if not st.is_success:
                 st = st.with_plugin(p.name)
-                state.pre_filter_rejecting.append(p.name)
+                state.pre_filter_rejecting[p.name] = st
                 if st.code == Code.UNSCHEDULABLE:
                     unschedulable = unschedulable or st
                     continue
@@ -215,11 +225,55 @@ class Framework:
                         if len(names) == 1
                         else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
                     )
-                    state.pre_filter_rejecting.extend(names)
-                    return None, Status.unresolvable(msg, plugin=p.name)
+                    rejection = Status.unresolvable(msg, plugin=p.name)
+                    state.pre_filter_rejecting.update(dict.fromkeys(names, rejection))
+                    return None, rejection
         if unschedulable is not None:
             return None, unschedulable
         return result, SUCCESS
+
+    def pre_filter_rows(
+        self, state: CycleState, pod: PodInfo, rows: Rows, diagnosis: Diagnosis
+    ) -> tuple[Rows, Status]:
+        """PreFilter, then the rows it leaves as candidates (upstream findNodesThatFitPod, first half).
+
+        Success: the candidate rows; rows a PreFilterResult left out are recorded in ``diagnosis``
+        as ``node(s) didn't satisfy plugin(s) [A B]`` (UnschedulableAndUnresolvable). A rejection:
+        no rows, every row recorded with it and ``diagnosis.pre_filter_msg`` set. An error: no rows,
+        the error Status (wrap it with :func:`plugin_error`). The scheduler, ``explain``, the
+        extender and preemption's dry runs all start here, so they agree on rows and messages.
+        """
+        pre, st = self.run_pre_filter(state, pod)
+        if not st.is_success:
+            if st.is_rejected:
+                diagnosis.node_to_status.add_all(rows, st)
+                diagnosis.pre_filter_msg = st.message
+                diagnosis.unschedulable_plugins.update(state.pre_filter_rejecting or (st.plugin,))
+            return rows[:0], st
+        if pre is None or pre.node_names is None:
+            return rows, SUCCESS
+        wanted = pre.node_names
+        inside = np.fromiter((n in wanted for n in self.handle.table.node_names(rows)), dtype=np.bool_, count=len(rows))
+        plugins = sorted(set(state.pre_filter_narrowing))
+        diagnosis.unschedulable_plugins.update(plugins)
+        if not inside.all():
+            diagnosis.node_to_status.add_all(rows[~inside], narrowed_out_status(plugins))
+        return rows[inside], SUCCESS
+
+    def filter_rows(self, state: CycleState, pod: PodInfo, rows: Rows, diagnosis: Diagnosis) -> tuple[Rows, Status]:
+        """PreFilter, then every Filter over all of ``rows`` (no percentageOfNodesToScore sampling):
+        the rows that pass (rejections in ``diagnosis``), or an error Status whose message is already
+        wrapped as upstream wraps it (``running Filter plugin "X": ...``). For callers that judge
+        given nodes (the extender, preemption's dry runs); the scheduling cycle filters in windows."""
+        candidates, st = self.pre_filter_rows(state, pod, rows, diagnosis)
+        if not st.is_success:
+            if st.is_rejected:
+                return candidates, SUCCESS
+            return candidates, Status.error(plugin_error("PreFilter", st), plugin=st.plugin)
+        passing, st = self.run_filters(state, pod, candidates, diagnosis)
+        if not st.is_success:
+            return passing, Status.error(plugin_error("Filter", st), plugin=st.plugin)
+        return passing, SUCCESS
 
     def run_filters(
         self, state: CycleState, pod: PodInfo, rows: Rows, diagnosis: Diagnosis
