@@ -135,11 +135,15 @@ class ApiClient:
         session: aiohttp.ClientSession | None = None,
         request_timeout: float = 30.0,
         user_agent: str = "kubesched",
+        max_connections: int = 256,
     ) -> None:
         self.conn = conn
         self.limiter = TokenBucket(qps, burst) if qps else None
         self._own_session = session is None
         self._session = session
+        self.max_connections = max_connections
+        #: Siblings share the connection (and its credential refresher) but do not own it.
+        self._owns_connection = True
         self.request_timeout = request_timeout
         self.user_agent = user_agent
         self._auth: str | None = None
@@ -147,14 +151,33 @@ class ApiClient:
         #: Requests sent, by HTTP status (for logs and tests).
         self.requests: dict[int, int] = {}
 
-    def sibling(self, qps: float | None, burst: int) -> ApiClient:
-        """Another client on the same session and credentials with its own rate limiter."""
-        return ApiClient(self.conn, qps, burst, self.session, self.request_timeout, self.user_agent)
+    def sibling(
+        self, qps: float | None, burst: int, *, user_agent: str | None = None, max_connections: int | None = None
+    ) -> ApiClient:
+        """Another client on the same credentials with its own rate limiter. With ``max_connections``
+        it also gets its own connection pool: requests of a client that must never wait behind
+        another's (the Lease renewal behind hundreds of binds, as upstream gives leader election and
+        events clients of their own in cmd/kube-scheduler/app/options/options.go) neither share its
+        token bucket nor queue for its connections."""
+        own_pool = max_connections is not None
+        sibling = ApiClient(
+            self.conn,
+            qps,
+            burst,
+            None if own_pool else self.session,
+            self.request_timeout,
+            user_agent or self.user_agent,
+            max_connections if max_connections is not None else self.max_connections,
+        )
+        sibling._owns_connection = False
+        return sibling
 
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(ssl=self.conn.ssl_context, limit=256, enable_cleanup_closed=True)
+            connector = aiohttp.TCPConnector(
+                ssl=self.conn.ssl_context, limit=self.max_connections, enable_cleanup_closed=True
+            )
             # The apiserver sets no cookies: a dummy jar skips per-request cookie filtering.
             self._session = aiohttp.ClientSession(
                 connector=connector, json_serialize=lambda o: orjson.dumps(o).decode(),
@@ -163,7 +186,7 @@ class ApiClient:
         return self._session
 
     async def close(self) -> None:
-        if self.conn.refresher is not None:
+        if self._owns_connection and self.conn.refresher is not None:
             self.conn.refresher.cancel()
             with contextlib.suppress(BaseException):
                 await self.conn.refresher

@@ -150,7 +150,14 @@ class LiveScheduler(SchedulerObserver):
         self.metrics = SchedulerMetrics()
         self.client = LiveClusterClient(api)
         cc = config.client_connection
-        self.events = EventWriter(api.sibling(cc.qps, cc.burst), self.options.identity, self.options.event_interval)
+        # Events and the Lease have clients of their own (rate limiter and connection pool), as
+        # upstream's: a backlog of binds must never delay a renewal (the lease would be lost and
+        # the process restart into the same backlog) nor would an event storm delay a bind.
+        self.events_api = api.sibling(cc.qps, cc.burst, user_agent=f"{api.user_agent}/events", max_connections=8)
+        self.lease_api = api.sibling(
+            cc.qps, cc.burst, user_agent=f"{api.user_agent}/leader-election", max_connections=2
+        )
+        self.events = EventWriter(self.events_api, self.options.identity, self.options.event_interval)
         self.clock = RealClock()
         self.scheduler = Scheduler.build(
             config.profiles,
@@ -173,7 +180,7 @@ class LiveScheduler(SchedulerObserver):
         if elect:
             name = lease_name_for(le.resource_name, self.options.lease_name)
             self.elector = LeaderElector(
-                LeaseLock(api, le.resource_namespace, name, timeout=le.renew_deadline),
+                LeaseLock(self.lease_api, le.resource_namespace, name, timeout=le.renew_deadline),
                 self.options.identity,
                 le.lease_duration,
                 le.renew_deadline,
@@ -440,6 +447,9 @@ class LiveScheduler(SchedulerObserver):
         with contextlib.suppress(Exception):
             await self.scheduler.stop_plugins()
         await self.health.stop()
+        for client in (self.events_api, self.lease_api):
+            with contextlib.suppress(Exception):
+                await client.close()
         log.info(
             "event=stopped exit_code=%d attempts=%d bound=%d failed=%d",
             self.exit_code,
