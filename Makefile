@@ -44,7 +44,7 @@ cluster-bin:
 
 ## cluster: a local control plane with 10 KWOK nodes, in the foreground (Ctrl-C stops it)
 cluster: $(STAMP) cluster-bin
-	$(BIN)/python hack/cluster/devcluster.py up --nodes 10 --foreground
+	$(BIN)/python -m kubesched.testing.controlplane run --nodes 10
 
 ## bench: every benchmark side by side with kube-scheduler (SIZE=small|full, ROUNDS=N); writes BENCHMARKS.md
 bench: $(STAMP) cluster-bin

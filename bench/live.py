@@ -4,7 +4,7 @@
 
 Method (one run = one workload at one size, several rounds, contenders alternated ABBA):
 
-* One control plane per workload (etcd + kube-apiserver + KWOK, ``hack/cluster/devcluster.py``)
+* One control plane per workload (etcd + kube-apiserver + KWOK, ``kubesched.testing.controlplane``)
   with N KWOK nodes shaped like scheduler_perf's node-default (4 cpu, 32Gi, 110 pods), labelled or
   tainted by the workload. The same nodes serve every round of every contender.
 * Each round uses a fresh namespace. The harness first creates, in bulk from 8 client threads with
@@ -54,10 +54,8 @@ import orjson
 import yaml
 
 from bench import common
-
-sys.path.insert(0, str(common.ROOT / "hack" / "cluster"))
-import devcluster
-from devcluster import Component, DevCluster
+from kubesched.testing import controlplane, kwok_node, pod_manifest
+from kubesched.testing.controlplane import Component, ControlPlane
 
 KUBESCHED_NAME = "kubesched"
 DEFAULT_NAME = "default-scheduler"
@@ -96,8 +94,8 @@ class Workload:
     #: sizes that differ from SIZES for this workload
     sizes: dict[str, Size] = field(default_factory=dict)
     #: per-namespace setup (PodGroups ...) and per-cluster setup (CRDs, RBAC)
-    ns_setup: Callable[[DevCluster, str, Size], None] | None = None
-    cluster_setup: Callable[[DevCluster], None] | None = None
+    ns_setup: Callable[[ControlPlane, str, Size], None] | None = None
+    cluster_setup: Callable[[ControlPlane], None] | None = None
     note: str = ""
 
 
@@ -122,7 +120,7 @@ def _gang_pod(i: int) -> dict[str, Any]:
     return {"labels": {POD_GROUP_LABEL: f"gang-{i // GANG:05d}"}}
 
 
-def _podgroups(c: DevCluster, ns: str, size: Size) -> None:
+def _podgroups(c: ControlPlane, ns: str, size: Size) -> None:
     bodies = [
         {
             "apiVersion": "scheduling.x-k8s.io/v1alpha1",
@@ -135,9 +133,9 @@ def _podgroups(c: DevCluster, ns: str, size: Size) -> None:
     Bulk(c).post_all(lambda b: f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups", bodies)
 
 
-def _coscheduling_cluster(c: DevCluster) -> None:
+def _coscheduling_cluster(c: ControlPlane) -> None:
     crd = yaml.safe_load((common.ROOT / "deploy" / "crds" / "scheduling.x-k8s.io_podgroups.yaml").read_text())
-    with contextlib.suppress(devcluster.ApiError):
+    with contextlib.suppress(controlplane.ApiError):
         c.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     c.wait_for(lambda: c.get("/apis/scheduling.x-k8s.io/v1alpha1/podgroups"), 60, 0.5, "PodGroup CRD served")
     # system:kube-scheduler (the identity both schedulers use) may not read PodGroups by default.
@@ -160,7 +158,7 @@ def _coscheduling_cluster(c: DevCluster) -> None:
         ("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
         ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding),
     ):
-        with contextlib.suppress(devcluster.ApiError):
+        with contextlib.suppress(controlplane.ApiError):
             c.api("POST", path, body)
 
 
@@ -233,7 +231,7 @@ LIVE_WORKLOADS = ("SchedulingBasic", "NodeAffinity", "Taints", "UnderlayIP", "Co
 class Bulk:
     """Many requests from a few threads, one keep-alive HTTPS connection per thread (admin)."""
 
-    def __init__(self, c: DevCluster, threads: int = 8) -> None:
+    def __init__(self, c: ControlPlane, threads: int = 8) -> None:
         kc = c.client
         self.host, self.port, self.ctx = kc.host, kc.port, kc.ctx
         self.threads = threads
@@ -282,29 +280,8 @@ class Bulk:
 
 
 def node_body(name: str, extra: dict[str, Any]) -> dict[str, Any]:
-    resources = {"cpu": "4", "memory": "32Gi", "pods": "110"}
-    labels = {
-        "kubernetes.io/hostname": name,
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": "amd64",
-        "type": "kwok",
-        **extra.get("labels", {}),
-    }
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": labels,
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0", devcluster.KWOK_ANNOTATION: "fake"},
-        },
-        "spec": {"taints": extra["taints"]} if extra.get("taints") else {},
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux"},
-        },
-    }
+    """scheduler_perf's node-default as a KWOK node: 4 cpu, 32Gi, 110 pods; "labels" and "taints" from ``extra``."""
+    return kwok_node(name, cpu="4", memory="32Gi", labels=extra.get("labels"), taints=extra.get("taints") or ())
 
 
 def pod_body(name: str, ns: str, *, role: str, scheduler: str | None = None, node: str | None = None,
@@ -313,25 +290,8 @@ def pod_body(name: str, ns: str, *, role: str, scheduler: str | None = None, nod
     extra = dict(extra or {})
     labels = {MEASURE_LABEL: role, **extra.pop("labels", {})}
     res = {"cpu": "100m", "memory": "500Mi"}
-    spec: dict[str, Any] = {
-        "containers": [
-            {
-                "name": "pause",
-                "image": "registry.k8s.io/pause:3.10",
-                "ports": [{"containerPort": 80}],
-                "resources": {"requests": res, "limits": res},
-            }
-        ],
-        "terminationGracePeriodSeconds": 0,
-        "automountServiceAccountToken": False,
-        **extra,
-    }
-    if scheduler:
-        spec["schedulerName"] = scheduler
-    if node:
-        spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "spec": spec}
+    return pod_manifest(name, ns, requests=res, limits=res, labels=labels, scheduler_name=scheduler, node_name=node,
+                        container_name="pause", ports=(80,), extra_spec=extra)
 
 
 # -- watch -------------------------------------------------------------------------------------------
@@ -339,7 +299,7 @@ class BindWatcher(threading.Thread):
     """Timestamps (time.monotonic) the first event in which each measured pod is bound. A watch the
     apiserver ends early is resumed from the last resourceVersion seen."""
 
-    def __init__(self, c: DevCluster, ns: str, resource_version: str, expected: int,
+    def __init__(self, c: ControlPlane, ns: str, resource_version: str, expected: int,
                  on_first: Callable[[], None] | None = None) -> None:
         super().__init__(daemon=True, name=f"watch-{ns}")
         kc = c.client
@@ -411,7 +371,7 @@ class BindWatcher(threading.Thread):
 
 
 # -- contenders --------------------------------------------------------------------------------------
-def _admin_ssl(c: DevCluster) -> ssl.SSLContext:
+def _admin_ssl(c: ControlPlane) -> ssl.SSLContext:
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
@@ -458,7 +418,7 @@ class Running:
             return f"# scrape failed: {e}\n"
 
 
-def scheduler_config(c: DevCluster, path: Path, profile: dict[str, Any], qps: float, burst: int,
+def scheduler_config(c: ControlPlane, path: Path, profile: dict[str, Any], qps: float, burst: int,
                      extenders: list[dict[str, Any]] | None = None) -> Path:
     cfg: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -473,11 +433,11 @@ def scheduler_config(c: DevCluster, path: Path, profile: dict[str, Any], qps: fl
     return path
 
 
-def start_contender(c: DevCluster, wl: Workload, kind: str, qps: float, burst: int, workdir: Path,
+def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float, burst: int, workdir: Path,
                     wrap: list[str] | None = None) -> Running:
     """Start ``kind``; ``wrap`` (e.g. a profiler's argv) prefixes the kubesched command."""
     if kind == "kubesched":
-        port = devcluster._free_port()
+        port = controlplane.free_port()
         cfg = scheduler_config(c, workdir / "kubesched.yaml", {"schedulerName": KUBESCHED_NAME,
                                                                **wl.kubesched_profile}, qps, burst)
         argv = [*(wrap or []), kubesched_bin(), "run", f"--config={cfg}", f"--health-addr=127.0.0.1:{port}",
@@ -488,7 +448,7 @@ def start_contender(c: DevCluster, wl: Workload, kind: str, qps: float, burst: i
     extenders = None
     if kind.startswith(("kube-scheduler+extender", "kube-scheduler+noop-extender")):
         cache = kind.endswith("-cache")
-        eport = devcluster._free_port()
+        eport = controlplane.free_port()
         if "noop" in kind:
             argv = [sys.executable, str(common.ROOT / "bench" / "noop_extender.py"), f"--listen=127.0.0.1:{eport}"]
         else:
@@ -522,7 +482,7 @@ def start_contender(c: DevCluster, wl: Workload, kind: str, qps: float, burst: i
     return Running(kind, procs, url, _admin_ssl(c), DEFAULT_NAME)
 
 
-def stop_contender(c: DevCluster, run: Running) -> None:
+def stop_contender(c: ControlPlane, run: Running) -> None:
     if run.pre_stop is not None:
         with contextlib.suppress(Exception):
             run.pre_stop(run)
@@ -541,7 +501,7 @@ def _attempt_latency(text: str) -> dict[str, Any]:
     return out
 
 
-def run_round(c: DevCluster, wl: Workload, size: Size, kind: str, rnd: int, nodes: list[str], qps: float,
+def run_round(c: ControlPlane, wl: Workload, size: Size, kind: str, rnd: int, nodes: list[str], qps: float,
               burst: int, workdir: Path, wrap: list[str] | None = None, log: Callable[[str], None] = print,
               pre_stop: Callable[[Running], None] | None = None) -> dict[str, Any]:
     ns = f"{wl.name.lower()[:12]}-{rnd}-{uuid.uuid4().hex[:6]}"
@@ -645,7 +605,7 @@ def run_round(c: DevCluster, wl: Workload, size: Size, kind: str, rnd: int, node
     return result
 
 
-def cleanup_namespace(c: DevCluster, ns: str, pod_names: list[str] | None = None, timeout: float = 300) -> None:
+def cleanup_namespace(c: ControlPlane, ns: str, pod_names: list[str] | None = None, timeout: float = 300) -> None:
     """Delete the round's pods (and Events, PodGroups) now: nothing garbage-collects here. Pods are
     deleted one by one from 8 threads (a DeleteCollection of 6,000 pods takes minutes)."""
     if pod_names:
@@ -658,11 +618,11 @@ def cleanup_namespace(c: DevCluster, ns: str, pod_names: list[str] | None = None
         f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups",
         f"/apis/events.k8s.io/v1/namespaces/{ns}/events",
     ):
-        with contextlib.suppress(devcluster.ApiError, TimeoutError, OSError):
+        with contextlib.suppress(controlplane.ApiError, TimeoutError, OSError):
             c.client.request("DELETE", path, params={"gracePeriodSeconds": 0}, timeout=timeout)
     c.wait_for(lambda: not c.get(f"/api/v1/namespaces/{ns}/pods", limit=1)["items"], timeout, 0.5,
                f"pods of {ns} deleted")
-    with contextlib.suppress(devcluster.ApiError):
+    with contextlib.suppress(controlplane.ApiError):
         c.api("DELETE", f"/api/v1/namespaces/{ns}")
 
 
@@ -688,10 +648,10 @@ EXEMPT_FLOW_SCHEMA: dict[str, Any] = {
 }
 
 
-def exempt_schedulers_from_apf(c: DevCluster) -> None:
+def exempt_schedulers_from_apf(c: ControlPlane) -> None:
     try:
         c.client.request("POST", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas", EXEMPT_FLOW_SCHEMA)
-    except devcluster.ApiError as e:
+    except controlplane.ApiError as e:
         if e.status != 409:  # already there (a shared cluster)
             raise
 
@@ -699,10 +659,10 @@ def exempt_schedulers_from_apf(c: DevCluster) -> None:
 # -- a run -------------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def cluster_for(wl: Workload, size: Size, workdir: Path, log: Callable[[str], None] = print
-                ) -> Iterator[tuple[DevCluster, list[str]]]:
-    devcluster.ensure_binaries(build=True, quiet=True)
+                ) -> Iterator[tuple[ControlPlane, list[str]]]:
+    controlplane.ensure_binaries(build=True, quiet=True)
     # DeleteCollection of a round's 6,000 pods: 4 workers instead of 1 (cleanup only, not measured).
-    c = DevCluster(workdir / "cluster", apiserver_args=["--delete-collection-workers=4"])
+    c = ControlPlane(workdir / "cluster", apiserver_args=["--delete-collection-workers=4"])
     try:
         t0 = time.monotonic()
         c.start(with_kwok=True)
@@ -722,7 +682,7 @@ def cluster_for(wl: Workload, size: Size, workdir: Path, log: Callable[[str], No
         shutil.rmtree(c.dir / "etcd-data", ignore_errors=True)
 
 
-def reshape_nodes(c: DevCluster, wl: Workload, size: Size, log: Callable[[str], None] = print) -> list[str]:
+def reshape_nodes(c: ControlPlane, wl: Workload, size: Size, log: Callable[[str], None] = print) -> list[str]:
     """Reuse a running control plane for ``wl``: create missing nodes, set the workload's labels
     and taints on all of them (a merge patch; the smoke test runs every workload on one cluster)."""
     exempt_schedulers_from_apf(c)
@@ -813,7 +773,7 @@ def summarize(rounds: list[dict[str, Any]], contenders: tuple[str, ...]) -> dict
 
 
 def run_workload(name: str, size_name: str, rounds: int, qps: float, burst: int, workdir: Path | None = None,
-                 save: bool = True, log: Callable[[str], None] = print, cluster: DevCluster | None = None,
+                 save: bool = True, log: Callable[[str], None] = print, cluster: ControlPlane | None = None,
                  contenders: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Run ``name``: on a control plane of its own, or on ``cluster`` (nodes reshaped for it).
     ``contenders`` picks some of the workload's (the first stays the baseline of the ratios)."""
@@ -853,7 +813,7 @@ def run_workload(name: str, size_name: str, rounds: int, qps: float, burst: int,
     }
     log(f"{name} [{size_name}: {size.nodes} nodes, {size.init_pods} init pods, {size.pods} measured pods] "
         f"x {rounds} rounds, qps/burst {qps:g}/{burst}; load {common.loadavg()}")
-    ctx: contextlib.AbstractContextManager[tuple[DevCluster, list[str]]]
+    ctx: contextlib.AbstractContextManager[tuple[ControlPlane, list[str]]]
     if cluster is None:
         ctx = cluster_for(wl, size, wd, log)
     else:

@@ -11,22 +11,23 @@ from pathlib import Path
 
 import pytest
 
+from kubesched.testing import controlplane
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import devcluster  # noqa: E402
 from bench import live  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def bench_cluster(control_plane: devcluster.DevCluster, tmp_path_factory: pytest.TempPathFactory
-                  ) -> Iterator[devcluster.DevCluster]:
+def bench_cluster(control_plane: controlplane.ControlPlane, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[controlplane.ControlPlane]:
     # control_plane (conftest) only to get the binaries' checks and skip/fail policy; the benchmark
     # needs a cluster whose nodes and schedulers are its own.
-    c = devcluster.DevCluster(tmp_path_factory.mktemp("bench-cluster"), bin_dir=control_plane.bin_dir,
+    c = controlplane.ControlPlane(tmp_path_factory.mktemp("bench-cluster"), bin_dir=control_plane.bin_dir,
                               apiserver_args=["--delete-collection-workers=4"])
     c.start(with_kwok=True)
     try:
@@ -36,7 +37,7 @@ def bench_cluster(control_plane: devcluster.DevCluster, tmp_path_factory: pytest
 
 
 @pytest.mark.parametrize("workload", [*live.LIVE_WORKLOADS, "Extender"])
-def test_live_workload_small(bench_cluster: devcluster.DevCluster, workload: str, tmp_path: Path) -> None:
+def test_live_workload_small(bench_cluster: controlplane.ControlPlane, workload: str, tmp_path: Path) -> None:
     if workload == "Coscheduling" and not live._coscheduling_available():
         pytest.skip("kubesched.plugins.coscheduling is not installed")
     rec = live.run_workload(workload, "small", 1, 5000, 5000, tmp_path, save=False, log=lambda s: None,

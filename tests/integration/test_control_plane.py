@@ -9,15 +9,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import devcluster
 import pytest
-from devcluster import ApiError, DevCluster
+
+from kubesched.testing import controlplane
+from kubesched.testing.controlplane import ApiError, ControlPlane
 
 pytestmark = pytest.mark.integration
 
 
 def test_real_kube_scheduler_binds_pod_and_kwok_runs_it(
-    control_plane: DevCluster, cp_namespace: str, tmp_path: Path
+    control_plane: ControlPlane, cp_namespace: str, tmp_path: Path
 ) -> None:
     cp = control_plane
     group = {"kubesched.test/group": f"sched-{cp_namespace}"}
@@ -52,8 +53,8 @@ def test_real_kube_scheduler_binds_pod_and_kwok_runs_it(
     assert any(e.get("reason") == "Scheduled" for e in events), events
 
 
-def test_version_is_the_pinned_release(control_plane: DevCluster) -> None:
-    pin = devcluster.read_versions()
+def test_version_is_the_pinned_release(control_plane: ControlPlane) -> None:
+    pin = controlplane.read_versions()
     v = control_plane.version()
     assert v["gitVersion"] == pin["K8S_VERSION"]
     major, minor, _ = pin["K8S_VERSION"].lstrip("v").split(".")
@@ -70,7 +71,7 @@ def test_version_is_the_pinned_release(control_plane: DevCluster) -> None:
     assert f"etcd Version: {pin['ETCD_VERSION'].lstrip('v')}" in out, out
 
 
-def test_watch_delivers_added_modified_deleted(control_plane: DevCluster, cp_namespace: str) -> None:
+def test_watch_delivers_added_modified_deleted(control_plane: ControlPlane, cp_namespace: str) -> None:
     cp = control_plane
     path = f"/api/v1/namespaces/{cp_namespace}/pods"
     rv = cp.get(path)["metadata"]["resourceVersion"]
@@ -108,7 +109,7 @@ def test_watch_delivers_added_modified_deleted(control_plane: DevCluster, cp_nam
     assert rvs == sorted(rvs) and rvs[0] > int(rv)
 
 
-def test_stale_resource_version_after_compaction_is_410_gone(control_plane: DevCluster, cp_namespace: str) -> None:
+def test_stale_resource_version_after_compaction_is_410_gone(control_plane: ControlPlane, cp_namespace: str) -> None:
     """After etcd compaction, reading at a compacted resourceVersion fails with 410 Gone.
 
     How a real cluster behaves, and why the test is shaped this way:
@@ -125,7 +126,7 @@ def test_stale_resource_version_after_compaction_is_410_gone(control_plane: DevC
         compacted revision it drops older snapshots and etcd answers "required revision has been
         compacted", which the apiserver turns into 410 Gone (reason Expired).
       * The apiserver learns the compacted revision from ``compact_rev_key`` (its own compactor
-        writes it every --etcd-compaction-interval=5m); ``DevCluster.compact_etcd`` follows the same
+        writes it every --etcd-compaction-interval=5m); ``ControlPlane.compact_etcd`` follows the same
         protocol, and the cacher polls it every 15s, hence the wait below.
     No apiserver flag is changed for this (the watch cache stays on, as in production).
     """
@@ -169,7 +170,7 @@ def test_stale_resource_version_after_compaction_is_410_gone(control_plane: DevC
 
 
 def test_watch_from_rv_older_than_cache_after_apiserver_restart_gets_410(
-    control_plane: DevCluster, cp_namespace: str
+    control_plane: ControlPlane, cp_namespace: str
 ) -> None:
     """A restarted apiserver's watch cache starts at the RV it listed on startup; a client that
     resumes a watch from an older RV gets an ERROR event with a 410 Status (reason Expired) and has

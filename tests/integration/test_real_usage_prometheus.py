@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from factories import node, pod
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.plugins.builtin import builtin_registry
@@ -24,6 +23,7 @@ from kubesched.plugins.real_usage.plugin import QUERY_FAILURES
 from kubesched.scheduler import Scheduler
 from kubesched.simulate.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import node, pod
 
 from .prometheus_harness import IN_CI, INSTALL_HINT, NodeExporter, PrometheusServer, prometheus_binary
 

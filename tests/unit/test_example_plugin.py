@@ -1,7 +1,7 @@
 """The example out-of-tree plugin (examples/plugins/domain_cap): config, simulator run, unit tests.
 
 Doubles as the recipe of docs/plugins.md "Testing a plugin": unit-test the extension points on a
-node table built from factories, then run the simulator over a small cluster and assert placements.
+node table built with kubesched.testing, then run the simulator over a small cluster and assert placements.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import yaml
 
-from factories import node, pod, pod_info, table_of
 from kubesched.backend.cache import SchedulerCache
 from kubesched.config.errors import ConfigError
 from kubesched.config.load import load_config
@@ -32,6 +31,7 @@ from kubesched.simulate.inputs import load_cluster
 from kubesched.simulate.records import SCHEDULED, UNSCHEDULABLE
 from kubesched.simulate.runner import Simulation, SimulationResult
 from kubesched.snapshot.table import NodeTable
+from kubesched.testing import node, pod, pod_info, table_of
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plugins"
 if str(EXAMPLES) not in sys.path:

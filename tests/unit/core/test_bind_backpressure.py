@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from factories import node, pod_info
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.scheduler import Scheduler
 from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import node, pod_info
 
 
 class SlowAPI:

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from factories import node, pod
 from kubesched.backend.cache import SchedulerCache, node_update_action
 from kubesched.framework.types import NODE, POD, ActionType
 from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import node, pod
 
 
 def cpu(cache: SchedulerCache, name: str) -> int:

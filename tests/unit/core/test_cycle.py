@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from factories import node, pod, pod_info
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
@@ -45,6 +44,7 @@ from kubesched.framework.types import (
 from kubesched.scheduler import ScheduleFailure, Scheduler, ScheduleResult, SchedulerObserver
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
+from kubesched.testing import node, pod, pod_info
 
 # ---------------------------------------------------------------------------------------------
 # Test plugins

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from factories import node, pod_info
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
@@ -23,6 +22,7 @@ from kubesched.plugins.builtin import builtin_registry
 from kubesched.scheduler import ScheduleFailure, Scheduler
 from kubesched.simulate.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import node, pod_info
 
 GPU_TAINT = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from factories import pod_info
 from kubesched.backend.queue import SchedulingQueue
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.types import (
@@ -18,6 +17,7 @@ from kubesched.framework.types import (
     QueuedPodInfo,
 )
 from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import pod_info
 
 
 def by_priority(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:

@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from factories import node, pod_info, table_of
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
@@ -32,6 +31,7 @@ from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilter
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
+from kubesched.testing import node, pod_info, table_of
 
 # ---------------------------------------------------------------------------------------------
 # numFeasibleNodesToFind

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from factories import node, pod, pod_info, table_of
 from kubesched.snapshot.pod import HostPort, PodInfo
 from kubesched.snapshot.table import CPU, MEMORY, PODS, NodeSpecError, NodeTable, Taint
+from kubesched.testing import node, pod, pod_info, table_of
 
 GI = 1024**3
 MI = 1024**2

@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 
 import pytest
 
-from factories import node, pod_info
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import BindPlugin, FilterPlugin, PermitPlugin, QueueSortPlugin, ReservePlugin
@@ -20,6 +19,7 @@ from kubesched.framework.waiting import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingP
 from kubesched.scheduler import ScheduleFailure, Scheduler, SchedulerObserver
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable, Rows
+from kubesched.testing import node, pod_info
 
 
 class Sort(QueueSortPlugin):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import orjson
 
-from factories import node, pod
 from kubesched.config.load import load_config
 from kubesched.extender.service import Deadline, ExtenderService
 from kubesched.plugins.builtin import builtin_registry
+from kubesched.testing import node, pod
 
 CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",

@@ -18,9 +18,9 @@ from aiohttp.test_utils import TestClient
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from factories import node, pod
 from kubesched.extender.service import VERBS, ExtenderService
 from kubesched.plugins.builtin import builtin_registry
+from kubesched.testing import node, pod
 from unit.extender.ext_helpers import ip_profile, make_client
 
 #: Each example sends a batch of BATCH requests concurrently (hypothesis' per-example overhead dominates).

@@ -10,10 +10,10 @@ import numpy as np
 import orjson
 import pytest
 
-from factories import node
 from kubesched.extender.service import ExtenderService, rows_in, unique_rows
 from kubesched.extender.wire import encode_extender_scores, encode_host_priority_list
 from kubesched.framework.registry import Registry
+from kubesched.testing import node
 from unit.extender.ext_helpers import FakeCluster, ip_profile, make_client
 from unit.extender.test_service import Client, budget, ip_pod, post
 

@@ -9,12 +9,12 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
-from factories import node, pod
 from kubesched.extender.service import Deadline, ExtenderService
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import ScoredNodes
 from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import node, pod
 from unit.extender.ext_helpers import FakeCluster, ip_profile, make_client
 
 Client = TestClient[Any, Any]

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from factories import node, pod, pod_info
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.kube.events import EventWriter, micro_time, pod_scheduled_false_patch
@@ -20,6 +19,7 @@ from kubesched.plugins.builtin import builtin_registry
 from kubesched.scheduler import Scheduler
 from kubesched.simulate.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import node, pod, pod_info
 
 
 class FakeApi:

@@ -5,23 +5,18 @@ from __future__ import annotations
 import base64
 import json
 import ssl
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubesched.kube.api import ApiClient, ConnectionConfigError, load_connection
-
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "hack" / "cluster"))
-
-import devcluster  # noqa: E402
+from kubesched.testing import controlplane
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    p = devcluster._PKI(tmp_path_factory.mktemp("pki"))
+    p = controlplane.PKI(tmp_path_factory.mktemp("pki"))
     crt, key = p.issue("client", "someone", client=True)
     return p.ca_crt, crt, key
 
@@ -41,7 +36,7 @@ def _kubeconfig(path: Path, cluster: dict[str, Any], user: dict[str, Any]) -> Pa
 
 async def test_client_certificate_files(pki: tuple[Path, Path, Path], tmp_path: Path) -> None:
     ca, crt, key = pki
-    kc = devcluster.write_kubeconfig(tmp_path / "kc", "https://127.0.0.1:6443", ca, crt, key)
+    kc = controlplane.write_kubeconfig(tmp_path / "kc", "https://127.0.0.1:6443", ca, crt, key)
     conn = await load_connection(str(kc))
     assert conn.host == "https://127.0.0.1:6443"
     assert isinstance(conn.ssl_context, ssl.SSLContext) and conn.ssl_context.verify_mode == ssl.CERT_REQUIRED

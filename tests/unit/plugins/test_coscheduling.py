@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from factories import node, pod
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.types import QueuedPodInfo
@@ -23,6 +22,7 @@ from kubesched.plugins.coscheduling.podgroup import PodGroupSpecError
 from kubesched.scheduler import Scheduler
 from kubesched.simulate.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import node, pod
 
 DATA = Path(__file__).parents[1] / "config" / "data"
 

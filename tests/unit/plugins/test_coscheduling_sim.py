@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from factories import node, pod
 from kubesched.config.load import load_config_text
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.coscheduling import POD_GROUP_LABEL
 from kubesched.simulate.inputs import ClusterInput
 from kubesched.simulate.records import SCHEDULED
 from kubesched.simulate.runner import Simulation, SimulationResult
+from kubesched.testing import node, pod
 
 CONFIG = """
 apiVersion: kubescheduler.config.k8s.io/v1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from factories import pod_info
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import BindConflictError, Handle, PodGoneError
@@ -12,6 +11,7 @@ from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
+from kubesched.testing import pod_info
 
 
 class FakeClient:

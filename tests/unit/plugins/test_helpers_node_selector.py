@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from factories import node, table_of
 from kubesched.plugins.helpers import (
     compile_node_selector,
     compile_preferred_terms,
@@ -21,6 +20,7 @@ from kubesched.plugins.helpers import (
     node_matches_terms,
     score_preferred,
 )
+from kubesched.testing import node, table_of
 
 
 def expr(key: str, op: str, *values: str) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from factories import node, table_of
 from kubesched.plugins.helpers import (
     Toleration,
     count_intolerable_taints,
@@ -18,6 +17,7 @@ from kubesched.plugins.helpers import (
     untolerated_mask,
 )
 from kubesched.snapshot.table import Taint
+from kubesched.testing import node, table_of
 
 
 # helper/normalize_score_test.go TestDefaultNormalizeScore

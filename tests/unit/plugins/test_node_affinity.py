@@ -8,7 +8,6 @@ import numpy as np
 import pydantic
 import pytest
 
-from factories import node, pod, table_of
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -18,6 +17,7 @@ from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.node_affinity import NodeAffinity, NodeAffinityArgs
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, NodeTable
+from kubesched.testing import node, pod, table_of
 
 POD = "node(s) didn't match Pod's node affinity/selector"
 ENFORCED = "node(s) didn't match scheduler-enforced node affinity"

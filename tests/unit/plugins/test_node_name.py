@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from factories import node, pod_info, table_of
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -13,6 +12,7 @@ from kubesched.framework.types import PreFilterResult
 from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.node_name import NodeName
 from kubesched.snapshot.table import NodeInfo, NodeTable
+from kubesched.testing import node, pod_info, table_of
 
 
 def plugin() -> NodeName:

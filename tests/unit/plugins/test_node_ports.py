@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from factories import node, pod, pod_info, table_of
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -15,6 +14,7 @@ from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.node_ports import NodePorts
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, NodeTable
+from kubesched.testing import node, pod, pod_info, table_of
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
 

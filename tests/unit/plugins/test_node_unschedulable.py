@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from factories import node, pod_info, table_of
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -15,6 +14,7 @@ from kubesched.framework.status import Code
 from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.node_unschedulable import NodeUnschedulable
 from kubesched.snapshot.table import NodeInfo, NodeTable
+from kubesched.testing import node, pod_info, table_of
 
 TOL = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
 

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from factories import node, pod, table_of
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -19,6 +18,7 @@ from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesBalancedAllocationArgs
 from kubesched.plugins.noderesources.resource_allocation import balanced_resource_scorer
 from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import node, pod, table_of
 
 GPU = "nvidia.com/gpu"
 

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from factories import node, pod, table_of
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -21,6 +20,7 @@ from kubesched.plugins.noderesources import NodeResourcesFit, NodeResourcesFitAr
 from kubesched.plugins.noderesources.resource_allocation import broken_linear_function, is_extended_resource_name
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
+from kubesched.testing import node, pod, table_of
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from factories import pod_info
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.handle import Handle
 from kubesched.framework.types import QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.priority_sort import PrioritySort
 from kubesched.snapshot.table import NodeTable
+from kubesched.testing import pod_info
 
 
 def q(priority: int | None, ts: float) -> QueuedPodInfo:

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from factories import node, pod
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
@@ -21,6 +20,7 @@ from kubesched.plugins.real_usage.prometheus import PrometheusError, node_key, p
 from kubesched.scheduler import Scheduler
 from kubesched.simulate.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import node, pod
 
 DATA = Path(__file__).parents[1] / "config" / "data"
 ADDR = "http://127.0.0.1:1"  # never contacted: every test swaps in a fake fetcher

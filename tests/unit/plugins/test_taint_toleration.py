@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from factories import node, pod_info, table_of
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -16,6 +15,7 @@ from kubesched.framework.status import Code
 from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.taint_toleration import TaintToleration
 from kubesched.snapshot.table import NodeInfo, NodeTable
+from kubesched.testing import node, pod_info, table_of
 
 PNS, NS = "PreferNoSchedule", "NoSchedule"
 REASON = "node(s) had untolerated taint(s)"

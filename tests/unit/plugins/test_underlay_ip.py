@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from factories import node, pod
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -21,6 +20,7 @@ from kubesched.scheduler import Scheduler
 from kubesched.simulate.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
+from kubesched.testing import node, pod
 
 PROFILE = "blueking-ip-scheduler"
 

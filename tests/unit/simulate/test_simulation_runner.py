@@ -27,18 +27,10 @@ from kubesched.simulate.report_json import result_to_json
 from kubesched.simulate.runner import Simulation, SimulationResult
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable, Rows
+from kubesched.testing import node
 
 DATA = Path(__file__).parent / "data" / "cli"
 V1 = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
-
-
-def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
-    }
 
 
 def pod(name: str, cpu: str = "100m", memory: str = "128Mi", ts: int = 0) -> dict[str, Any]:

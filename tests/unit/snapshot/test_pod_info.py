@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from factories import pod
 from kubesched.snapshot.pod import PodInfo, PodSpecError, raw_pod_uid
+from kubesched.testing import pod
 
 
 def test_a_status_update_keeps_the_parsed_fields_and_carries_the_new_object() -> None:
