@@ -26,6 +26,7 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from kubesched.extender.server import ExtenderServer
 from kubesched.extender.service import ExtenderService
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.simulate.generator import generate_cluster
+from kubesched.snapshot.pod import PodInfo
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -49,6 +51,7 @@ class _StaticCluster:
 
     def __init__(self, nodes: list[dict[str, Any]]) -> None:
         self._cache = SchedulerCache()
+        self.objects_by_kind: dict[str, dict[str, dict[str, Any]]] = {}
         for n in nodes:
             self._cache.add_or_update_node(n)
 
@@ -59,6 +62,12 @@ class _StaticCluster:
     @property
     def synced(self) -> bool:
         return True
+
+    def objects(self, kind: str) -> dict[str, dict[str, Any]]:
+        return self.objects_by_kind.get(kind, {})
+
+    def pending_pods(self) -> Iterator[PodInfo]:
+        return iter(())
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
         raise NotImplementedError
@@ -175,26 +184,23 @@ def run(sizes: tuple[int, ...] = (100, 1000, 5000), modes: tuple[str, ...] = ("n
 
 
 def real_scheduler_throughput(nodes: int = 100, pods: int = 1000) -> dict[str, Any]:
-    """The REAL kube-scheduler's pods/s on a devcluster (KWOK nodes), without and with the extender.
+    """The REAL kube-scheduler's pods/s on a local control plane (KWOK nodes), without and with the extender.
 
     Each run creates ``pods`` pods for a fresh schedulerName in a fresh namespace and times from the
     first create to the last pod bound. The extender (default profile, nodeCacheCapable: true with its
     own informer cache) runs in-process on a background event loop.
     """
-    import sys
     import tempfile
     import threading
     import uuid
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hack" / "cluster"))
-    import devcluster
-
     from kubesched.extender.cluster import ExtenderCluster
     from kubesched.extender.command import extender_stanza
     from kubesched.extender.server import start_server
+    from kubesched.testing import controlplane
 
     workdir = Path(tempfile.mkdtemp(prefix="kubesched-bench-"))
-    cp = devcluster.DevCluster(workdir, bin_dir=devcluster.ensure_binaries())
+    cp = controlplane.ControlPlane(workdir, bin_dir=controlplane.ensure_binaries())
     cp.start(with_kwok=True)
     out: dict[str, Any] = {"nodes": nodes, "pods": pods}
     loop = asyncio.new_event_loop()
@@ -271,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=None)
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--real-scheduler", action="store_true",
-                    help="also measure the real kube-scheduler's pods/s with and without the extender (devcluster)")
+                    help="also measure the real kube-scheduler's pods/s with and without the extender "
+                         "(local control plane)")
     args = ap.parse_args(argv)
     sizes = tuple(int(s) for s in args.sizes.split(","))
     results = run(sizes, tuple(args.modes.split(",")), args.iterations)

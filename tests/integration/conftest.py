@@ -1,6 +1,6 @@
-"""Fixtures for integration tests against a real control plane (hack/cluster/devcluster.py).
+"""Fixtures for integration tests against a real control plane (``kubesched.testing.controlplane``).
 
-* ``control_plane`` (session): etcd + kube-apiserver + KWOK, a ``devcluster.DevCluster``: its
+* ``control_plane`` (session): etcd + kube-apiserver + KWOK, a ``controlplane.ControlPlane``: its
   ``kubeconfig`` / ``server`` / ``etcd_url`` and helpers (``api``, ``watch``, ``wait_for``,
   ``create_nodes``, ``create_pod``, ``start_kube_scheduler``, ``restart_apiserver``,
   ``compact_etcd``, ``logs``).
@@ -20,23 +20,20 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack" / "cluster"))
-sys.path.insert(0, str(Path(__file__).parent))  # shared helpers of the live tests (live_helpers.py)
-
-import devcluster  # noqa: E402
+from kubesched.testing import controlplane
+from kubesched.testing.controlplane import ApiError, ControlPlane
 
 IN_CI = os.environ.get("CI") == "true"
 
 _binaries_key = pytest.StashKey[tuple[Path | None, str]]()
-_cluster: devcluster.DevCluster | None = None
+_cluster: controlplane.ControlPlane | None = None
 
 
 def _wants_control_plane(items: list[pytest.Item]) -> bool:
@@ -50,7 +47,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Build (or find) the binaries once, before any test runs, if any selected test needs them."""
     if not _wants_control_plane(session.items):
         return
-    if not devcluster.binaries_up_to_date():
+    if not controlplane.binaries_up_to_date():
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None:
             tr.write_line(
@@ -58,9 +55,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
                 "(cold: ~6-10 min on 2 cores; `make cluster-bin` does it ahead of time)"
             )
     try:
-        bin_dir = devcluster.ensure_binaries(build=True, quiet=True)
+        bin_dir = controlplane.ensure_binaries(build=True, quiet=True)
         session.config.stash[_binaries_key] = (bin_dir, "")
-    except devcluster.BinariesUnavailable as e:
+    except controlplane.BinariesUnavailable as e:
         session.config.stash[_binaries_key] = (None, str(e))
     except OSError as e:  # e.g. build.sh not executable
         session.config.stash[_binaries_key] = (None, f"cannot run hack/cluster/build.sh: {e}")
@@ -69,7 +66,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 @pytest.fixture(scope="session")
 def control_plane(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[devcluster.DevCluster]:
+) -> Iterator[controlplane.ControlPlane]:
     global _cluster
     bin_dir, err = request.config.stash.get(_binaries_key, (None, "binaries were not prepared"))
     if bin_dir is None:
@@ -77,7 +74,7 @@ def control_plane(
         if IN_CI:
             pytest.fail(f"{msg} (CI=true: integration tests must run; add `make cluster-bin` to CI)", pytrace=False)
         pytest.skip(msg)
-    cluster = devcluster.DevCluster(tmp_path_factory.mktemp("control-plane"), bin_dir=bin_dir)
+    cluster = controlplane.ControlPlane(tmp_path_factory.mktemp("control-plane"), bin_dir=bin_dir)
     _cluster = cluster
     try:
         cluster.start(with_kwok=True)
@@ -95,7 +92,7 @@ def control_plane(
 
 
 @pytest.fixture
-def cp_namespace(control_plane: devcluster.DevCluster) -> Iterator[str]:
+def cp_namespace(control_plane: controlplane.ControlPlane) -> Iterator[str]:
     name = f"it-{uuid.uuid4().hex[:8]}"
     control_plane.create_namespace(name)
     yield name
@@ -105,7 +102,7 @@ def cp_namespace(control_plane: devcluster.DevCluster) -> Iterator[str]:
         for p in pods:
             control_plane.delete_pod(p["metadata"]["name"], name, grace_period=0)
         control_plane.api("DELETE", f"/api/v1/namespaces/{name}")
-    except devcluster.ApiError:
+    except controlplane.ApiError:
         pass
 
 
@@ -118,10 +115,32 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture
-def nodes_to_delete(control_plane: devcluster.DevCluster) -> Iterator[list[str]]:
+def nodes_to_delete(control_plane: controlplane.ControlPlane) -> Iterator[list[str]]:
     """Names of nodes a test creates; they are deleted afterwards."""
     names: list[str] = []
     yield names
     for n in names:
-        with contextlib.suppress(devcluster.ApiError):
+        with contextlib.suppress(controlplane.ApiError):
             control_plane.api("DELETE", f"/api/v1/nodes/{n}")
+
+
+#: The PodGroup CRD (Coscheduling's declared kind), installed once from deploy/crds.
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def podgroup_crd(control_plane: ControlPlane) -> None:
+    crd = yaml.safe_load((ROOT / "deploy" / "crds" / "scheduling.x-k8s.io_podgroups.yaml").read_text())
+    try:
+        control_plane.api("POST", CRD_PATH, crd)
+    except ApiError as e:
+        if e.status != 409:
+            raise
+
+    def established() -> bool:
+        got = control_plane.get(f"{CRD_PATH}/{crd['metadata']['name']}")
+        conds = got.get("status", {}).get("conditions") or []
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
+
+    control_plane.wait_for(established, 30, 0.2, "PodGroup CRD established")

@@ -24,7 +24,6 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-from devcluster import DevCluster
 from prometheus_client import generate_latest
 
 from kubesched.config.load import load_config_text
@@ -32,6 +31,7 @@ from kubesched.extender.command import extender_stanza
 from kubesched.extender.server import ExtenderServer, server_ssl_context, start_server
 from kubesched.extender.service import ExtenderService
 from kubesched.plugins.builtin import builtin_registry
+from kubesched.testing.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
 
@@ -61,9 +61,12 @@ profiles:
 
 
 class RunningExtender:
-    """kubesched extender on a background event loop (the devcluster helpers block the test thread)."""
+    """kubesched extender on a background event loop (the control-plane helpers block the test thread)."""
 
-    def __init__(self, kubeconfig: Path | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, kubeconfig: Path | None = None, ssl_context: ssl.SSLContext | None = None, profile: str = PROFILE
+    ) -> None:
+        self.profile_text = profile
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -80,14 +83,16 @@ class RunningExtender:
         return fut.result(timeout)
 
     async def _start(self, kubeconfig: Path | None, ssl_context: ssl.SSLContext | None) -> None:
+        registry = builtin_registry()
+        profile = load_config_text(self.profile_text, registry).profiles[0]
         if kubeconfig is not None:
             from kubesched.extender.cluster import ExtenderCluster
+            from kubesched.framework.registry import profiles_object_kinds
 
-            self.cluster = await ExtenderCluster.connect(str(kubeconfig))
+            kinds = profiles_object_kinds(registry, [profile])  # as `kubesched extender` does
+            self.cluster = await ExtenderCluster.connect(str(kubeconfig), kinds)
             await self.cluster.start(sync_timeout=60)
             assert self.cluster.synced
-        registry = builtin_registry()
-        profile = load_config_text(PROFILE, registry).profiles[0]
         self.service = ExtenderService(profile, registry, self.cluster)
         self.server = ExtenderServer(self.service)
         self._runner, self.port = await start_server(self.server, "127.0.0.1", 0, ssl_context)
@@ -122,13 +127,13 @@ def group(cp_namespace: str) -> dict[str, str]:
     return {"kubesched.test/group": cp_namespace}
 
 
-def start_scheduler(cp: DevCluster, tmp_path: Path, name: str, extenders: list[dict[str, Any]]) -> Any:
+def start_scheduler(cp: ControlPlane, tmp_path: Path, name: str, extenders: list[dict[str, Any]]) -> Any:
     cfg = cp.write_scheduler_config(tmp_path / f"{name}.json", scheduler_names=(name,),
                                     extra={"extenders": extenders})
     return cp.start_kube_scheduler(cfg)
 
 
-def make_nodes(cp: DevCluster, ns: str, group: dict[str, str], budgets: dict[str, int | None]) -> dict[str, str]:
+def make_nodes(cp: ControlPlane, ns: str, group: dict[str, str], budgets: dict[str, int | None]) -> dict[str, str]:
     """Nodes <ns>-<key> with the given IP budget label (None: no label, i.e. ipsPerNode)."""
     names = {}
     for key, b in budgets.items():
@@ -137,18 +142,18 @@ def make_nodes(cp: DevCluster, ns: str, group: dict[str, str], budgets: dict[str
     return names
 
 
-def ip_pod(cp: DevCluster, name: str, ns: str, sched: str, group: dict[str, str]) -> dict[str, Any]:
+def ip_pod(cp: ControlPlane, name: str, ns: str, sched: str, group: dict[str, str]) -> dict[str, Any]:
     return cp.create_pod(name, ns, scheduler_name=sched, labels={"net": "underlay"}, node_selector=group,
                          requests={"cpu": "10m"})
 
 
-def failed_scheduling_messages(cp: DevCluster, ns: str, pod: str) -> list[str]:
+def failed_scheduling_messages(cp: ControlPlane, ns: str, pod: str) -> list[str]:
     events = cp.get(f"/api/v1/namespaces/{ns}/events")["items"]
     return [e.get("message", "") for e in events
             if e.get("reason") == "FailedScheduling" and e.get("involvedObject", {}).get("name") == pod]
 
 
-def wait_failed(cp: DevCluster, ns: str, pod: str, needle: str, timeout: float = 60) -> str:
+def wait_failed(cp: ControlPlane, ns: str, pod: str, needle: str, timeout: float = 60) -> str:
     def found() -> str | None:
         p = cp.get_pod(pod, ns)
         assert not p["spec"].get("nodeName"), f"{pod} was bound to {p['spec'].get('nodeName')}"
@@ -167,7 +172,7 @@ def wait_failed(cp: DevCluster, ns: str, pod: str, needle: str, timeout: float =
 
 
 def test_filter_keeps_pods_off_rejected_nodes_and_prioritize_steers(
-    control_plane: DevCluster, cp_namespace: str, group: dict[str, str], tmp_path: Path
+    control_plane: ControlPlane, cp_namespace: str, group: dict[str, str], tmp_path: Path
 ) -> None:
     cp, ns = control_plane, cp_namespace
     nodes = make_nodes(cp, ns, group, {"none": 0, "cp": None, "few": 2, "many": 9})
@@ -196,7 +201,7 @@ def test_filter_keeps_pods_off_rejected_nodes_and_prioritize_steers(
 
 @pytest.mark.parametrize("node_cache_capable", [True, False], ids=["nodeCacheCapable", "nodeObjects"])
 def test_exact_budgets_in_both_node_modes(
-    control_plane: DevCluster, cp_namespace: str, group: dict[str, str], tmp_path: Path, node_cache_capable: bool
+    control_plane: ControlPlane, cp_namespace: str, group: dict[str, str], tmp_path: Path, node_cache_capable: bool
 ) -> None:
     cp, ns = control_plane, cp_namespace
     nodes = make_nodes(cp, ns, group, {"a": 2, "b": 1})
@@ -230,7 +235,7 @@ def _dead_port() -> int:
 
 
 def test_ignorable_extender_down_still_schedules_and_non_ignorable_reports(
-    control_plane: DevCluster, cp_namespace: str, group: dict[str, str], tmp_path: Path
+    control_plane: ControlPlane, cp_namespace: str, group: dict[str, str], tmp_path: Path
 ) -> None:
     cp, ns = control_plane, cp_namespace
     make_nodes(cp, ns, group, {"n": 0})  # the extender would reject it, but it is down
@@ -293,7 +298,7 @@ def pki(tmp_path: Path) -> Iterator[dict[str, Path]]:
 
 
 def test_https_with_client_certificates(
-    control_plane: DevCluster, cp_namespace: str, group: dict[str, str], tmp_path: Path, pki: dict[str, Path]
+    control_plane: ControlPlane, cp_namespace: str, group: dict[str, str], tmp_path: Path, pki: dict[str, Path]
 ) -> None:
     cp, ns = control_plane, cp_namespace
     nodes = make_nodes(cp, ns, group, {"no": 0, "yes": 5})
@@ -317,3 +322,62 @@ def test_https_with_client_certificates(
     finally:
         cp.stop_component(sched)
         ext.close()
+
+
+# -- declared objects: Coscheduling's PodGroups reach the extender's plugins ---------------------------
+
+GANG_PROFILE = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: gang
+    plugins:
+      preFilter:
+        disabled: [{name: "*"}]
+        enabled: [{name: Coscheduling}]
+      filter:
+        disabled: [{name: "*"}]
+      preScore:
+        disabled: [{name: "*"}]
+      score:
+        disabled: [{name: "*"}]
+    pluginConfig:
+      - name: Coscheduling
+        args: {podGroupBackoffSeconds: 0}
+"""
+
+
+def test_a_gang_through_the_extender_waits_for_its_pod_groups_min_member(
+    control_plane: ControlPlane, cp_namespace: str, group: dict[str, str], tmp_path: Path, podgroup_crd: None
+) -> None:
+    """The same Coscheduling as in the simulator and `kubesched run`, behind a real kube-scheduler:
+    the extender watches the PodGroups the plugin declares and the pending pods it counts, so two
+    members of a minMember-3 group are refused and the third lets all three bind."""
+    cp, ns = control_plane, cp_namespace
+    make_nodes(cp, ns, group, {"a": None, "b": None})
+    cp.api("POST", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups", {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+        "metadata": {"name": "train", "namespace": ns}, "spec": {"minMember": 3},
+    })
+    ext = RunningExtender(cp.kubeconfig, profile=GANG_PROFILE)
+    cp.wait_for(lambda: ext._call(_has_pod_group(ext, f"{ns}/train")), 30, 0.2, "the extender sees the PodGroup")
+    sched_name = f"ext-gang-{uuid.uuid4().hex[:6]}"
+    sched = start_scheduler(cp, tmp_path, sched_name, [ext.stanza(node_cache_capable=True)])
+    member = {"scheduling.x-k8s.io/pod-group": "train"}
+    try:
+        for i in range(2):
+            cp.create_pod(f"train-{i}", ns, scheduler_name=sched_name, labels=member, node_selector=group,
+                          requests={"cpu": "100m"})
+        msg = wait_failed(cp, ns, "train-0", "cannot find enough sibling pods")
+        assert "minMember of group: 3" in msg
+        cp.create_pod("train-2", ns, scheduler_name=sched_name, labels=member, node_selector=group,
+                      requests={"cpu": "100m"})
+        for i in range(3):
+            assert cp.wait_pod(f"train-{i}", ns, timeout=90)["spec"]["nodeName"]
+    finally:
+        cp.stop_component(sched)
+        ext.close()
+
+
+async def _has_pod_group(ext: RunningExtender, key: str) -> bool:
+    return key in ext.cluster.objects("PodGroup")

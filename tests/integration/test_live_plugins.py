@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from devcluster import ApiError, DevCluster
-from test_live_scheduler import (
+
+from kubesched.testing.controlplane import ControlPlane
+
+from .test_live_scheduler import (
     InProcess,
     bound_count,
     create_pods,
@@ -38,25 +39,10 @@ def write_profile(path: Path, scheduler_name: str, plugins: dict[str, Any], plug
     return path
 
 
-@pytest.fixture(scope="module")
-def podgroup_crd(control_plane: DevCluster) -> None:
-    crd = yaml.safe_load((ROOT / "deploy" / "crds" / "scheduling.x-k8s.io_podgroups.yaml").read_text())
-    try:
-        control_plane.api("POST", CRD_PATH, crd)
-    except ApiError as e:
-        if e.status != 409:
-            raise
-
-    def established() -> bool:
-        got = control_plane.get(f"{CRD_PATH}/{crd['metadata']['name']}")
-        conds = got.get("status", {}).get("conditions") or []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
-
-    control_plane.wait_for(established, 30, 0.2, "PodGroup CRD established")
 
 
 def test_ip_scheduler_places_ten_per_node_then_binds_the_rest_when_room_appears(
-    control_plane: DevCluster, cp_namespace: str, nodes_to_delete: list[str], tmp_path: Path
+    control_plane: ControlPlane, cp_namespace: str, nodes_to_delete: list[str], tmp_path: Path
 ) -> None:
     cp, ns = control_plane, cp_namespace
     name = f"ip-{ns}"
@@ -99,7 +85,7 @@ def test_ip_scheduler_places_ten_per_node_then_binds_the_rest_when_room_appears(
 
 
 def test_pod_group_of_four_binds_all_or_nothing_and_its_status_is_reported(
-    control_plane: DevCluster, cp_namespace: str, nodes_to_delete: list[str], tmp_path: Path, podgroup_crd: None
+    control_plane: ControlPlane, cp_namespace: str, nodes_to_delete: list[str], tmp_path: Path, podgroup_crd: None
 ) -> None:
     cp, ns = control_plane, cp_namespace
     name = f"gang-{ns}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -42,6 +42,16 @@ class ExtenderCluster:
             name="bound-pods",
             params={"fieldSelector": "spec.nodeName!="},
         )
+        #: Pods not yet bound (``spec.nodeName=``): what ``handle.pending_pods()`` answers, so a
+        #: plugin that counts pending pods (Coscheduling's gang members) sees them here too.
+        self._pending: dict[str, PodInfo] = {}
+        self.pending = Informer(
+            api,
+            "/api/v1/pods",
+            Handlers(self._pending_upsert, lambda _old, new: self._pending_upsert(new), self._pending_delete),
+            name="pending-pods",
+            params={"fieldSelector": "spec.nodeName="},
+        )
         self.binds = 0
 
     @staticmethod
@@ -59,17 +69,22 @@ class ExtenderCluster:
         """Declared objects of ``kind`` (what ``handle.objects(kind)`` answers in the extender)."""
         return self._objects.objects(kind)
 
+    def pending_pods(self) -> Iterator[PodInfo]:
+        return iter(list(self._pending.values()))
+
     @property
     def synced(self) -> bool:
-        return self.nodes.synced.is_set() and self.pods.synced.is_set()
+        return self.nodes.synced.is_set() and self.pods.synced.is_set() and self.pending.synced.is_set()
 
     async def start(self, sync_timeout: float = 60.0) -> None:
         self.nodes.start()
         self.pods.start()
+        self.pending.start()
         await self._objects.start()
         try:
             await asyncio.wait_for(
-                asyncio.gather(self.nodes.synced.wait(), self.pods.synced.wait()), sync_timeout
+                asyncio.gather(self.nodes.synced.wait(), self.pods.synced.wait(), self.pending.synced.wait()),
+                sync_timeout,
             )
         except TimeoutError:
             log.warning("extender: node/pod cache not synced after %.0fs; still trying", sync_timeout)
@@ -81,7 +96,7 @@ class ExtenderCluster:
             )
 
     async def stop(self) -> None:
-        for inf in (self.nodes, self.pods):
+        for inf in (self.nodes, self.pods, self.pending):
             with contextlib.suppress(Exception):
                 await inf.stop()
         await self._objects.stop()
@@ -113,6 +128,20 @@ class ExtenderCluster:
     def _pod_upsert(self, raw: dict[str, Any]) -> None:
         # A bound pod's status updates keep its parsed fields (no re-parse).
         self._cache.add_or_update_pod(PodInfo.from_raw(raw, self._cache.table.pod(raw_pod_uid(raw))))
+
+    def _pending_upsert(self, raw: dict[str, Any]) -> None:
+        try:
+            pod = PodInfo.from_raw(raw, self._pending.get(raw_pod_uid(raw)))
+        except Exception as e:  # a pod the scheduler would reject anyway; never stop the informer
+            log.warning("extender: skipping pending pod %s: %s", raw_pod_uid(raw), e)
+            return
+        if pod.terminal or pod.node_name:
+            self._pending.pop(pod.uid, None)
+        else:
+            self._pending[pod.uid] = pod
+
+    def _pending_delete(self, raw: dict[str, Any]) -> None:
+        self._pending.pop(raw_pod_uid(raw), None)
 
     def _pod_delete(self, raw: dict[str, Any]) -> None:
         self._cache.remove_pod(str((raw.get("metadata") or {}).get("uid", "")))

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any, Protocol, cast
@@ -118,6 +118,10 @@ class ClusterView(Protocol):
 
     def objects(self, kind: str) -> Mapping[str, dict[str, Any]]:
         """Objects the profile's plugins declared (framework/objects.py), keyed namespace/name."""
+        ...
+
+    def pending_pods(self) -> Iterator[PodInfo]:
+        """Pods not yet bound: what ``handle.pending_pods()`` answers (e.g. gang members)."""
         ...
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
@@ -337,6 +341,10 @@ class ExtenderService:
     def _build_framework(self, table: NodeTable) -> Framework:
         objects = self.cluster.objects if self.cluster is not None else None
         handle = Handle(table, RealClock(), WaitingPods(), None, self.profile.scheduler_name, objects=objects)
+        if self.cluster is not None:
+            # No queue here (kube-scheduler has it): activation is a no-op, pending pods come from
+            # the cluster's informer.
+            handle.attach_queue(lambda _uids: None, self.cluster.pending_pods)
         fwk = Framework.build(self.profile, self.registry, handle)
         primary = getattr(self, "_primary", None)
         if primary is not None:

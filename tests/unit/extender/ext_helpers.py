@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
@@ -43,6 +44,7 @@ class FakeCluster:
 
     def __init__(self, nodes: list[dict[str, Any]] = (), pods: list[dict[str, Any]] = ()) -> None:  # type: ignore[assignment]
         self._cache = SchedulerCache()
+        self.objects_by_kind: dict[str, dict[str, dict[str, Any]]] = {}
         for n in nodes:
             self._cache.add_or_update_node(n)
         for p in pods:
@@ -58,6 +60,12 @@ class FakeCluster:
     @property
     def synced(self) -> bool:
         return self.synced_flag
+
+    def objects(self, kind: str) -> dict[str, dict[str, Any]]:
+        return self.objects_by_kind.get(kind, {})
+
+    def pending_pods(self) -> Iterator[PodInfo]:
+        return iter(())
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
         if self.fail_bind:
