@@ -3,7 +3,7 @@
 Every scheduler here runs with the least-privilege identity of deploy/scheduler/rbac.yaml (a client
 certificate for system:serviceaccount:kubesched-system:kubesched), so these tests also prove the
 RBAC objects are sufficient. In-process schedulers run in a thread with their own event loop (the
-test body stays synchronous and can use the blocking devcluster helpers); the kill -9 and
+test body stays synchronous and can use the blocking control-plane helpers); the kill -9 and
 leader-election tests run real subprocesses.
 """
 
@@ -25,13 +25,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import devcluster
 import pytest
 import yaml
-from devcluster import ApiError, DevCluster
 
 from kubesched.api.quantity import milli_value, value
 from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import controlplane
+from kubesched.testing.controlplane import ApiError, ControlPlane
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +53,7 @@ _COLLECTIONS = {
 }
 
 
-def _apply(cp: DevCluster, path: Path) -> list[str]:
+def _apply(cp: ControlPlane, path: Path) -> list[str]:
     kinds = []
     for doc in yaml.safe_load_all(path.read_text()):
         if not doc:
@@ -70,7 +70,7 @@ def _apply(cp: DevCluster, path: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def sa_kubeconfig(control_plane: DevCluster) -> Path:
+def sa_kubeconfig(control_plane: ControlPlane) -> Path:
     _apply(control_plane, ROOT / "deploy" / "scheduler" / "namespace.yaml")
     kinds = _apply(control_plane, ROOT / "deploy" / "scheduler" / "rbac.yaml")
     assert {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} <= set(kinds)
@@ -140,7 +140,7 @@ class InProcess:
 
     def start(self, timeout: float = 30.0) -> InProcess:
         self._thread.start()
-        devcluster.wait_for(
+        controlplane.wait_for(
             lambda: self.error is not None or (self.live is not None and self.live.leading.is_set()),
             timeout,
             0.05,
@@ -169,7 +169,7 @@ class Proc:
     """``kubesched run`` as a real subprocess."""
 
     def __init__(self, config: Path, kubeconfig: Path, log: Path, *extra: str) -> None:
-        self.port = devcluster._free_port()
+        self.port = controlplane.free_port()
         self.log = log
         argv = [
             sys.executable, "-m", "kubesched.cli", "run",
@@ -194,7 +194,7 @@ class Proc:
                 raise AssertionError(f"kubesched exited with {self.popen.returncode}:\n{self.tail()}")
             return self.get("/readyz")[0] == 200
 
-        devcluster.wait_for(ready, timeout, 0.1, "kubesched /readyz")
+        controlplane.wait_for(ready, timeout, 0.1, "kubesched /readyz")
 
     def is_leader(self) -> bool:
         status, text = self.get("/metrics")
@@ -218,7 +218,8 @@ class Proc:
 
 
 # -- cluster helpers ---------------------------------------------------------------------------------
-def make_nodes(cp: DevCluster, cleanup: list[str], ns: str, sizes: list[tuple[str, str]], start: int = 0) -> list[str]:
+def make_nodes(cp: ControlPlane, cleanup: list[str], ns: str, sizes: list[tuple[str, str]],
+               start: int = 0) -> list[str]:
     group = {"kubesched.test/group": ns}
     names = []
     for i, (cpu, mem) in enumerate(sizes, start=start):
@@ -228,21 +229,21 @@ def make_nodes(cp: DevCluster, cleanup: list[str], ns: str, sizes: list[tuple[st
     return names
 
 
-def create_pods(cp: DevCluster, ns: str, names: list[str], workers: int = 8, **kw: Any) -> None:
+def create_pods(cp: ControlPlane, ns: str, names: list[str], workers: int = 8, **kw: Any) -> None:
     kw.setdefault("node_selector", {"kubesched.test/group": ns})
     with ThreadPoolExecutor(workers) as ex:
         list(ex.map(lambda n: cp.create_pod(n, ns, **kw), names))
 
 
-def pods_in(cp: DevCluster, ns: str) -> list[dict[str, Any]]:
+def pods_in(cp: ControlPlane, ns: str) -> list[dict[str, Any]]:
     return list(cp.get(f"/api/v1/namespaces/{ns}/pods")["items"])
 
 
-def bound_count(cp: DevCluster, ns: str) -> int:
+def bound_count(cp: ControlPlane, ns: str) -> int:
     return sum(1 for p in pods_in(cp, ns) if p["spec"].get("nodeName"))
 
 
-def settled_bound_count(cp: DevCluster, ns: str, quiet: float = 2.0, timeout: float = 30.0) -> int:
+def settled_bound_count(cp: ControlPlane, ns: str, quiet: float = 2.0, timeout: float = 30.0) -> int:
     """The number of bound pods once it has not changed for ``quiet`` seconds."""
     deadline = time.monotonic() + timeout
     last, since = bound_count(cp, ns), time.monotonic()
@@ -256,11 +257,11 @@ def settled_bound_count(cp: DevCluster, ns: str, quiet: float = 2.0, timeout: fl
     raise AssertionError(f"bound pods in {ns} kept changing for {timeout}s")
 
 
-def wait_bound(cp: DevCluster, ns: str, n: int, timeout: float = 60.0) -> None:
+def wait_bound(cp: ControlPlane, ns: str, n: int, timeout: float = 60.0) -> None:
     cp.wait_for(lambda: bound_count(cp, ns) >= n, timeout, 0.25, f"{n} pods bound in {ns}")
 
 
-def assert_no_overcommit(cp: DevCluster, node_names: list[str]) -> dict[str, int]:
+def assert_no_overcommit(cp: ControlPlane, node_names: list[str]) -> dict[str, int]:
     nodes = {n["metadata"]["name"]: n for n in cp.get("/api/v1/nodes")["items"] if n["metadata"]["name"] in node_names}
     used: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for p in cp.get("/api/v1/pods")["items"]:
@@ -280,13 +281,13 @@ def assert_no_overcommit(cp: DevCluster, node_names: list[str]) -> dict[str, int
     return {k: v[2] for k, v in used.items()}
 
 
-def events_for(cp: DevCluster, ns: str) -> list[dict[str, Any]]:
+def events_for(cp: ControlPlane, ns: str) -> list[dict[str, Any]]:
     return list(cp.get(f"/apis/events.k8s.io/v1/namespaces/{ns}/events")["items"])
 
 
 # -- tests -------------------------------------------------------------------------------------------
 def test_burst_of_300_pods_on_20_mixed_nodes(
-    control_plane: DevCluster, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str], tmp_path: Path
+    control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str], tmp_path: Path
 ) -> None:
     """All pods that fit are bound, no node exceeds its allocatable, default-scheduler pods untouched."""
     cp, ns = control_plane, cp_namespace
@@ -341,7 +342,7 @@ def test_burst_of_300_pods_on_20_mixed_nodes(
 
 
 def test_unschedulable_pod_is_told_why_and_bound_when_a_node_appears(
-    control_plane: DevCluster, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str], tmp_path: Path
+    control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str], tmp_path: Path
 ) -> None:
     cp, ns = control_plane, cp_namespace
     sched_name = f"kubesched-{ns}"
@@ -394,7 +395,7 @@ def test_unschedulable_pod_is_told_why_and_bound_when_a_node_appears(
 
 
 def test_kill_9_mid_burst_then_restart_binds_each_pod_once_without_overcommit(
-    control_plane: DevCluster, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str], tmp_path: Path
+    control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str], tmp_path: Path
 ) -> None:
     cp, ns = control_plane, cp_namespace
     sched_name = f"kubesched-{ns}"
@@ -442,7 +443,7 @@ def test_kill_9_mid_burst_then_restart_binds_each_pod_once_without_overcommit(
 
 
 def test_leader_election_only_the_leader_binds_and_hands_over(
-    control_plane: DevCluster, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str], tmp_path: Path
+    control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str], tmp_path: Path
 ) -> None:
     cp, ns = control_plane, cp_namespace
     sched_name = f"kubesched-{ns}"
@@ -516,7 +517,7 @@ def test_leader_election_only_the_leader_binds_and_hands_over(
 
 
 def test_leader_that_loses_its_lease_stops_and_exits_nonzero(
-    control_plane: DevCluster, cp_namespace: str, sa_kubeconfig: Path, tmp_path: Path
+    control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, tmp_path: Path
 ) -> None:
     cp = control_plane
     cfg = write_config(tmp_path / "cfg.json", f"kubesched-{cp_namespace}", leader_elect=True,
@@ -536,7 +537,7 @@ def test_leader_that_loses_its_lease_stops_and_exits_nonzero(
 
 
 def test_apiserver_restart_and_forced_watch_expiry_miss_no_pod(
-    control_plane: DevCluster, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str], tmp_path: Path
+    control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str], tmp_path: Path
 ) -> None:
     cp, ns = control_plane, cp_namespace
     sched_name = f"kubesched-{ns}"
@@ -585,7 +586,7 @@ def test_apiserver_restart_and_forced_watch_expiry_miss_no_pod(
         assert sched.stop() == 0
 
 
-def test_rbac_least_privilege(control_plane: DevCluster, cp_namespace: str, sa_kubeconfig: Path) -> None:
+def test_rbac_least_privilege(control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path) -> None:
     """The scheduler identity can do what it needs (the tests above ran with it) and no more."""
     from kubesched.kube.api import ApiClient, load_connection
     from kubesched.kube.api import ApiError as LiveApiError
@@ -645,3 +646,45 @@ def test_deploy_manifests_are_consistent() -> None:
     from kubesched.plugins.builtin import builtin_registry
 
     assert load_config(cfg, builtin_registry()).profiles[0].scheduler_name == "kubesched"
+
+
+def test_start_with_a_backlog_at_the_default_qps_keeps_the_lease_and_binds_every_pod(
+    control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str], tmp_path: Path
+) -> None:
+    """What every restart or failover of a busy scheduler looks like: pods already pending when
+    `kubesched run` starts, leader election on with upstream's timings (15s/10s/2s) and the default
+    client QPS (50). The binds queue for ~20 s at 50 QPS; a Lease renewal that waited behind them
+    (one shared client, as before) missed its 10 s deadline and the process exited, into a crash
+    loop on the same backlog. Full-size runs (5,000 / 10,000 pods) belong to the benchmarks."""
+    cp, ns = control_plane, cp_namespace
+    sched_name = f"kubesched-{ns}"
+    backlog = 1000
+    nodes = make_nodes(cp, nodes_to_delete, ns, [("8", "32Gi")] * 25)  # 80 pods of 100m per node: all fit
+    create_pods(cp, ns, [f"b{i:04d}" for i in range(backlog)], workers=16,
+                scheduler_name=sched_name, requests={"cpu": "100m", "memory": "64Mi"})
+    cfg = write_config(tmp_path / "cfg.json", sched_name, leader_elect=True, lease=("15s", "10s", "2s"))
+    log = tmp_path / "kubesched.log"
+    p = Proc(cfg, sa_kubeconfig, log, "--identity=backlog")
+    started = time.monotonic()
+    try:
+        p.wait_ready(60)
+        cp.wait_for(lambda: p.popen.poll() is not None or bound_count(cp, ns) >= backlog, 180, 0.5,
+                    f"{backlog} pods bound")
+        assert p.popen.poll() is None, f"kubesched exited with {p.popen.returncode}:\n{p.tail()}"
+        elapsed = time.monotonic() - started
+        time.sleep(3.0)  # past a few more renewals
+        assert p.popen.poll() is None and p.is_leader(), p.tail()
+        assert "lease" not in "\n".join(line for line in p.tail(400).splitlines() if "error" in line.lower())
+        assert_no_overcommit(cp, nodes)
+        p.kill(signal.SIGTERM)
+        assert p.wait(30) == 0, p.tail()
+        lag = re.search(r"max_loop_lag_ms=(\d+)", p.tail(5))
+        print(f"\n[live-backlog] {backlog} pending at start, default QPS, leader election on: all bound in "
+              f"{elapsed:.1f}s, lease held; longest event-loop stall {lag.group(1) if lag else '?'} ms")
+    finally:
+        p.kill(signal.SIGTERM)
+        with contextlib.suppress(Exception):
+            p.wait(30)
+        p.close()
+        cp.api("PATCH", f"/apis/coordination.k8s.io/v1/namespaces/{SA_NAMESPACE}/leases/{LEASE_NAME}",
+               {"spec": {"holderIdentity": "", "leaseDurationSeconds": 1}})

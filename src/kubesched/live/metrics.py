@@ -77,6 +77,13 @@ class SchedulerMetrics:
             "kubesched_informer_events", "Objects delivered by the informers.", ["resource"], registry=r
         )
         self.is_leader = Gauge("kubesched_is_leader", "1 while this replica holds the leader lease.", registry=r)
+        self.loop_lag = Histogram(
+            "kubesched_event_loop_lag_seconds",
+            "How late a 100 ms timer fired on the event loop: how long scheduling, informers or anything "
+            "else kept the loop (and so Lease renewals, binds and watches) waiting.",
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+            registry=r,
+        )
         self._queue: SchedulingQueue | None = None
         r.register(_PendingPods(lambda: self._queue))
         self._children: dict[tuple[Any, ...], Any] = {}

@@ -100,6 +100,8 @@ class RunStats:
     last_bound_at: float = 0.0
     synced_at: float = 0.0
     leader_at: float = 0.0
+    #: The longest the event loop was kept from running a due timer (kubesched_event_loop_lag_seconds).
+    max_loop_lag: float = 0.0
 
 
 _IGNORED_META = ("resourceVersion", "managedFields", "generation")
@@ -324,6 +326,7 @@ class LiveScheduler(SchedulerObserver):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(sig, self.request_stop)
         hold: asyncio.Task[None] | None = None
+        lag_watch = loop.create_task(self._watch_loop_lag())
         try:
             await self.health.start()
             self.events.start()
@@ -353,10 +356,22 @@ class LiveScheduler(SchedulerObserver):
             await self._loop()
             return await self._shutdown(hold)
         finally:
+            lag_watch.cancel()
             if self.options.install_signal_handlers:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                         loop.remove_signal_handler(sig)
+
+    async def _watch_loop_lag(self, interval: float = 0.1) -> None:
+        """Sleep ``interval`` again and again; how much later than asked each wake-up comes is how
+        long something held the loop (a renewal due then would have waited as long)."""
+        while True:
+            started = time.perf_counter()
+            await asyncio.sleep(interval)
+            lag = max(0.0, time.perf_counter() - started - interval)
+            self.metrics.loop_lag.observe(lag)
+            if lag > self.stats.max_loop_lag:
+                self.stats.max_loop_lag = lag
 
     async def _sync(self, inf: Informer) -> bool:
         inf.start()
@@ -451,11 +466,12 @@ class LiveScheduler(SchedulerObserver):
             with contextlib.suppress(Exception):
                 await client.close()
         log.info(
-            "event=stopped exit_code=%d attempts=%d bound=%d failed=%d",
+            "event=stopped exit_code=%d attempts=%d bound=%d failed=%d max_loop_lag_ms=%.0f",
             self.exit_code,
             self.stats.attempts,
             self.stats.bound,
             self.stats.failed,
+            self.stats.max_loop_lag * 1000,
         )
         return self.exit_code
 
