@@ -31,7 +31,7 @@ from kubesched.framework.interfaces import (
     Scores,
 )
 from kubesched.framework.objects import ObjectKind
-from kubesched.framework.status import Code, Status
+from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import (
     EVENT_NODE_ADD,
     EVENT_POD_DELETE,
@@ -56,6 +56,7 @@ __all__ = [
     "MIN_NODE_SCORE",
     "NODE",
     "POD",
+    "SUCCESS",
     "ActionType",
     "BindConflictError",
     "BindPlugin",
