@@ -19,6 +19,7 @@ def builtin_registry() -> Registry:
     from kubesched.plugins.node_ports import NodePorts
     from kubesched.plugins.node_unschedulable import NodeUnschedulable
     from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
+    from kubesched.plugins.podtopologyspread import PodTopologySpread
     from kubesched.plugins.priority_sort import PrioritySort
     from kubesched.plugins.real_usage import MemRealUsage, RealUsage
     from kubesched.plugins.taint_toleration import TaintToleration
@@ -33,6 +34,7 @@ def builtin_registry() -> Registry:
             NodeAffinity,
             NodePorts,
             NodeResourcesFit,
+            PodTopologySpread,
             NodeResourcesBalancedAllocation,
             DefaultBinder,
             UnderlayIP,

@@ -134,6 +134,10 @@ class NodeTable:
         self._pod_columns: dict[str, tuple[Callable[[PodInfo], int], IntArray]] = {}
         #: Plugin-defined per-row values derived from the Node object (e.g. an IP budget label).
         self._node_columns: dict[str, tuple[Callable[[dict[str, Any]], int], IntArray]] = {}
+        #: Observers of pod accounting, ``fn(row, pod, sign)``: called when a pod starts (+1) or
+        #: stops (-1) counting on a row, and with -1/+1 when ``replace_pod`` swaps its object
+        #: (snapshot/topology.py keeps per-selector pod counts this way).
+        self._pod_observers: list[Callable[[int, PodInfo, int], None]] = []
         #: Bumped on every change; plugins may key caches on it.
         self.generation = 0
         #: Bumped when a node is added or removed, or its metadata, spec or allocatable change (or
@@ -269,6 +273,9 @@ class NodeTable:
             return
         if self.pods[row]:
             self._orphans[name] = dict(self.pods[row])
+            for obs in self._pod_observers:
+                for pod in self.pods[row].values():
+                    obs(row, pod, -1)
         self.alive[row] = False
         self.names[row] = ""
         self.nodes[row] = {}
@@ -328,6 +335,13 @@ class NodeTable:
     def pod_column(self, name: str) -> IntArray:
         return self._pod_columns[name][1]
 
+    def add_pod_observer(self, fn: Callable[[int, PodInfo, int], None]) -> None:
+        """Call ``fn(row, pod, sign)`` whenever a pod starts (+1) or stops (-1) counting on a row
+        (assume, forget, bind, update, delete, a node leaving or returning), and with -1 then +1
+        when ``replace_pod`` swaps an accounted pod's object. Pods already in the table are not
+        replayed. ``fn`` must be cheap and must not modify the table."""
+        self._pod_observers.append(fn)
+
     def register_node_column(self, name: str, per_node: Callable[[dict[str, Any]], int]) -> None:
         """Maintain ``node_column(name)[row]`` = ``per_node(raw Node)``, updated on every node change."""
         arr = np.zeros(self._cap, dtype=np.int64)
@@ -380,6 +394,8 @@ class NodeTable:
             self.pods[row][pod.uid] = pod
         else:
             self.pods[row].pop(pod.uid, None)
+        for obs in self._pod_observers:
+            obs(row, pod, sign)
         self.generation += 1
 
     def add_pod(self, pod: PodInfo) -> None:
@@ -401,7 +417,12 @@ class NodeTable:
         if row is None:
             self._orphans.setdefault(pod.node_name, {})[pod.uid] = pod
         else:
+            old = self.pods[row].get(pod.uid)
             self.pods[row][pod.uid] = pod
+            if old is not None and old is not pod:
+                for obs in self._pod_observers:
+                    obs(row, old, -1)
+                    obs(row, pod, +1)
 
     def remove_pod(self, uid: str) -> PodInfo | None:
         node = self._pod_node.pop(uid, None)

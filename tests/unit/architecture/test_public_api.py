@@ -6,13 +6,13 @@ import kubesched.framework as framework
 
 #: Changing this list changes what out-of-tree plugins may rely on: say so in the changelog/docs.
 PUBLIC = {
-    "EVENT_NODE_ADD", "EVENT_POD_DELETE", "EVENT_WILDCARD", "MAX_NODE_SCORE", "MIN_NODE_SCORE", "NODE", "POD", "SUCCESS",
     "ActionType", "BindConflictError", "BindPlugin", "Clock", "ClusterClient", "ClusterEvent", "Code",
-    "CycleState", "FakeClock", "FilterPlugin", "Handle", "HostPort", "IntArray", "NodeInfo", "NodeTable",
-    "ObjectKind", "PermitPlugin", "Plugin", "PodGoneError", "PodInfo", "PostBindPlugin", "PostFilterPlugin",
-    "PostFilterResult", "PreBindPlugin", "PreFilterExtensions", "PreFilterPlugin", "PreFilterResult",
-    "PreScorePlugin", "QueueSortPlugin", "QueuedPodInfo", "RealClock", "ReservePlugin", "Rows", "ScorePlugin",
-    "Scores", "StateData", "Status", "Taint", "Verdicts",
+    "CycleState", "EVENT_NODE_ADD", "EVENT_POD_DELETE", "EVENT_WILDCARD", "FakeClock", "FilterPlugin",
+    "Handle", "HostPort", "IntArray", "MAX_NODE_SCORE", "MIN_NODE_SCORE", "NODE", "NodeInfo", "NodeTable",
+    "ObjectKind", "POD", "PermitPlugin", "Plugin", "PodGoneError", "PodInfo", "PostBindPlugin",
+    "PostFilterPlugin", "PostFilterResult", "PreBindPlugin", "PreFilterExtensions", "PreFilterPlugin",
+    "PreFilterResult", "PreScorePlugin", "QueueSortPlugin", "QueuedPodInfo", "RealClock", "ReservePlugin",
+    "Rows", "SUCCESS", "ScorePlugin", "Scores", "StateData", "Status", "Taint", "Verdicts",
 }
 
 

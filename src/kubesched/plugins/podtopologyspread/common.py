@@ -1,0 +1,269 @@
+"""Constraints of PodTopologySpread: parsing, defaults, node inclusion policies, counts per domain.
+
+Ports of pkg/scheduler/framework/plugins/podtopologyspread/common.go (``topologySpreadConstraint``,
+``filterTopologySpreadConstraints``, ``mergeLabelSetWithSelector``, ``buildDefaultConstraints``,
+``matchNodeInclusionPolicies``, ``nodeLabelsMatchSpreadConstraints``, ``countPodsMatchSelector``)
+and pkg/scheduler/framework/plugins/helper/spread.go (``DefaultSelector``, ``GetPodServices``).
+
+``matchLabelKeys``: since 1.34 kube-apiserver merges the pod's values for these keys into the
+constraint's labelSelector (MatchLabelKeysInPodTopologySpreadSelectorMerge), but the scheduler
+still merges them itself at PreFilter/PreScore time (common.go, for pods created before the
+upgrade); merging twice adds the same requirement twice, which changes nothing. This port does
+the same merge.
+
+Counting is columnar: instead of walking every pod on every node per cycle
+(``countPodsMatchSelector``), per-row match counts come from ``kubesched.snapshot.topology``
+and per-domain sums are a ``np.bincount`` over the topology key's value codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.plugins.helpers.label_selector import (
+    NOTHING,
+    Selector,
+    SelectorError,
+    label_selector_as_selector,
+    selector_from_set,
+)
+from kubesched.plugins.helpers.node_selector import RequiredNodeAffinity
+from kubesched.plugins.helpers.taints import pod_tolerations, untolerated_mask
+from kubesched.plugins.podtopologyspread.args import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import IntArray, NodeTable, Rows
+from kubesched.snapshot.topology import topology_index
+
+BoolArray = npt.NDArray[np.bool_]
+
+HONOR: Final = "Honor"
+IGNORE: Final = "Ignore"
+#: v1.LabelHostname / v1.LabelTopologyZone
+LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
+LABEL_TOPOLOGY_ZONE: Final = "topology.kubernetes.io/zone"
+
+#: plugin.go systemDefaultConstraints
+SYSTEM_DEFAULT_CONSTRAINTS: Final[tuple[dict[str, Any], ...]] = (
+    {"topologyKey": LABEL_HOSTNAME, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 3},
+    {"topologyKey": LABEL_TOPOLOGY_ZONE, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 5},
+)
+
+__all__ = ["DO_NOT_SCHEDULE", "SCHEDULE_ANYWAY"]
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """topologySpreadConstraint: a v1.TopologySpreadConstraint with its selector parsed."""
+
+    max_skew: int
+    topology_key: str
+    selector: Selector
+    min_domains: int = 1
+    node_affinity_policy: str = HONOR
+    node_taints_policy: str = IGNORE
+
+
+def merge_label_set_with_selector(match_labels: Mapping[str, str], s: Selector) -> Selector:
+    """mergeLabelSetWithSelector (newest: a selector without requirements, i.e. Nothing, is kept)."""
+    reqs = s.requirements()
+    if reqs is None:
+        return s
+    return selector_from_set(match_labels).add(*reqs)
+
+
+def filter_constraints(
+    raw_constraints: Sequence[Any], pod_labels: Mapping[str, str], action: str
+) -> tuple[Constraint, ...]:
+    """filterTopologySpreadConstraints: the constraints with ``whenUnsatisfiable == action``,
+    parsed. Raises SelectorError for a selector LabelSelectorAsSelector refuses."""
+    out: list[Constraint] = []
+    for c in raw_constraints:
+        if not isinstance(c, Mapping) or c.get("whenUnsatisfiable") != action:
+            continue
+        selector = label_selector_as_selector(c.get("labelSelector"))
+        keys = c.get("matchLabelKeys") or []
+        if keys:
+            match_labels = {k: pod_labels[k] for k in keys if k in pod_labels}
+            if match_labels:
+                selector = merge_label_set_with_selector(match_labels, selector)
+        min_domains = c.get("minDomains")
+        out.append(
+            Constraint(
+                max_skew=int(c.get("maxSkew") or 0),
+                topology_key=str(c.get("topologyKey") or ""),
+                selector=selector,
+                min_domains=1 if min_domains is None else int(min_domains),
+                node_affinity_policy=str(c.get("nodeAffinityPolicy") or HONOR),
+                node_taints_policy=str(c.get("nodeTaintsPolicy") or IGNORE),
+            )
+        )
+    return tuple(out)
+
+
+def own_constraints(pod: PodInfo, action: str, memo_key: str) -> tuple[Constraint, ...] | None:
+    """The pod's own constraints for ``action`` (cached on the pod), or None when the pod has no
+    topologySpreadConstraints at all (then the default constraints apply)."""
+    raw = pod.spec.get("topologySpreadConstraints")
+    if not raw or not isinstance(raw, list):
+        return None
+    memo: dict[str, tuple[Constraint, ...]] | None = pod.memo.get(memo_key)
+    if memo is None:
+        memo = pod.memo[memo_key] = {}
+    got = memo.get(action)
+    if got is None:
+        got = memo[action] = filter_constraints(raw, pod.labels, action)
+    return got
+
+
+# -- helper.DefaultSelector -------------------------------------------------------------------------
+
+
+class NamespaceIndex:
+    """Keys of a ``handle.objects(kind)`` mapping grouped by namespace, rebuilt when its key set
+    changes (fingerprint: the mapping's identity, size and newest key)."""
+
+    __slots__ = ("_by_ns", "_fingerprint")
+
+    def __init__(self) -> None:
+        self._fingerprint: tuple[int, int, str | None] | None = None
+        self._by_ns: dict[str, list[str]] = {}
+
+    def keys_in(self, objects: Mapping[str, Any], namespace: str) -> list[str]:
+        try:
+            last: str | None = next(reversed(objects))  # type: ignore[arg-type]
+        except (TypeError, StopIteration):
+            last = None
+        fp = (id(objects), len(objects), last)
+        if fp != self._fingerprint:
+            by_ns: dict[str, list[str]] = {}
+            for key in objects:
+                by_ns.setdefault(key.partition("/")[0], []).append(key)
+            self._by_ns = by_ns
+            self._fingerprint = fp
+        return self._by_ns.get(namespace, [])
+
+
+def _controller_of(pod: PodInfo) -> Mapping[str, Any] | None:
+    """metav1.GetControllerOfNoCopy."""
+    for ref in (pod.raw.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def default_selector(
+    pod: PodInfo, objects: Callable[[str], Mapping[str, dict[str, Any]]], services_index: NamespaceIndex
+) -> Selector:
+    """helper.DefaultSelector: the selectors of the Services selecting the pod merged, plus the
+    selector of its controlling ReplicationController, ReplicaSet or StatefulSet."""
+    label_set: dict[str, str] = {}
+    services = objects("Service")
+    if services:
+        for key in services_index.keys_in(services, pod.namespace):
+            svc = services.get(key)
+            sel = ((svc or {}).get("spec") or {}).get("selector")
+            if sel is None or not isinstance(sel, Mapping):
+                continue  # services with nil selectors match nothing, not everything
+            if selector_from_set(sel).matches(pod.labels):
+                label_set.update({str(k): str(v) for k, v in sel.items()})
+    selector = selector_from_set(label_set)
+    owner = _controller_of(pod)
+    if owner is None:
+        return selector
+    api_version = str(owner.get("apiVersion") or "")
+    if api_version.count("/") > 1:
+        return selector  # schema.ParseGroupVersion error
+    group, _, version = api_version.rpartition("/")
+    kind = owner.get("kind")
+    key = f"{pod.namespace}/{owner.get('name') or ''}"
+    if (group, version, kind) == ("", "v1", "ReplicationController"):
+        rc = objects("ReplicationController").get(key)
+        if rc is not None:
+            rc_sel = (rc.get("spec") or {}).get("selector") or {}
+            if isinstance(rc_sel, Mapping):
+                label_set.update({str(k): str(v) for k, v in rc_sel.items()})
+            selector = selector_from_set(label_set)
+    elif (group, version, kind) in (("apps", "v1", "ReplicaSet"), ("apps", "v1", "StatefulSet")):
+        obj = objects(str(kind)).get(key)
+        if obj is not None:
+            try:
+                other = label_selector_as_selector((obj.get("spec") or {}).get("selector"))
+            except SelectorError:
+                return selector
+            reqs = other.requirements()
+            if reqs is not None:
+                selector = selector.add(*reqs)
+    return selector
+
+
+def with_selector(constraints: Sequence[Constraint], selector: Selector) -> tuple[Constraint, ...]:
+    return tuple(
+        Constraint(c.max_skew, c.topology_key, selector, c.min_domains, c.node_affinity_policy, c.node_taints_policy)
+        for c in constraints
+    )
+
+
+# -- node masks and counts --------------------------------------------------------------------------
+
+
+def has_all_keys(table: NodeTable, rows: Rows, constraints: Sequence[Constraint]) -> BoolArray:
+    """nodeLabelsMatchSpreadConstraints over rows."""
+    ok = np.ones(len(rows), dtype=np.bool_)
+    for key in {c.topology_key for c in constraints}:
+        ok &= table.label_column(key).codes[rows] >= 0
+    return ok
+
+
+class InclusionMasks:
+    """matchNodeInclusionPolicies over rows, each policy's mask computed at most once."""
+
+    __slots__ = ("_affinity", "_pod", "_rows", "_table", "_taints")
+
+    def __init__(self, table: NodeTable, rows: Rows, pod: PodInfo) -> None:
+        self._table, self._rows, self._pod = table, rows, pod
+        self._affinity: BoolArray | None = None
+        self._taints: BoolArray | None = None
+
+    def mask(self, c: Constraint) -> BoolArray | None:
+        """Rows passing the constraint's policies; None when both are Ignore (all pass)."""
+        out: BoolArray | None = None
+        if c.node_affinity_policy == HONOR:
+            if self._affinity is None:
+                self._affinity = required_affinity(self._pod).match(self._table, self._rows)
+            out = self._affinity
+        if c.node_taints_policy == HONOR:
+            if self._taints is None:
+                self._taints = ~untolerated_mask(self._table, self._rows, pod_tolerations(self._pod))
+            out = self._taints if out is None else out & self._taints
+        return out
+
+
+def required_affinity(pod: PodInfo) -> RequiredNodeAffinity:
+    """nodeaffinity.GetRequiredNodeAffinity (cached on the pod)."""
+    cached = pod.memo.get("_required_node_affinity")
+    if not isinstance(cached, RequiredNodeAffinity):
+        cached = pod.memo["_required_node_affinity"] = RequiredNodeAffinity.of(pod.spec)
+    return cached
+
+
+def match_counts(table: NodeTable, namespace: str, selector: Selector) -> IntArray | None:
+    """Per row, the pods countPodsMatchSelector counts; None when it counts none anywhere
+    (an empty selector counts nothing upstream, and Nothing matches nothing)."""
+    if selector.empty() or selector is NOTHING or selector.nothing:
+        return None
+    return topology_index(table).counts(namespace, selector)
+
+
+def domain_sums(codes: npt.NDArray[np.int32], counts: IntArray | None, size: int) -> tuple[IntArray, BoolArray]:
+    """Per value code (``size`` of them): the summed counts and whether any row has that code."""
+    n = np.bincount(codes, minlength=size)
+    if counts is None or len(codes) == 0:
+        sums = np.zeros(len(n), dtype=np.int64)
+    else:
+        sums = np.bincount(codes, weights=counts, minlength=size).astype(np.int64)
+    return sums, n > 0
