@@ -13,6 +13,7 @@ from typing import Any
 import click
 import yaml
 
+from kubesched.app.options import config_option, plugins_option
 from kubesched.extender.limits import DEFAULT_MAX_BODY, DEFAULT_TIMEOUT, normalize_prefix
 
 log = logging.getLogger("kubesched.extender")
@@ -76,8 +77,7 @@ def extender_stanza(
 
 
 @click.command("extender")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="KubeSchedulerConfiguration YAML with the profile to serve (default: the default profile).")
+@config_option("the default profile; the profile to serve is picked with --profile")
 @click.option("--profile", "profile_name", metavar="NAME",
               help="schedulerName of the profile to serve (needed when the configuration has several).")
 @click.option("--listen", default="127.0.0.1:8888", show_default=True, metavar="HOST:PORT")
@@ -89,8 +89,7 @@ def extender_stanza(
 @click.option("--kubeconfig", type=click.Path(dir_okay=False, path_type=Path),
               help="Connect to the cluster: node/pod cache (nodeCacheCapable), exact pod counts, bind.")
 @click.option("--in-cluster", is_flag=True, help="Connect with the pod's service account (instead of --kubeconfig).")
-@click.option("--plugins", "plugin_modules", multiple=True, metavar="MODULE",
-              help="Import out-of-tree plugins from a Python module (its PLUGINS list); repeatable.")
+@plugins_option
 @click.option("--timeout", type=click.FloatRange(min=0.01), default=DEFAULT_TIMEOUT, show_default=True,
               help="Per-request deadline in seconds (keep it under the scheduler's httpTimeout, 5s by default).")
 @click.option("--max-body", type=click.IntRange(min=1024), default=DEFAULT_MAX_BODY, show_default=True,

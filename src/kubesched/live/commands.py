@@ -9,25 +9,20 @@ from typing import Any
 
 import click
 
+from kubesched.app.options import config_option, plugins_option
 from kubesched.app.startup import UserError, load_scheduler_config
 
 DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
 
 
 @click.command("run")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="KubeSchedulerConfiguration YAML (default: one profile named default-scheduler).",
-)
+@config_option("one profile named default-scheduler")
 @click.option(
     "--kubeconfig",
     type=click.Path(dir_okay=False),
     help="Kubeconfig file (default: clientConnection.kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster).",
 )
-@click.option("--plugins", "plugin_modules", multiple=True, metavar="MODULE",
-              help="Import out-of-tree plugins from a Python module (its PLUGINS list); repeatable.")
+@plugins_option
 @click.option(
     "--health-addr",
     default=DEFAULT_HEALTH_ADDR,
@@ -108,12 +103,10 @@ def _print_rbac(config: Any, registry: Any, name: str, lease_name: str) -> None:
 @click.command("explain")
 @click.argument("pod")
 @click.option("-n", "--namespace", default=None, help="Namespace (default: from POD as ns/name, else default).")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="KubeSchedulerConfiguration YAML (default: the default profile).")
+@config_option()
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig file (default: as kubectl).")
 @click.option("--profile", help="Explain with this profile (default: the pod's schedulerName).")
-@click.option("--plugins", "plugin_modules", multiple=True, metavar="MODULE",
-              help="Import out-of-tree plugins from a Python module (its PLUGINS list); repeatable.")
+@plugins_option
 @click.option("--max-rows", type=click.IntRange(min=1), default=50, show_default=True)
 def explain_command(
     pod: str,

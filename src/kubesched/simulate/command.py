@@ -12,16 +12,12 @@ import orjson
 import yaml
 from rich.console import Console
 
+from kubesched.app.options import config_option, plugins_option
 from kubesched.app.startup import UserError, load_scheduler_config
 
 
 @click.command("simulate")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="KubeSchedulerConfiguration YAML (default: the default profile).",
-)
+@config_option()
 @click.option(
     "--cluster",
     "cluster_path",
@@ -62,8 +58,7 @@ from kubesched.app.startup import UserError, load_scheduler_config
     help="Leave pending pods whose schedulerName matches no profile unscheduled "
     "(default: simulate them with the first profile).",
 )
-@click.option("--plugins", "plugin_modules", multiple=True, metavar="MODULE",
-              help="Import out-of-tree plugins from a Python module (its PLUGINS list); repeatable.")
+@plugins_option
 @click.option("--max-rows", type=click.IntRange(min=1), default=25, show_default=True, help="Rows per summary table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def simulate(

@@ -1,0 +1,33 @@
+"""Command-line options every shell's commands share, declared once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def config_option(default: str = "the default profile") -> Callable[[F], F]:
+    """``--config FILE`` → ``config_path``: a KubeSchedulerConfiguration."""
+    return click.option(
+        "--config",
+        "config_path",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help=f"KubeSchedulerConfiguration YAML (default: {default}).",
+    )
+
+
+def plugins_option(f: F) -> F:
+    """``--plugins MODULE`` (repeatable) → ``plugin_modules``: out-of-tree plugins to load."""
+    return click.option(
+        "--plugins",
+        "plugin_modules",
+        multiple=True,
+        metavar="MODULE",
+        help="Import out-of-tree plugins from a Python module, package directory or .py file (its PLUGINS "
+        "list); repeatable.",
+    )(f)
