@@ -305,8 +305,9 @@ class Scheduler:
         state = CycleState()
         try:
             outcome = self.schedule_pod(fwk, state, pod)
-        except Exception as e:  # a plugin bug fails this pod (with backoff), never the scheduler
-            status = Status.error(f"scheduling cycle: {type(e).__name__}: {e}")
+        except Exception as e:  # a bug outside the plugins' calls: fail this pod (with backoff), never the scheduler
+            status = Status.from_exception(e)
+            status = Status(status.code, (f"scheduling cycle: {status.message}",), "", e)
             outcome = ScheduleFailure(status, status.message)
         if isinstance(outcome, ScheduleFailure):
             if outcome.unschedulable and outcome.num_all_nodes and fwk.post_filter:
@@ -472,8 +473,9 @@ class Scheduler:
             self._in_flight.pop(uid, None)
             self.queue.delete(uid)
             return
-        except Exception as e:  # a plugin bug must not kill the scheduler: requeue with backoff
-            st = Status.error(f"binding cycle: {type(e).__name__}: {e}")
+        except Exception as e:  # a bug must not kill the scheduler: requeue with backoff
+            st = Status.from_exception(e)
+            st = Status(st.code, (f"binding cycle: {st.message}",), "", e)
         if not st.is_success:
             fwk.run_unreserve(state, assumed, node)
             self.cache.forget(uid)

@@ -21,6 +21,16 @@ def config_option(default: str = "the default profile") -> Callable[[F], F]:
     )
 
 
+def debug_option(f: F) -> F:
+    """``--debug`` → ``debug`` (also on with ``KUBESCHED_DEBUG=1``): tracebacks of plugin errors."""
+    return click.option(
+        "--debug",
+        is_flag=True,
+        envvar="KUBESCHED_DEBUG",
+        help="Print the traceback of each distinct plugin error (also: KUBESCHED_DEBUG=1).",
+    )(f)
+
+
 def plugins_option(f: F) -> F:
     """``--plugins MODULE`` (repeatable) → ``plugin_modules``: out-of-tree plugins to load."""
     return click.option(

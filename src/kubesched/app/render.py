@@ -3,16 +3,31 @@
 
 from __future__ import annotations
 
+import traceback
+from collections.abc import Mapping
+
 from rich.console import Console
 from rich.table import Table
 
 from kubesched.framework.explain import Explanation
+
+#: Width for output that is not a terminal (a pipe, a file): wide enough that no table is cut or
+#: wrapped, so `| less -S`, `grep` and files see whole rows.
+PIPE_WIDTH = 1000
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich console: the terminal's width on a terminal, else :data:`PIPE_WIDTH`."""
+    c = Console(stderr=stderr)
+    return c if c.is_terminal else Console(stderr=stderr, width=PIPE_WIDTH)
 
 
 def print_explanation(console: Console, ex: Explanation, max_rows: int = 50) -> None:
     console.print(f"[bold]Explain {ex.pod}[/bold] (profile {ex.profile})")
     for name, st in ex.pre_filter.items():
         console.print(f"  PreFilter {name}: {st}")
+    for name, st in ex.score_errors.items():
+        console.print(f"  [red]Score {name}: {st}[/red]", highlight=False)
     if ex.skipped_filters:
         console.print(f"  [dim]filters skipped for this pod: {', '.join(ex.skipped_filters)}[/dim]")
     if ex.skipped_scores:
@@ -41,3 +56,10 @@ def print_explanation(console: Console, ex: Explanation, max_rows: int = 50) -> 
             )
             t.add_row(n.node, verdict, *["" for _ in score_plugins], *([""] if any_feasible else []))
     console.print(t)
+
+
+def print_tracebacks(console: Console, exceptions: Mapping[str, BaseException]) -> None:
+    """Each distinct error's traceback once, under the message users saw."""
+    for message, exc in exceptions.items():
+        console.print(f"[red]{message}[/red]", highlight=False, soft_wrap=True)
+        console.print("".join(traceback.format_exception(exc)).rstrip(), markup=False, highlight=False, soft_wrap=True)

@@ -48,6 +48,8 @@ class Explanation:
     weights: dict[str, int]
     #: PreFilter plugin → its status when not Success (Skip or a rejection).
     pre_filter: dict[str, Status] = field(default_factory=dict)
+    #: Score-side plugins that raised or failed (PreScore, Score, NormalizeScore), by plugin.
+    score_errors: dict[str, Status] = field(default_factory=dict)
     skipped_filters: list[str] = field(default_factory=list)
     skipped_scores: list[str] = field(default_factory=list)
     nodes: list[NodeExplanation] = field(default_factory=list)
@@ -117,7 +119,13 @@ def _explain(fwk: Framework, pod: PodInfo) -> Explanation:
         if fp.name in state.skip_filter_plugins:
             out.skipped_filters.append(fp.name)
             continue
-        verdicts = fp.filter_batch(state, pod, table, rows)
+        try:
+            verdicts = fp.filter_batch(state, pod, table, rows)
+        except Exception as e:  # shown on every node, as the cycle would report it; never a crash
+            failed = Status.from_exception(e, fp.name)
+            for n in nodes:
+                n.filters[fp.name] = failed
+            continue
         for i, code in enumerate(verdicts.codes.tolist()):
             nodes[i].filters[fp.name] = verdicts.statuses[code - 1].with_plugin(fp.name) if code else None
     feasible_idx = [i for i, n in enumerate(nodes) if n.feasible]
@@ -130,16 +138,25 @@ def _explain(fwk: Framework, pod: PodInfo) -> Explanation:
         return out
     frows = rows[np.array(feasible_idx, dtype=np.intp)]
     for ps in fwk.pre_score:
-        if ps.pre_score(state, pod, table, frows).is_skip:
+        try:
+            skipped = ps.pre_score(state, pod, table, frows).is_skip
+        except Exception as e:
+            out.score_errors[ps.name] = Status.from_exception(e, ps.name)
+            skipped = True
+        if skipped:
             state.skip_score_plugins.add(ps.name)
     for p in fwk.score:
         if p.name in state.skip_score_plugins:
             out.skipped_scores.append(p.name)
             continue
-        scores = p.score_batch(state, pod, table, frows)
-        if isinstance(scores, Status):
+        try:
+            scores = p.score_batch(state, pod, table, frows)
+            if isinstance(scores, Status):
+                continue
+            p.normalize_score(state, pod, table, frows, scores)
+        except Exception as e:
+            out.score_errors[p.name] = Status.from_exception(e, p.name)
             continue
-        p.normalize_score(state, pod, table, frows, scores)
         weighted = scores * fwk.score_weights[p.name]
         for j, i in enumerate(feasible_idx):
             nodes[i].scores[p.name] = int(weighted[j])

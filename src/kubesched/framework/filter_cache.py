@@ -106,7 +106,10 @@ class SignatureVerdictCache:
         for p in self.plugins:
             if p.name in state.skip_filter_plugins or not len(rows):
                 continue
-            v = p.filter_batch(state, pod, table, rows)
+            try:
+                v = p.filter_batch(state, pod, table, rows)
+            except Exception:
+                return None  # reported by the uncached path, which runs the plugin again
             if not v.statuses:
                 continue
             if any(s.code == Code.ERROR for s in v.statuses):

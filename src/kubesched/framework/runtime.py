@@ -15,7 +15,7 @@ import numpy as np
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.filter_cache import SignatureVerdictCache
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import BindConflictError, Handle, PodGoneError
 from kubesched.framework.interfaces import (
     EXTENSION_POINTS,
     MAX_NODE_SCORE,
@@ -87,9 +87,34 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     return max(num_all_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+#: How upstream's framework wraps a plugin's error, per extension point (runtime/framework.go).
+_ERROR_FORMATS = {
+    "PreFilter": 'running PreFilter plugin "{plugin}": {message}',
+    "Filter": 'running "{plugin}" filter plugin: {message}',
+    "PostFilter": 'running PostFilter plugin "{plugin}": {message}',
+    "PreScore": 'running PreScore plugin "{plugin}": {message}',
+    "Score": 'running Score plugins: plugin "{plugin}" failed with: {message}',
+    "Reserve": 'running Reserve plugin "{plugin}": {message}',
+    "Permit": 'running Permit plugin "{plugin}": {message}',
+    "PreBind": 'running PreBind plugin "{plugin}": {message}',
+    "Bind": 'running Bind plugin "{plugin}": {message}',
+}
+
+
 def plugin_error(point: str, st: Status) -> str:
-    """Upstream's wrapping of a plugin's error: ``running PreFilter plugin "X": message``."""
-    return f'running {point} plugin "{st.plugin}": {st.message}'
+    """Upstream's wrapping of a plugin's error at ``point``, e.g. ``running "RackCap" filter
+    plugin: KeyError: 'r1x' (rackcap.py:42 in filter)`` (an exception a plugin raised becomes an
+    Error naming its type and location: ``Status.from_exception``)."""
+    if not st.plugin:
+        return st.message
+    return _ERROR_FORMATS.get(point, "running {point} plugin \"{plugin}\": {message}").format(
+        point=point, plugin=st.plugin, message=st.message
+    )
+
+
+def wrapped_error(point: str, st: Status) -> Status:
+    """``st`` as an Error whose message is :func:`plugin_error`'s (the exception is kept)."""
+    return Status(Code.ERROR, (plugin_error(point, st),), st.plugin, st.exception)
 
 
 def narrowed_out_status(plugins: Sequence[str]) -> Status:
@@ -204,7 +229,10 @@ class Framework:
         table = self.handle.table
         unschedulable: Status | None = None
         for p in self.pre_filter:
-            r, st = p.pre_filter(state, pod, table)
+            try:
+                r, st = p.pre_filter(state, pod, table)
+            except Exception as e:  # a plugin bug fails this pod, never the scheduler
+                return None, Status.from_exception(e, p.name)
             if st.code == Code.SKIP:
                 state.skip_filter_plugins.add(p.name)
                 continue
@@ -269,10 +297,10 @@ class Framework:
         if not st.is_success:
             if st.is_rejected:
                 return candidates, SUCCESS
-            return candidates, Status.error(plugin_error("PreFilter", st), plugin=st.plugin)
+            return candidates, wrapped_error("PreFilter", st)
         passing, st = self.run_filters(state, pod, candidates, diagnosis)
         if not st.is_success:
-            return passing, Status.error(plugin_error("Filter", st), plugin=st.plugin)
+            return passing, wrapped_error("Filter", st)
         return passing, SUCCESS
 
     def run_filters(
@@ -296,7 +324,10 @@ class Framework:
         for p in plugins:
             if p.name in state.skip_filter_plugins:
                 continue
-            verdicts = p.filter_batch(state, pod, table, rows)
+            try:
+                verdicts = p.filter_batch(state, pod, table, rows)
+            except Exception as e:
+                return rows[:0], Status.from_exception(e, p.name)
             if not verdicts.statuses:
                 continue
             codes = verdicts.codes
@@ -320,7 +351,10 @@ class Framework:
         """Run PostFilter plugins until one succeeds (upstream: the first Success wins)."""
         reasons: list[str] = []
         for p in self.post_filter:
-            r, st = p.post_filter(state, pod, diagnosis)
+            try:
+                r, st = p.post_filter(state, pod, diagnosis)
+            except Exception as e:
+                return None, Status.from_exception(e, p.name)
             if st.is_success:
                 return r, st.with_plugin(p.name)
             if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -334,7 +368,10 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: PodInfo, rows: Rows) -> Status:
         table = self.handle.table
         for p in self.pre_score:
-            st = p.pre_score(state, pod, table, rows)
+            try:
+                st = p.pre_score(state, pod, table, rows)
+            except Exception as e:
+                return Status.from_exception(e, p.name)
             if st.code == Code.SKIP:
                 state.skip_score_plugins.add(p.name)
             elif not st.is_success:
@@ -349,10 +386,13 @@ class Framework:
         for p in self.score:
             if p.name in state.skip_score_plugins:
                 continue
-            scores = p.score_batch(state, pod, table, rows)
-            if isinstance(scores, Status):
-                return scores.with_plugin(p.name)
-            st = p.normalize_score(state, pod, table, rows, scores)
+            try:
+                scores = p.score_batch(state, pod, table, rows)
+                if isinstance(scores, Status):
+                    return scores.with_plugin(p.name)
+                st = p.normalize_score(state, pod, table, rows, scores)
+            except Exception as e:
+                return Status.from_exception(e, p.name)
             if not st.is_success:
                 return st.with_plugin(p.name)
             if scores.dtype != np.int64:  # e.g. int32 from a plugin; floats fail here, as upstream's int64
@@ -376,9 +416,13 @@ class Framework:
     # -- reserve / permit ---------------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for p in self.reserve:
-            st = p.reserve(state, pod, node_name)
+            try:
+                st = p.reserve(state, pod, node_name)
+            except Exception as e:
+                st = Status.from_exception(e)
             if not st.is_success:
-                return st.with_plugin(p.name)
+                st = st.with_plugin(p.name)
+                return st if st.is_rejected else wrapped_error("Reserve", st)
         return SUCCESS
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
@@ -390,7 +434,10 @@ class Framework:
         """Success, a rejection, or Wait after registering the pod as waiting."""
         waits: dict[str, float] = {}
         for p in self.permit:
-            st, timeout = p.permit(state, pod, node_name)
+            try:
+                st, timeout = p.permit(state, pod, node_name)
+            except Exception as e:
+                st, timeout = Status.from_exception(e, p.name), 0.0
             if st.is_success:
                 continue
             if st.code == Code.WAIT:
@@ -398,7 +445,7 @@ class Framework:
                 continue
             if st.is_rejected:
                 return st.with_plugin(p.name)
-            return Status.error(f'running Permit plugin "{p.name}": {st.message}', plugin=p.name)
+            return wrapped_error("Permit", st.with_plugin(p.name))
         if waits:
             self.handle.waiting_pods.add(WaitingPod(pod, node_name, waits, self.handle.clock.now()))
             return Status.wait(f"waiting at plugin(s) {', '.join(sorted(waits))}")
@@ -416,19 +463,29 @@ class Framework:
     # -- binding ------------------------------------------------------------------------------
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for p in self.pre_bind:
-            st = await p.pre_bind(state, pod, node_name)
+            try:
+                st = await p.pre_bind(state, pod, node_name)
+            except Exception as e:
+                st = Status.from_exception(e)
             if st.code == Code.SKIP:
                 continue
             if not st.is_success:
-                return st.with_plugin(p.name)
+                st = st.with_plugin(p.name)
+                return st if st.is_rejected else wrapped_error("PreBind", st)
         return SUCCESS
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for p in self.bind:
-            st = await p.bind(state, pod, node_name)
+            try:
+                st = await p.bind(state, pod, node_name)
+            except (BindConflictError, PodGoneError):
+                raise  # the scheduler's to handle: not a plugin bug
+            except Exception as e:
+                st = Status.from_exception(e)
             if st.code == Code.SKIP:
                 continue
-            return st.with_plugin(p.name)
+            st = st.with_plugin(p.name)
+            return wrapped_error("Bind", st) if st.is_error else st
         return Status.error("no bind plugin bound the pod (all returned Skip)")
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:

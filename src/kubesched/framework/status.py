@@ -6,8 +6,9 @@ runtime stamps the plugin name on statuses returned by plugins so reasons can be
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
+from pathlib import Path
 
 
 class Code(IntEnum):
@@ -50,6 +51,8 @@ class Status:
     code: Code = Code.SUCCESS
     reasons: tuple[str, ...] = ()
     plugin: str = ""
+    #: The exception behind an Error raised by a plugin (``from_exception``), for tracebacks.
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
     # -- constructors -------------------------------------------------------------------------
     @staticmethod
@@ -63,6 +66,22 @@ class Status:
     @staticmethod
     def error(message: str, plugin: str = "") -> Status:
         return Status(Code.ERROR, (message,), plugin)
+
+    @staticmethod
+    def from_exception(exc: BaseException, plugin: str = "") -> Status:
+        """An Error for an exception a plugin raised (upstream ``AsStatus(err)``): its type, message
+        and where it was raised (the innermost frame), e.g. ``KeyError: 'r1x' (rackcap.py:42 in
+        filter)``; the exception itself is kept for ``--debug`` tracebacks."""
+        where = ""
+        tb = exc.__traceback__
+        if tb is not None:
+            while tb.tb_next is not None:
+                tb = tb.tb_next
+            code = tb.tb_frame.f_code
+            where = f" ({Path(code.co_filename).name}:{tb.tb_lineno} in {code.co_name})"
+        text = str(exc)
+        message = f"{type(exc).__name__}: {text}{where}" if text else f"{type(exc).__name__}{where}"
+        return Status(Code.ERROR, (message,), plugin, exc)
 
     @staticmethod
     def skip(plugin: str = "") -> Status:
@@ -100,7 +119,7 @@ class Status:
         return ", ".join(self.reasons)
 
     def with_plugin(self, plugin: str) -> Status:
-        return self if self.plugin == plugin else Status(self.code, self.reasons, plugin)
+        return self if self.plugin == plugin else Status(self.code, self.reasons, plugin, self.exception)
 
     def __str__(self) -> str:
         where = f" [{self.plugin}]" if self.plugin else ""

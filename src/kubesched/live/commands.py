@@ -119,9 +119,8 @@ def explain_command(
 ) -> None:
     """Why is POD pending (or why did it land where it did)? Every filter's verdict on every node and
     every score, computed from the live cluster's current nodes and pods."""
-    from rich.console import Console
 
-    from kubesched.app.render import print_explanation
+    from kubesched.app.render import console, print_explanation
     from kubesched.kube.api import ApiClient, ConnectionConfigError, load_connection
     from kubesched.live.explain import ExplainError, explain_live
 
@@ -146,7 +145,7 @@ def explain_command(
         result = asyncio.run(go())
     except (ConnectionConfigError, ExplainError) as e:
         raise UserError(str(e)) from None
-    out = Console()
+    out = console()
     from kubesched.live.explain import LiveExplanation
 
     assert isinstance(result, LiveExplanation)

@@ -12,7 +12,7 @@ import orjson
 import yaml
 from rich.console import Console
 
-from kubesched.app.options import config_option, plugins_option
+from kubesched.app.options import config_option, debug_option, plugins_option
 from kubesched.app.startup import UserError, load_scheduler_config
 
 
@@ -61,6 +61,7 @@ from kubesched.app.startup import UserError, load_scheduler_config
 @plugins_option
 @click.option("--max-rows", type=click.IntRange(min=1), default=25, show_default=True, help="Rows per summary table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@debug_option
 def simulate(
     config_path: Path | None,
     cluster_path: Path | None,
@@ -75,13 +76,14 @@ def simulate(
     plugin_modules: tuple[str, ...],
     max_rows: int,
     quiet: bool,
+    debug: bool,
 ) -> None:
     """Schedule a cluster in memory with any configuration and show where every pod lands and why.
 
     Without --cluster or --nodes, runs the built-in demo cluster (with the demo's two-profile
     configuration unless --config is given).
     """
-    from kubesched.app.render import print_explanation
+    from kubesched.app.render import console, print_explanation, print_tracebacks
     from kubesched.framework.registry import profiles_object_kinds
     from kubesched.simulate.generator import generate_cluster
     from kubesched.simulate.inputs import ClusterInputError, load_cluster
@@ -113,8 +115,8 @@ def simulate(
         skipped = ", ".join(f"{n} {kind}" for kind, n in cluster.skipped.items()) or "nothing"
         raise UserError(f"--cluster {cluster_path}: no Node or Pod objects found (read: {skipped})")
 
-    err = Console(stderr=True)
-    out = Console()
+    err = console(stderr=True)
+    out = console()
     progress_cb, stop_progress = _progress(err, quiet or output == "json")
     sim = Simulation(
         config,
@@ -138,6 +140,8 @@ def simulate(
         sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         print_summary(out, data, max_rows)
+    if debug:
+        print_tracebacks(err, sim.recorder.exceptions)
     if result.explanation is not None:
         print_explanation(err if output == "json" else out, result.explanation, max_rows=max(max_rows, 50))
     if report_path is not None:

@@ -66,6 +66,8 @@ class Recorder(SchedulerObserver):
         self._max_error_attempts = max_error_attempts
         self._give_up = give_up
         self._errors: dict[str, int] = {}
+        #: The first exception behind each distinct error message (plugin bugs), for ``--debug``.
+        self.exceptions: dict[str, BaseException] = {}
 
     def record(self, pod: PodInfo, profile: str) -> PodRecord:
         rec = self.records.get(pod.uid)
@@ -123,6 +125,8 @@ class Recorder(SchedulerObserver):
         rec.feasible_nodes = 0
         rec.evaluated_nodes = len(failure.diagnosis.node_to_status)
         if not failure.unschedulable:
+            if failure.status.exception is not None:
+                self.exceptions.setdefault(failure.message, failure.status.exception)
             # Errors back off and retry for ever upstream; a replay gives up after a few so it ends.
             n = self._errors[pod.uid] = self._errors.get(pod.uid, 0) + 1
             if n >= self._max_error_attempts and self._give_up is not None:

@@ -80,18 +80,29 @@ def print_summary(console: Console, data: dict[str, Any], max_rows: int = 25) ->
     left_pending = [p for p in data["placements"] if p["status"] == "Pending" and p["message"]]
     for message, n in Counter(p["message"] for p in left_pending).most_common(max_rows):
         console.print(f"[yellow]{n} pod(s) left pending:[/yellow] {message}")
-    failed = [p for p in data["placements"] if p["status"] in ("Unschedulable", "Error")]
-    if failed:
-        by_message = Counter(p["message"] for p in failed)
-        t = Table(title=f"Unschedulable pods: {len(failed)}")
-        t.add_column("pods", justify="right")
-        t.add_column("example")
-        t.add_column("reason")
-        first: dict[str, str] = {}
-        for p in failed:
-            first.setdefault(p["message"], p["pod"])
-        for message, n in by_message.most_common(max_rows):
-            t.add_row(str(n), first[message], message)
-        console.print(t)
-    else:
+    unschedulable = [p for p in data["placements"] if p["status"] == "Unschedulable"]
+    errors = [p for p in data["placements"] if p["status"] == "Error"]
+    # Verdicts and errors apart, counted as the summary counts them: an error is a bug (a plugin's,
+    # or the input's), not a placement decision.
+    for title, rows, header in (
+        (f"Unschedulable pods: {len(unschedulable)}", unschedulable, "reason"),
+        (f"Pods that failed with an error: {len(errors)} (--debug shows tracebacks)", errors, "error"),
+    ):
+        if rows:
+            _reasons_table(console, title, rows, header, max_rows)
+    if not unschedulable and not errors:
         console.print("[green]Every simulated pod was scheduled.[/green]")
+
+
+def _reasons_table(console: Console, title: str, rows: list[dict[str, Any]], header: str, max_rows: int) -> None:
+    by_message = Counter(p["message"] for p in rows)
+    t = Table(title=title)
+    t.add_column("pods", justify="right")
+    t.add_column("example")
+    t.add_column(header, overflow="fold")
+    first: dict[str, str] = {}
+    for p in rows:
+        first.setdefault(p["message"], p["pod"])
+    for message, n in by_message.most_common(max_rows):
+        t.add_row(str(n), first[message], message)
+    console.print(t)
