@@ -14,6 +14,7 @@ from kubesched.framework.registry import Registry
 def builtin_registry() -> Registry:
     from kubesched.plugins.coscheduling import Coscheduling
     from kubesched.plugins.default_binder import DefaultBinder
+    from kubesched.plugins.interpodaffinity import InterPodAffinity
     from kubesched.plugins.node_affinity import NodeAffinity
     from kubesched.plugins.node_name import NodeName
     from kubesched.plugins.node_ports import NodePorts
@@ -35,6 +36,7 @@ def builtin_registry() -> Registry:
             NodePorts,
             NodeResourcesFit,
             PodTopologySpread,
+            InterPodAffinity,
             NodeResourcesBalancedAllocation,
             DefaultBinder,
             UnderlayIP,
