@@ -106,7 +106,7 @@ def simulate(
         if cluster_path is not None:
             cluster = load_cluster(cluster_path, kinds)
         elif nodes is not None:
-            cluster = generate_cluster(nodes, pods if pods is not None else nodes * 2, seed)
+            cluster = generate_cluster(nodes, pods if pods is not None else nodes * 2, seed, pod_topology=True)
         else:
             cluster = load_cluster(demo_dir() / "cluster.yaml", kinds)
     except (ClusterInputError, PodSpecError, NodeSpecError) as e:

@@ -39,6 +39,16 @@ Pods (``<team>-<app>-<n>``, namespace = team, in creation order with strictly in
   Terminal (Succeeded) batch pods are bound too but, as in Kubernetes, use no capacity.
 
 GPU and infra pods are only generated when the cluster has GPU or infra nodes.
+
+With ``pod_topology=True`` (what ``kubesched simulate --nodes/--pods`` uses) the replicas of each
+web app also carry what real Deployments and StatefulSets do, one pattern per app: ~40% soft zone
+spreading (``maxSkew 1``, ScheduleAnyway), ~10% hard zone spreading plus soft host spreading, ~15%
+preferred anti-affinity on the hostname, ~5% required anti-affinity on the hostname (one replica per
+node, as StatefulSets of databases), ~10% preferred affinity to the team's other pods in a zone, the
+rest none; selectors match the app's ``app.kubernetes.io/name``. These choices come from a random
+stream of their own, so every other field is the same as without them; pre-bound pods are placed
+without regard to them (the existing state of a cluster). The benchmarks' SchedulingBasic keeps them
+off, as upstream's SchedulingBasic does.
 """
 
 from __future__ import annotations
@@ -62,6 +72,7 @@ ZONES: Final = ("us-east-1a", "us-east-1b", "us-east-1c")
 MAX_PODS: Final = 110
 GPU: Final = "nvidia.com/gpu"
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 ARCH_LABEL: Final = "kubernetes.io/arch"
 INFRA_LABEL: Final = "node-role.kubernetes.io/infra"
 CONTROL_PLANE_LABEL: Final = "node-role.kubernetes.io/control-plane"
@@ -121,8 +132,9 @@ class _PodPlan:
     terminal: bool
 
 
-def generate_cluster(nodes: int, pods: int, seed: int) -> ClusterInput:
-    """A synthetic cluster of exactly ``nodes`` Nodes and ``pods`` Pods; deterministic per seed."""
+def generate_cluster(nodes: int, pods: int, seed: int, *, pod_topology: bool = False) -> ClusterInput:
+    """A synthetic cluster of exactly ``nodes`` Nodes and ``pods`` Pods; deterministic per seed.
+    ``pod_topology``: web apps get spread constraints and pod (anti-)affinity (module docstring)."""
     if nodes < 0 or pods < 0:
         raise ValueError(f"nodes and pods must not be negative, got nodes={nodes} pods={pods}")
     rng = random.Random(seed)
@@ -135,6 +147,8 @@ def generate_cluster(nodes: int, pods: int, seed: int) -> ClusterInput:
         has_infra=bool(pools["infra"]),
         has_arm=any(n.labels[ARCH_LABEL] == "arm64" for n in pools["general"]),
     )
+    if pod_topology:
+        _add_pod_topology(random.Random(seed ^ 0x70_9010), plans)
     terminal = _prebind(rng, plans, pools)
     return ClusterInput(
         nodes=node_objs,
@@ -577,6 +591,63 @@ def _generate_pods(rng: random.Random, count: int, *, has_gpu: bool, has_infra: 
         }
         plans.append(_PodPlan(raw, shape.pool, shape.node_selector, required, shape.host_ports, shape.terminal))
     return plans
+
+
+#: (pattern, weight) per web app; see the module docstring.
+_TOPOLOGY_PATTERNS: Final = (
+    ("soft-zone-spread", 0.40),
+    ("hard-zone-spread", 0.10),
+    ("preferred-anti-affinity", 0.15),
+    ("required-anti-affinity", 0.05),
+    ("preferred-team-affinity", 0.10),
+    ("none", 0.20),
+)
+
+
+def _topology_of(pattern: str, app: str, team: str) -> dict[str, Any]:
+    """The spec fields (``topologySpreadConstraints`` / ``affinity``) of one pattern."""
+    own = {"matchLabels": {"app.kubernetes.io/name": app}}
+
+    def spread(key: str, when: str) -> dict[str, Any]:
+        return {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": when, "labelSelector": own}
+
+    if pattern == "soft-zone-spread":
+        return {"topologySpreadConstraints": [spread(ZONE_LABEL, "ScheduleAnyway")]}
+    if pattern == "hard-zone-spread":
+        return {"topologySpreadConstraints": [spread(ZONE_LABEL, "DoNotSchedule"),
+                                              spread(HOSTNAME_LABEL, "ScheduleAnyway")]}
+    term = {"labelSelector": own, "topologyKey": HOSTNAME_LABEL}
+    if pattern == "preferred-anti-affinity":
+        return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": term}]}}
+    if pattern == "required-anti-affinity":
+        return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    if pattern == "preferred-team-affinity":
+        team_term = {"labelSelector": {"matchLabels": {"team": team}}, "topologyKey": ZONE_LABEL}
+        return {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 50, "podAffinityTerm": team_term}]}}
+    return {}
+
+
+def _add_pod_topology(rng: random.Random, plans: list[_PodPlan]) -> None:
+    names, weights = zip(*_TOPOLOGY_PATTERNS, strict=True)
+    chosen: dict[str, str] = {}
+    for plan in plans:
+        meta, spec = plan.raw["metadata"], plan.raw["spec"]
+        if meta["ownerReferences"][0]["kind"] != "ReplicaSet" or "nvidia.com/gpu.present" in spec.get(
+            "nodeSelector", {}
+        ):
+            continue
+        app = meta["labels"]["app.kubernetes.io/name"]
+        pattern = chosen.get(app)
+        if pattern is None:
+            pattern = chosen[app] = rng.choices(names, weights)[0]
+        extra = _topology_of(pattern, app, meta["labels"]["team"])
+        if "topologySpreadConstraints" in extra:
+            spec["topologySpreadConstraints"] = extra["topologySpreadConstraints"]
+        for kind in ("podAffinity", "podAntiAffinity"):
+            if kind in extra:
+                spec.setdefault("affinity", {})[kind] = extra[kind]
 
 
 def _qos(containers: list[dict[str, Any]]) -> str:

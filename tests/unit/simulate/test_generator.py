@@ -197,3 +197,26 @@ def test_round_trips_through_load_cluster(tmp_path: Path) -> None:
     assert loaded.nodes == c.nodes
     assert loaded.pods == c.pods
     assert loaded.terminal_pods == c.terminal_pods
+
+
+def test_pod_topology_gives_apps_spread_and_affinity_without_changing_anything_else() -> None:
+    plain = generate_cluster(300, 1200, seed=3)
+    shaped = generate_cluster(300, 1200, seed=3, pod_topology=True)
+    assert plain.nodes == shaped.nodes
+    assert [p["metadata"] for p in plain.pods] == [p["metadata"] for p in shaped.pods]
+    for a, b in zip(plain.pods, shaped.pods, strict=True):
+        extra = {k for k in b["spec"] if b["spec"][k] != a["spec"].get(k)}
+        assert extra <= {"topologySpreadConstraints", "affinity"}
+    spec_of = [p["spec"] for p in shaped.pods]
+    spread = [s for s in spec_of if "topologySpreadConstraints" in s]
+    anti = [s for s in spec_of if "podAntiAffinity" in s.get("affinity", {})]
+    aff = [s for s in spec_of if "podAffinity" in s.get("affinity", {})]
+    assert 0.2 < len(spread) / len(spec_of) < 0.5
+    assert len(anti) > 0 and len(aff) > 0
+    # One pattern per app: every replica of an app carries the same constraints.
+    by_app: dict[str, set[str]] = {}
+    for p in shaped.pods:
+        app = p["metadata"]["labels"]["app.kubernetes.io/name"]
+        by_app.setdefault(app, set()).add(repr(p["spec"].get("topologySpreadConstraints")))
+    assert all(len(v) == 1 for v in by_app.values())
+    assert generate_cluster(300, 1200, seed=3, pod_topology=True).pods == shaped.pods
