@@ -46,14 +46,16 @@ def print_explanation(console: Console, ex: Explanation, max_rows: int = 50) -> 
     if any_feasible:
         t.add_column("total", justify="right")
     for n in nodes[:max_rows]:
+        notes = "".join(f"\n[dim]{plugin}: {note}[/dim]" for plugin, note in n.notes.items())
         if n.feasible:
             verdict = "[green]fits (chosen)[/green]" if n.node == ex.chosen else "[green]fits[/green]"
+            verdict += notes
             scores = [str(n.scores[p]) if p in n.scores else "-" for p in score_plugins]
             t.add_row(n.node, verdict, *scores, str(n.total))
         else:
             verdict = "; ".join(
                 f"[red]{plugin}[/red]: {st.message}" for plugin, st in n.filters.items() if st is not None
-            )
+            ) + notes
             t.add_row(n.node, verdict, *["" for _ in score_plugins], *([""] if any_feasible else []))
     console.print(t)
 

@@ -9,15 +9,18 @@ Shared by ``kubesched simulate --explain`` and ``kubesched explain`` on a live c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis, fit_error_message
+from kubesched.framework.interfaces import Plugin
 from kubesched.framework.runtime import Framework, narrowed_out_status, plugin_error
 from kubesched.framework.status import Status
 from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeTable, Rows
 
 
 @dataclass(slots=True)
@@ -28,6 +31,8 @@ class NodeExplanation:
     #: Score plugin → weighted score (feasible nodes only).
     scores: dict[str, int] = field(default_factory=dict)
     total: int = 0
+    #: Plugin → what it saw on this node (``Plugin.explain_nodes``), e.g. domain counts and skew.
+    notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def feasible(self) -> bool:
@@ -130,6 +135,7 @@ def _explain(fwk: Framework, pod: PodInfo) -> Explanation:
             nodes[i].filters[fp.name] = verdicts.statuses[code - 1].with_plugin(fp.name) if code else None
     feasible_idx = [i for i, n in enumerate(nodes) if n.feasible]
     if not feasible_idx:
+        _add_notes(fwk.filter, state, pod, table, rows, nodes)
         for i, n in enumerate(nodes):
             rejection = n.first_rejection
             if rejection is not None:
@@ -161,4 +167,24 @@ def _explain(fwk: Framework, pod: PodInfo) -> Explanation:
         for j, i in enumerate(feasible_idx):
             nodes[i].scores[p.name] = int(weighted[j])
             nodes[i].total += int(weighted[j])
+    # After PreScore, so plugins can describe both their hard (PreFilter) and soft (PreScore) state.
+    _add_notes(list({p.name: p for p in (*fwk.filter, *fwk.score)}.values()), state, pod, table, rows, nodes)
     return out
+
+
+def _add_notes(
+    plugins: Sequence[Plugin], state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows,
+    nodes: list[NodeExplanation],
+) -> None:
+    """Each plugin's per-node notes (``Plugin.explain_nodes``); a plugin whose notes fail is skipped."""
+    for p in plugins:
+        if p.name in state.skip_filter_plugins and p.name in state.skip_score_plugins:
+            continue
+        try:
+            notes = p.explain_nodes(state, pod, table, rows)
+        except Exception:  # notes are a courtesy: never lose the explanation over them
+            continue
+        if notes:
+            for n, note in zip(nodes, notes, strict=False):
+                if note:
+                    n.notes[p.name] = note

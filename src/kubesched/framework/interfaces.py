@@ -74,6 +74,14 @@ class Plugin:
     async def stop(self) -> None:
         """Called by a shell at shutdown."""
 
+    def explain_nodes(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows
+    ) -> Sequence[str] | None:
+        """Optional, for ``explain`` only (never on the scheduling path): one short note per row on
+        what this plugin saw there, from the CycleState its PreFilter/PreScore wrote — e.g. a
+        topology domain's matching pods and the skew the pod would make. None: nothing to add."""
+        return None
+
     def status_updates(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
         """For kinds declared with ``writes_status``: kind → {object key → changed status fields}
         since the last call. The live leader merge-patches them into the status subresource."""

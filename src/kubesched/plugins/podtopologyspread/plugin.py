@@ -267,6 +267,49 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             codes[undecided & ~missing & (skew > c.max_skew)] = 1
         return Verdicts(codes, [_STATUS_SKEW, _STATUS_MISSING_LABEL])
 
+    # -- explain ------------------------------------------------------------------------------------
+    def explain_nodes(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows
+    ) -> Sequence[str] | None:
+        """Per node: for each hard constraint its domain, the matching pods there and the skew the
+        pod would make (``skew 2 > 1`` rejects); for each soft one the matching pods Score counts."""
+        notes: list[list[str]] = [[] for _ in range(len(rows))]
+        row_list = rows.tolist()
+        pre = state.get(PRE_FILTER_STATE_KEY)
+        if isinstance(pre, PreFilterState):
+            for i, c in enumerate(pre.constraints):
+                col = table.label_column(c.topology_key)
+                names = {code: value for value, code in col.values.items()}
+                lut = _padded(pre.match_num[i], max(len(col.values), 1))
+                extra = (1 if c.selector.matches(pod.labels) else 0) - pre.min_match_num(i)
+                for j, r in enumerate(row_list):
+                    code = int(col.codes[r])
+                    if code < 0:
+                        notes[j].append(f"{c.topology_key}: label missing")
+                        continue
+                    skew = int(lut[code]) + extra
+                    verdict = ">" if skew > c.max_skew else "<="
+                    notes[j].append(f"{c.topology_key}={names[code]}: {int(lut[code])} matching, "
+                                    f"skew {skew} {verdict} {c.max_skew}")
+        soft = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(soft, PreScoreState):
+            for c, sums in zip(soft.constraints, soft.domain_counts, strict=True):
+                col = table.label_column(c.topology_key)
+                names = {code: value for value, code in col.values.items()}
+                per_node = match_counts(table, pod.namespace, c.selector) if sums is None else None
+                for j, r in enumerate(row_list):
+                    code = int(col.codes[r])
+                    if code < 0:
+                        continue
+                    if sums is None:
+                        n = 0 if per_node is None else int(per_node[r])
+                    else:
+                        n = int(sums[code]) if code < len(sums) else 0
+                    notes[j].append(f"soft {c.topology_key}={names[code]}: {n} matching")
+        if not any(notes):
+            return None
+        return ["; ".join(n) for n in notes]
+
     # -- PreFilterExtensions ------------------------------------------------------------------------
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return self
