@@ -322,6 +322,28 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         ))
         return None, SUCCESS
 
+    def explain_nodes(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows
+    ) -> Sequence[str] | None:
+        """Per node, the counts Filter decides by, in each of the node's topology domains: pods
+        matching the pod's required affinity, its anti-affinity, and existing pods whose
+        anti-affinity the pod matches (explain only)."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState):
+            return None
+        notes: list[list[str]] = [[] for _ in range(len(rows))]
+        for title, counts in (("affinity", s.affinity), ("anti-affinity", s.anti),
+                              ("existing pods' anti-affinity", s.existing_anti)):
+            for key, by_code in counts.items():
+                col = table.label_column(key)
+                names = {code: value for value, code in col.values.items()}
+                for j, r in enumerate(rows.tolist()):
+                    code = int(col.codes[r])
+                    if code >= 0:
+                        n = int(by_code[code]) if code < len(by_code) else 0
+                        notes[j].append(f"{title} {key}={names[code]}: {n} matching")
+        return ["; ".join(n) for n in notes] if any(notes) else None
+
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, PreFilterState):
