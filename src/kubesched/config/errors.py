@@ -33,8 +33,24 @@ class ConfigError(ValueError):
         if len(self.errors) == 1:
             message = prefix + self.errors[0]
         else:
-            message = f"{prefix}{len(self.errors)} errors:\n" + "\n".join(f"  - {e}" for e in self.errors)
+            shown, note = _shared_note(self.errors)
+            message = f"{prefix}{len(self.errors)} errors:\n" + "\n".join(f"  - {e}" for e in shown) + note
         super().__init__(message)
+
+
+#: The part of an unknown-plugin message that lists the known plugins (validate.py): said once
+#: under a list of errors instead of after each.
+_KNOWN_NOTE = "; known plugins: "
+
+
+def _shared_note(errors: Sequence[str]) -> tuple[list[str], str]:
+    """Errors with a trailing known-plugins list stripped when several end with the same one, and
+    that list as one closing line."""
+    tails = {e[e.index(_KNOWN_NOTE):] for e in errors if _KNOWN_NOTE in e}
+    if len(tails) != 1 or sum(_KNOWN_NOTE in e for e in errors) < 2:
+        return list(errors), ""
+    (tail,) = tails
+    return [e.removesuffix(tail) for e in errors], "\n" + tail.removeprefix("; ")
 
 
 def go_duration(seconds: float) -> str:

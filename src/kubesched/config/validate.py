@@ -45,11 +45,16 @@ IFACE: Final = {p: cls.__name__ for p, cls in EXTENSION_POINTS.items()} | {"preE
 # -- plugin names -----------------------------------------------------------------------------------
 
 
+#: How out-of-tree plugins get into the registry: said wherever a plugin name is unknown.
+LOAD_HINT = "load out-of-tree plugins with --plugins MODULE (a module name, a package directory or a .py file)"
+
+
 def _known_names_text(registry: Registry) -> str:
     not_impl = sorted(UPSTREAM_NOT_IMPLEMENTED - set(registry.names()))
     return (
         f"known plugins: {', '.join(registry.names())}; "
-        f"upstream plugins kubesched does not implement: {', '.join(not_impl)}"
+        f"upstream plugins kubesched does not implement: {', '.join(not_impl)}; "
+        f"{LOAD_HINT}"
     )
 
 

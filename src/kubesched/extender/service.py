@@ -67,6 +67,7 @@ from kubesched.framework.runtime import Framework, ProfileSpec, plugin_error
 from kubesched.framework.status import Code, Status
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.shapes import ShapeError, check_node_shape, check_pod_shape
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
 
 log = logging.getLogger("kubesched.extender")
@@ -143,99 +144,11 @@ class Reply:
     kind: str = ""
 
 
-def check_pod_shape(raw: dict[str, Any]) -> None:
-    """Reject pods whose fields the plugins read have the wrong JSON types (the API server would
-    never send them; a hostile or broken client might)."""
-    md = raw.get("metadata")
-    if not isinstance(md, dict):
-        raise WireError(f"Pod.metadata: expected an object, got {type_name(md)}")
-    for key in ("name", "namespace", "uid", "creationTimestamp"):
-        v = md.get(key)
-        if v is not None and not isinstance(v, str):
-            raise WireError(f"Pod.metadata.{key}: expected a string, got {type_name(v)}")
-    for key in ("labels", "annotations"):
-        _string_map(md.get(key), f"Pod.metadata.{key}")
-    spec = raw.get("spec")
-    if spec is None:
-        return
-    if not isinstance(spec, dict):
-        raise WireError(f"Pod.spec: expected an object, got {type_name(spec)}")
-    for key in ("containers", "initContainers", "tolerations"):
-        items = spec.get(key)
-        if items is None:
-            continue
-        if not isinstance(items, list):
-            raise WireError(f"Pod.spec.{key}: expected an array, got {type_name(items)}")
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise WireError(f"Pod.spec.{key}[{i}]: expected an object, got {type_name(item)}")
-            if key != "tolerations":
-                _check_container(item, f"Pod.spec.{key}[{i}]")
-    for key in ("affinity", "overhead"):
-        v = spec.get(key)
-        if v is not None and not isinstance(v, dict):
-            raise WireError(f"Pod.spec.{key}: expected an object, got {type_name(v)}")
-    aff = spec.get("affinity") or {}
-    for key, v in aff.items():
-        if v is not None and not isinstance(v, dict):
-            raise WireError(f"Pod.spec.affinity.{key}: expected an object, got {type_name(v)}")
-    _string_map(spec.get("nodeSelector"), "Pod.spec.nodeSelector")
-    for key in ("schedulerName", "nodeName"):
-        v = spec.get(key)
-        if v is not None and not isinstance(v, str):
-            raise WireError(f"Pod.spec.{key}: expected a string, got {type_name(v)}")
-
-
-def check_node_shape(raw: dict[str, Any], where: str) -> None:
-    """Reject Node objects whose fields the node table reads have the wrong JSON types."""
-    md = raw.get("metadata")
-    if not isinstance(md, dict):
-        raise WireError(f"{where}.metadata: expected an object, got {type_name(md)}")
-    for key in ("labels", "annotations"):
-        _string_map(md.get(key), f"{where}.metadata.{key}")
-    for part, fields in (("spec", ("taints",)), ("status", ("allocatable", "capacity"))):
-        obj = raw.get(part)
-        if obj is None:
-            continue
-        if not isinstance(obj, dict):
-            raise WireError(f"{where}.{part}: expected an object, got {type_name(obj)}")
-        for key in fields:
-            v = obj.get(key)
-            want = list if key == "taints" else dict
-            if v is not None and not isinstance(v, want):
-                raise WireError(f"{where}.{part}.{key}: expected an {'array' if want is list else 'object'}, "
-                                f"got {type_name(v)}")
-    unsched = (raw.get("spec") or {}).get("unschedulable")
-    if unsched is not None and not isinstance(unsched, bool):
-        raise WireError(f"{where}.spec.unschedulable: expected a boolean, got {type_name(unsched)}")
-
-
-def _check_container(c: dict[str, Any], where: str) -> None:
-    res = c.get("resources")
-    if res is not None:
-        if not isinstance(res, dict):
-            raise WireError(f"{where}.resources: expected an object, got {type_name(res)}")
-        for key in ("requests", "limits"):
-            m = res.get(key)
-            if m is not None and not isinstance(m, dict):
-                raise WireError(f"{where}.resources.{key}: expected an object, got {type_name(m)}")
-    ports = c.get("ports")
-    if ports is not None and (not isinstance(ports, list) or not all(isinstance(p, dict) for p in ports)):
-        raise WireError(f"{where}.ports: expected an array of objects")
-
-
-def _string_map(v: Any, where: str) -> None:
-    if v is None:
-        return
-    if not isinstance(v, dict):
-        raise WireError(f"{where}: expected an object of strings, got {type_name(v)}")
-    for k, s in v.items():
-        if not isinstance(s, str):
-            raise WireError(f"{where}[{k!r}]: expected a string, got {type_name(s)}")
-
-
 def parse_pod(raw: dict[str, Any]) -> PodInfo:
-    check_pod_shape(raw)
+    try:
+        check_pod_shape(raw)
+    except ShapeError as e:
+        raise WireError(str(e)) from None
     try:
         return PodInfo.from_raw(raw)
     except Exception as e:  # PodSpecError and whatever a malformed field raises on the way
@@ -396,7 +309,10 @@ class ExtenderService:
                 return entry, names
         table = NodeTable(capacity=max(64, len(nodes)))
         for i, n in enumerate(nodes):
-            check_node_shape(n, f"Nodes.items[{i}]")
+            try:
+                check_node_shape(n, f"Nodes.items[{i}]")
+            except ShapeError as e:
+                raise WireError(str(e)) from None
             try:
                 table.upsert_node(n)
             except Exception as e:  # NodeSpecError, or a field of the wrong type

@@ -23,6 +23,8 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from kubesched.snapshot.shapes import type_name as type_name  # wire paths are named as shapes are
+
 #: k8s.io/kube-scheduler/extender/v1 MinExtenderPriority / MaxExtenderPriority.
 MIN_EXTENDER_PRIORITY = 0
 MAX_EXTENDER_PRIORITY = 10
@@ -30,22 +32,6 @@ MAX_EXTENDER_PRIORITY = 10
 
 class WireError(ValueError):
     """A request that does not decode into the upstream type; the message names the JSON path."""
-
-
-def type_name(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, (int, float)):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, dict):
-        return "object"
-    return type(v).__name__
 
 
 def go_fields(obj: Any, where: str, names: Sequence[str]) -> dict[str, Any]:

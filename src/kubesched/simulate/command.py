@@ -117,6 +117,8 @@ def simulate(
 
     err = console(stderr=True)
     out = console()
+    for warning in cluster.warnings:
+        click.echo(f"warning: {warning}", err=True)
     progress_cb, stop_progress = _progress(err, quiet or output == "json")
     sim = Simulation(
         config,

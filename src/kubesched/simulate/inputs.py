@@ -54,6 +54,7 @@ import yaml
 
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.shapes import check_node_shape, check_pod_shape
 from kubesched.snapshot.table import NodeTable
 
 __all__ = ["ClusterInput", "ClusterInputError", "load_cluster"]
@@ -90,6 +91,9 @@ class ClusterInput:
     source: str
     #: How many of ``pods`` are terminal (status.phase Succeeded or Failed).
     terminal_pods: int = 0
+    #: Things in the input that load but that the user should hear of (e.g. a pod bound to a node
+    #: the input does not have), one line each naming file and object.
+    warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """One line for reports: ``"3 nodes, 12 pods (1 terminal), 2 PodGroup; skipped: 2 apps/v1 Deployment"``."""
@@ -185,7 +189,11 @@ def _type_name(value: Any) -> str:
 
 
 def _strip_prefix(message: str, prefix: str) -> str:
-    return message[len(prefix) :] if message.startswith(prefix) else message
+    """The message without ``prefix`` (the object, named by the caller already), or without the
+    leading "." of a shape check's path (``.metadata.labels: ...``)."""
+    if message.startswith(prefix):
+        return message[len(prefix) :]
+    return message[1:] if message.startswith(".") else message
 
 
 @dataclass
@@ -200,6 +208,7 @@ class _Builder:
     node_at: dict[str, str] = field(default_factory=dict)
     pod_at: dict[str, str] = field(default_factory=dict)
     object_at: dict[tuple[str, str], str] = field(default_factory=dict)
+    bound_to: dict[str, str] = field(default_factory=dict)
     uid_at: dict[str, tuple[str, str]] = field(default_factory=dict)
     latest_ts: float | None = None
     unstamped: list[dict[str, Any]] = field(default_factory=list)
@@ -282,6 +291,7 @@ class _Builder:
         if first is not None:
             raise ClusterInputError(f"{what}: duplicate Node {name}, first defined at {first}")
         try:
+            check_node_shape(obj, "")  # the object is named already: paths start at ".metadata"
             self.table.upsert_node(obj)
         except (ValueError, TypeError, AttributeError) as e:
             raise ClusterInputError(f"{what}: {_strip_prefix(str(e), f'node {name}: ')}") from None
@@ -296,6 +306,7 @@ class _Builder:
         if first is not None:
             raise ClusterInputError(f"{what}: duplicate Pod {key}, first defined at {first}")
         try:
+            check_pod_shape(obj, "")
             info = PodInfo.from_raw(obj)
         except (ValueError, TypeError, AttributeError) as e:
             raise ClusterInputError(f"{what}: {_strip_prefix(str(e), f'pod {key}: ')}") from None
@@ -314,6 +325,8 @@ class _Builder:
         if info.terminal:
             self.terminal_pods += 1
         self.pod_at[key] = where
+        if info.node_name and not info.terminal:
+            self.bound_to[key] = info.node_name
         self.uid_at[uid] = (key, where)
         self.pods.append(obj)
 
@@ -337,7 +350,14 @@ class _Builder:
         base = _DEFAULT_BASE_TS if self.latest_ts is None else math.ceil(self.latest_ts)
         for k, meta in enumerate(self.unstamped, start=1):
             meta["creationTimestamp"] = datetime.fromtimestamp(base + k, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        warnings = [
+            f"{self.pod_at[key]} (Pod {key}): bound to node {node!r}, which is not in the input: it is left "
+            "out of every node's usage (add the Node, or drop spec.nodeName to schedule the pod)"
+            for key, node in self.bound_to.items()
+            if node not in self.node_at
+        ]
         return ClusterInput(
+            warnings=warnings,
             nodes=self.nodes,
             pods=self.pods,
             objects=self.objects,

@@ -19,7 +19,8 @@ KNOWN = (
     "NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, PrioritySort, TaintToleration, "
     "UnderlayIP; upstream plugins kubesched does not implement: DefaultPreemption, DynamicResources, "
     "GangScheduling, ImageLocality, InterPodAffinity, NodeDeclaredFeatures, NodeVolumeLimits, PodGroupPodsCount, "
-    "PodTopologySpread, SchedulingGates, TopologyPlacementGenerator, VolumeBinding, VolumeRestrictions, VolumeZone"
+    "PodTopologySpread, SchedulingGates, TopologyPlacementGenerator, VolumeBinding, VolumeRestrictions, VolumeZone; "
+    "load out-of-tree plugins with --plugins MODULE (a module name, a package directory or a .py file)"
 )
 QS_COSCHEDULING = {"queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}}
 

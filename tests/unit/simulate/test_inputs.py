@@ -311,3 +311,27 @@ def test_missing_path_and_empty_directory(tmp_path: Path) -> None:
     assert (
         load_error(tmp_path / "empty") == f"{tmp_path / 'empty'}: directory contains no *.yaml, *.yml or *.json files"
     )
+
+
+@pytest.mark.parametrize("kind", ["Node", "Pod"])
+def test_labels_of_the_wrong_type_name_file_object_and_field(tmp_path: Path, kind: str) -> None:
+    body = (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: 'zone=a'}\n"
+        if kind == "Node"
+        else "apiVersion: v1\nkind: Pod\nmetadata: {name: web-2, namespace: shop, labels: 'app=web'}\n"
+        "spec: {containers: [{name: c}]}\n"
+    )
+    path = write(tmp_path, "bad.yaml", body)
+    what = "Node n1" if kind == "Node" else "Pod shop/web-2"
+    want = f"{path}: document 1 ({what}): metadata.labels: expected an object of strings, got string"
+    assert load_error(path) == want
+
+
+def test_a_pod_bound_to_a_node_not_in_the_input_is_reported(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "c.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec: {nodeName: ghost, containers: []}\n",
+    )
+    (warning,) = load_cluster(path).warnings
+    assert warning.startswith(f"{path}: document 1 (Pod shop/web): bound to node 'ghost', which is not in the input")
