@@ -40,6 +40,8 @@ LAZY_COMMANDS.update(
         "run": "kubesched.live.commands:run_command",
         "explain": "kubesched.live.commands:explain_command",
         "extender": "kubesched.extender.command:extender",
+        "plugins": "kubesched.app.commands:plugins_command",
+        "new-plugin": "kubesched.app.commands:new_plugin_command",
     }
 )
 

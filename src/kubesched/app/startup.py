@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
+from kubesched.app.plugin_loading import ENTRY_POINT_GROUP, entry_point_plugins, load_plugin_module
 from kubesched.config.errors import ConfigError
 from kubesched.config.load import SchedulerConfig, load_config
 from kubesched.framework.registry import Registry, RegistryError
-from kubesched.plugins.builtin import builtin_registry, load_plugin_module
+from kubesched.plugins.builtin import builtin_registry
 
 
 class UserError(click.ClickException):
@@ -20,12 +21,19 @@ class UserError(click.ClickException):
 
 
 def load_registry(plugin_modules: Iterable[str] = ()) -> Registry:
-    """The built-in plugins plus those of each ``--plugins`` module."""
+    """The built-in plugins, those of installed packages' ``kubesched.plugins`` entry points, and
+    those of each ``--plugins`` module."""
     registry = builtin_registry()
+    try:
+        for origin, classes in entry_point_plugins():
+            for cls in classes:
+                registry.register(cls, origin=origin)
+    except (ImportError, RegistryError, ValueError, AttributeError) as e:
+        raise UserError(f"plugins from entry points ({ENTRY_POINT_GROUP}): {e}") from None
     for module in plugin_modules:
         try:
             for cls in load_plugin_module(module):
-                registry.register(cls)
+                registry.register(cls, origin=f"--plugins {module}")
         except (ImportError, RegistryError, ValueError) as e:
             raise UserError(f"--plugins {module}: {e}") from None
     return registry

@@ -18,18 +18,22 @@ def _overrides(cls: type, base: type, method: str) -> bool:
 
 
 class Registry:
-    def __init__(self, plugins: Iterable[type[Plugin]] = ()) -> None:
+    def __init__(self, plugins: Iterable[type[Plugin]] = (), origin: str = "") -> None:
         self._plugins: dict[str, type[Plugin]] = {}
+        self._origins: dict[str, str] = {}
         for p in plugins:
-            self.register(p)
+            self.register(p, origin=origin)
 
-    def register(self, cls: type[Plugin], name: str | None = None) -> None:
-        """Add a plugin class. A name already registered is an error, as upstream."""
+    def register(self, cls: type[Plugin], name: str | None = None, *, origin: str = "") -> None:
+        """Add a plugin class; ``origin`` says where it came from (``built-in``, ``entry point
+        mypkg``, ``--plugins rackcap.py``) for listings and errors. A name already registered is an
+        error, as upstream, and the message names both origins."""
         name = name or cls.name
         if not name:
             raise RegistryError(f"plugin class {cls.__qualname__} has no name")
         if name in self._plugins:
-            raise RegistryError(f"a plugin named {name!r} already exists")
+            first = self._origins.get(name) or "an earlier registration"
+            raise RegistryError(f"a plugin named {name!r} already exists (from {first})")
         if not extension_points_of(cls):
             raise RegistryError(f"plugin {name!r} implements no extension point")
         if issubclass(cls, FilterPlugin) and not (
@@ -41,10 +45,15 @@ class Registry:
         ):
             raise RegistryError(f"score plugin {name!r} must implement score() or score_batch()")
         self._plugins[name] = cls
+        self._origins[name] = origin
+
+    def origin(self, name: str) -> str:
+        """Where the plugin ``name`` was registered from ("" when not said)."""
+        return self._origins.get(name, "")
 
     def merge(self, other: Registry) -> None:
         for name, cls in other._plugins.items():
-            self.register(cls, name)
+            self.register(cls, name, origin=other.origin(name))
 
     def get(self, name: str) -> type[Plugin] | None:
         return self._plugins.get(name)
