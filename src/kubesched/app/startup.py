@@ -40,13 +40,14 @@ def load_registry(plugin_modules: Iterable[str] = ()) -> Registry:
 
 
 def load_scheduler_config(
-    path: Path | None, plugin_modules: Iterable[str] = ()
+    path: Path | None, plugin_modules: Iterable[str] = (), *, extender: bool = False
 ) -> tuple[SchedulerConfig, Registry]:
     """The configuration at ``path`` (None: the default profile) resolved against the built-in and
-    ``--plugins`` plugins; warnings go to stderr, errors become a UserError."""
+    ``--plugins`` plugins; warnings go to stderr, errors become a UserError. ``extender``: profiles
+    served to kube-scheduler need no QueueSort and no Bind plugin."""
     registry = load_registry(plugin_modules)
     try:
-        config = load_config(path, registry)
+        config = load_config(path, registry, extender=extender)
     except ConfigError as e:
         raise UserError(str(e)) from None
     for w in config.warnings:

@@ -33,32 +33,38 @@ __all__ = ["ConfigError", "ResolvedProfile", "SchedulerConfig", "load_config", "
 _merge_plugin_set = merge_plugin_set
 
 
-def load_config(source: str | Path | Mapping[str, Any] | None, registry: Registry) -> SchedulerConfig:
+def load_config(
+    source: str | Path | Mapping[str, Any] | None, registry: Registry, *, extender: bool = False
+) -> SchedulerConfig:
     """Load a configuration from a YAML/JSON file path, an already-parsed mapping, or None (the defaults).
+    ``extender``: its profiles are served to kube-scheduler, which sorts and binds itself, so they
+    need no QueueSort and no Bind plugin.
 
     Raises :class:`ConfigError` naming the file, the field path and what was expected.
     """
     if source is None:
-        return _load({"apiVersion": V1, "kind": KIND}, registry, None)
+        return _load({"apiVersion": V1, "kind": KIND}, registry, None, extender)
     if isinstance(source, Mapping):
-        return _load(dict(source), registry, None)
+        return _load(dict(source), registry, None, extender)
     path = Path(source)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError([f"cannot read the configuration file: {e.strerror or e}"], str(path)) from None
-    return load_config_text(text, registry, source_name=str(path))
+    return load_config_text(text, registry, source_name=str(path), extender=extender)
 
 
-def load_config_text(text: str, registry: Registry, *, source_name: str | None = None) -> SchedulerConfig:
-    """Load a configuration from YAML (or JSON) text."""
-    return _load(parse_yaml(text, source_name), registry, source_name)
+def load_config_text(
+    text: str, registry: Registry, *, source_name: str | None = None, extender: bool = False
+) -> SchedulerConfig:
+    """Load a configuration from YAML (or JSON) text (``extender``: see :func:`load_config`)."""
+    return _load(parse_yaml(text, source_name), registry, source_name, extender)
 
 
-def _load(data: dict[str, Any], registry: Registry, source: str | None) -> SchedulerConfig:
+def _load(data: dict[str, Any], registry: Registry, source: str | None, extender: bool = False) -> SchedulerConfig:
     cfg, api_version, warnings = decode(data, source)
     cfg, profiles = set_defaults(cfg)
-    resolver = Resolver(registry, api_version, warnings)
+    resolver = Resolver(registry, api_version, warnings, extender=extender)
     resolver.validate_global(cfg)
     # validation.go: profiles (names, percentages, duplicates), then each profile, then the common queueSort.
     resolver.validate_profiles(profiles)

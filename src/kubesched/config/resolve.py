@@ -158,6 +158,8 @@ class Resolver(Validator):
                     + [n for n in enabled_set if n not in overrides]
                 )
 
+        if self.extender:
+            return {point: lists[point] for point in EXTENSION_POINTS}
         if len(lists["queueSort"]) != 1:
             self.errors.append(
                 f"{path}: only one queue sort plugin required for profile with scheduler name "
@@ -252,10 +254,11 @@ class Resolver(Validator):
             rp, merged = self.resolve_profile(i, prof, cfg.percentage_of_nodes_to_score)
             resolved.append(rp)
             merged_sets.append(merged)
-        self.check_common_queue_sort(merged_sets, profiles)
+        if not self.extender:
+            self.check_common_queue_sort(merged_sets, profiles)
 
         # profile.go cfgValidator: all profiles resolve to the same queueSort plugin and args.
-        if not self.errors:
+        if not self.errors and not self.extender:
             first: ResolvedProfile | None = None
             for rp in resolved:
                 assert rp is not None

@@ -76,9 +76,14 @@ def _removed_plugin_error(path: str, name: str, api_version: str) -> str:
 class Validator:
     """Collects the errors and warnings of one configuration (:mod:`kubesched.config.resolve` extends it)."""
 
-    def __init__(self, registry: Registry, api_version: str, warnings: list[str] | None = None) -> None:
+    def __init__(
+        self, registry: Registry, api_version: str, warnings: list[str] | None = None, *, extender: bool = False
+    ) -> None:
         self.registry = registry
         self.api_version = api_version
+        #: Profiles served as an extender: kube-scheduler sorts and binds, so a profile needs
+        #: neither a QueueSort nor a Bind plugin (disabling "*" under multiPoint is fine).
+        self.extender = extender
         self.errors: list[str] = []
         self.warnings: list[str] = list(warnings or [])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal
 import sys
@@ -41,6 +42,32 @@ def select_profile(config: Any, name: str | None) -> Any:
     except KeyError:
         raise UserError(f"--profile {name}: no such profile; the configuration has: "
                         + ", ".join(config.scheduler_names)) from None
+
+
+#: The points an extender serves (filter and prioritize, and preempt through PreFilter + Filter).
+SERVED_POINTS = ("preFilter", "filter", "preScore", "score")
+
+
+def only_plugins(profile: Any, names: tuple[str, ...]) -> Any:
+    """The profile with just ``names`` at the points the extender serves (``--only``); every name
+    must be one of the profile's plugins at one of those points."""
+    if not names:
+        return profile
+    from kubesched.app.startup import UserError
+
+    served = {n for point in SERVED_POINTS for n in profile.plugins.get(point, ())}
+    unknown = [n for n in names if n not in served]
+    if unknown:
+        raise UserError(
+            f"--only {', '.join(unknown)}: not a filter or score plugin of profile {profile.scheduler_name!r} "
+            f"(it serves: {', '.join(sorted(served)) or 'none'}); enable it in the configuration or load it "
+            "with --plugins"
+        )
+    keep = set(names)
+    plugins = {point: [n for n in ns if n in keep] if point in SERVED_POINTS else list(ns)
+               for point, ns in profile.plugins.items()}
+    weights = {n: w for n, w in profile.score_weights.items() if n in keep}
+    return dataclasses.replace(profile, plugins=plugins, score_weights=weights)
 
 
 def extender_stanza(
@@ -98,6 +125,9 @@ def extender_stanza(
               help="Node tables kept (LRU, keyed by the nodes' resourceVersions) for nodeCacheCapable: false.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               show_default=True)
+@click.option("--only", "only", multiple=True, metavar="PLUGIN",
+              help="Serve only these plugins of the profile (repeatable): kube-scheduler runs its own "
+              "default plugins already, so an extender usually serves just yours.")
 @click.option("--print-config", is_flag=True,
               help="Print the `extenders:` stanza for the kube-scheduler's configuration and exit.")
 @click.option("--url", help="[--print-config] URL the kube-scheduler reaches this extender at "
@@ -128,6 +158,7 @@ def extender(
     max_body: int,
     table_cache: int,
     log_level: str,
+    only: tuple[str, ...],
     print_config: bool,
     url: str | None,
     weight: int,
@@ -155,6 +186,9 @@ def extender(
     host, port = parse_listen(listen)
     https = tls_cert is not None
     connected = kubeconfig is not None or in_cluster
+    # Loaded and checked before --print-config too: it accepts exactly what the server would serve.
+    config, registry = load_scheduler_config(config_path, plugin_modules, extender=True)
+    profile = only_plugins(select_profile(config, profile_name), only)
 
     if print_config:
         if url is None:
@@ -189,8 +223,6 @@ def extender(
         click.echo(yaml.safe_dump({"extenders": [stanza]}, sort_keys=False), nl=False)
         return
 
-    config, registry = load_scheduler_config(config_path, plugin_modules)
-    profile = select_profile(config, profile_name)
     logging.basicConfig(
         level=getattr(logging, log_level.upper()), stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -258,7 +258,7 @@ class ExtenderService:
             # No queue here (kube-scheduler has it): activation is a no-op, pending pods come from
             # the cluster's informer.
             handle.attach_queue(lambda _uids: None, self.cluster.pending_pods)
-        fwk = Framework.build(self.profile, self.registry, handle)
+        fwk = Framework.build(self.profile, self.registry, handle, schedules=False)
         primary = getattr(self, "_primary", None)
         if primary is not None:
             for name, plugin in fwk.plugins.items():

@@ -130,23 +130,27 @@ class Framework:
         score_weights: Mapping[str, int],
         handle: Handle,
         percentage_of_nodes_to_score: int | None = None,
+        *,
+        schedules: bool = True,
     ) -> None:
         self.profile_name = profile_name
         self.handle = handle
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         queue_sort = list(plugins.get("queueSort", ()))
-        if len(queue_sort) != 1:
+        # A framework that only filters and scores for another scheduler (the extender) neither
+        # sorts nor binds: ``schedules=False`` waives both requirements.
+        if schedules and len(queue_sort) != 1:
             raise FrameworkError(
                 f"profile {profile_name!r}: exactly one queueSort plugin is required, got {len(queue_sort)}"
             )
-        if not plugins.get("bind"):
+        if schedules and not plugins.get("bind"):
             raise FrameworkError(f"profile {profile_name!r}: at least one bind plugin is required")
         for point, instances in plugins.items():
             base = EXTENSION_POINTS[point]
             for p in instances:
                 if not isinstance(p, base):
                     raise FrameworkError(f"profile {profile_name!r}: plugin {p.name!r} does not extend {point}")
-        self.queue_sort: QueueSortPlugin = queue_sort[0]  # type: ignore[assignment]
+        self.queue_sort: QueueSortPlugin | None = queue_sort[0] if queue_sort else None  # type: ignore[assignment]
         self.pre_filter: list[PreFilterPlugin] = list(plugins.get("preFilter", ()))  # type: ignore[arg-type]
         self.filter: list[FilterPlugin] = list(plugins.get("filter", ()))  # type: ignore[arg-type]
         self.post_filter: list[PostFilterPlugin] = list(plugins.get("postFilter", ()))  # type: ignore[arg-type]
@@ -173,7 +177,7 @@ class Framework:
 
     # -- building -----------------------------------------------------------------------------
     @staticmethod
-    def build(profile: ProfileSpec, registry: Registry, handle: Handle) -> Framework:
+    def build(profile: ProfileSpec, registry: Registry, handle: Handle, *, schedules: bool = True) -> Framework:
         """Instantiate each configured plugin once and wire it to every point it is enabled at."""
         instances: dict[str, Plugin] = {}
         by_point: dict[str, list[Plugin]] = {}
@@ -197,7 +201,8 @@ class Framework:
                     )
                 bucket.append(inst)
         return Framework(
-            profile.scheduler_name, by_point, profile.score_weights, handle, profile.percentage_of_nodes_to_score
+            profile.scheduler_name, by_point, profile.score_weights, handle, profile.percentage_of_nodes_to_score,
+            schedules=schedules,
         )
 
     def events_to_register(self) -> dict[str, list[ClusterEvent]]:
@@ -210,10 +215,12 @@ class Framework:
 
     # -- queue sort ---------------------------------------------------------------------------
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        assert self.queue_sort is not None, "a framework built with schedules=False has no queue"
         return self.queue_sort.less(a, b)
 
     @property
     def queue_sort_key(self) -> Callable[[QueuedPodInfo], Any] | None:
+        assert self.queue_sort is not None, "a framework built with schedules=False has no queue"
         return self.queue_sort.sort_key
 
     # -- filtering ----------------------------------------------------------------------------
