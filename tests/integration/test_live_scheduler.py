@@ -22,6 +22,7 @@ import time
 import urllib.request
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -688,3 +689,35 @@ def test_start_with_a_backlog_at_the_default_qps_keeps_the_lease_and_binds_every
         p.close()
         cp.api("PATCH", f"/apis/coordination.k8s.io/v1/namespaces/{SA_NAMESPACE}/leases/{LEASE_NAME}",
                {"spec": {"holderIdentity": "", "leaseDurationSeconds": 1}})
+
+
+def test_a_default_scheduler_profile_refuses_to_run_beside_kube_scheduler(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """kube-scheduler holds kube-system/kube-scheduler: `kubesched run` with its default profile
+    (schedulerName default-scheduler) would bind the same pods, so it exits with a clear error;
+    --replace-default-scheduler says it is meant to replace it."""
+    cp = control_plane
+    leases = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    cp.api("POST", leases, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                            "metadata": {"name": "kube-scheduler", "namespace": "kube-system"},
+                            "spec": {"holderIdentity": "real-kube-scheduler_1", "leaseDurationSeconds": 3600,
+                                     "acquireTime": now, "renewTime": now}})
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                               "leaderElection": {"leaderElect": False}}))
+    refused = Proc(cfg, cp.kubeconfig, tmp_path / "refused.log")
+    replacing: Proc | None = None
+    try:
+        assert refused.wait(30) == 2, refused.tail()
+        assert "would schedule the same pods as kube-scheduler" in refused.tail()
+        replacing = Proc(cfg, cp.kubeconfig, tmp_path / "replacing.log", "--replace-default-scheduler")
+        replacing.wait_ready(30)
+    finally:
+        refused.close()
+        if replacing is not None:
+            replacing.kill(signal.SIGTERM)
+            replacing.wait(30)
+            replacing.close()
+        cp.api("DELETE", f"{leases}/kube-scheduler")

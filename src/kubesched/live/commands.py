@@ -35,6 +35,9 @@ DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
     help="Override leaderElection.leaderElect from the configuration (default there: true).",
 )
 @click.option("--identity", help="Leader-election identity (default: hostname_uuid).")
+@click.option("--replace-default-scheduler", is_flag=True,
+              help="Run a default-scheduler profile although kube-scheduler holds its Lease (you are "
+              "replacing it); without it that is refused, as both would bind the same pods.")
 @click.option("--lease-name", help="Lease name (default: leaderElection.resourceName, with the upstream "
               "default kube-scheduler replaced by kubesched so it never contends with the default scheduler).")
 @click.option("-v", "--verbosity", type=click.IntRange(min=0), default=0, show_default=True,
@@ -51,6 +54,7 @@ def run_command(
     health_addr: str,
     leader_elect: bool | None,
     identity: str | None,
+    replace_default_scheduler: bool,
     lease_name: str | None,
     verbosity: int,
     log_format: str,
@@ -74,7 +78,8 @@ def run_command(
     except ValueError as e:
         raise UserError(f"--health-addr: {e}") from None
     logs.configure(verbosity, log_format)
-    options = LiveOptions(health_addr=health_addr, leader_elect=leader_elect, lease_name=lease_name)
+    options = LiveOptions(health_addr=health_addr, leader_elect=leader_elect, lease_name=lease_name,
+                          replace_default_scheduler=replace_default_scheduler)
     if identity:
         options.identity = identity
     try:

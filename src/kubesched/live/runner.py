@@ -30,6 +30,7 @@ import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from kubesched.config.load import SchedulerConfig
@@ -60,6 +61,10 @@ DEFAULT_LEASE_NAME = "kubesched"
 UPSTREAM_LEASE_NAME = "kube-scheduler"
 
 EXIT_OK = 0
+EXIT_CONFLICT = 2
+#: kube-scheduler's own profile and Lease (cmd/kube-scheduler defaults).
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+KUBE_SCHEDULER_LEASE = ("kube-system", "kube-scheduler")
 
 
 def lease_name_for(resource_name: str, override: str | None = None) -> str:
@@ -88,6 +93,9 @@ class LiveOptions:
     extra_object_kinds: tuple[ObjectKind, ...] = ()
     watch_read_timeout: float = 150.0
     install_signal_handlers: bool = True
+    #: Run a ``default-scheduler`` profile even while kube-scheduler holds its Lease (it is being
+    #: replaced); otherwise that is refused: both would schedule the same pods.
+    replace_default_scheduler: bool = False
 
 
 @dataclass
@@ -329,6 +337,11 @@ class LiveScheduler(SchedulerObserver):
         lag_watch = loop.create_task(self._watch_loop_lag())
         try:
             await self.health.start()
+            conflict = await self._default_scheduler_conflict()
+            if conflict:
+                log.error("event=refusing_to_start reason=%r", conflict)
+                self.exit_code = EXIT_CONFLICT
+                return await self._shutdown(hold)
             self.events.start()
             profiles = ",".join(self.scheduler.frameworks)
             log.info("identity=%s profiles=%s event=starting", self.options.identity, profiles)
@@ -372,6 +385,33 @@ class LiveScheduler(SchedulerObserver):
             self.metrics.loop_lag.observe(lag)
             if lag > self.stats.max_loop_lag:
                 self.stats.max_loop_lag = lag
+
+    async def _default_scheduler_conflict(self) -> str:
+        """Why this process must not schedule, or "": a ``default-scheduler`` profile while the
+        real kube-scheduler holds its Lease would bind the same pods twice over."""
+        if DEFAULT_SCHEDULER_NAME not in self.scheduler.frameworks or self.options.replace_default_scheduler:
+            return ""
+        namespace, name = KUBE_SCHEDULER_LEASE
+        try:
+            found = await LeaseLock(self.lease_api, namespace, name, timeout=10.0).get()
+        except Exception as e:  # e.g. 403: we cannot tell, so we do not risk it
+            return (f"profile {DEFAULT_SCHEDULER_NAME!r} needs a check that kube-scheduler is not running, and "
+                    f"reading Lease {namespace}/{name} failed ({e}); grant get on it, give the profile another "
+                    "schedulerName, or pass --replace-default-scheduler")
+        if found is None:
+            return ""
+        record, _ = found
+        if not record.holder_identity or not record.renew_time:
+            return ""
+        try:
+            renewed = datetime.fromisoformat(record.renew_time).timestamp()
+        except ValueError:
+            renewed = time.time()
+        if time.time() - renewed > max(record.lease_duration_seconds, 1):
+            return ""  # expired: nobody is scheduling as default-scheduler right now
+        return (f"profile {DEFAULT_SCHEDULER_NAME!r} would schedule the same pods as kube-scheduler, which holds "
+                f"Lease {namespace}/{name} ({record.holder_identity!r}); give the profile its own schedulerName, "
+                "or pass --replace-default-scheduler if kubesched replaces kube-scheduler")
 
     async def _sync(self, inf: Informer) -> bool:
         inf.start()
