@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kubesched.app.options import config_option, plugins_option
+from kubesched.app.options import config_option, debug_option, plugins_option
 from kubesched.app.startup import UserError, load_scheduler_config
 
 DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
@@ -35,6 +35,7 @@ DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
     help="Override leaderElection.leaderElect from the configuration (default there: true).",
 )
 @click.option("--identity", help="Leader-election identity (default: hostname_uuid).")
+@debug_option
 @click.option("--replace-default-scheduler", is_flag=True,
               help="Run a default-scheduler profile although kube-scheduler holds its Lease (you are "
               "replacing it); without it that is refused, as both would bind the same pods.")
@@ -55,6 +56,7 @@ def run_command(
     leader_elect: bool | None,
     identity: str | None,
     replace_default_scheduler: bool,
+    debug: bool,
     lease_name: str | None,
     verbosity: int,
     log_format: str,
@@ -79,7 +81,7 @@ def run_command(
         raise UserError(f"--health-addr: {e}") from None
     logs.configure(verbosity, log_format)
     options = LiveOptions(health_addr=health_addr, leader_elect=leader_elect, lease_name=lease_name,
-                          replace_default_scheduler=replace_default_scheduler)
+                          replace_default_scheduler=replace_default_scheduler, debug=debug)
     if identity:
         options.identity = identity
     try:

@@ -96,6 +96,8 @@ class LiveOptions:
     #: Run a ``default-scheduler`` profile even while kube-scheduler holds its Lease (it is being
     #: replaced); otherwise that is refused: both would schedule the same pods.
     replace_default_scheduler: bool = False
+    #: Log the traceback of each distinct plugin error (``--debug`` / KUBESCHED_DEBUG=1).
+    debug: bool = False
 
 
 @dataclass
@@ -224,6 +226,7 @@ class LiveScheduler(SchedulerObserver):
         self._lost = False
         self._cycle_start = 0.0
         self._attempt_start: dict[str, float] = {}
+        self._errors_logged: set[str] = set()
 
     # -- plugins' view of other objects --------------------------------------------------------------
     def _objects(self, kind: str) -> Mapping[str, dict[str, Any]]:
@@ -297,7 +300,17 @@ class LiveScheduler(SchedulerObserver):
         started = self._attempt_start.pop(pod.uid, self._cycle_start)
         result = "unschedulable" if failure.unschedulable else "error"
         self.metrics.attempt(result, profile, time.perf_counter() - started)
-        log.debug("pod=%s profile=%s event=%s msg=%r", pod.key, profile, result, failure.message)
+        exc = failure.status.exception
+        if exc is not None and failure.message not in self._errors_logged:
+            # A plugin bug: said once per distinct message at warning level (the pod's
+            # FailedScheduling event carries it each time), with the traceback under --debug.
+            if len(self._errors_logged) >= 1024:  # messages may carry values: keep the set bounded
+                self._errors_logged.clear()
+            self._errors_logged.add(failure.message)
+            log.warning("pod=%s profile=%s event=plugin_error msg=%r", pod.key, profile, failure.message,
+                        exc_info=exc if self.options.debug else None)
+        else:
+            log.debug("pod=%s profile=%s event=%s msg=%r", pod.key, profile, result, failure.message)
         self.events.failed(pod, profile, failure.message, failure.unschedulable)
 
     def bound(self, pod: PodInfo, profile: str, node_name: str) -> None:
