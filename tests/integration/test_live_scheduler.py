@@ -721,3 +721,35 @@ def test_a_default_scheduler_profile_refuses_to_run_beside_kube_scheduler(
             replacing.wait(30)
             replacing.close()
         cp.api("DELETE", f"{leases}/kube-scheduler")
+
+
+def test_health_tells_the_truth_while_the_apiserver_is_away(
+    control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, tmp_path: Path
+) -> None:
+    """/readyz goes 503 naming the informer once it has been cut off past the threshold (its cache
+    may be stale), and green again when the apiserver is back; liveness stays green throughout."""
+    cp = control_plane
+    cfg = write_config(tmp_path / "cfg.json", f"kubesched-{cp_namespace}")
+    sched = InProcess(cfg, sa_kubeconfig, informer_stale_seconds=0.5, informer_dead_seconds=3600.0).start()
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch_readiness() -> None:
+        while not done.is_set():
+            ok, why = sched.live._readiness()
+            if not ok:
+                seen.append(why)
+            assert sched.live._liveness()[0]
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch_readiness, daemon=True)
+    try:
+        assert sched.live._readiness()[0]
+        watcher.start()
+        cp.restart_apiserver()  # down for a few seconds, then back on the same port
+        cp.wait_for(lambda: sched.live._readiness()[0], 90, 0.2, "ready again after the apiserver restart")
+    finally:
+        done.set()
+        watcher.join(5)
+        assert sched.stop() == 0
+    assert any("cannot reach the apiserver" in why for why in seen), seen[:3]

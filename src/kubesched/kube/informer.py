@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,6 +121,9 @@ class InformerStats:
     events: int = 0
     bookmarks: int = 0
     last_error: str = ""
+    #: time.monotonic() of the first failure since the informer last heard from the apiserver, or
+    #: None while it is connected (a list answered, or a watch delivered anything).
+    disconnected_since: float | None = None
 
 
 @dataclass(eq=False)
@@ -137,6 +141,12 @@ class Informer:
     store: dict[str, Obj] = field(default_factory=dict)
     resource_version: str = ""
     stats: InformerStats = field(default_factory=InformerStats)
+
+    def disconnected_for(self, now: float | None = None) -> float:
+        """Seconds since the informer last failed to reach the apiserver without hearing from it
+        since (0 while connected)."""
+        since = self.stats.disconnected_since
+        return 0.0 if since is None else (time.monotonic() if now is None else now) - since
 
     def __post_init__(self) -> None:
         self.name = self.name or self.path
@@ -199,6 +209,8 @@ class Informer:
                 continue
             except (TimeoutError, aiohttp.ClientError, OSError, ApiError, ValueError) as e:
                 self.stats.watch_errors += 1
+                if self.stats.disconnected_since is None:
+                    self.stats.disconnected_since = time.monotonic()
                 self.stats.last_error = f"{type(e).__name__}: {e}"
                 delay = self.backoff.next()
                 log.warning(
@@ -234,6 +246,7 @@ class Informer:
                 rv = str(meta.get("resourceVersion", ""))
                 break
         self.stats.lists += 1
+        self.stats.disconnected_since = None
         deltas = reconcile(self.store, items)
         for d in deltas:
             self._apply(d.kind, d.obj, d.old)
@@ -257,6 +270,7 @@ class Informer:
                     if not got_any:
                         got_any = True
                         self.backoff.reset()
+                        self.stats.disconnected_since = None
                     self._on_event(ev)
         except ApiError as e:
             if e.status == 410:

@@ -165,6 +165,7 @@ class LeaderElector:
         self.observed_rv = ""
         self.observed_time = -1e18
         self.transitions_seen = 0
+        self.attempts: dict[str, int] = {"ok": 0, "failed": 0}
 
     # -- state -------------------------------------------------------------------------------------
     @property
@@ -232,15 +233,21 @@ class LeaderElector:
         return True
 
     async def _attempt(self, timeout: float | None = None) -> bool:
+        ok = False
         try:
             if timeout is None:
-                return await self.try_acquire_or_renew()
-            return await asyncio.wait_for(self.try_acquire_or_renew(), timeout)
+                ok = await self.try_acquire_or_renew()
+            else:
+                ok = await asyncio.wait_for(self.try_acquire_or_renew(), timeout)
+            return ok
         except asyncio.CancelledError:
             raise
         except Exception as e:
             log.warning("event=lease_error err=%r", f"{type(e).__name__}: {e}")
             return False
+        finally:
+            # Acquire or renew attempts, by result (kubesched_lease_attempts_total).
+            self.attempts["ok" if ok else "failed"] += 1
 
     # -- loops ---------------------------------------------------------------------------------------
     async def acquire(self) -> None:

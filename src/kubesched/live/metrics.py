@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from kubesched.backend.queue import SchedulingQueue
@@ -46,6 +46,36 @@ class _PendingPods(Collector):
         for name, n in counts.items():
             g.add_metric([name], n)
         yield g
+
+
+class _Connectivity(Collector):
+    """Read at scrape time from the informers' and the lease elector's own counters."""
+
+    def __init__(self, informers: Callable[[], Sequence[Any]], lease_attempts: Callable[[], dict[str, int]]) -> None:
+        self._informers = informers
+        self._lease_attempts = lease_attempts
+
+    def collect(self) -> Iterator[Any]:
+        lists = CounterMetricFamily("kubesched_informer_lists", "Full lists by an informer (start, 410, reconnect).",
+                                    labels=["informer"])
+        gone = CounterMetricFamily("kubesched_informer_relists_after_gone",
+                                   "Relists because the watched resourceVersion was too old (410 Gone).",
+                                   labels=["informer"])
+        errors = CounterMetricFamily("kubesched_informer_watch_errors", "Failed lists or watches.", labels=["informer"])
+        down = GaugeMetricFamily("kubesched_informer_disconnected_seconds",
+                                 "Seconds since an informer last failed without reaching the apiserver since (0: "
+                                 "connected).", labels=["informer"])
+        for inf in self._informers():
+            lists.add_metric([inf.name], inf.stats.lists)
+            gone.add_metric([inf.name], inf.stats.relists_after_gone)
+            errors.add_metric([inf.name], inf.stats.watch_errors)
+            down.add_metric([inf.name], inf.disconnected_for())
+        yield from (lists, gone, errors, down)
+        lease = CounterMetricFamily("kubesched_lease_attempts", "Lease acquire or renew attempts, by the result.",
+                                    labels=["result"])
+        for result, n in self._lease_attempts().items():
+            lease.add_metric([result], n)
+        yield lease
 
 
 class SchedulerMetrics:
@@ -87,6 +117,12 @@ class SchedulerMetrics:
         self._queue: SchedulingQueue | None = None
         r.register(_PendingPods(lambda: self._queue))
         self._children: dict[tuple[Any, ...], Any] = {}
+
+    def watch_connectivity(
+        self, informers: Callable[[], Sequence[Any]], lease_attempts: Callable[[], dict[str, int]]
+    ) -> None:
+        """Informer lists, 410 relists, errors, disconnection and lease attempts, at scrape time."""
+        self.registry.register(_Connectivity(informers, lease_attempts))
 
     def watch_queue(self, queue: SchedulingQueue) -> None:
         self._queue = queue

@@ -98,6 +98,14 @@ class LiveOptions:
     replace_default_scheduler: bool = False
     #: Log the traceback of each distinct plugin error (``--debug`` / KUBESCHED_DEBUG=1).
     debug: bool = False
+    #: /readyz turns 503 once an informer has been cut off from the apiserver this long (its cache,
+    #: and so every placement, may be stale), /healthz 500 past the second figure (a restart gets
+    #: fresh connections); /healthz also fails when the leader's scheduling loop has not turned for
+    #: ``loop_stall_seconds`` (it wakes at least every second by design; waiting on binds counts
+    #: as turning).
+    informer_stale_seconds: float = 60.0
+    informer_dead_seconds: float = 300.0
+    loop_stall_seconds: float = 30.0
 
 
 @dataclass
@@ -216,7 +224,12 @@ class LiveScheduler(SchedulerObserver):
         )
         self.objects = ObjectInformers(api, kinds, self._object_changed, read_timeout=rt)
         self.status = StatusPublisher(api, self.scheduler.plugins(), kinds)
-        self.health = HealthServer(self.options.health_addr, self.metrics.registry, self._readiness)
+        self.health = HealthServer(self.options.health_addr, self.metrics.registry, self._readiness, self._liveness)
+        self.metrics.watch_connectivity(
+            self._informers, lambda: self.elector.attempts if self.elector is not None else {"ok": 0, "failed": 0}
+        )
+        self._loop_beat = time.monotonic()
+        self._awaiting_binds = False
         self.stats = RunStats()
         self.exit_code = EXIT_OK
         self.synced = False
@@ -325,9 +338,33 @@ class LiveScheduler(SchedulerObserver):
         self.events.scheduled(pod, node_name, profile)
 
     # -- health ----------------------------------------------------------------------------------------
+    def _informers(self) -> list[Informer]:
+        return [self.node_informer, self.pod_informer, *self.objects.informers.values()]
+
+    def _disconnected(self, threshold: float) -> str:
+        now = time.monotonic()
+        for inf in self._informers():
+            gone = inf.disconnected_for(now)
+            if gone > threshold:
+                return f"informer {inf.name} cannot reach the apiserver for {gone:.0f}s: {inf.stats.last_error}"
+        return ""
+
+    def _liveness(self) -> tuple[bool, str]:
+        why = self._disconnected(self.options.informer_dead_seconds)
+        if why:
+            return False, why
+        if self.leading.is_set() and not (self._stop or self._lost or self._awaiting_binds):
+            stalled = time.monotonic() - self._loop_beat
+            if stalled > self.options.loop_stall_seconds:
+                return False, f"scheduling loop stalled for {stalled:.0f}s"
+        return True, "ok"
+
     def _readiness(self) -> tuple[bool, str]:
         if not self.synced:
             return False, "informers not synced"
+        why = self._disconnected(self.options.informer_stale_seconds)
+        if why:
+            return False, why
         if self.elector is not None and not self.elector.is_leader:
             return True, f"ok (standby; leader {self.elector.leader or 'unknown'})"
         return True, "ok"
@@ -468,17 +505,24 @@ class LiveScheduler(SchedulerObserver):
         max_binds = max(1, self.options.max_binds_in_flight)
         perf = time.perf_counter
         while not (self._stop or self._lost):
+            self._loop_beat = time.monotonic()
             sched.tick()
             n = 0
             while not (self._stop or self._lost):
                 if sched.binds_in_flight >= max_binds:  # cheap test first; Permit-parked ones are discounted inside
-                    await sched.wait_for_binds_below(max_binds)
+                    # Waiting on a slow apiserver is not a stalled loop: keep the heartbeat going.
+                    self._awaiting_binds = True
+                    try:
+                        await sched.wait_for_binds_below(max_binds)
+                    finally:
+                        self._awaiting_binds = False
                 self._cycle_start = perf()
                 if not sched.schedule_one():
                     break
                 self.stats.attempts += 1
                 n += 1
                 if n % yield_every == 0:
+                    self._loop_beat = time.monotonic()
                     await asyncio.sleep(0)
             if self._stop or self._lost:
                 break
