@@ -12,8 +12,9 @@ supply a ClusterClient for binding, drive time with ``tick(now)`` and run the bi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +82,10 @@ class ScheduleFailure:
     message: str
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
     num_all_nodes: int = 0
+    #: The pod's ``status.nominatedNodeName`` after this failure (upstream NominatingInfo): a node
+    #: preemption nominated, "" to clear it (every failure but a PostFilter's), None to leave it
+    #: (a PostFilter that nominated nothing). A live shell patches it when it differs.
+    nominated_node_name: str | None = ""
 
     @property
     def unschedulable(self) -> bool:
@@ -95,6 +100,17 @@ class SchedulerObserver:
     def failed(self, pod: PodInfo, profile: str, failure: ScheduleFailure) -> None: ...
 
     def bound(self, pod: PodInfo, profile: str, node_name: str) -> None: ...
+
+    def preempted(
+        self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
+        cleared: Sequence[PodInfo],
+    ) -> None:
+        """A PostFilter plugin preempted ``victims`` on ``node_name`` for ``preemptor`` (called
+        before ``failed`` for the preemptor, whose failure then carries the nomination). Victims
+        waiting at Permit were rejected in memory; the others are being evicted through the
+        client's ``evict`` (framework/handle.py EvictingClient). ``cleared``: lower-priority pods
+        nominated to that node, whose nomination was dropped (a live shell patches their
+        ``status.nominatedNodeName`` to "")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +156,8 @@ class Scheduler:
         )
         for fwk in frameworks.values():
             fwk.handle.attach_queue(self.queue.activate, self._pending_pods)
+            fwk.handle.attach_nominator(self.queue.nominator)
+            fwk.handle.attach_preemption(self._preemption_for(fwk), self._rng)
         #: Step binding cycles synchronously until they first wait (framework/eager.py). Only for
         #: in-memory binding (the simulator): until a Task exists, code in the binding cycle sees
         #: the scheduling loop's task as asyncio.current_task(), which timeouts would cancel.
@@ -150,6 +168,11 @@ class Scheduler:
         self._next_start_node_index = 0
         #: Recent share of nodes passing Filter (moving average), to size the first window.
         self._feasible_share = 0.5
+        #: Plugins that count finished pods (e.g. a PodGroup's succeeded/failed members) override
+        #: ``Plugin.pod_terminated``: the cache drops terminal pods, so no other view shows them.
+        self._terminal_hooks: list[Callable[[PodInfo], None]] = [
+            p.pod_terminated for p in self.plugins() if type(p).pod_terminated is not Plugin.pod_terminated
+        ]
 
     @staticmethod
     def build(
@@ -184,6 +207,8 @@ class Scheduler:
             self._move(self.cache.add_or_update_pod(pod))
         elif self._may_queue(pod) and not pod.deleting:
             self.queue.add(pod)
+        if pod.terminal:
+            self._terminated(pod)
 
     def on_pod_update(self, pod: PodInfo) -> None:
         if pod.node_name:
@@ -191,6 +216,12 @@ class Scheduler:
             self._move(self.cache.add_or_update_pod(pod))
         elif self._may_queue(pod):
             self.queue.update(pod)
+        if pod.terminal:
+            self._terminated(pod)
+
+    def _terminated(self, pod: PodInfo) -> None:
+        for hook in self._terminal_hooks:
+            hook(pod)
 
     def _may_queue(self, pod: PodInfo) -> bool:
         """An unassigned pod of one of our profiles that is not already being placed."""
@@ -311,15 +342,18 @@ class Scheduler:
             outcome = ScheduleFailure(status, status.message)
         if isinstance(outcome, ScheduleFailure):
             if outcome.unschedulable and outcome.num_all_nodes and fwk.post_filter:
-                _, st = fwk.run_post_filter(state, pod, outcome.diagnosis)
-                if not st.is_success and st.message:
+                result, st = fwk.run_post_filter(state, pod, outcome.diagnosis)
+                if st.message:  # upstream sets PostFilterMsg whatever the code
                     outcome.diagnosis.post_filter_msg = st.message
                     outcome.message = fit_error_message(outcome.num_all_nodes, outcome.diagnosis)
+                outcome.nominated_node_name = None if result is None else result.nominated_node_name
             self._fail(fwk, qpi, outcome, cycle)
             return True
 
         node = outcome.node_name
         assumed = self.cache.assume(pod, node)
+        if self.queue.nominator.by_node:
+            self.queue.nominator.delete(pod.uid)  # an assumed pod is no longer nominated (assume)
         st = fwk.run_reserve(state, assumed, node)
         if st.is_success:
             st = fwk.run_permit(state, assumed, node)
@@ -346,6 +380,12 @@ class Scheduler:
             if not st.is_rejected:
                 return ScheduleFailure(st, plugin_error("PreFilter", st), diagnosis, num_all)
             return ScheduleFailure(st, fit_error_message(num_all, diagnosis), diagnosis, num_all)
+
+        if self.queue.nominator.by_node:
+            # evaluateNominatedNode: a pod nominated by an earlier preemption tries that node first.
+            nominated = self._nominated_row(pod, rows)
+            if nominated is not None and fwk.filter_node(state, pod, nominated).is_success:
+                return ScheduleResult(table.names[nominated], 1, 1, None, diagnosis)
 
         feasible, st = self._find_feasible(fwk, state, pod, rows, num_all, diagnosis)
         if not st.is_success:
@@ -448,7 +488,53 @@ class Scheduler:
             qpi.failed_with_error = True
         if not deleted:
             self.queue.add_unschedulable(qpi, cycle)
+            nominated = failure.nominated_node_name
+            if nominated or (nominated == "" and self.queue.nominator.by_node):
+                self.queue.nominator.add(qpi.pod, nominated)
         self.observer.failed(qpi.pod, fwk.profile_name, failure)
+
+    # -- preemption --------------------------------------------------------------------------------
+    def _nominated_row(self, pod: PodInfo, rows: Rows) -> int | None:
+        node = self.queue.nominator.node_of(pod.uid)
+        row = self.cache.table.row_of(node) if node else None
+        return row if row is not None and bool((rows == row).any()) else None
+
+    def _preemption_for(self, fwk: Framework) -> Callable[[PodInfo, str, Sequence[PodInfo]], None]:
+        def preempt(preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo]) -> None:
+            self._preempt(fwk, preemptor, node_name, victims)
+
+        return preempt
+
+    def _preempt(self, fwk: Framework, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo]) -> None:
+        """Actuate a preemption (upstream executor.go prepareCandidate): a victim waiting at Permit
+        is rejected in memory, a victim already being deleted is left alone, the others are evicted
+        through the client (``evict``, when it has one); lower-priority pods nominated to the node
+        lose their nomination and are retried."""
+        evict = getattr(fwk.handle.client, "evict", None)
+        for victim in victims:
+            wp = self.waiting_pods.get(victim.uid)
+            if wp is not None and not wp.decided:
+                self.waiting_pods.reject(victim.uid, "", "preempted")
+                continue
+            if victim.deleting or evict is None:
+                continue
+            self._spawn_task(self._evict(evict, victim, preemptor, node_name))
+        nominator = self.queue.nominator
+        cleared = [p for p in nominator.pods_for_node(node_name) if p.priority < preemptor.priority]
+        for p in cleared:
+            nominator.delete(p.uid)
+        if cleared:
+            self.queue.activate([p.uid for p in cleared])
+        self.observer.preempted(preemptor, fwk.profile_name, node_name, list(victims), cleared)
+
+    @staticmethod
+    async def _evict(
+        evict: Callable[[PodInfo, PodInfo, str], Coroutine[Any, Any, None]], victim: PodInfo, preemptor: PodInfo,
+        node_name: str,
+    ) -> None:
+        # Already gone, or a failed eviction: never the scheduler's end; the preemptor retries.
+        with contextlib.suppress(Exception):
+            await evict(victim, preemptor, node_name)
 
     # -- the binding cycle -------------------------------------------------------------------------
     async def _binding_cycle(

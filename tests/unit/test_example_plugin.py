@@ -47,6 +47,9 @@ ZONE = "topology.kubernetes.io/zone"
 FULL_MESSAGE = (
     "0/5 nodes are available: 1 node(s) didn't have label topology.kubernetes.io/zone, "
     "4 node(s) were in a topology domain that reached its pod cap."
+    # DefaultPreemption (default profile): no lower-priority pod to evict, upstream's suffix.
+    " preemption: 0/5 nodes are available: 1 Preemption is not helpful for scheduling, "
+    "4 No preemption victims found for incoming pod."
 )
 
 

@@ -10,6 +10,8 @@ simulator can run it in virtual time.
   interest in, or for ``max_unschedulable_seconds`` (upstream podMaxInUnschedulablePodsDuration).
 - A pod whose attempt failed while a move request happened during its cycle goes to backoff, not
   to unschedulable, so an event that raced with the attempt is not lost (moveRequestCycle).
+- The nominator (``Nominator``, upstream backend/queue/nominator.go) remembers the node preemption
+  nominated for a pending pod; a pod leaving the queue (bound, deleted) loses its nomination.
 """
 
 from __future__ import annotations
@@ -53,6 +55,64 @@ class _BackoffItem:
     valid: bool = field(default=True, compare=False)
 
 
+def nominated_node_name(pod: PodInfo) -> str:
+    """``status.nominatedNodeName`` of the pod's object ("" when unset)."""
+    status = pod.raw.get("status")
+    return str(status.get("nominatedNodeName") or "") if status else ""
+
+
+class Nominator:
+    """Pods nominated to run on nodes (upstream nominator.go): pod uid → node, and per node the
+    nominated pods. ``by_node`` is shared with the framework's Handle (two-pass filters)."""
+
+    __slots__ = ("_node_of", "by_node")
+
+    def __init__(self) -> None:
+        self.by_node: dict[str, dict[str, PodInfo]] = {}
+        self._node_of: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._node_of)
+
+    def node_of(self, uid: str) -> str | None:
+        return self._node_of.get(uid)
+
+    def add(self, pod: PodInfo, node_name: str) -> None:
+        """addNominatedPodUnlocked: replace any nomination of the pod; "" only clears it. A pod
+        already assigned is not nominated."""
+        self.delete(pod.uid)
+        if not node_name or pod.node_name:
+            return
+        self._node_of[pod.uid] = node_name
+        self.by_node.setdefault(node_name, {})[pod.uid] = pod
+
+    def update(self, old: PodInfo | None, pod: PodInfo) -> None:
+        """UpdateNominatedPod: a nominatedNodeName added, changed or removed in the object wins;
+        when neither version carries one, the in-memory nomination is kept (the object may lag
+        behind the scheduler's own nomination). The stored pod is refreshed either way."""
+        new = nominated_node_name(pod)
+        if new or (old is not None and nominated_node_name(old)):
+            self.add(pod, new)
+            return
+        node = self._node_of.get(pod.uid)
+        if node is not None:
+            self.add(pod, node)
+
+    def delete(self, uid: str) -> None:
+        node = self._node_of.pop(uid, None)
+        if node is None:
+            return
+        pods = self.by_node.get(node)
+        if pods is not None:
+            pods.pop(uid, None)
+            if not pods:
+                del self.by_node[node]
+
+    def pods_for_node(self, node_name: str) -> list[PodInfo]:
+        pods = self.by_node.get(node_name)
+        return list(pods.values()) if pods else []
+
+
 class SchedulingQueue:
     def __init__(
         self,
@@ -84,6 +144,7 @@ class SchedulingQueue:
         #: Incremented on every pop; a pod's attempt carries the cycle it was popped in.
         self.scheduling_cycle = 0
         self._move_request_cycle = -1
+        self.nominator = Nominator()
 
     # -- sizes ---------------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -122,6 +183,8 @@ class SchedulingQueue:
             self.update(pod)
             return
         qpi = QueuedPodInfo(pod=pod, timestamp=self._clock.now())
+        if pod.raw.get("status") and nominated_node_name(pod):
+            self.nominator.add(pod, nominated_node_name(pod))
         if _is_gated(pod):
             qpi.gated = True
             self._gated[pod.uid] = qpi
@@ -180,6 +243,8 @@ class SchedulingQueue:
     def update(self, pod: PodInfo) -> None:
         """A pending pod changed: refresh it; an unschedulable or gated one gets another chance."""
         uid = pod.uid
+        if self.nominator.by_node or (pod.raw.get("status") and nominated_node_name(pod)):
+            self.nominator.update(self._queued_pod(uid), pod)
         if uid in self._gated:
             qpi = self._gated[uid]
             qpi.pod = pod
@@ -206,7 +271,18 @@ class SchedulingQueue:
             return
         self.add(pod)
 
+    def _queued_pod(self, uid: str) -> PodInfo | None:
+        for index in (self._active_index, self._backoff_index):
+            item = index.get(uid)
+            if item is not None:
+                return item.qpi.pod
+        qpi = self._unschedulable.get(uid) or self._gated.get(uid)
+        return None if qpi is None else qpi.pod
+
     def delete(self, uid: str) -> None:
+        """The pod left the queue for good (bound, deleted): its nomination goes too."""
+        if self.nominator.by_node:
+            self.nominator.delete(uid)
         if (a := self._active_index.pop(uid, None)) is not None:
             a.valid = False
         if (b := self._backoff_index.pop(uid, None)) is not None:

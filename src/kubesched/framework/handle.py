@@ -3,13 +3,17 @@ waiting pods, and the shell's cluster client for plugins that must talk to the c
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.framework.clock import Clock
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
+
+if TYPE_CHECKING:
+    from kubesched.framework.runtime import Framework
 
 
 class BindConflictError(Exception):
@@ -26,6 +30,37 @@ class ClusterClient(Protocol):
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         """Bind via pods/binding. Raises BindConflictError, PodGoneError or another exception."""
         ...
+
+
+class EvictingClient(Protocol):
+    """Optional, for preemption: a ClusterClient that also offers ``evict`` (the simulator's does).
+
+    Upstream's preemption executor (pkg/scheduler/framework/preemption/executor.go ``PreemptPod``)
+    patches the victim's status with the ``DisruptionTarget`` condition (status True, reason
+    ``PreemptionByScheduler``, message ``<schedulerName>: preempting to accommodate a higher
+    priority pod``), deletes it (graceful: ``terminationGracePeriodSeconds``) and records a
+    ``Preempted`` event (``Preempted by pod <preemptor uid> on node <node>``). A victim already
+    being deleted is skipped. A client without ``evict`` gets no deletions: the scheduler still
+    nominates the preemptor (see ``SchedulerObserver.preempted``)."""
+
+    async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None: ...
+
+
+class Nominator(Protocol):
+    """Pods nominated to nodes by preemption (upstream backend/queue/nominator.go), as the queue
+    keeps them: ``by_node`` maps node name → {uid: pending pod}."""
+
+    by_node: dict[str, dict[str, PodInfo]]
+
+    def node_of(self, uid: str) -> str | None: ...
+
+    def add(self, pod: PodInfo, node_name: str) -> None: ...
+
+    def delete(self, uid: str) -> None: ...
+
+
+#: Called by preemption with (preemptor, node name, victims); set by the Scheduler.
+PreemptFn = Callable[[PodInfo, str, Sequence[PodInfo]], None]
 
 
 class Handle:
@@ -48,6 +83,17 @@ class Handle:
         self._objects = objects
         self._activate: Callable[[Sequence[str]], None] | None = None
         self._pending: Callable[[], Iterable[PodInfo]] | None = None
+        #: Pods nominated per node (node → {uid: pod}); the queue's nominator shares its dict
+        #: here, so "is any pod nominated?" is one truthiness check on the filter path.
+        self.nominated: dict[str, dict[str, PodInfo]] = {}
+        self.nominator: Nominator | None = None
+        self._preempt: PreemptFn | None = None
+        #: The Framework this handle serves (set by Framework.__init__): preemption runs its
+        #: Filter plugins (upstream: the framework is the Handle).
+        self.framework: Framework | None = None
+        #: The scheduler's seeded RNG (preemption's random candidate offset), so a simulation stays
+        #: deterministic per seed; a handle without a scheduler gets its own.
+        self.rng = random.Random(0)
 
     def attach_queue(
         self, activate: Callable[[Sequence[str]], None], pending: Callable[[], Iterable[PodInfo]]
@@ -55,6 +101,28 @@ class Handle:
         """Called by the Scheduler once its queue exists (the handle is built before the queue)."""
         self._activate = activate
         self._pending = pending
+
+    def attach_nominator(self, nominator: Nominator) -> None:
+        """Called by the Scheduler: share the queue's nominated pods (upstream PodNominator)."""
+        self.nominator = nominator
+        self.nominated = nominator.by_node
+
+    def attach_preemption(self, preempt: PreemptFn, rng: random.Random) -> None:
+        """Called by the Scheduler: how a PostFilter plugin actuates a preemption, and its RNG."""
+        self._preempt = preempt
+        self.rng = rng
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        """Pods nominated to ``node_name`` (upstream NominatedPodsForNode)."""
+        pods = self.nominated.get(node_name)
+        return list(pods.values()) if pods else []
+
+    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo]) -> None:
+        """Actuate a preemption: victims waiting at Permit are rejected in memory, the others are
+        evicted through the shell's client; lower-priority pods nominated to the node lose their
+        nomination (upstream executor.go prepareCandidate). Without a scheduler: nothing."""
+        if self._preempt is not None:
+            self._preempt(preemptor, node_name, victims)
 
     def activate(self, uids: Sequence[str]) -> None:
         """Move the named pending pods to the active queue now (upstream PodsToActivate, used by

@@ -82,6 +82,15 @@ class Plugin:
         topology domain's matching pods and the skew the pod would make. None: nothing to add."""
         return None
 
+    def pod_terminated(self, pod: PodInfo) -> None:
+        """A pod reached Succeeded or Failed (the cache then drops it, so no table shows it any
+        more): for plugins that count finished pods, e.g. a PodGroup's succeeded members."""
+
+    def object_report(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
+        """For kinds this plugin declares: kind → object key → fields worth showing in the
+        simulator's report and JSON (e.g. each PodGroup's phase and counts). {} by default."""
+        return {}
+
     def status_updates(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
         """For kinds declared with ``writes_status``: kind → {object key → changed status fields}
         since the last call. The live leader merge-patches them into the status subresource."""

@@ -39,7 +39,7 @@ from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import ClusterEvent, PostFilterResult, PreFilterResult, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPod
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import Rows
+from kubesched.snapshot.table import NodeInfo, Rows
 
 #: Upstream minFeasibleNodesToFind / minFeasibleNodesPercentageToFind (schedule_one.go).
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -174,6 +174,7 @@ class Framework:
             leading.append(fp)
         #: Verdicts of the leading node-object filters, shared by pods with equal signatures.
         self.signature_cache = SignatureVerdictCache(leading)
+        handle.framework = self
 
     # -- building -----------------------------------------------------------------------------
     @staticmethod
@@ -314,7 +315,142 @@ class Framework:
         self, state: CycleState, pod: PodInfo, rows: Rows, diagnosis: Diagnosis
     ) -> tuple[Rows, Status]:
         """Filter rows through every plugin, stopping at the first rejection per node; returns the
-        passing rows. Rejections are recorded in ``diagnosis`` with the rejecting plugin's name."""
+        passing rows (in the order of ``rows``). Rejections are recorded in ``diagnosis`` with the
+        rejecting plugin's name.
+
+        Nodes with nominated pods of equal or higher priority get upstream's two passes
+        (RunFilterPluginsWithNominatedPods, :meth:`filter_node`); when no pod is nominated anywhere
+        (the common case) this costs one dict check."""
+        if self.handle.nominated:
+            affected = self._nominated_rows(pod, rows)
+            if affected is not None:
+                return self._run_filters_nominated(state, pod, rows, affected, diagnosis)
+        return self._run_filters_batch(state, pod, rows, diagnosis)
+
+    def _nominated_rows(self, pod: PodInfo, rows: Rows) -> Rows | None:
+        """Rows of ``rows`` whose node has a nominated pod (other than ``pod``) of equal or
+        higher priority, or None."""
+        table = self.handle.table
+        found: list[int] = []
+        for node, pods in self.handle.nominated.items():
+            row = table.index.get(node)
+            if row is None:
+                continue
+            if any(p.priority >= pod.priority and p.uid != pod.uid for p in pods.values()):
+                found.append(row)
+        if not found:
+            return None
+        affected = rows[np.isin(rows, np.array(found, dtype=np.intp))]
+        return affected if len(affected) else None
+
+    def _run_filters_nominated(
+        self, state: CycleState, pod: PodInfo, rows: Rows, affected: Rows, diagnosis: Diagnosis
+    ) -> tuple[Rows, Status]:
+        plain = rows[~np.isin(rows, affected)]
+        passing, st = self._run_filters_batch(state, pod, plain, diagnosis)
+        if not st.is_success:
+            return passing, st
+        ok: list[int] = []
+        for row in affected.tolist():
+            st = self.filter_node(state, pod, row)
+            if st.is_success:
+                ok.append(row)
+            elif st.is_rejected:
+                diagnosis.add_rejections(np.array([row], dtype=np.intp), np.ones(1, dtype=np.int32), [st], 1)
+            else:
+                return rows[:0], st
+        if not ok:
+            return passing, SUCCESS
+        keep = np.isin(rows, np.concatenate((passing, np.array(ok, dtype=np.intp))))
+        return rows[keep], SUCCESS
+
+    def filter_node(self, state: CycleState, pod: PodInfo, row: int) -> Status:
+        """Every Filter plugin on one node, with the nominated pods (upstream
+        RunFilterPluginsWithNominatedPods): when the node has nominated pods of equal or higher
+        priority, first with them added (to a clone of ``state``, through PreFilterExtensions, and
+        to the node), then without; both must pass. Success, the first rejection, or an Error."""
+        nominated = self.handle.nominated.get(self.handle.table.names[row]) if self.handle.nominated else None
+        if nominated:
+            added = [p for p in nominated.values() if p.priority >= pod.priority and p.uid != pod.uid]
+            if added:
+                st = self._filter_with_added(state, pod, row, added)
+                if not st.is_success:
+                    return st
+        return self._filter_one(state, pod, row)
+
+    def _filter_one(self, state: CycleState, pod: PodInfo, row: int) -> Status:
+        scratch = Diagnosis()
+        passing, st = self._run_filters_batch(state, pod, np.array([row], dtype=np.intp), scratch)
+        if not st.is_success:
+            return st
+        if len(passing):
+            return SUCCESS
+        rejected = scratch.node_to_status.get(row)
+        return rejected if rejected is not None else Status.unschedulable()
+
+    def _filter_with_added(self, state: CycleState, pod: PodInfo, row: int, added: list[PodInfo]) -> Status:
+        """addGENominatedPods: the pods counted on the node (the table, restored afterwards: the
+        cycle is single-threaded) and in a clone of the cycle state, then the filters."""
+        table = self.handle.table
+        node = NodeInfo(table, row)
+        name = table.names[row]
+        clone = state.clone()
+        placed: list[PodInfo] = []
+        try:
+            for p in added:
+                if table.pod(p.uid) is not None:
+                    continue  # already placed (assumed): counted as it is
+                assigned = p.with_node(name)
+                table.add_pod(assigned)
+                placed.append(assigned)
+                st = self.run_pre_filter_extension_add_pod(clone, pod, assigned, node)
+                if not st.is_success:
+                    return st
+            return self._filter_one(clone, pod, row)
+        finally:
+            for p in placed:
+                table.remove_pod(p.uid)
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo
+    ) -> Status:
+        """Every PreFilter plugin's AddPod (plugins skipped this cycle excluded), as upstream
+        RunPreFilterExtensionAddPod; an error is wrapped as upstream wraps it."""
+        for p in self.pre_filter:
+            if p.name in state.skip_filter_plugins:
+                continue
+            ext = p.pre_filter_extensions()
+            if ext is None:
+                continue
+            try:
+                st = ext.add_pod(state, pod, pod_to_add, node)
+            except Exception as e:
+                st = Status.from_exception(e)
+            if not st.is_success:
+                return Status.error(f'running AddPod on PreFilter plugin "{p.name}": {st.message}', p.name)
+        return SUCCESS
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo
+    ) -> Status:
+        """Every PreFilter plugin's RemovePod (upstream RunPreFilterExtensionRemovePod)."""
+        for p in self.pre_filter:
+            if p.name in state.skip_filter_plugins:
+                continue
+            ext = p.pre_filter_extensions()
+            if ext is None:
+                continue
+            try:
+                st = ext.remove_pod(state, pod, pod_to_remove, node)
+            except Exception as e:
+                st = Status.from_exception(e)
+            if not st.is_success:
+                return Status.error(f'running RemovePod on PreFilter plugin "{p.name}": {st.message}', p.name)
+        return SUCCESS
+
+    def _run_filters_batch(
+        self, state: CycleState, pod: PodInfo, rows: Rows, diagnosis: Diagnosis
+    ) -> tuple[Rows, Status]:
         table = self.handle.table
         plugins = self.filter
         cached = self.signature_cache.verdicts(state, pod, table)
@@ -357,6 +493,9 @@ class Framework:
     ) -> tuple[PostFilterResult | None, Status]:
         """Run PostFilter plugins until one succeeds (upstream: the first Success wins)."""
         reasons: list[str] = []
+        #: The last non-None result of a rejecting plugin (upstream: the last non-Noop one).
+        result: PostFilterResult | None = None
+        rejector = ""
         for p in self.post_filter:
             try:
                 r, st = p.post_filter(state, pod, diagnosis)
@@ -368,8 +507,11 @@ class Framework:
                 return r, st.with_plugin(p.name)
             if st.is_error:
                 return None, st.with_plugin(p.name)
+            if r is not None:
+                result = r
             reasons.extend(st.reasons)
-        return None, Status.unschedulable(*reasons)
+            rejector = rejector or p.name
+        return result, Status.unschedulable(*reasons, plugin=rejector)
 
     # -- scoring ------------------------------------------------------------------------------
     def run_pre_score(self, state: CycleState, pod: PodInfo, rows: Rows) -> Status:

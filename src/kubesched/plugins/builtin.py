@@ -9,6 +9,7 @@ from kubesched.framework.registry import Registry
 def builtin_registry() -> Registry:
     from kubesched.plugins.coscheduling import Coscheduling
     from kubesched.plugins.default_binder import DefaultBinder
+    from kubesched.plugins.defaultpreemption import DefaultPreemption
     from kubesched.plugins.interpodaffinity import InterPodAffinity
     from kubesched.plugins.node_affinity import NodeAffinity
     from kubesched.plugins.node_name import NodeName
@@ -33,6 +34,7 @@ def builtin_registry() -> Registry:
             NodeResourcesFit,
             PodTopologySpread,
             InterPodAffinity,
+            DefaultPreemption,
             NodeResourcesBalancedAllocation,
             DefaultBinder,
             UnderlayIP,

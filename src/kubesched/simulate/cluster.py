@@ -1,17 +1,33 @@
 """The embedded in-memory cluster: the simulator's stand-in for the apiserver.
 
-It holds the raw objects, binds pods (the ClusterClient the DefaultBinder calls) and tells the
-scheduler about every change exactly as the live informers would, so the same framework code runs
-unchanged.
+It holds the raw objects, binds pods (the ClusterClient the DefaultBinder calls), evicts
+preemption victims, and tells the scheduler about every change exactly as the live informers
+would, so the same framework code runs unchanged.
+
+Eviction (``evict``, what upstream's preemption executor does through the API): the victim gets
+the ``DisruptionTarget`` condition and a ``deletionTimestamp`` now, and is deleted
+``terminationGracePeriodSeconds`` (default 30) later in virtual time — the runner calls
+``advance(now)`` and jumps the clock to ``next_eviction()`` — so the preemptor, nominated to the
+node meanwhile, binds once the victims are gone (their deletion is an AssignedPodDelete event).
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
+from datetime import UTC, datetime
 from typing import Any
 
 from kubesched.framework.handle import BindConflictError, PodGoneError
 from kubesched.scheduler import Scheduler
 from kubesched.snapshot.pod import PodInfo
+
+#: Upstream v1.DefaultTerminationGracePeriodSeconds.
+DEFAULT_GRACE_SECONDS = 30.0
+
+
+def _rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class SimulatedCluster:
@@ -21,6 +37,11 @@ class SimulatedCluster:
         self.objects: dict[str, dict[str, dict[str, Any]]] = {}
         self.scheduler: Scheduler | None = None
         self.binds = 0
+        #: Pending deletions of evicted pods: (virtual time due, sequence, uid).
+        self._evictions: list[tuple[float, int, str]] = []
+        self._seq = itertools.count()
+        self._now = 0.0
+        self.evicted = 0
 
     def attach(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
@@ -46,6 +67,49 @@ class SimulatedCluster:
         self.binds += 1
         if self.scheduler is not None:
             self.scheduler.on_pod_update(bound)
+
+    async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
+        """Preempt ``pod``: mark it (DisruptionTarget condition, deletionTimestamp) and delete it
+        after its grace period in virtual time. A pod already gone raises PodGoneError; one already
+        being deleted is left as it is."""
+        current = self.pods.get(pod.uid)
+        if current is None:
+            raise PodGoneError(f"pod {pod.key} not found")
+        if current.deleting:
+            return
+        grace = current.spec.get("terminationGracePeriodSeconds")
+        grace_s = float(grace) if isinstance(grace, int | float) and grace >= 0 else DEFAULT_GRACE_SECONDS
+        raw = dict(current.raw)
+        raw["metadata"] = {**(raw.get("metadata") or {}), "deletionTimestamp": _rfc3339(self._now),
+                           "deletionGracePeriodSeconds": int(grace_s)}
+        status = dict(raw.get("status") or {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+        conditions.append({
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": _rfc3339(self._now),
+        })
+        status["conditions"] = conditions
+        raw["status"] = status
+        updated = PodInfo.from_raw(raw, previous=current)
+        self.pods[pod.uid] = updated
+        heapq.heappush(self._evictions, (self._now + grace_s, next(self._seq), pod.uid))
+        self.evicted += 1
+        if self.scheduler is not None:
+            self.scheduler.on_pod_update(updated)
+
+    def next_eviction(self) -> float | None:
+        """When the next evicted pod's grace period ends (None: no eviction pending)."""
+        return self._evictions[0][0] if self._evictions else None
+
+    def advance(self, now: float) -> None:
+        """Virtual time is ``now``: delete the evicted pods whose grace period has ended."""
+        self._now = now
+        while self._evictions and self._evictions[0][0] <= now:
+            _, _, uid = heapq.heappop(self._evictions)
+            self.delete_pod(uid)
 
     # -- cluster changes ---------------------------------------------------------------------------
     def add_node(self, raw: dict[str, Any]) -> None:

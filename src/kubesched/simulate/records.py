@@ -3,7 +3,7 @@ top-scored nodes. Kept compact (numpy chunks, top-k only) so 10,000-pod runs sta
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,8 @@ ERROR = "Error"
 PRE_BOUND = "PreBound"
 PENDING = "Pending"
 WAITING = "Waiting"
+#: A pod evicted by preemption (deleted from the simulated cluster after its grace period).
+PREEMPTED = "Preempted"
 
 
 @dataclass(slots=True)
@@ -46,6 +48,32 @@ class PodRecord:
     diagnosis: Diagnosis | None = None
 
 
+@dataclass(slots=True)
+class PreemptionRecord:
+    """One preemption: who preempted whom on which node, and why (the preemptor's FitError,
+    whose ``preemption: ...`` suffix names the node and the number of victims)."""
+
+    preemptor: str
+    profile: str
+    node: str
+    victims: list[str]
+    time: float
+    reason: str = ""
+    #: Lower-priority pods nominated to the node that lost their nomination.
+    cleared_nominations: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "preemptor": self.preemptor,
+            "profile": self.profile,
+            "node": self.node,
+            "victims": list(self.victims),
+            "reason": self.reason,
+            "time": round(self.time, 6),
+            "clearedNominations": list(self.cleared_nominations),
+        }
+
+
 class Recorder(SchedulerObserver):
     def __init__(
         self,
@@ -68,6 +96,9 @@ class Recorder(SchedulerObserver):
         self._errors: dict[str, int] = {}
         #: The first exception behind each distinct error message (plugin bugs), for ``--debug``.
         self.exceptions: dict[str, BaseException] = {}
+        self.preemptions: list[PreemptionRecord] = []
+        #: Preemptor uid → its preemption whose reason the next failure fills in.
+        self._awaiting_reason: dict[str, PreemptionRecord] = {}
 
     def record(self, pod: PodInfo, profile: str) -> PodRecord:
         rec = self.records.get(pod.uid)
@@ -110,9 +141,30 @@ class Recorder(SchedulerObserver):
             for j, (i, row) in enumerate(zip(idx.tolist(), rows, strict=True))
         ]
 
+    def preempted(
+        self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
+        cleared: Sequence[PodInfo],
+    ) -> None:
+        rec = PreemptionRecord(
+            preemptor.key, profile, node_name, [v.key for v in victims], self.clock.now(),
+            cleared_nominations=[p.key for p in cleared],
+        )
+        self.preemptions.append(rec)
+        self._awaiting_reason[preemptor.uid] = rec
+        for v in victims:
+            victim = self.records.get(v.uid)
+            if victim is not None:
+                victim.status = PREEMPTED
+                victim.message = f"preempted by {preemptor.key} on node {node_name}"
+                victim.time = self.clock.now()
+
     def failed(self, pod: PodInfo, profile: str, failure: ScheduleFailure) -> None:
         if self._on_attempt is not None:
             self._on_attempt(pod, profile, None)
+        if self._awaiting_reason:
+            preemption = self._awaiting_reason.pop(pod.uid, None)
+            if preemption is not None:
+                preemption.reason = failure.message
         rec = self.record(pod, profile)
         rec.attempts += 1
         self.attempts += 1

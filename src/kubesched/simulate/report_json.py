@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 import kubesched
-from kubesched.simulate.records import PENDING, PRE_BOUND, SCHEDULED, UNSCHEDULABLE, record_to_json
+from kubesched.simulate.records import PENDING, PRE_BOUND, PREEMPTED, SCHEDULED, UNSCHEDULABLE, record_to_json
 from kubesched.simulate.runner import SimulationResult
 from kubesched.snapshot.table import CPU, MEMORY, PODS
 
@@ -62,7 +62,7 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
     simulated = status_counts[SCHEDULED] + status_counts[UNSCHEDULABLE] + status_counts["Error"] + status_counts[
         "Waiting"
     ]
-    return {
+    doc: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
         "kubeschedVersion": kubesched.__version__,
         "source": result.input.source,
@@ -83,6 +83,8 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
             "podsPerSecond": round(simulated / result.wall_seconds, 1) if result.wall_seconds else 0.0,
             "interrupted": result.interrupted,
             "stalled": result.stalled,
+            "preemptions": len(result.preemptions),
+            "preempted": status_counts[PREEMPTED],
             "utilisationBefore": {
                 "cpu": util(result.requested_before, CPU),
                 "memory": util(result.requested_before, MEMORY),
@@ -99,4 +101,10 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
         "unschedulableReasons": dict(reasons.most_common()),
         "nodes": nodes,
         "placements": placements,
+        "preemptions": [p.to_json() for p in result.preemptions],
     }
+    if result.pod_groups:
+        # Each PodGroup's status at the end of the run (as the live scheduler would write it) and,
+        # for a gang left unplaced, the gang-level reason.
+        doc["podGroups"] = result.pod_groups
+    return doc

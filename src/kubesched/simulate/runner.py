@@ -2,8 +2,13 @@
 
 The loop: feed nodes, pre-bound pods and pending pods (in creation order) to the scheduler; schedule
 while pods are active; when none are, jump the virtual clock to the next backoff expiry or Permit
-deadline. Pods left waiting for a cluster event that will never come in a static replay end the run
-as unschedulable. Deterministic for a given seed.
+deadline. When only pods waiting for a cluster event are left and one of them was refused by a
+plugin other than a Filter (a gang's PreFilter or Permit: group backoffs, Permit timeouts), the
+clock jumps to the unschedulable flush (``podMaxInUnschedulablePodsDuration``, 5 minutes) and they
+are retried, as upstream retries them. Filter verdicts need no flush: they change only with the
+nodes and the pods on them, which reach the queue as events. The replay ends when no future event
+can bind another pod: nothing is left to retry, or a flush ends in a state already seen since the
+last bind (retrying again would repeat it). Deterministic for a given seed.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +29,7 @@ from kubesched.framework.registry import Registry
 from kubesched.scheduler import QueueSettings, Scheduler
 from kubesched.simulate.cluster import SimulatedCluster
 from kubesched.simulate.inputs import ClusterInput
-from kubesched.simulate.records import PRE_BOUND, PodRecord, Recorder
+from kubesched.simulate.records import PRE_BOUND, SCHEDULED, PodRecord, PreemptionRecord, Recorder
 from kubesched.snapshot.pod import PodInfo
 
 #: Pods scheduled between two chances for binding tasks and the progress callback to run.
@@ -49,6 +55,17 @@ class SimulationResult:
     #: The run stopped because pods kept being retried without any bind for ``max_idle`` virtual
     #: seconds (e.g. a gang that can never complete, retried with backoff for ever).
     stalled: bool = False
+    #: What plugins report about the objects they declare (``object_report()``), kind → key →
+    #: report: e.g. each PodGroup's status and, for a gang left unplaced, why.
+    objects: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    #: Unschedulable flushes simulated (each a 5-minute jump of the virtual clock).
+    flushes: int = 0
+    #: Preemptions, in the order they happened (simulate/records.py PreemptionRecord).
+    preemptions: list[PreemptionRecord] = field(default_factory=list)
+
+    @property
+    def pod_groups(self) -> dict[str, dict[str, Any]]:
+        return self.objects.get("PodGroup", {})
 
 
 class Simulation:
@@ -91,6 +108,7 @@ class Simulation:
         self._stop = False
         self._max_idle = max_idle_virtual_seconds
         self._stalled = False
+        self._flushes = 0
 
     # -- explain hook: capture the full picture at the moment the pod is decided ------------------
     def _matches(self, pod: PodInfo) -> bool:
@@ -118,6 +136,7 @@ class Simulation:
         for raw in self.input.pods:
             pod = PodInfo.from_raw(raw)
             if pod.terminal:
+                self.scheduler.on_pod_add(pod)  # not placed, but plugins may count it (e.g. a group's succeeded)
                 continue
             if pod.node_name:
                 self.cluster.add_pod(pod)
@@ -171,7 +190,17 @@ class Simulation:
             explanation=self._explanation,
             attempts=self.recorder.attempts,
             stalled=self._stalled,
+            objects=self._object_report(),
+            flushes=self._flushes,
+            preemptions=self.recorder.preemptions,
         )
+
+    def _object_report(self) -> dict[str, dict[str, dict[str, Any]]]:
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for plugin in self.scheduler.plugins():
+            for kind, objs in plugin.object_report().items():
+                out.setdefault(kind, {}).update((key, dict(fields)) for key, fields in objs.items())
+        return out
 
     def _explain_now(self) -> None:
         for pod in self.cluster.pods.values():
@@ -184,16 +213,26 @@ class Simulation:
     async def _loop(self, total: int) -> None:
         sched = self.scheduler
         last_bound, last_progress = -1, self.clock.now()
+        #: Fingerprints of the quiet states (only unschedulable pods left) since the last bind.
+        seen: set[int] = set()
         while not self._stop:
             if self.recorder.bound_count != last_bound:
                 last_bound, last_progress = self.recorder.bound_count, self.clock.now()
+                seen.clear()
             elif self.clock.now() - last_progress > self._max_idle:
                 self._stalled = True  # retrying without any bind: a static replay will not change
                 return
+            self.cluster.advance(self.clock.now())  # preemption victims whose grace period ended
             sched.tick(self.clock.now())
+            if sched.binds_in_flight:
+                await sched.drain()  # Permit waits that just expired release their reservations now
             n = 0
             while sched.schedule_one():
                 n += 1
+                if sched.binds_in_flight and self._decided_waiting():
+                    # A gang was rejected (or allowed) at Permit: release (or bind) it before the
+                    # next pod, so a rejected gang's reservations never keep another pod out.
+                    await asyncio.sleep(0)
                 if n % _BATCH == 0:
                     await asyncio.sleep(0)  # let in-memory binds finish, keep memory flat
                     self._report(total)
@@ -204,12 +243,54 @@ class Simulation:
             self._report(total)
             if sched.queue.has_active():
                 continue
-            # Nothing to do now: jump to the next backoff expiry or Permit deadline. Unschedulable
-            # pods would only be retried on the 5-minute flush, which cannot change a static replay.
+            # Nothing to do now: jump to the next backoff expiry or Permit deadline.
             wake = sched.next_wakeup(include_unschedulable=False)
+            evicting = self.cluster.next_eviction()
+            if evicting is not None:
+                wake = evicting if wake is None else min(wake, evicting)
             if wake is None:
-                return
+                # Only pods waiting for a cluster event are left (if any). Upstream retries them
+                # after podMaxInUnschedulablePodsDuration; so does the replay, as long as that can
+                # change the outcome: a state seen before since the last bind would repeat.
+                fingerprint = self._fingerprint()
+                if fingerprint is None or fingerprint in seen or not self._flush_may_help():
+                    return
+                seen.add(fingerprint)
+                wake = sched.next_wakeup(include_unschedulable=True)
+                if wake is None:
+                    return
+                self._flushes += 1
             self.clock.set(max(wake, self.clock.now()))
+
+    def _flush_may_help(self) -> bool:
+        """Whether retrying the unschedulable pods may change anything: Filter verdicts depend on
+        the nodes and the pods on them, whose changes reach the queue as cluster events (a static
+        replay has no other); a pod refused by another plugin (at PreFilter, Reserve or Permit:
+        groups, quotas, backoffs, timeouts) may pass on a retry, as upstream's flush would find."""
+        filters = {p.name for fwk in self.scheduler.frameworks.values() for p in fwk.filter}
+        return any(
+            plugin not in filters
+            for qpi in self.scheduler.queue.unschedulable_pods()
+            for plugin in qpi.unschedulable_plugins
+        )
+
+    def _decided_waiting(self) -> bool:
+        return any(wp.decided for wp in self.scheduler.waiting_pods)
+
+    def _fingerprint(self) -> int | None:
+        """The outcome so far of the pods not bound (None: none is left to retry)."""
+        if not self.scheduler.queue.counts()["unschedulable"]:
+            return None
+        return hash(
+            (
+                self.recorder.bound_count,
+                tuple(
+                    (rec.uid, rec.status, rec.message)
+                    for rec in self.recorder.records.values()
+                    if rec.status not in (SCHEDULED, PRE_BOUND)
+                ),
+            )
+        )
 
     def _report(self, total: int) -> None:
         if self._progress is not None:

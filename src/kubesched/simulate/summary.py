@@ -33,6 +33,8 @@ def print_summary(console: Console, data: dict[str, Any], max_rows: int = 25) ->
     counts.add_row("nodes", str(s["nodes"]), "pods", str(s["pods"]))
     counts.add_row("pre-bound", str(s["preBound"]), "simulated", str(s["simulated"]))
     counts.add_row("[green]scheduled[/green]", str(s["scheduled"]), "[red]unschedulable[/red]", str(s["unschedulable"]))
+    if s.get("preemptions"):
+        counts.add_row("preemptions", str(s["preemptions"]), "pods preempted", str(s.get("preempted", 0)))
     if s["errors"] or s["waiting"] or s["pending"]:
         counts.add_row("errors", str(s["errors"]), "waiting/pending", f"{s['waiting']}/{s['pending']}")
     counts.add_row(

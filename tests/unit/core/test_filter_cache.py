@@ -117,7 +117,9 @@ async def test_resource_verdicts_stay_live_while_pods_fill_the_nodes() -> None:
     await sched.drain()
     placed = [p for p in cluster.pods.values() if p.node_name]
     assert len(placed) == 4
-    assert failures == ["0/2 nodes are available: 2 Insufficient cpu."]
+    # DefaultPreemption (default profile) finds no lower-priority pod to evict: upstream's suffix.
+    assert failures == ["0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+                        "2 No preemption victims found for incoming pod."]
 
 
 def test_error_statuses_are_never_cached() -> None:

@@ -4,6 +4,7 @@ bookkeeping, the live status hook and the reference configuration."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from pydantic import ValidationError
 
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
+from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.types import QueuedPodInfo
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.coscheduling import POD_GROUP_LABEL, Coscheduling, CoschedulingArgs, parse_pod_group
@@ -74,7 +76,8 @@ def test_reference_configuration_loads_with_the_real_plugin(name: str) -> None:
     p = cfg.profiles[0]
     assert p.plugins["queueSort"] == ["Coscheduling"]
     assert "Coscheduling" in p.plugins["preFilter"] and p.plugins["permit"] == ["Coscheduling"]
-    assert p.plugins["postFilter"] == ["Coscheduling"] and p.plugins["reserve"] == ["Coscheduling"]
+    # After DefaultPreemption when the default plugins include it (upstream's order).
+    assert p.plugins["postFilter"][-1] == "Coscheduling" and p.plugins["reserve"] == ["Coscheduling"]
     args = p.plugin_args["Coscheduling"]
     assert isinstance(args, CoschedulingArgs)
     assert (args.permit_waiting_time_seconds, args.pod_group_backoff_seconds) == (10, 3)
@@ -199,7 +202,7 @@ def test_first_waiting_member_activates_its_siblings_and_the_last_allows_all() -
 
     asyncio.run(go())
     assert sorted(p.name for p in cluster.pods.values() if p.node_name) == ["m0", "m1", "m2"]
-    assert cs.status_updates() == {"PodGroup": {"default/g": {"phase": "Scheduled"}}}
+    assert cs.status_updates() == {"PodGroup": {"default/g": {"phase": "Scheduled", "scheduled": 3}}}
     assert cs.status_updates() == {}  # only changes are reported
 
 
@@ -277,3 +280,82 @@ def test_deprecated_denied_pg_expiration_is_reported_as_a_config_warning() -> No
     [warning] = [w for w in cfg.warnings if "deniedPGExpirationTimeSeconds" in w]
     assert warning.startswith("profiles[0].pluginConfig[0].args: ")
     assert cfg.profiles[0].plugin_args["Coscheduling"].pod_group_backoff_seconds == 3
+
+
+def _with(p: PodInfo, node_name: str, phase: str) -> PodInfo:
+    raw = copy.deepcopy(p.raw)
+    raw["spec"]["nodeName"] = node_name
+    raw["status"] = {"phase": phase}
+    return PodInfo.from_raw(raw)
+
+
+def test_pod_group_status_follows_its_members_to_running_finished_and_failed() -> None:
+    sched, cluster, _ = build([pod_group("g", 3), pod_group("h", 2)], [node("n0", cpu="8")])
+    cs = plugin_of(sched)
+    owner = [{"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "j1"}]
+    g = []
+    for i in range(3):
+        raw = pod(f"m{i}", cpu="1", labels={POD_GROUP_LABEL: "g"})
+        raw["metadata"]["ownerReferences"] = owner
+        g.append(PodInfo.from_raw(raw))
+
+    async def go() -> None:
+        for p in g:
+            cluster.add_pod(p)
+        first = cs.status_updates()["PodGroup"]
+        # All members exist, none tried yet; h has no member yet.
+        assert first["default/g"] == {
+            "phase": "PreScheduling", "scheduled": 0, "running": 0, "succeeded": 0, "failed": 0,
+            "occupiedBy": "default/train",
+        }
+        assert first["default/h"]["phase"] == "Pending"
+        while sched.schedule_one():
+            await sched.drain()
+
+    asyncio.run(go())
+    st = cs.status_updates()["PodGroup"]["default/g"]
+    assert st["phase"] == "Scheduled" and st["scheduled"] == 3 and "scheduleStartTime" in st
+    bound_g = [cluster.pods[p.uid] for p in g]
+    for p in bound_g:
+        sched.on_pod_update(_with(p, p.node_name, "Running"))
+    assert cs.status_updates()["PodGroup"]["default/g"] == {"phase": "Running", "running": 3}
+    sched.on_pod_update(_with(bound_g[0], bound_g[0].node_name, "Succeeded"))
+    assert cs.status_updates()["PodGroup"]["default/g"] == {"running": 2, "succeeded": 1}  # still Running
+    sched.on_pod_update(_with(bound_g[1], bound_g[1].node_name, "Failed"))
+    assert cs.status_updates()["PodGroup"]["default/g"] == {"phase": "Failed", "running": 1, "failed": 1}
+    # The group's finished pods no longer hold resources.
+    assert int(sched.cache.table.requested[:, 0].sum()) == 1000
+
+    # A gang whose members all succeed is Finished.
+    sched2, _, _ = build([pod_group("f", 2)], [node("n0", cpu="8")])
+    cs2 = plugin_of(sched2)
+    for i in range(2):
+        sched2.on_pod_add(_with(member(f"f{i}", "f"), "n0", "Succeeded"))
+    assert cs2.status_updates()["PodGroup"]["default/f"]["phase"] == "Finished"
+    assert cs2.pod_group_status("default/f") == {
+        "phase": "Finished", "scheduled": 2, "running": 0, "succeeded": 2, "failed": 0
+    }
+
+
+def test_member_counting_uses_the_index_not_a_queue_scan() -> None:
+    sched, cluster, _ = build([pod_group("g", 3)], [node("n0", cpu="1")])
+    cs = plugin_of(sched)
+    for i in range(3):
+        cluster.add_pod(member(f"m{i}", "g"))
+    for i in range(200):
+        cluster.add_pod(PodInfo.from_raw(pod(f"plain{i}", cpu="1")))
+    scans = 0
+    source = cs.members._source
+
+    def counting() -> Any:
+        nonlocal scans
+        scans += 1
+        return source()
+
+    cs.members._source = counting
+    p = member("m-new", "g")
+    for _ in range(50):
+        assert cs.member_count(p, "default/g") == 4
+        cs.pre_filter(CycleState(), p, sched.cache.table)
+    assert scans <= 1  # one resync on first use (virtual time does not move here)
+    assert set(cs.members.pending_of("default/g")) >= {q.uid for q in sched._pending_pods() if q.name.startswith("m")}

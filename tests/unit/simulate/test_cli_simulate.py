@@ -214,12 +214,16 @@ def host_ports(pod: dict[str, Any]) -> set[tuple[str, int]]:
 
 
 def final_assignment(pods: list[dict[str, Any]], data: dict[str, Any]) -> dict[str, str]:
-    """pod key -> node after the run: the input's spec.nodeName plus the JSON's Scheduled placements."""
+    """pod key -> node after the run: the input's spec.nodeName plus the JSON's Scheduled placements,
+    minus the pods preemption evicted."""
     where = {pod_key(p): p["spec"]["nodeName"] for p in pods if (p.get("spec") or {}).get("nodeName")}
     for pl in data["placements"]:
         if pl["status"] == "Scheduled":
             assert pl["pod"] not in where, f"{pl['pod']} was pre-bound but reported as scheduled"
             where[pl["pod"]] = pl["node"]
+    for pl in data["placements"]:
+        if pl["status"] == "Preempted":  # evicted by preemption: no longer on its node
+            where.pop(pl["pod"], None)
     return where
 
 
@@ -280,7 +284,7 @@ PLACEMENT_KEYS = {
     "pod", "uid", "profile", "status", "node", "attempts", "message", "time", "feasibleNodes", "evaluatedNodes",
     "filters", "scores",
 }  # fmt: skip
-STATUSES = {"Scheduled", "Unschedulable", "Error", "Waiting", "Pending"}
+STATUSES = {"Scheduled", "Unschedulable", "Error", "Waiting", "Pending", "Preempted"}
 
 
 def is_int(v: Any) -> bool:
@@ -316,7 +320,9 @@ def assert_schema(data: dict[str, Any]) -> None:
         for k in ("allocatable", "requestedBefore", "requestedAfter"):
             assert {"cpu", "memory", "pods"} <= set(n[k]), (n["name"], k)
             assert all(isinstance(r, str) and is_int(v) for r, v in n[k].items())
-        assert is_int(n["podsBefore"]) and is_int(n["podsAfter"]) and n["podsBefore"] <= n["podsAfter"]
+        assert is_int(n["podsBefore"]) and is_int(n["podsAfter"])
+        # Without preemption a node only gains pods.
+        assert n["podsBefore"] <= n["podsAfter"] or s.get("preemptions")
 
     node_names = {n["name"] for n in data["nodes"]}
     assert len(data["placements"]) == s["pods"] - s["preBound"]
@@ -325,7 +331,9 @@ def assert_schema(data: dict[str, Any]) -> None:
         assert re.fullmatch(r"[^/]+/[^/]+", p["pod"])
         assert p["status"] in STATUSES
         assert p["profile"] in data["profiles"] or p["status"] == "Pending"
-        assert (p["node"] in node_names) if p["status"] == "Scheduled" else p["node"] is None
+        # A preempted pod keeps the node it ran on (it was deleted from there).
+        placed = p["status"] in ("Scheduled", "Preempted")
+        assert (p["node"] in node_names) if placed else p["node"] is None
         for k in ("attempts", "feasibleNodes", "evaluatedNodes"):
             assert is_int(p[k]) and p[k] >= 0
         assert is_num(p["time"]) and isinstance(p["message"], str)

@@ -3,31 +3,44 @@
 A PodGroup (``scheduling.x-k8s.io/v1alpha1``) says that at least ``spec.minMember`` of its pods
 must run together, or none. Pods join with the label ``scheduling.x-k8s.io/pod-group: <name>``.
 
-* QueueSort: priority, then the group's creation time (a pod's own without a group), then the
-  group's name, then the pod's, so a group's pods leave the queue together;
-* PreFilter: refuses a pod whose group is backing off, has fewer than minMember pods, or whose
-  minResources exceed the free resources of the whole cluster;
+* QueueSort: priority, then the group's creation time (a pod's own without a group) — a group that
+  failed goes after the groups that did not (upstream's lastFailedSchedulePG, against head-of-line
+  blocking) —, then the group's name, then the pod's, so a group's pods leave the queue together;
+* PreFilter: refuses a pod whose group is backing off, has fewer than minMember pods, whose
+  minResources exceed the free resources of the whole cluster, or whose **remaining members could
+  not all be placed now** (the gang-fit check below); waits while a rejected gang's reservations
+  are being released;
 * PostFilter: when a member fits nowhere, rejects the members waiting at Permit (unless the group
-  has quorum or misses it by at most 10 %) and backs the group off;
+  misses its quorum by at most 10 % and could still fit) and backs the group off;
 * Permit: members wait until minMember of the group are assumed or bound; the one that completes
   the quorum allows all of them;
 * Unreserve: a member that is rejected or times out rejects every waiting sibling, so no partial
-  gang ever binds.
+  gang ever binds and every reservation of a failed gang is released at once.
 
-PodGroups come from ``handle.objects("PodGroup")`` (the simulator loads them from the cluster
-input; the live shell keeps an informer). Assigned members are counted in the node table (assumed
-and bound pods, as upstream's snapshot), pending members in the scheduling queue
-(``handle.pending_pods()``; upstream lists them with the pod informer).
+The gang-fit check, before a group's members reserve anything: the ``minMember - assigned``
+members still needed must fit the free resources of the node table — per resource in total (the
+sum of the cheapest members' requests) and per node (how many copies of the smallest member fit on
+each node), less what other gangs already waiting at Permit still need. It is a necessary
+condition (never refuses a gang that could be placed by resources), costs one vector pass over the
+node table per gang round (not per pod: members placed one after another without interference
+reuse the verdict), and O(members) for the group's demand (cached per change of its members).
+
+PodGroups come from ``handle.objects("PodGroup")``. Members are counted by a per-group index
+(members.py): assigned members from the node table, pending ones from what the plugin sees,
+resynchronised from ``handle.pending_pods()`` now and then — O(members of the group) per count.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from kubesched.api.quantity import format_milli_cpu
 from kubesched.framework.cycle_state import CycleState
@@ -41,9 +54,18 @@ from kubesched.framework.interfaces import (
     ReservePlugin,
 )
 from kubesched.framework.status import SUCCESS, Code, Status
-from kubesched.framework.types import POD, ActionType, ClusterEvent, PostFilterResult, PreFilterResult, QueuedPodInfo
+from kubesched.framework.types import (
+    NODE,
+    POD,
+    ActionType,
+    ClusterEvent,
+    PostFilterResult,
+    PreFilterResult,
+    QueuedPodInfo,
+)
 from kubesched.framework.waiting import WaitingPod
 from kubesched.plugins.coscheduling.args import CoschedulingArgs
+from kubesched.plugins.coscheduling.members import MemberIndex
 from kubesched.plugins.coscheduling.podgroup import (
     KIND,
     POD_GROUP_KIND,
@@ -58,9 +80,9 @@ from kubesched.snapshot.table import PODS, NodeTable
 
 log = logging.getLogger(__name__)
 
+IntArray = npt.NDArray[np.int64]
+
 NAME = "Coscheduling"
-#: Per-row count of pods that carry the pod-group label (lets the member count skip other rows).
-_MEMBER_COLUMN = "Coscheduling/members"
 #: CycleState key: this pod waited at Permit in this attempt.
 _WAITED = "Coscheduling/waited"
 #: Upstream: a group that misses its quorum by at most this fraction is not rejected in PostFilter.
@@ -68,15 +90,38 @@ _SMALL_GAP = 0.1
 
 EVENT_POD_GROUP = ClusterEvent(KIND, ActionType.ADD | ActionType.UPDATE, "PodGroupAddOrUpdate")
 
-
-def _has_group(pod: PodInfo) -> int:
-    return int(POD_GROUP_LABEL in pod.labels)
+__all__ = ["NAME", "POD_GROUP_LABEL", "Coscheduling"]
 
 
 def _rejected(wp: WaitingPod) -> bool:
     # Allowing pops a plugin's deadline, rejecting does not: a decided pod with deadlines left was
     # rejected (by a plugin, a timeout or its deletion).
     return wp.decided and bool(wp.deadlines)
+
+
+class _Demand:
+    """What ``k`` members of a group need at least: per resource the sum of the k smallest
+    requests (``cum[k - 1]``), and the element-wise smallest request (one member, pods = 1)."""
+
+    __slots__ = ("cum", "smallest")
+
+    def __init__(self, vectors: list[IntArray], ncols: int) -> None:
+        m = np.zeros((max(len(vectors), 1), ncols), dtype=np.int64)
+        for i, v in enumerate(vectors):
+            m[i, : len(v)] = v
+        m[:, PODS] = 1
+        m.sort(axis=0)
+        self.cum: IntArray = np.cumsum(m, axis=0)
+        self.smallest: IntArray = m[0]
+
+    def of(self, k: int) -> IntArray:
+        """Resources k members need at least (beyond the known members: k copies of the smallest)."""
+        n = len(self.cum)
+        if k <= n:
+            row: IntArray = self.cum[k - 1]
+            return row
+        extra: IntArray = self.cum[n - 1] + (k - n) * self.smallest
+        return extra
 
 
 class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePlugin, PermitPlugin):
@@ -87,19 +132,27 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
     def __init__(self, args: CoschedulingArgs | None, handle: Handle) -> None:
         super().__init__(args or CoschedulingArgs(), handle)
         self.args: CoschedulingArgs = self.args
-        handle.table.register_pod_column(_MEMBER_COLUMN, _has_group)
+        self.members = MemberIndex(handle.table, handle.pending_pods)
         #: Group key → clock time until which its pods are refused at PreFilter.
         self._backoff: dict[str, float] = {}
         #: Group key → clock time until which its minResources check stays passed (upstream permittedPG).
         self._permitted: dict[str, float] = {}
         self._parsed: dict[str, tuple[dict[str, Any], PodGroup | PodGroupSpecError]] = {}
-        self._assigned_gen = -1
-        self._assigned_index: dict[str, list[PodInfo]] = {}
         #: Group key → wall-clock time its first member reached Permit (status.scheduleStartTime).
         self._schedule_start: dict[str, str] = {}
+        self._occupied_by: dict[str, str] = {}
         self._reported: dict[str, dict[str, Any]] = {}
         #: Group key → (the older group it gives way to, until when at the latest).
         self._yield_to: dict[str, tuple[str, float]] = {}
+        #: Group key → order of its last failure: failed groups sort after the others (QueueSort).
+        self._failed_seq: dict[str, int] = {}
+        self._fail_counter = itertools.count(1)
+        #: Group key → why the gang is not placed (gang level), until it reaches its quorum.
+        self._reason: dict[str, str] = {}
+        #: Group key → (members version, resource columns, demand).
+        self._demand: dict[str, tuple[int, int, _Demand]] = {}
+        #: Group key → (table generation, members version, assigned, claims, shortfall) of its last fit check.
+        self._fit: dict[str, tuple[int, int, int, tuple[tuple[str, int], ...], str]] = {}
 
     # -- PodGroups ---------------------------------------------------------------------------------
     def pod_group(self, key: str) -> PodGroup | PodGroupSpecError | None:
@@ -124,30 +177,19 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
 
     # -- members ---------------------------------------------------------------------------------
     def assigned_members(self) -> dict[str, list[PodInfo]]:
-        """Group key → its members in the node table (assumed or bound), rebuilt per table change."""
-        table = self.handle.table
-        if self._assigned_gen != table.generation:
-            rows = table.alive_rows()
-            rows = rows[table.pod_column(_MEMBER_COLUMN)[rows] > 0]
-            index: dict[str, list[PodInfo]] = {}
-            for row in rows:
-                for p in table.pods[row].values():
-                    key = group_key(p)
-                    if key is not None:
-                        index.setdefault(key, []).append(p)
-            self._assigned_index = index
-            self._assigned_gen = table.generation
-        return self._assigned_index
+        """Group key → its members in the node table (assumed or bound)."""
+        return {k: list(v.values()) for k, v in self.members.assigned.items()}
 
     def _pending_members(self, key: str) -> list[PodInfo]:
-        return [p for p in self.handle.pending_pods() if group_key(p) == key]
+        return list(self.members.pending_of(key).values())
 
     def member_count(self, pod: PodInfo, key: str) -> int:
         """Pods of the group that exist and are not terminal: placed, pending, and this one."""
-        uids = {p.uid for p in self.assigned_members().get(key, ())}
-        uids.update(p.uid for p in self._pending_members(key))
-        uids.add(pod.uid)
-        return len(uids)
+        return self.members.count(key, pod)
+
+    def pod_terminated(self, pod: PodInfo) -> None:
+        """A pod reached Succeeded/Failed (the scheduler reports it; the cache drops such pods)."""
+        self.members.note_terminated(pod)
 
     def _reject_waiting(self, key: str, message: str) -> int:
         n = 0
@@ -157,26 +199,54 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
                 n += 1
         return n
 
+    def _waiting_groups(self) -> tuple[set[str], dict[str, int]]:
+        """Groups with members rejected at Permit whose reservations are not released yet, and
+        groups with members still waiting (in progress) → how many wait."""
+        releasing: set[str] = set()
+        waiting: dict[str, int] = {}
+        for wp in self.handle.waiting_pods:
+            key = group_key(wp.pod)
+            if key is None:
+                continue
+            if not wp.decided:
+                waiting[key] = waiting.get(key, 0) + 1
+            elif wp.deadlines:
+                releasing.add(key)
+        return releasing, waiting
+
+    def _mark_failed(self, key: str, reason: str) -> None:
+        self._failed_seq[key] = next(self._fail_counter)
+        self._reason[key] = reason
+
     # -- QueueSort -------------------------------------------------------------------------------
-    def _sort_key(self, pod: PodInfo) -> tuple[float, str, str]:
+    def _order(self, pod: PodInfo) -> tuple[int, tuple[int, float], str, str]:
         key = group_key(pod)
         if key is not None:
             pg = self.pod_group(key)
             if isinstance(pg, PodGroup):
-                return pg.creation_ts, key, pod.key
-        return pod.creation_ts, pod.key, pod.key
+                seq = self._failed_seq.get(key)
+                return -pod.priority, ((1, float(seq)) if seq is not None else (0, pg.creation_ts)), key, pod.key
+        return -pod.priority, (0, pod.creation_ts), pod.key, pod.key
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        pa, pb = a.pod, b.pod
-        if pa.priority != pb.priority:
-            return pa.priority > pb.priority
-        return self._sort_key(pa) < self._sort_key(pb)
+        return self._order(a.pod) < self._order(b.pod)
+
+    def sort_key(self, qpi: QueuedPodInfo) -> tuple[int, tuple[int, float], str, str]:
+        """The same order as ``less``. Every pod the queue pushes passes here: the member index
+        learns of pending members without scanning the queue."""
+        self.members.note_pending(qpi.pod)
+        return self._order(qpi.pod)
 
     # -- PreFilter -------------------------------------------------------------------------------
     def events_to_register(self) -> Sequence[ClusterEvent]:
-        # Upstream: Pod Add and PodGroup Add|Update (pods it refused otherwise wait for the
-        # periodic unschedulable flush).
-        return (ClusterEvent(POD, ActionType.ADD, "AssignedPodAdd"), EVENT_POD_GROUP)
+        # Upstream: Pod Add and PodGroup Add|Update. The gang-fit check adds what frees or adds
+        # resources: an assigned pod leaving or shrinking (a rejected gang released included), a
+        # node added or grown.
+        return (
+            ClusterEvent(POD, ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN, "AssignedPod"),
+            ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE, "NodeAddOrGrow"),
+            EVENT_POD_GROUP,
+        )
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
         key, pg = self._group_of(pod)
@@ -187,6 +257,8 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         if isinstance(pg, PodGroupSpecError):
             return None, Status.unresolvable(str(pg))
         now = self.handle.clock.now()
+        self.members.maybe_resync(now)
+        self.members.note_pending(pod)
         until = self._backoff.get(key)
         if until is not None:
             if now < until:
@@ -195,12 +267,27 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         winner = self._yielding(key)
         if winner is not None:
             return None, Status.unresolvable(f"podGroup {key} gives way to podGroup {winner}")
-        count = self.member_count(pod, key)
+        releasing, waiting = self._waiting_groups()
+        if releasing:
+            # A rejected gang still holds its reservations for a moment (its binding cycles have
+            # not run yet): wait for them to be released (an AssignedPodDelete brings this pod
+            # back) instead of failing against them.
+            return None, Status.unschedulable(
+                f"waiting for the reservations of rejected podGroup {', '.join(sorted(releasing))} to be released"
+            )
+        count = self.members.count(key, pod)
+        if count < pg.min_member and self.members.maybe_resync(now, short=True):
+            self.members.note_pending(pod)
+            count = self.members.count(key, pod)
         if count < pg.min_member:
             return None, Status.unresolvable(
                 f"pre-filter pod {pod.name} cannot find enough sibling pods, current pods number: {count}, "
                 f"minMember of group: {pg.min_member}"
             )
+        short = self.fit_shortfall(pg, table, waiting)
+        if short:
+            self._gang_cannot_fit(key, short, bool(waiting.get(key)))
+            return None, Status.unresolvable(f"podGroup {key}: {short}")
         if not pg.min_resources:
             return None, SUCCESS
         if self._permitted.get(key, float("-inf")) > now:
@@ -211,12 +298,106 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         self._permitted[key] = now + self.args.permit_waiting_time_seconds
         return None, SUCCESS
 
+    def _gang_cannot_fit(self, key: str, short: str, has_waiting: bool) -> None:
+        """The gang-fit check failed: the whole gang is refused (members still waiting are
+        rejected together and the group backs off, as after a PostFilter rejection)."""
+        if has_waiting:
+            self._reject_waiting(key, f"rejection in PreFilter: {short}")
+            self._back_off(key)
+            self._clear_yields(key)
+            self._permitted.pop(key, None)
+        if self._reason.get(key) != short or key not in self._failed_seq:
+            self._mark_failed(key, short)
+
+    def _demand_of(self, key: str, table: NodeTable) -> _Demand:
+        version = self.members.version.get(key, 0)
+        ncols = len(table.resource_names)
+        cached = self._demand.get(key)
+        if cached is not None and cached[0] == version and cached[1] == ncols:
+            return cached[2]
+        vectors = [table.request_vector(p) for p in self.members.pending_of(key).values()]
+        ncols = len(table.resource_names)  # request_vector may add extended-resource columns
+        demand = _Demand(vectors, ncols)
+        self._demand[key] = (version, ncols, demand)
+        return demand
+
+    def fit_shortfall(self, pg: PodGroup, table: NodeTable, waiting: dict[str, int] | None = None) -> str:
+        """Why the members the group still needs could not all be placed now (gang level, e.g.
+        ``1/5 members could not be placed: Insufficient cpu``), or "" when they may fit."""
+        key = pg.key
+        assigned = len(self.members.assigned_of(key))
+        needed = pg.min_member - assigned
+        if needed <= 0:
+            return ""
+        if waiting is None:
+            waiting = self._waiting_groups()[1]
+        claims = tuple(sorted((g, n) for g, n in waiting.items() if g != key))
+        version = self.members.version.get(key, 0)
+        gen = table.generation
+        last = self._fit.get(key)
+        if last is not None and last[3] == claims:
+            if last[0] == gen and last[1] == version:
+                return last[4]
+            # Since the last check only this group's own pending members were assumed (one table
+            # generation and one members version each): a verdict that they fit still holds.
+            grown = assigned - last[2]
+            if not last[4] and grown > 0 and gen - last[0] == grown and version - last[1] == grown:
+                self._fit[key] = (gen, version, assigned, claims, "")
+                return ""
+        short = self._shortfall(pg, table, needed, assigned, claims)
+        self._fit[key] = (gen, version, assigned, claims, short)
+        return short
+
+    def _shortfall(
+        self, pg: PodGroup, table: NodeTable, needed: int, assigned: int, claims: tuple[tuple[str, int], ...]
+    ) -> str:
+        demand = self._demand_of(pg.key, table)
+        ncols = len(demand.smallest)
+        rows = table.alive_rows()
+        free = np.maximum(table.available[rows, :ncols], 0) if len(rows) else np.zeros((0, ncols), dtype=np.int64)
+        total = free.sum(axis=0)
+        claim_slots = 0
+        # Gangs already waiting at Permit come first: what they still need is not free for this one.
+        for other, _n in claims:
+            opg = self.pod_group(other)
+            if not isinstance(opg, PodGroup):
+                continue
+            outstanding = opg.min_member - len(self.members.assigned_of(other))
+            if outstanding > 0:
+                odemand = self._demand_of(other, table)
+                vec = odemand.of(outstanding)
+                total[: min(len(vec), ncols)] -= vec[:ncols]
+                claim_slots += outstanding
+        smallest = demand.smallest
+        cols = np.flatnonzero(smallest > 0)
+        copies = free[:, cols] // smallest[cols]  # per node and resource: copies of the smallest member
+        per_node = int(copies.min(axis=1).sum()) - claim_slots if len(cols) else needed
+        per_resource = copies.sum(axis=0) - claim_slots
+        # Aggregate: how many members the free totals hold (the cheapest first).
+        fits_total = needed
+        while fits_total > 0 and bool((demand.of(fits_total) > total).any()):
+            fits_total -= 1
+        placeable = max(min(per_node, fits_total), 0)
+        if placeable >= needed:
+            return ""
+        need_vec = demand.of(needed)
+        short_cols = {
+            int(c) for c, slots in zip(cols, per_resource, strict=True) if slots < needed or need_vec[c] > total[c]
+        }
+        if not short_cols:  # no single resource is short: the members do not fit any one node
+            short_cols = {int(c) for c in cols}
+        names = table.resource_names
+        reasons = ["Too many pods"] if PODS in short_cols else []
+        reasons += [f"Insufficient {names[c]}" for c in sorted(short_cols) if c != PODS]
+        missing = pg.min_member - assigned - placeable
+        return f"{missing}/{pg.min_member} members could not be placed: {', '.join(reasons)}"
+
     def resource_gap(self, pg: PodGroup, table: NodeTable) -> str:
         """What the whole cluster lacks for the group's minResources (with minMember pods), counting
         the group's own placed pods as free (upstream CheckClusterResource); "" when it fits."""
         rows = table.alive_rows()
         free = table.free(rows).sum(axis=0) if len(rows) else np.zeros(len(table.resource_names), dtype=np.int64)
-        for p in self.assigned_members().get(pg.key, ()):
+        for p in self.members.assigned_of(pg.key).values():
             vec = table.request_vector(p)
             free[: len(vec)] += vec
             free[PODS] += 1
@@ -236,17 +417,17 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
         if diagnosis.pre_filter_msg and self.name in diagnosis.unschedulable_plugins:
-            # Refused by this plugin's own PreFilter (backoff, missing members or PodGroup,
-            # minResources): nothing was tried, so there is nothing more to reject.
+            # Refused by this plugin's own PreFilter (backoff, missing members or PodGroup, the
+            # gang-fit check, minResources): nothing more to reject here.
             return None, Status.unschedulable()
         key, pg = self._group_of(pod)
         if key is None or not isinstance(pg, PodGroup):
             return None, Status.unschedulable("can not find pod group")
-        assigned = len(self.assigned_members().get(key, ()))
+        assigned = len(self.members.assigned_of(key))
         if assigned >= pg.min_member:
             return None, Status.unschedulable()
-        if (pg.min_member - assigned) / pg.min_member <= _SMALL_GAP:
-            # Close to quorum: later members may still complete it.
+        if (pg.min_member - assigned) / pg.min_member <= _SMALL_GAP and not self.fit_shortfall(pg, self.handle.table):
+            # Close to quorum, and the rest may still fit: later members may complete it.
             return None, Status.unschedulable()
         blockers = self._lower_ranked_blockers(pg, diagnosis)
         if blockers:
@@ -266,6 +447,12 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         if self.member_count(pod, key) >= pg.min_member:
             self._back_off(key)
         self._permitted.pop(key, None)
+        reasons = [r for r, _ in diagnosis.node_to_status.reason_histogram().most_common()]
+        self._mark_failed(
+            key,
+            f"{pg.min_member - assigned}/{pg.min_member} members could not be placed: "
+            f"{', '.join(reasons) or 'no node fits'}",
+        )
         return None, Status.unschedulable(
             f"PodGroup {key} gets rejected due to Pod {pod.name} is unschedulable even after PostFilter"
         )
@@ -290,7 +477,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
             opg = self.pod_group(other)
             if not isinstance(opg, PodGroup) or self.rank(opg) <= mine:
                 continue
-            if len(self.assigned_members().get(other, ())) >= opg.min_member:
+            if len(self.members.assigned_of(other)) >= opg.min_member:
                 continue
             for node in nodes:
                 row = table.row_of(node)
@@ -310,7 +497,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         if (
             self.handle.clock.now() >= deadline
             or not isinstance(pg, PodGroup)
-            or len(self.assigned_members().get(winner, ())) >= pg.min_member
+            or len(self.members.assigned_of(winner)) >= pg.min_member
         ):
             del self._yield_to[key]
             return None
@@ -333,6 +520,8 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         key, pg = self._group_of(pod)
         if key is None or not isinstance(pg, PodGroup):
             return
+        # The member goes back to the queue (the scheduler forgets it right after).
+        self.members.note_pending(pod, leaving_table=True)
         rejected = self._reject_waiting(key, "rejection in Unreserve")
         self._permitted.pop(key, None)
         # A gang that failed before quorum (this member waited, or siblings were still waiting)
@@ -340,6 +529,13 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         if rejected > 0 or state.get(_WAITED):
             self._back_off(key)
             self._clear_yields(key)
+            if key not in self._reason or key not in self._failed_seq:
+                waited = len(self.members.assigned_of(key))
+                self._mark_failed(
+                    key,
+                    f"{max(pg.min_member - waited, 0)}/{pg.min_member} members could not be placed before the "
+                    "others were rejected at Permit (timeout or rejection)",
+                )
 
     def _back_off(self, key: str) -> None:
         """Refuse the group's pods at PreFilter for podGroupBackoffSeconds; a backoff in force is
@@ -357,48 +553,74 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
             return Status.unschedulable("PodGroup not found"), 0.0
         self._schedule_start.setdefault(key, _rfc3339_now())
         # The pod itself is assumed already, so it is among the assigned members.
-        members = self.assigned_members().get(key, [])
+        assigned = len(self.members.assigned_of(key))
         waiting = [wp for wp in self.handle.waiting_pods if group_key(wp.pod) == key]
         if any(_rejected(wp) for wp in waiting):
             # A sibling was just rejected (timeout, deletion) and is about to be unreserved: the
             # quorum counted with it is not real.
             self._reject_waiting(key, "rejection in Permit: a member of the group was rejected")
             return Status.unschedulable(f"PodGroup {key}: a member was rejected while waiting"), 0.0
-        if len(members) >= pg.min_member:
+        if assigned >= pg.min_member:
             for wp in waiting:
                 wp.allow(self.name)
+            # Upstream ClearPodGroupScheduleFailure: the group sorts by its creation time again.
+            self._failed_seq.pop(key, None)
+            self._reason.pop(key, None)
             return SUCCESS, 0.0
-        if len(members) == 1:
+        if assigned == 1:
             # The group's first member to wait brings its siblings back from backoff and
             # unschedulable (upstream ActivateSiblings).
-            self.handle.activate([p.uid for p in self._pending_members(key)])
+            self.handle.activate(list(self.members.pending_of(key)))
         state.write(_WAITED, True)
         timeout = self._timeout(pg)
-        return Status.wait(f"waiting for {pg.min_member - len(members)} more member(s) of PodGroup {key}"), float(
-            timeout
-        )
+        return Status.wait(f"waiting for {pg.min_member - assigned} more member(s) of PodGroup {key}"), float(timeout)
 
-    # -- PodGroup status (live shells) -----------------------------------------------------------
+    # -- PodGroup status -------------------------------------------------------------------------
     def pod_group_status(self, key: str) -> dict[str, Any] | None:
-        """The ``status`` this scheduler can tell for a PodGroup: phase, running and
-        scheduleStartTime. Succeeded/failed counts (and the Finished/Failed phases) need terminal
-        pods, which leave the scheduler's view: a PodGroup controller owns those."""
+        """The PodGroup ``status`` as scheduler-plugins writes it (its PodGroup controller with
+        the ``scheduled`` count the scheduler used to report): phase, scheduled, running,
+        succeeded, failed, occupiedBy, scheduleStartTime."""
         pg = self.pod_group(key)
         if not isinstance(pg, PodGroup):
             return None
-        members = self.assigned_members().get(key, [])
-        waiting = {wp.pod.uid for wp in self.handle.waiting_pods}
-        scheduled = sum(1 for p in members if p.uid not in waiting)
-        running = sum(1 for p in members if p.phase == "Running")
-        if pg.min_member and running >= pg.min_member:
+        assigned = self.members.assigned_of(key)
+        pending = self.members.pending_of(key)
+        finished = self.members.finished.get(key, {})
+        waiting = {wp.pod.uid for wp in self.handle.waiting_pods if group_key(wp.pod) == key}
+        scheduled = sum(1 for uid in assigned if uid not in waiting)
+        running = sum(1 for p in assigned.values() if p.phase == "Running")
+        phases = Counter(finished.values())
+        succeeded, failed = phases["Succeeded"], phases["Failed"]
+        total = len(assigned) + len(pending) + len(finished)
+        need = max(pg.min_member, 1)
+        if succeeded >= need:
+            phase = "Finished"
+        elif failed and failed + running + succeeded >= need:
+            phase = "Failed"
+        elif running + succeeded >= need:
             phase = "Running"
-        elif pg.min_member and scheduled >= pg.min_member:
+        elif scheduled + succeeded + failed >= need:
             phase = "Scheduled"
-        elif members:
+        elif assigned:
             phase = "Scheduling"
+        elif total >= need:
+            phase = "PreScheduling"
         else:
             phase = "Pending"
-        status: dict[str, Any] = {"phase": phase, "running": running}
+        status: dict[str, Any] = {
+            "phase": phase,
+            "scheduled": scheduled + succeeded + failed,
+            "running": running,
+            "succeeded": succeeded,
+            "failed": failed,
+        }
+        occupied = self._occupied_by.get(key)
+        if occupied is None and total >= need:
+            occupied = self._occupied_by[key] = _occupied_by(
+                min((*assigned.values(), *pending.values()), key=lambda p: p.key, default=None)
+            )
+        if occupied:
+            status["occupiedBy"] = occupied
         start = self._schedule_start.get(key)
         if start is not None:
             status["scheduleStartTime"] = start
@@ -408,7 +630,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         """{"PodGroup": PodGroup key → the ``status`` fields that changed since the previous call}.
 
         A live shell calls this periodically (and after binds) and merge-patches each PodGroup's
-        ``status`` subresource with the result; the simulator does not need it.
+        ``status`` subresource with the result.
         """
         out: dict[str, dict[str, Any]] = {}
         keys = set(self.handle.objects(KIND))
@@ -424,7 +646,41 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         for gone in set(self._reported) - keys:
             del self._reported[gone]
             self._schedule_start.pop(gone, None)
+            self._occupied_by.pop(gone, None)
         return {KIND: out} if out else {}
+
+    def object_report(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """{"PodGroup": key → full status plus, for a gang not placed, ``reason`` (gang level) and
+        ``pending`` members}: what a simulation reports about the groups it leaves behind."""
+        out: dict[str, dict[str, Any]] = {}
+        for key in sorted(self.handle.objects(KIND)):
+            status = self.pod_group_status(key)
+            if status is None:
+                continue
+            report = dict(status)
+            report.pop("scheduleStartTime", None)  # wall clock: not part of a deterministic replay
+            pending = len(self.members.pending_of(key))
+            report["pending"] = pending
+            if status["phase"] in ("Pending", "PreScheduling", "Scheduling"):
+                reason = self._reason.get(key)
+                pg = self.pod_group(key)
+                if reason is None and isinstance(pg, PodGroup):
+                    total = len(self.members.assigned_of(key)) + pending
+                    if total < pg.min_member:
+                        reason = f"{total}/{pg.min_member} members exist"
+                if reason:
+                    report["reason"] = reason
+            out[key] = report
+        return {KIND: out} if out else {}
+
+
+def _occupied_by(pod: PodInfo | None) -> str:
+    """scheduler-plugins fillOccupiedObj: the owners of the group's first pod, ``ns/name`` sorted."""
+    if pod is None:
+        return ""
+    refs = (pod.raw.get("metadata") or {}).get("ownerReferences") or []
+    names = sorted(f"{pod.namespace}/{r.get('name', '')}" for r in refs if isinstance(r, dict))
+    return ",".join(names)
 
 
 def _rfc3339_now() -> str:

@@ -1,0 +1,348 @@
+"""Preemption: the evaluator PostFilter plugins such as DefaultPreemption build on.
+
+Port of pkg/scheduler/framework/preemption/preemption.go (``Evaluator``: eligibility, candidate
+search, ``DryRunPreemption``, ``SelectCandidate``, ``pickOneNodeForPreemption``), util.go
+(``FilterVictimsWithPDBViolation``, ``PodTerminatingByPreemption``, ``MoreImportantVictim`` for
+single pods) and pkg/scheduler/util/utils.go (``GetPodStartTime``, ``GetEarliestPodStartTime``),
+Kubernetes v1.37.1, with the GenericWorkload (pod-group victims) and extender parts left out.
+
+**The dry run.** Upstream gives each candidate node a *copy* of its NodeInfo and a clone of the
+CycleState, removes the lower-priority pods from both (``RunPreFilterExtensionRemovePod``) and
+runs the Filter plugins on the copy. kubesched's filters read the columnar NodeTable, which has
+no per-node copies, so the dry run removes the victims from the **table itself** for that one row
+— scheduling is single-threaded and nothing else observes the table meanwhile — and restores every
+pod before moving to the next node (``try/finally``). The CycleState is cloned per node and told of
+each removal and re-addition through ``PreFilterExtensions.remove_pod/add_pod``, exactly as
+upstream, so plugins that keep per-domain counts in their PreFilter state (PodTopologySpread,
+InterPodAffinity) see the victims gone; plugins that read the table (NodeResourcesFit's free
+resources, NodePorts' used ports, plugin pod columns, the table's own topology and affinity
+indexes) see them gone too. PreFilter is not run again: the state of the failed attempt is reused,
+as upstream. The fit check of a node is ``Framework.filter_node`` (upstream
+``RunFilterPluginsWithNominatedPods``: nominated pods of equal or higher priority count too).
+
+Candidate nodes are those whose Filter status was Unschedulable (never
+UnschedulableAndUnresolvable); they are tried from a random offset (the scheduler's seeded RNG,
+so a simulation stays deterministic per seed) until ``numCandidates`` are found (with at least one
+that violates no PodDisruptionBudget), sequentially where upstream uses 16 goroutines, which is
+what upstream computes with a parallelism of 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import Diagnosis, fit_error_message
+from kubesched.framework.handle import Handle
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import PostFilterResult
+from kubesched.snapshot.pod import PodInfo, parse_timestamp
+
+#: Upstream v1.DisruptionTarget / v1.PodReasonPreemptionByScheduler.
+DISRUPTION_TARGET = "DisruptionTarget"
+REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+NO_VICTIMS_MSG = "No preemption victims found for incoming pod"
+NOT_HELPFUL_MSG = "Preemption is not helpful for scheduling"
+
+PriorityFn = Callable[[PodInfo], int]
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    """The parts of a policy/v1 PodDisruptionBudget preemption reads (the plugin parses them)."""
+
+    namespace: str
+    name: str
+    #: A compiled label selector (``empty()``, ``matches(labels)``), or None when the selector is
+    #: invalid (it then matches nothing).
+    selector: Any
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str] = frozenset()
+
+
+def pod_start_time(pod: PodInfo) -> float:
+    """GetPodStartTime: ``status.startTime``; a pod that has not started yet (assumed, just bound)
+    counts as starting now, i.e. later than any started pod (+inf here, so equal among themselves
+    instead of upstream's successive ``time.Now()`` calls)."""
+    status = pod.raw.get("status") or {}
+    start = status.get("startTime")
+    if start:
+        try:
+            return parse_timestamp(str(start))
+        except ValueError:
+            pass
+    return math.inf
+
+
+def more_important_pod(a: PodInfo, b: PodInfo, priority: PriorityFn) -> bool:
+    """MoreImportantVictim for single pods: higher priority, then the earlier start."""
+    pa, pb = priority(a), priority(b)
+    if pa != pb:
+        return pa > pb
+    return pod_start_time(a) < pod_start_time(b)
+
+
+def sort_by_importance(pods: list[PodInfo], priority: PriorityFn) -> list[PodInfo]:
+    """Most important first (stable for equal pods)."""
+    return sorted(pods, key=lambda p: (-priority(p), pod_start_time(p)))
+
+
+def pod_terminating_by_preemption(pod: PodInfo) -> bool:
+    """PodTerminatingByPreemption: being deleted, with a DisruptionTarget condition that is True
+    with reason PreemptionByScheduler (the first DisruptionTarget condition decides)."""
+    if not pod.deleting:
+        return False
+    for cond in (pod.raw.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == DISRUPTION_TARGET:
+            return bool(cond.get("status") == "True" and cond.get("reason") == REASON_PREEMPTION_BY_SCHEDULER)
+    return False
+
+
+def filter_victims_with_pdb_violation(
+    victims: Sequence[PodInfo], pdbs: Sequence[PodDisruptionBudget]
+) -> tuple[list[tuple[PodInfo, int]], list[PodInfo]]:
+    """FilterVictimsWithPDBViolation: (violating victims with their violation count, the others),
+    each in the order given. A PDB's budget is ``status.disruptionsAllowed``, decremented by every
+    matching victim not already in ``status.disruptedPods``; going below zero violates it."""
+    allowed = [pdb.disruptions_allowed for pdb in pdbs]
+
+    def violating(pod: PodInfo) -> bool:
+        if not pod.labels:
+            return False
+        for i, pdb in enumerate(pdbs):
+            if pdb.namespace != pod.namespace:
+                continue
+            # An invalid selector matches nothing; so does a nil or empty one.
+            if pdb.selector is None or pdb.selector.empty() or not pdb.selector.matches(pod.labels):
+                continue
+            if pod.name in pdb.disrupted_pods:
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                return True
+        return False
+
+    violating_victims: list[tuple[PodInfo, int]] = []
+    non_violating: list[PodInfo] = []
+    for v in victims:
+        if violating(v):
+            violating_victims.append((v, 1))
+        else:
+            non_violating.append(v)
+    return violating_victims, non_violating
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A node where preemption makes room: its victims (most important first) and how many
+    PodDisruptionBudget violations evicting them costs (upstream extenderv1.Victims)."""
+
+    node_name: str
+    victims: list[PodInfo]
+    num_pdb_violations: int = 0
+
+
+def earliest_start_of_highest_priority(victims: Sequence[PodInfo], priority: PriorityFn) -> float:
+    """GetEarliestPodStartTime."""
+    earliest = pod_start_time(victims[0])
+    top = priority(victims[0])
+    for p in victims:
+        pp = priority(p)
+        if pp == top:
+            earliest = min(earliest, pod_start_time(p))
+        elif pp > top:
+            top = pp
+            earliest = pod_start_time(p)
+    return earliest
+
+
+def pick_one_node_for_preemption(candidates: Sequence[Candidate], priority: PriorityFn) -> str:
+    """pickOneNodeForPreemption with the default score functions, in order: fewest PDB
+    violations; lowest highest-victim priority; smallest sum of victim priorities (each shifted by
+    MaxInt32+1); fewest victims; latest start of the highest-priority victims; then the first."""
+    if not candidates:
+        return ""
+    int32_shift = 2**31
+
+    def sum_priorities(c: Candidate) -> int:
+        return -sum(priority(p) + int32_shift for p in c.victims)
+
+    score_funcs: list[Callable[[Candidate], float]] = [
+        lambda c: -c.num_pdb_violations,
+        lambda c: -priority(c.victims[0]),
+        sum_priorities,
+        lambda c: -len(c.victims),
+        lambda c: earliest_start_of_highest_priority(c.victims, priority),
+    ]
+    remaining = list(candidates)
+    for f in score_funcs:
+        best = -math.inf
+        selected: list[Candidate] = []
+        for c in remaining:
+            s = f(c)
+            if s > best:
+                best, selected = s, [c]
+            elif s == best:
+                selected.append(c)
+        if len(selected) == 1:
+            return selected[0].node_name
+        remaining = selected
+    return remaining[0].node_name
+
+
+class PreemptionInterface(Protocol):
+    """What a preemption plugin supplies (upstream preemption.Interface, without the extender map
+    and custom score functions)."""
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]: ...
+
+    def pod_eligible_to_preempt_others(
+        self, pod: PodInfo, nominated_node_status: Status | None
+    ) -> tuple[bool, str]: ...
+
+    def select_victims_on_node(
+        self, state: CycleState, pod: PodInfo, row: int, pdbs: Sequence[PodDisruptionBudget]
+    ) -> tuple[list[PodInfo], int, Status]: ...
+
+    def priority(self, pod: PodInfo) -> int: ...
+
+
+@dataclass(slots=True)
+class DryRunResult:
+    candidates: list[Candidate]
+    #: Statuses of the nodes tried that did not become candidates, by row.
+    node_statuses: dict[int, Status] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+class Evaluator:
+    """Runs preemption for one plugin (upstream preemption.Evaluator)."""
+
+    def __init__(self, plugin_name: str, handle: Handle, iface: PreemptionInterface,
+                 pdbs: Callable[[], list[PodDisruptionBudget]]) -> None:
+        self.plugin_name = plugin_name
+        self.handle = handle
+        self.iface = iface
+        self._pdbs = pdbs
+
+    def preempt(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
+        """Evaluator.Preempt: a nominated node and Success after actuating the preemption; a
+        result with no node and Unschedulable when preemption cannot help (clears a nomination);
+        no result when the pod may not preempt (keeps its nomination) or on an error."""
+        table = self.handle.table
+        nominator = self.handle.nominator
+        nominated = nominator.node_of(pod.uid) if nominator is not None else None
+        nominated_status: Status | None = None
+        if nominated:
+            row = table.row_of(nominated)
+            nominated_status = diagnosis.node_to_status.get(row) if row is not None else None
+        ok, msg = self.iface.pod_eligible_to_preempt_others(pod, nominated_status)
+        if not ok:
+            return None, Status.unschedulable(msg)
+
+        all_rows = table.alive_rows()
+        if len(all_rows) == 0:
+            return None, Status.error("no nodes available")
+        potential = [r for r in all_rows.tolist() if _code(diagnosis, r) == Code.UNSCHEDULABLE]
+        if not potential:
+            dry = DryRunResult([])
+        else:
+            offset, num = self.iface.get_offset_and_num_candidates(len(potential))
+            dry = self.dry_run_preemption(state, pod, potential, self._pdbs(), offset, num)
+        if dry.errors and not dry.candidates:
+            return None, Status.error(_aggregate(dry.errors))
+        if not dry.candidates:
+            fit = Diagnosis()
+            tried = np.array(sorted(dry.node_statuses), dtype=np.intp)
+            for r in tried.tolist():
+                fit.node_to_status.add_all(np.array([r], dtype=np.intp), dry.node_statuses[r])
+            absent = all_rows[~np.isin(all_rows, tried)]
+            fit.node_to_status.add_all(absent, Status.unresolvable(NOT_HELPFUL_MSG))
+            return PostFilterResult(""), Status.unschedulable(fit_error_message(len(all_rows), fit))
+
+        best = self.select_candidate(dry.candidates)
+        if best is None or not best.node_name:
+            return None, Status.unschedulable("no candidate node for preemption")
+        self.handle.preempt(pod, best.node_name, best.victims)
+        return PostFilterResult(best.node_name), Status(
+            Code.SUCCESS,
+            (f"found a potential placement for pod on node {best.node_name}, preempting {len(best.victims)} victims",),
+        )
+
+    def dry_run_preemption(
+        self, state: CycleState, pod: PodInfo, potential_rows: Sequence[int],
+        pdbs: Sequence[PodDisruptionBudget], offset: int, num_candidates: int,
+    ) -> DryRunResult:
+        """DryRunPreemption, node by node from ``offset``: non-violating candidates first, then
+        violating ones, each list holding at most ``num_candidates``; stops once there is a
+        non-violating candidate and ``num_candidates`` in all."""
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        out = DryRunResult([])
+        n = len(potential_rows)
+        names = self.handle.table.names
+        for i in range(n):
+            row = potential_rows[(offset + i) % n]
+            victims, violations, st = self.iface.select_victims_on_node(state.clone(), pod, row, pdbs)
+            if st.is_success and victims:
+                c = Candidate(names[row], victims, violations)
+                target = non_violating if violations == 0 else violating
+                if len(target) < num_candidates:
+                    target.append(c)
+                if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                    break
+                continue
+            if st.is_success:
+                st = Status.error(f'expected at least one victim pod on node "{names[row]}"')
+            if st.is_error:
+                out.errors.append(st.message)
+            out.node_statuses[row] = st
+        out.candidates = non_violating + violating
+        return out
+
+    def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
+        """SelectCandidate."""
+        if not candidates:
+            return None
+        if len(candidates) == 1:
+            return candidates[0]
+        name = pick_one_node_for_preemption(candidates, self.iface.priority)
+        for c in candidates:
+            if c.node_name == name:
+                return c
+        return candidates[0]
+
+
+def _code(diagnosis: Diagnosis, row: int) -> Code:
+    st = diagnosis.node_to_status.get(row)
+    # Absent nodes count as UnschedulableAndUnresolvable (NewDefaultNodeToStatus).
+    return Code.UNSCHEDULABLE_AND_UNRESOLVABLE if st is None else st.code
+
+
+def _aggregate(errors: list[str]) -> str:
+    """utilerrors.NewAggregate(...).Error(): one error as is, several as ``[e1, e2]``."""
+    unique = list(dict.fromkeys(errors))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+__all__ = [
+    "NOT_HELPFUL_MSG",
+    "NO_VICTIMS_MSG",
+    "Candidate",
+    "DryRunResult",
+    "Evaluator",
+    "PodDisruptionBudget",
+    "PreemptionInterface",
+    "earliest_start_of_highest_priority",
+    "filter_victims_with_pdb_violation",
+    "more_important_pod",
+    "pick_one_node_for_preemption",
+    "pod_start_time",
+    "pod_terminating_by_preemption",
+    "sort_by_importance",
+]

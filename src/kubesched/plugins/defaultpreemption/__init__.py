@@ -1,0 +1,4 @@
+from kubesched.plugins.defaultpreemption.args import DefaultPreemptionArgs
+from kubesched.plugins.defaultpreemption.plugin import DefaultPreemption
+
+__all__ = ["DefaultPreemption", "DefaultPreemptionArgs"]

@@ -1,0 +1,247 @@
+"""DefaultPreemption: when a pod fits nowhere, evict lower-priority pods from one node to make room.
+
+Port of pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go (Kubernetes
+v1.37.1) on top of :mod:`kubesched.framework.preemption` (the Evaluator; the dry run and why it
+edits the node table in place are explained there):
+
+* eligibility (``PodEligibleToPreemptOthers``): ``preemptionPolicy: Never`` is not eligible; nor is
+  a pod already nominated to a node where a lower-priority pod is terminating because of
+  preemption (unless that node is now UnschedulableAndUnresolvable for it);
+* candidates: nodes whose Filter status was Unschedulable, tried from a random offset (the
+  scheduler's seeded RNG) until ``calculateNumCandidates`` =
+  max(nodes × minCandidateNodesPercentage / 100, minCandidateNodesAbsolute), capped at the nodes;
+* ``SelectVictimsOnNode``: remove every lower-priority pod, check the pod fits (Filter plugins,
+  nominated pods included), then reprieve as many as possible — PDB-violating ones first, then
+  the others, most important (priority, then earliest start) first;
+* the node: ``pickOneNodeForPreemption`` (fewest PDB violations, lowest highest-victim priority,
+  smallest priority sum, fewest victims, latest start of the highest-priority victims, first);
+* actuation: ``handle.preempt`` (the scheduler rejects victims waiting at Permit in memory, evicts
+  the others through the shell's client, clears lower-priority nominations on the node); the
+  pod is nominated to the node and retried once the victims are gone.
+
+Messages are upstream's, prefixed ``preemption: `` (``not eligible due to preemptionPolicy=Never.``,
+``0/5 nodes are available: 2 No preemption victims found for incoming pod, 3 Preemption is not
+helpful for scheduling.``, ``found a potential placement for pod on node n1, preempting 1 victims``).
+
+Priorities: ``spec.priority`` (set by the Priority admission plugin on a real cluster); a pod that
+carries only ``priorityClassName`` (a hand-written simulator input) gets its PriorityClass's
+``value`` (the built-in ``system-*`` classes included), a pod with neither the ``globalDefault``
+class's value, else 0. Only this plugin resolves PriorityClasses: the queue order and the
+nominated-pods check read ``spec.priority``, as upstream's ``PodPriority``.
+
+Not ported: pod-group victims (GenericWorkload), ``IsEligiblePod``/``MoreImportantVictim``
+customisation hooks, extenders' preempt verb, the async executor and its PreEnqueue gate (the
+preemptor waits in the unschedulable queue for the victims' deletion instead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.handle import Handle
+from kubesched.framework.interfaces import PostFilterPlugin
+from kubesched.framework.objects import ObjectKind
+from kubesched.framework.preemption import (
+    NO_VICTIMS_MSG,
+    Evaluator,
+    PodDisruptionBudget,
+    filter_victims_with_pdb_violation,
+    pod_terminating_by_preemption,
+    sort_by_importance,
+)
+from kubesched.framework.runtime import wrapped_error
+from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.types import PostFilterResult
+from kubesched.plugins.defaultpreemption.args import DefaultPreemptionArgs
+from kubesched.plugins.helpers.label_selector import SelectorError, label_selector_as_selector
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeInfo
+
+NAME = "DefaultPreemption"
+PDB_KIND = "PodDisruptionBudget"
+PRIORITY_CLASS_KIND = "PriorityClass"
+
+#: The PriorityClasses every apiserver creates (pkg/apis/scheduling: SystemPriorityClasses).
+SYSTEM_PRIORITY_CLASSES: dict[str, int] = {
+    "system-node-critical": 2000001000,
+    "system-cluster-critical": 2000000000,
+}
+
+
+def _check_pdb(raw: dict[str, Any]) -> None:
+    status = raw.get("status") or {}
+    allowed = status.get("disruptionsAllowed")
+    if allowed is not None and not isinstance(allowed, int):
+        raise ValueError(f"status.disruptionsAllowed must be an integer, got {allowed!r}")
+
+
+def _check_priority_class(raw: dict[str, Any]) -> None:
+    value = raw.get("value")
+    if not isinstance(value, int):
+        raise ValueError(f"value must be an integer, got {value!r}")
+
+
+def parse_pdb(raw: dict[str, Any]) -> PodDisruptionBudget:
+    """A policy/v1 PodDisruptionBudget as preemption reads it (an invalid selector matches nothing)."""
+    meta = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    try:
+        selector: Any = label_selector_as_selector(spec.get("selector"))
+    except SelectorError:
+        selector = None
+    return PodDisruptionBudget(
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name") or ""),
+        selector=selector,
+        disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
+        disrupted_pods=frozenset((status.get("disruptedPods") or {}).keys()),
+    )
+
+
+class DefaultPreemption(PostFilterPlugin):
+    name: ClassVar[str] = NAME
+    args_model: ClassVar[type[Any] | None] = DefaultPreemptionArgs
+    object_kinds: ClassVar[tuple[ObjectKind, ...]] = (
+        ObjectKind(PDB_KIND, "policy", "v1", "poddisruptionbudgets", validate=_check_pdb),
+        ObjectKind(PRIORITY_CLASS_KIND, "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False,
+                   validate=_check_priority_class),
+    )
+
+    def __init__(self, args: Any, handle: Handle) -> None:
+        super().__init__(args if args is not None else DefaultPreemptionArgs(), handle)
+        self.evaluator = Evaluator(NAME, handle, self, self.pdbs)
+
+    # -- PostFilter ---------------------------------------------------------------------------------
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        result, st = self.evaluator.preempt(state, pod, diagnosis)
+        if st.message:
+            return result, Status(st.code, (f"preemption: {st.message}",), "", st.exception)
+        return result, st
+
+    # -- the preemption.Interface -------------------------------------------------------------------
+    def priority(self, pod: PodInfo) -> int:
+        """The pod's priority: ``spec.priority``, else its PriorityClass's value (see the module doc)."""
+        spec = pod.spec
+        if spec.get("priority") is not None:
+            return pod.priority
+        classes = self.handle.objects(PRIORITY_CLASS_KIND)
+        name = spec.get("priorityClassName")
+        if name:
+            pc = classes.get(str(name))
+            if pc is not None:
+                return int(pc.get("value") or 0)
+            return SYSTEM_PRIORITY_CLASSES.get(str(name), 0)
+        for pc in classes.values():
+            if pc.get("globalDefault"):
+                return int(pc.get("value") or 0)
+        return 0
+
+    def pdbs(self) -> list[PodDisruptionBudget]:
+        return [parse_pdb(raw) for raw in self.handle.objects(PDB_KIND).values()]
+
+    def calculate_num_candidates(self, num_nodes: int) -> int:
+        """calculateNumCandidates (int32 arithmetic: the percentage share is floored)."""
+        args: DefaultPreemptionArgs = self.args
+        n = num_nodes * args.min_candidate_nodes_percentage // 100
+        n = max(n, args.min_candidate_nodes_absolute)
+        return min(n, num_nodes)
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        """GetOffsetAndNumCandidates: a random offset (the scheduler's seeded RNG) and the count."""
+        return self.handle.rng.randrange(num_nodes), self.calculate_num_candidates(num_nodes)
+
+    def pod_eligible_to_preempt_others(self, pod: PodInfo, nominated_node_status: Status | None) -> tuple[bool, str]:
+        """PodEligibleToPreemptOthers."""
+        if pod.spec.get("preemptionPolicy") == "Never":
+            return False, "not eligible due to preemptionPolicy=Never."
+        nominator = self.handle.nominator
+        nominated = nominator.node_of(pod.uid) if nominator is not None else None
+        if nominated:
+            # An absent status reads as UnschedulableAndUnresolvable (NodeToStatus.Get).
+            if nominated_node_status is None or nominated_node_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""
+            table = self.handle.table
+            row = table.row_of(nominated)
+            if row is not None:
+                prio = self.priority(pod)
+                for p in table.pods[row].values():
+                    if self.priority(p) < prio and pod_terminating_by_preemption(p):
+                        return False, "not eligible due to a terminating pod on the nominated node."
+        return True, ""
+
+    def select_victims_on_node(
+        self, state: CycleState, pod: PodInfo, row: int, pdbs: Sequence[PodDisruptionBudget]
+    ) -> tuple[list[PodInfo], int, Status]:
+        """SelectVictimsOnNode on a cloned ``state``; the table row is restored before returning."""
+        fwk = self.handle.framework
+        if fwk is None:
+            return [], 0, Status.error("DefaultPreemption needs the framework's filters (handle.framework)")
+        table = self.handle.table
+        node = NodeInfo(table, row)
+        prio = self.priority(pod)
+        potential = [p for p in table.pods[row].values() if self.priority(p) < prio]
+        if not potential:
+            return [], 0, Status.unresolvable(NO_VICTIMS_MSG)
+        removed: dict[str, PodInfo] = {}
+
+        def remove(v: PodInfo) -> Status:
+            table.remove_pod(v.uid)
+            removed[v.uid] = v
+            return fwk.run_pre_filter_extension_remove_pod(state, pod, v, node)
+
+        def add(v: PodInfo) -> Status:
+            table.add_pod(v)
+            del removed[v.uid]
+            return fwk.run_pre_filter_extension_add_pod(state, pod, v, node)
+
+        def fits() -> Status:
+            st = fwk.filter_node(state, pod, row)
+            return wrapped_error("Filter", st) if st.is_error else st
+
+        try:
+            for v in potential:
+                st = remove(v)
+                if not st.is_success:
+                    return [], 0, st
+            # Not fitting with every lower-priority pod gone: this node cannot help (affinity to
+            # the victims themselves is not considered, as upstream).
+            st = fits()
+            if not st.is_success:
+                return [], 0, st
+            potential = sort_by_importance(potential, self.priority)
+            violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
+            victims: list[PodInfo] = []
+
+            def reprieve(v: PodInfo) -> tuple[bool, Status]:
+                st = add(v)
+                if not st.is_success:
+                    return False, st
+                if fits().is_success:
+                    return True, SUCCESS
+                st = remove(v)
+                victims.append(v)
+                return False, st
+
+            num_violating = 0
+            for v, count in violating:
+                kept, st = reprieve(v)
+                if not st.is_success:
+                    return [], 0, st
+                if not kept:
+                    num_violating += count
+            for v in non_violating:
+                _, st = reprieve(v)
+                if not st.is_success:
+                    return [], 0, st
+            if violating and non_violating:
+                victims = sort_by_importance(victims, self.priority)
+            return victims, num_violating, SUCCESS
+        finally:
+            for v in list(removed.values()):
+                table.add_pod(v)
