@@ -112,11 +112,9 @@ def test_topology_spread_matches_kube_scheduler(
     zone_of = _nodes(cp, ns, nodes_to_delete)
 
     oracle_name = f"ks-{ns}"
-    # DefaultPreemption off in the oracle until kubesched has it (its "preemption: ..." suffix
-    # would be the only difference in the messages); every other plugin is upstream's default.
-    no_preemption = {"profiles": [{"schedulerName": oracle_name,
-                                   "plugins": {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}}]}
-    ks = cp.start_kube_scheduler(cp.write_scheduler_config(tmp_path / "ks.json", extra=no_preemption))
+    # Both with their whole default profile, DefaultPreemption included (its "preemption: ..."
+    # suffix is part of the compared messages).
+    ks = cp.start_kube_scheduler(cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=(oracle_name,)))
     try:
         oracle = _scenario(cp, ns, oracle_name, zone_of)
     finally:

@@ -113,5 +113,5 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
         if reasons:
             msg += f" {', '.join(reasons)}."
     if diagnosis.post_filter_msg:
-        msg += f" {diagnosis.post_filter_msg}."
+        msg += f" {diagnosis.post_filter_msg}"  # upstream: " %v", no period of its own
     return msg

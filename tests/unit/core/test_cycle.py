@@ -418,7 +418,8 @@ async def test_post_filter_runs_only_when_nothing_fits_and_its_message_is_append
     sched.schedule_one()
     assert spy.calls == [("big", 2)]
     [(_, failure)] = rec.failures
-    assert failure.message == "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible."
+    # Upstream appends the PostFilter message as it is, with no period of its own.
+    assert failure.message == "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible"
 
 
 async def test_post_filter_not_run_on_internal_error() -> None:

@@ -67,13 +67,15 @@ def test_fit_error_message_with_prefilter_message_ignores_the_per_node_statuses(
     assert fit_error_message(3, d) == "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims."
 
 
-def test_fit_error_message_appends_the_post_filter_message() -> None:
+def test_fit_error_message_appends_the_post_filter_message_as_is() -> None:
+    """Upstream types.go: `reasonMsg += fmt.Sprintf(" %v", postFilterMsg)`: no period of its own
+    (the real kube-scheduler, in the differential tests, ends with one period)."""
     d = Diagnosis()
     d.node_to_status.add_all(rows(0, 1), Status.unschedulable("Insufficient cpu"))
     d.post_filter_msg = "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     assert fit_error_message(2, d) == (
         "0/2 nodes are available: 2 Insufficient cpu. "
-        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.."
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     )
 
 
