@@ -163,6 +163,26 @@ class EventWriter:
         )
         self._put(lambda: self._create_event(event))
 
+    def preempted(self, victim: PodInfo, preemptor: PodInfo, node: str, controller: str) -> None:
+        """Upstream's event on a preemption victim (preemption/executor.go): regarding the victim,
+        related to the preemptor."""
+        event = build_event(
+            victim,
+            reason="Preempted",
+            note=f"Preempted by pod {preemptor.uid} on node {node}",
+            action="Preempting",
+            event_type="Normal",
+            controller=controller,
+            instance=self.instance,
+        )
+        self._put(lambda: self._create_event(event))
+
+    def nominated(self, pod: PodInfo, node: str) -> None:
+        """Set ``status.nominatedNodeName`` (``node``) or clear it (""), as upstream's
+        updatePod does for a preemptor and for pods whose nomination a preemption dropped."""
+        patch = {"status": {"nominatedNodeName": node or None}}
+        self._put(lambda: self._patch_status(pod, patch))
+
     def failed(self, pod: PodInfo, controller: str, message: str, unschedulable: bool) -> None:
         if not self.limiter.allow(pod.uid, message):
             self.stats.suppressed += 1

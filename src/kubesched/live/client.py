@@ -1,11 +1,14 @@
-"""The live ClusterClient: bind through ``pods/binding``, as upstream's DefaultBinder does."""
+"""The live ClusterClient: bind through ``pods/binding``, as upstream's DefaultBinder does, and
+evict preemption victims as upstream's preemption executor does."""
 
 from __future__ import annotations
 
+import time
 from urllib.parse import quote
 
 from kubesched.framework.handle import BindConflictError, PodGoneError
-from kubesched.kube.api import ApiClient, ApiError
+from kubesched.kube.api import STRATEGIC_MERGE_PATCH, ApiClient, ApiError
+from kubesched.kube.events import rfc3339
 from kubesched.snapshot.pod import PodInfo
 
 
@@ -21,6 +24,7 @@ class LiveClusterClient:
         self.bound = 0
         self.conflicts = 0
         self.gone = 0
+        self.evicted = 0
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         body = {
@@ -43,3 +47,26 @@ class LiveClusterClient:
                 raise PodGoneError(str(e)) from None
             raise
         self.bound += 1
+
+    async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
+        """Preempt ``pod`` as upstream's executor does (framework/preemption/executor.go): the
+        ``DisruptionTarget`` condition on its status, then a graceful delete with a UID
+        precondition (never a newer pod of the same name). A pod already gone is done."""
+        base = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}"
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": rfc3339(time.time()),
+        }
+        try:
+            await self.api.request("PATCH", f"{base}/status", {"status": {"conditions": [condition]}},
+                                   content_type=STRATEGIC_MERGE_PATCH)
+            await self.api.request("DELETE", base, {"apiVersion": "v1", "kind": "DeleteOptions",
+                                                    "preconditions": {"uid": pod.uid}})
+        except ApiError as e:
+            if e.status in (404, 409):  # gone, or the name is another pod now: nothing to evict
+                return
+            raise
+        self.evicted += 1

@@ -106,6 +106,9 @@ class SchedulerMetrics:
         self.informer_events = Counter(
             "kubesched_informer_events", "Objects delivered by the informers.", ["resource"], registry=r
         )
+        self.preemption_victims = Counter(
+            "scheduler_preemption_victims", "Number of selected preemption victims (evicted).", registry=r
+        )
         self.is_leader = Gauge("kubesched_is_leader", "1 while this replica holds the leader lease.", registry=r)
         self.loop_lag = Histogram(
             "kubesched_event_loop_lag_seconds",

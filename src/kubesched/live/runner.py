@@ -28,7 +28,7 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -144,6 +144,10 @@ class _BindMetrics:
     def __init__(self, client: LiveClusterClient, metrics: SchedulerMetrics) -> None:
         self.client = client
         self.metrics = metrics
+
+    async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
+        await self.client.evict(pod, preemptor, node_name)
+        self.metrics.preemption_victims.inc()
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         try:
@@ -325,6 +329,21 @@ class LiveScheduler(SchedulerObserver):
         else:
             log.debug("pod=%s profile=%s event=%s msg=%r", pod.key, profile, result, failure.message)
         self.events.failed(pod, profile, failure.message, failure.unschedulable)
+        nominated = failure.nominated_node_name
+        current = str((pod.raw.get("status") or {}).get("nominatedNodeName") or "")
+        if nominated is not None and nominated != current:
+            self.events.nominated(pod, nominated)
+
+    def preempted(
+        self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
+        cleared: Sequence[PodInfo],
+    ) -> None:
+        log.info("pod=%s node=%s profile=%s event=preempting victims=%d", preemptor.key, node_name, profile,
+                 len(victims))
+        for victim in victims:
+            self.events.preempted(victim, preemptor, node_name, profile)
+        for pod in cleared:
+            self.events.nominated(pod, "")
 
     def bound(self, pod: PodInfo, profile: str, node_name: str) -> None:
         now = time.monotonic()
