@@ -124,6 +124,8 @@ class InformerStats:
     #: time.monotonic() of the first failure since the informer last heard from the apiserver, or
     #: None while it is connected (a list answered, or a watch delivered anything).
     disconnected_since: float | None = None
+    #: HTTP status of the last failed request, when the apiserver answered (403: not allowed).
+    last_status: int | None = None
 
 
 @dataclass(eq=False)
@@ -209,6 +211,7 @@ class Informer:
                 continue
             except (TimeoutError, aiohttp.ClientError, OSError, ApiError, ValueError) as e:
                 self.stats.watch_errors += 1
+                self.stats.last_status = e.status if isinstance(e, ApiError) else None
                 if self.stats.disconnected_since is None:
                     self.stats.disconnected_since = time.monotonic()
                 self.stats.last_error = f"{type(e).__name__}: {e}"
@@ -247,6 +250,7 @@ class Informer:
                 break
         self.stats.lists += 1
         self.stats.disconnected_since = None
+        self.stats.last_status = None
         deltas = reconcile(self.store, items)
         for d in deltas:
             self._apply(d.kind, d.obj, d.old)

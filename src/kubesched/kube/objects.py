@@ -65,12 +65,21 @@ class ObjectInformers:
         shell goes on, and the plugin sees no objects of that kind until it syncs."""
         for inf in self.informers.values():
             inf.start()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + sync_timeout
         for kind, inf in self.informers.items():
-            try:
-                await asyncio.wait_for(inf.synced.wait(), sync_timeout)
-            except TimeoutError:
-                log.warning("event=objects_not_synced kind=%s after=%.0fs err=%r", kind, sync_timeout,
-                            inf.stats.last_error)
+            # Wait for the first list, unless the apiserver refused it outright: a kind this
+            # identity may not list (403) or that is not installed (404) will not sync by waiting.
+            while not inf.synced.is_set() and inf.stats.last_status not in (403, 404):
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(inf.synced.wait(), min(remaining, 0.1))
+            if not inf.synced.is_set():
+                log.warning("event=objects_not_synced kind=%s err=%r (plugins see no %s objects until it syncs; "
+                            "kubesched run --print-rbac lists what the configuration needs)", kind,
+                            inf.stats.last_error, kind)
 
     async def stop(self) -> None:
         for inf in self.informers.values():

@@ -1,0 +1,54 @@
+"""Declared-object informers: start-up waits for each kind's first list, but not for a kind the
+apiserver refuses (403 for this identity, 404 when the CRD is not installed) — those cannot sync
+by waiting, and the scheduler must not sit idle for the sync timeout because of them."""
+
+from __future__ import annotations
+
+import time
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from kubesched.framework.objects import ObjectKind
+from kubesched.kube.api import ApiClient, Connection
+from kubesched.kube.objects import ObjectInformers
+
+FORBIDDEN = ObjectKind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False)
+FINE = ObjectKind("ConfigMap", "", "v1", "configmaps")
+
+
+async def _server() -> tuple[TestServer, ApiClient]:
+    async def handle(request: web.Request) -> web.Response:
+        if "priorityclasses" in request.path:
+            return web.json_response({"kind": "Status", "reason": "Forbidden", "code": 403}, status=403)
+        if request.query.get("watch"):
+            await request.app["never"].wait()  # a watch that stays open
+        return web.json_response({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                                  "items": [{"metadata": {"name": "q", "namespace": "kube-system", "uid": "u1",
+                                                          "resourceVersion": "1"}}]})
+
+    import asyncio
+
+    app = web.Application()
+    app["never"] = asyncio.Event()
+    app.router.add_route("GET", "/{tail:.*}", handle)
+    server = TestServer(app)
+    await server.start_server()
+    api = ApiClient(Connection(host=str(server.make_url("")).rstrip("/"), ssl_context=False), qps=None)
+    return server, api
+
+
+async def test_a_refused_kind_does_not_hold_up_start() -> None:
+    server, api = await _server()
+    informers = ObjectInformers(api, [FORBIDDEN, FINE])
+    try:
+        started = time.monotonic()
+        await informers.start(sync_timeout=10.0)
+        assert time.monotonic() - started < 5.0  # not the 10 s timeout
+        assert informers.objects("ConfigMap").keys() == {"kube-system/q"}
+        assert informers.objects("PriorityClass") == {}
+        assert informers.informers["PriorityClass"].stats.last_status == 403
+    finally:
+        await informers.stop()
+        await api.close()
+        await server.close()
