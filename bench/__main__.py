@@ -5,9 +5,13 @@ pods in the simulator), full (1,000 KWOK nodes / 5,000 pods live, 5,000 nodes / 
 the simulator). Results are appended to bench/results/<date>.json.
 
 Workloads:
-  simulator                                  in-process scheduling loop (bench/simulator.py)
+  simulator [--workload NAME|all]            in-process scheduling loop (bench/simulator.py): SchedulingBasic
+                                             (default) or one of the scheduler_perf workloads below
   SchedulingBasic NodeAffinity Taints        live: kubesched vs the real kube-scheduler (bench/live.py)
   UnderlayIP Coscheduling
+  TopologySpreading PreferredTopologySpreading  live: scheduler_perf's spreading and pod (anti-)affinity
+  PodAntiAffinity PreferredPodAntiAffinity      workloads (upstream SchedulingPodAntiAffinity ... also accepted)
+  PodAffinity
   live                                       every live workload above
   Extender                                   kube-scheduler alone vs with `kubesched extender`
   all                                        simulator, live, Extender, then report
@@ -27,6 +31,15 @@ ALIASES = {
     "underlayip": "UnderlayIP",
     "coscheduling": "Coscheduling",
     "extender": "Extender",
+    "topologyspreading": "TopologySpreading",
+    "preferredtopologyspreading": "PreferredTopologySpreading",
+    "podantiaffinity": "PodAntiAffinity",
+    "schedulingpodantiaffinity": "PodAntiAffinity",
+    "preferredpodantiaffinity": "PreferredPodAntiAffinity",
+    "schedulingpreferredpodantiaffinity": "PreferredPodAntiAffinity",
+    "podaffinity": "PodAffinity",
+    "schedulingpodaffinity": "PodAffinity",
+    "schedulingnodeaffinity": "NodeAffinity",
 }
 
 

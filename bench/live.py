@@ -54,6 +54,15 @@ import orjson
 import yaml
 
 from bench import common
+from bench.templates import (
+    HOSTNAME,
+    anti_affinity_pod,
+    moon_zones,
+    pod_affinity_pod,
+    preferred_anti_affinity_pod,
+    spread_pod,
+    zone1,
+)
 from kubesched.testing import controlplane, kwok_node, pod_manifest
 from kubesched.testing.controlplane import Component, ControlPlane
 
@@ -87,6 +96,8 @@ class Workload:
     node: Callable[[int], dict[str, Any]] = lambda i: {}
     #: measured pod index -> extra fields: spec keys and "labels"
     pod: Callable[[int], dict[str, Any]] = lambda i: {}
+    #: init pod index -> extra fields (scheduler_perf's initPods template; {} is pod-default)
+    init_pod: Callable[[int], dict[str, Any]] = lambda i: {}
     #: kubesched profile (without schedulerName); {} is the default profile
     kubesched_profile: dict[str, Any] = field(default_factory=dict)
     #: contenders, in round order (ABBA alternation)
@@ -223,8 +234,62 @@ WORKLOADS: dict[str, Workload] = {
         # the Node objects of every feasible node, which bounds the round's duration.
         sizes={"full": Size(nodes=1000, init_pods=1000, pods=2000, timeout=900)},
     ),
+    # scheduler_perf topology_spreading/performance-config.yaml and affinity/performance-config.yaml
+    # (upstream names: TopologySpreading, PreferredTopologySpreading, SchedulingPodAntiAffinity,
+    # SchedulingPreferredPodAntiAffinity, SchedulingPodAffinity). Both schedulers run their default
+    # profile, which has PodTopologySpread and InterPodAffinity (score weight 2 each).
+    "TopologySpreading": Workload(
+        "TopologySpreading",
+        "scheduler_perf TopologySpreading: nodes labelled zone moon-1/2/3 round-robin, pod-default init pods, "
+        "measured pods pod-with-topology-spreading (maxSkew 5 per zone, DoNotSchedule, color=blue), default profile",
+        node=moon_zones,
+        pod=spread_pod("DoNotSchedule"),
+    ),
+    "PreferredTopologySpreading": Workload(
+        "PreferredTopologySpreading",
+        "scheduler_perf PreferredTopologySpreading: as TopologySpreading with whenUnsatisfiable ScheduleAnyway "
+        "(pod-with-preferred-topology-spreading: the constraint scores instead of filtering), default profile",
+        node=moon_zones,
+        pod=spread_pod("ScheduleAnyway"),
+    ),
+    "PodAntiAffinity": Workload(
+        "PodAntiAffinity",
+        "scheduler_perf SchedulingPodAntiAffinity: init and measured pods pod-with-pod-anti-affinity (color=green, "
+        "required anti-affinity per kubernetes.io/hostname: one per node), default profile",
+        pod=anti_affinity_pod(),
+        init_pod=anti_affinity_pod(),
+        # One such pod per node: upstream's 5000Nodes_2000Pods (1,000 init) scaled to 1,000 nodes
+        # with more measured pods (400 bind in about a second), 200 nodes stay free at the end.
+        sizes={"small": Size(nodes=50, init_pods=10, pods=30, timeout=120),
+               "full": Size(nodes=1000, init_pods=200, pods=600, timeout=900)},
+    ),
+    "PreferredPodAntiAffinity": Workload(
+        "PreferredPodAntiAffinity",
+        "scheduler_perf SchedulingPreferredPodAntiAffinity: init and measured pods "
+        "pod-with-preferred-pod-anti-affinity (color=yellow, preferred anti-affinity per hostname, weight 1), "
+        "default profile",
+        pod=preferred_anti_affinity_pod(),
+        init_pod=preferred_anti_affinity_pod(),
+    ),
+    "PodAffinity": Workload(
+        "PodAffinity",
+        "scheduler_perf SchedulingPodAffinity: every node in zone1, init and measured pods pod-with-pod-affinity "
+        "(color=blue, required affinity to color=blue per zone), default profile",
+        node=zone1,
+        pod=pod_affinity_pod(),
+        init_pod=pod_affinity_pod(),
+    ),
 }
-LIVE_WORKLOADS = ("SchedulingBasic", "NodeAffinity", "Taints", "UnderlayIP", "Coscheduling")
+#: upstream scheduler_perf's names of the workloads named differently here
+UPSTREAM_NAMES = {
+    "SchedulingNodeAffinity": "NodeAffinity",
+    "SchedulingPodAntiAffinity": "PodAntiAffinity",
+    "SchedulingPreferredPodAntiAffinity": "PreferredPodAntiAffinity",
+    "SchedulingPodAffinity": "PodAffinity",
+}
+UPSTREAM_WORKLOADS = ("TopologySpreading", "PreferredTopologySpreading", "PodAntiAffinity",
+                      "PreferredPodAntiAffinity", "PodAffinity")
+LIVE_WORKLOADS = ("SchedulingBasic", "NodeAffinity", "Taints", "UnderlayIP", "Coscheduling", *UPSTREAM_WORKLOADS)
 
 
 # -- bulk client -------------------------------------------------------------------------------------
@@ -280,8 +345,10 @@ class Bulk:
 
 
 def node_body(name: str, extra: dict[str, Any]) -> dict[str, Any]:
-    """scheduler_perf's node-default as a KWOK node: 4 cpu, 32Gi, 110 pods; "labels" and "taints" from ``extra``."""
-    return kwok_node(name, cpu="4", memory="32Gi", labels=extra.get("labels"), taints=extra.get("taints") or ())
+    """scheduler_perf's node-default as a KWOK node: 4 cpu, 32Gi, 110 pods, labelled kubernetes.io/hostname
+    (as scheduler_perf's createNodes does); "labels" and "taints" from ``extra``."""
+    labels = {HOSTNAME: name, **(extra.get("labels") or {})}
+    return kwok_node(name, cpu="4", memory="32Gi", labels=labels, taints=extra.get("taints") or ())
 
 
 def pod_body(name: str, ns: str, *, role: str, scheduler: str | None = None, node: str | None = None,
@@ -511,7 +578,8 @@ def run_round(c: ControlPlane, wl: Workload, size: Size, kind: str, rnd: int, no
     bulk = Bulk(c)
     sched_name = KUBESCHED_NAME if kind == "kubesched" else DEFAULT_NAME
     t0 = time.monotonic()
-    init = [pod_body(f"init-{i:05d}", ns, role="init", node=nodes[i % len(nodes)]) for i in range(size.init_pods)]
+    init = [pod_body(f"init-{i:05d}", ns, role="init", node=nodes[i % len(nodes)], extra=wl.init_pod(i))
+            for i in range(size.init_pods)]
     measured = [pod_body(f"pod-{i:05d}", ns, role="measure", scheduler=sched_name, extra=wl.pod(i))
                 for i in range(size.pods)]
     bulk.post_all(lambda b: f"/api/v1/namespaces/{ns}/pods", init + measured)
@@ -697,7 +765,7 @@ def reshape_nodes(c: ControlPlane, wl: Workload, size: Size, log: Callable[[str]
 
     def patch(i: int) -> None:
         shape = wl.node(i)
-        body = {"metadata": {"labels": {ZONE: shape.get("labels", {}).get(ZONE)}},
+        body = {"metadata": {"labels": {ZONE: shape.get("labels", {}).get(ZONE), HOSTNAME: names[i]}},
                 "spec": {"taints": shape.get("taints") or None}}
         kc = c.client
         kc.request("PATCH", f"/api/v1/nodes/{names[i]}", body, content_type="application/merge-patch+json")

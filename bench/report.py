@@ -31,7 +31,7 @@ COLORS = {
     "kube-scheduler+noop-extender-cache": "#868e96",
 }
 
-TARGETS = (
+TARGETS: tuple[tuple[str, tuple[Any, ...], str, float], ...] = (
     # (label, how to read the measured value, comparison, threshold)
     ("live throughput kubesched ÷ kube-scheduler (SchedulingBasic, 1,000 nodes / 5,000 pods, equal QPS)",
      ("live", "SchedulingBasic", "kubesched / kube-scheduler", "throughput_average"), ">=", 1.0),
@@ -39,9 +39,29 @@ TARGETS = (
      ("live", "SchedulingBasic", "kubesched / kube-scheduler", "peak_rss"), "<=", 1.0),
     ("extender: kube-scheduler pods/s with ÷ without (nodeCacheCapable, 1,000 nodes)",
      ("live", "Extender", "kube-scheduler+extender-cache / kube-scheduler", "throughput_average"), ">=", 0.9),
-    ("simulator pods/s at 5,000 nodes (default-equivalent profile)",
-     ("simulator", 5000, None, "pods_per_second_median"), ">=", 5000.0),
+    ("simulator pods/s at 5,000 nodes (SchedulingBasic, default profile)",
+     ("simulator", ("SchedulingBasic", 5000), None, "pods_per_second_median"), ">=", 5000.0),
 )
+#: scheduler_perf's spreading and pod (anti-)affinity workloads (bench/live.py, bench/simulator.py)
+UPSTREAM_WORKLOADS = ("TopologySpreading", "PreferredTopologySpreading", "PodAntiAffinity",
+                      "PreferredPodAntiAffinity", "PodAffinity")
+LIVE_SECTIONS = ("SchedulingBasic", "NodeAffinity", "Taints", "UnderlayIP", "Coscheduling", *UPSTREAM_WORKLOADS)
+TARGETS += tuple(
+    (f"simulator pods/s at 5,000 nodes ({w}, default profile)",
+     ("simulator", (w, 5000), None, "pods_per_second_median"), ">=", 2000.0) for w in UPSTREAM_WORKLOADS
+)
+TARGETS += tuple(t for w in UPSTREAM_WORKLOADS for t in (
+    (f"live throughput kubesched ÷ kube-scheduler ({w}, default profiles)",
+     ("live", w, "kubesched / kube-scheduler", "throughput_average"), ">=", 1.5),
+    (f"peak RSS kubesched ÷ kube-scheduler ({w})",
+     ("live", w, "kubesched / kube-scheduler", "peak_rss"), "<=", 1.0),
+))
+
+
+def sim_workload(r: dict[str, Any]) -> str:
+    """The simulator workload of a record (records before --workload say "simulator": SchedulingBasic)."""
+    w = r.get("workload")
+    return "SchedulingBasic" if w in (None, "simulator") else str(w)
 
 
 def _fmt(v: Any, nd: int = 1) -> str:
@@ -62,7 +82,7 @@ def latest(records: list[dict[str, Any]]) -> dict[tuple[str, Any], dict[str, Any
         if b == "live":
             key: tuple[str, Any] = ("live", r.get("workload"))
         elif b == "simulator":
-            key = ("simulator", r.get("nodes"))
+            key = ("simulator", (sim_workload(r), r.get("nodes")))
         elif b == "profile":
             key = ("profile", r.get("workload"))
         else:
@@ -340,7 +360,10 @@ def build(records: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
         "python -m bench all --size full --rounds 3        # everything below, then this report",
         "python -m bench SchedulingBasic --size full --rounds 3   # one live workload",
         "python -m bench Extender --size full --rounds 3",
-        "python -m bench simulator --size full",
+        "python -m bench simulator --size full             # SchedulingBasic (500 and 5,000 nodes)",
+        "python -m bench simulator --size full --workload all   # + scheduler_perf's spreading/affinity ones",
+        "python -m bench TopologySpreading --size full --rounds 2   # also PreferredTopologySpreading,",
+        "                                   # PodAntiAffinity, PreferredPodAntiAffinity, PodAffinity",
         "python -m bench profile --size full               # py-spy profile of `kubesched run`",
         "python -m bench report                            # regenerate this file and the chart",
         "```",
@@ -379,7 +402,7 @@ def build(records: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
     if chart_rec is not None:
         img = CHART_PNG if CHART_PNG.exists() else CHART_SVG
         lines += [f"![throughput over time]({img.relative_to(common.ROOT)})", ""]
-    for name in ("SchedulingBasic", "NodeAffinity", "Taints", "UnderlayIP", "Coscheduling"):
+    for name in LIVE_SECTIONS:
         r = best.get(("live", name))
         lines += [f"### {name}", ""]
         if r is None:
@@ -404,20 +427,27 @@ def build(records: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
         lines += [*_live_table(r), ""]
     lines += _extender_latency_section()
     lines += ["## Simulator (in process)", "",
-              "`bench/simulator.py`: the scheduling loop alone on a generated cluster (`kubesched simulate`'s",
-              "generator: mixed node sizes, taints, affinities, priorities), default profile; pods/s over the",
-              "whole drain (binding in memory included) and per-pod scheduling-cycle latency.", "",
-              "| nodes | pods | pods/s (median) | p50 ms | p99 ms | rounds | load | date |",
-              "|---|---|---|---|---|---|---|---|"]
-    sims = sorted((k[1], rec) for k, rec in best.items() if k[0] == "simulator")
-    for nodes, rec in sims:
+              "`bench/simulator.py`: the scheduling loop alone, default profile (PodTopologySpread and",
+              "InterPodAffinity included); pods/s over the whole drain (binding in memory included) and per-pod",
+              "scheduling-cycle latency. SchedulingBasic: `kubesched simulate`'s generated cluster (mixed node",
+              "sizes, taints, node affinities, priorities). The other workloads are scheduler_perf's, built from",
+              "its templates (bench/templates.py): node-default nodes with the workload's zone labels, init pods",
+              "bound round-robin (namespace sched-0), measured pods pending (sched-1); only those are timed.", "",
+              "| workload | nodes | init pods | pods | pods/s (median) | p50 ms | p99 ms | rounds | load | date |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    order = {w: i for i, w in enumerate(("SchedulingBasic", *UPSTREAM_WORKLOADS))}
+    sims = sorted(((k[1], rec) for k, rec in best.items() if k[0] == "simulator"),
+                  key=lambda x: (order.get(x[0][0], 99), x[0][0], x[0][1] or 0))
+    for (wname, nodes), rec in sims:
         loads = [x.get("loadavg", [None])[0] for x in rec.get("runs", []) if x.get("loadavg")]
         load = f"{min(loads):.2f}–{max(loads):.2f}" if loads else "–"
-        lines.append(f"| {nodes:,} | {rec.get('pods'):,} | {_fmt(rec.get('pods_per_second_median'))} | "
+        lines.append(f"| {wname} | {nodes:,} | {_fmt(rec.get('init_pods', 0))} | {rec.get('pods'):,} | "
+                     f"{_fmt(rec.get('pods_per_second_median'))} | "
                      f"{_fmt(rec.get('latency_p50_ms_median'), 3)} | {_fmt(rec.get('latency_p99_ms_median'), 3)} | "
                      f"{len(rec.get('runs', []))} | {load} | {str(rec.get('date', ''))[:10]} |")
     if sims:
-        lines += ["", f"Reproduce: `{sims[-1][1].get('command')}`."]
+        cmds = sorted({str(rec.get("command")) for _, rec in sims})
+        lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in cmds) + "."]
     lines.append("")
     prof = best.get(("profile", "SchedulingBasic"))
     lines += ["## Profile of `kubesched run` (live path)", ""]

@@ -1,4 +1,15 @@
-"""In-process scheduling throughput: N pending pods onto M nodes with the default-equivalent profile.
+"""In-process scheduling throughput: N pending pods onto M nodes with the default profile.
+
+Workloads (``--workload``, default SchedulingBasic; ``all`` runs each):
+
+* SchedulingBasic: ``kubesched simulate``'s generated cluster (mixed node sizes, taints,
+  affinities, priorities; no pod topology), every pod placed: the historical figure.
+* scheduler_perf's TopologySpreading, PreferredTopologySpreading, PodAntiAffinity (upstream
+  SchedulingPodAntiAffinity), PreferredPodAntiAffinity (SchedulingPreferredPodAntiAffinity) and
+  PodAffinity (SchedulingPodAffinity), built as upstream's templates do (bench/templates.py):
+  node-default nodes (4 cpu, 32Gi, 110 pods, kubernetes.io/hostname, the workload's zone label
+  round-robin), init pods already bound round-robin (namespace sched-0, the workload's init
+  template), then the measured pods (sched-1), pending. Only the measured pods are timed.
 
 Measures only the scheduling loop (cluster loading excluded): pods/s, and per-pod latency of the
 scheduling cycle (pop → assume → reserve → permit) at p50/p99. The binding cycle runs in the same
@@ -16,11 +27,13 @@ import gc
 import json
 import statistics
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from bench import common
+from bench import common, templates
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.plugins.builtin import builtin_registry
@@ -28,25 +41,127 @@ from kubesched.scheduler import Scheduler
 from kubesched.simulate.cluster import SimulatedCluster
 from kubesched.simulate.generator import generate_cluster
 from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import node as node_builder
+from kubesched.testing import pod_manifest
 
 
-def run_once(nodes: int, pods: int, seed: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SimWorkload:
+    name: str
+    description: str
+    #: node index -> {"labels": {...}} on top of node-default
+    node: Callable[[int], dict[str, Any]] = templates.node_default
+    #: init pod index -> extra labels/spec (pod-default when templates.pod_default)
+    init_pod: Callable[[int], dict[str, Any]] = templates.pod_default
+    #: measured pod index -> extra labels/spec
+    pod: Callable[[int], dict[str, Any]] = templates.pod_default
+    #: size -> [(nodes, init pods, measured pods)]
+    sizes: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
+    upstream: str = ""
+
+
+_NS = templates.UPSTREAM_NAMESPACES
+WORKLOADS: dict[str, SimWorkload] = {
+    "SchedulingBasic": SimWorkload(
+        "SchedulingBasic",
+        "kubesched simulate's generated cluster (mixed nodes, taints, node affinities, priorities; no pod "
+        "topology), every pod placed",
+        sizes={"small": [(500, 0, 1000)], "full": [(500, 0, 1000), (5000, 0, 10000)]},
+    ),
+    "TopologySpreading": SimWorkload(
+        "TopologySpreading",
+        "node-default nodes in zones moon-1/2/3 (round-robin), pod-default init pods, measured pods "
+        "pod-with-topology-spreading (maxSkew 5 per zone, DoNotSchedule)",
+        node=templates.moon_zones, pod=templates.spread_pod("DoNotSchedule"),
+        sizes={"small": [(500, 1000, 1000)], "full": [(5000, 5000, 10000)]},
+        upstream="TopologySpreading",
+    ),
+    "PreferredTopologySpreading": SimWorkload(
+        "PreferredTopologySpreading",
+        "as TopologySpreading with whenUnsatisfiable ScheduleAnyway (pod-with-preferred-topology-spreading)",
+        node=templates.moon_zones, pod=templates.spread_pod("ScheduleAnyway"),
+        sizes={"small": [(500, 1000, 1000)], "full": [(5000, 5000, 10000)]},
+        upstream="PreferredTopologySpreading",
+    ),
+    "PodAntiAffinity": SimWorkload(
+        "PodAntiAffinity",
+        "node-default nodes, init and measured pods pod-with-pod-anti-affinity (required anti-affinity per "
+        "hostname: one per node); 2,000 measured pods at 5,000 nodes as upstream's 5000Nodes_2000Pods "
+        "(10,000 cannot fit: one such pod per node)",
+        init_pod=templates.anti_affinity_pod(_NS), pod=templates.anti_affinity_pod(_NS),
+        sizes={"small": [(500, 100, 400)], "full": [(5000, 1000, 2000)]},
+        upstream="SchedulingPodAntiAffinity",
+    ),
+    "PreferredPodAntiAffinity": SimWorkload(
+        "PreferredPodAntiAffinity",
+        "node-default nodes, init and measured pods pod-with-preferred-pod-anti-affinity (preferred "
+        "anti-affinity per hostname, weight 1)",
+        init_pod=templates.preferred_anti_affinity_pod(_NS), pod=templates.preferred_anti_affinity_pod(_NS),
+        sizes={"small": [(500, 500, 1000)], "full": [(5000, 5000, 10000)]},
+        upstream="SchedulingPreferredPodAntiAffinity",
+    ),
+    "PodAffinity": SimWorkload(
+        "PodAffinity",
+        "node-default nodes all in zone1, init and measured pods pod-with-pod-affinity (required affinity "
+        "to color=blue per zone)",
+        node=templates.zone1, init_pod=templates.pod_affinity_pod(_NS), pod=templates.pod_affinity_pod(_NS),
+        sizes={"small": [(500, 500, 1000)], "full": [(5000, 5000, 10000)]},
+        upstream="SchedulingPodAffinity",
+    ),
+}
+ALIASES = {w.upstream: k for k, w in WORKLOADS.items() if w.upstream and w.upstream != k}
+_RES = {"cpu": "100m", "memory": "500Mi"}
+_EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+def template_pod(name: str, ns: str, seq: int, extra: dict[str, Any], node: str | None = None) -> dict[str, Any]:
+    """pod-default (+ the template's labels/spec) as the apiserver would return it: uid and a
+    creationTimestamp one second after the previous pod's."""
+    extra = dict(extra)
+    labels = extra.pop("labels", {})
+    raw = pod_manifest(name, ns, requests=_RES, limits=_RES, labels=labels, node_name=node,
+                       container_name="pause", ports=(80,), extra_spec=extra)
+    raw["metadata"]["uid"] = f"{ns}-{name}"
+    raw["metadata"]["creationTimestamp"] = (_EPOCH + dt.timedelta(seconds=seq)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return raw
+
+
+def build_objects(wl: SimWorkload, nodes: int, init: int, pods: int, seed: int
+                  ) -> tuple[list[dict[str, Any]], list[PodInfo], list[PodInfo]]:
+    """(raw nodes, bound init pods, pending measured pods) of ``wl``."""
+    if wl.name == "SchedulingBasic":
+        generated = generate_cluster(nodes, pods, seed)
+        pending = []
+        for raw in generated.pods:
+            pod = PodInfo.from_raw(raw)
+            if pod.terminal:
+                continue
+            # Every pod is scheduled here (the generator pre-binds some; this benchmark places them all).
+            pending.append(pod.with_node("") if pod.node_name else pod)
+        return list(generated.nodes), [], pending
+    names = [f"node-{i:05d}" for i in range(nodes)]
+    raw_nodes = [node_builder(n, cpu="4", memory="32Gi", pods=110, labels=wl.node(i).get("labels"),
+                              ephemeral_storage=None) for i, n in enumerate(names)]
+    bound = [PodInfo.from_raw(template_pod(f"init-{i:05d}", "sched-0", i, wl.init_pod(i), names[i % nodes]))
+             for i in range(init)]
+    pending = [PodInfo.from_raw(template_pod(f"pod-{i:05d}", "sched-1", init + i, wl.pod(i)))
+               for i in range(pods)]
+    return raw_nodes, bound, pending
+
+
+def run_once(nodes: int, pods: int, seed: int, workload: str = "SchedulingBasic", init: int = 0) -> dict[str, Any]:
+    wl = WORKLOADS[workload]
     registry = builtin_registry()
     config = load_config(None, registry)
-    generated = generate_cluster(nodes, pods, seed)
+    raw_nodes, bound, pending = build_objects(wl, nodes, init, pods, seed)
     cluster = SimulatedCluster()
     # As `kubesched simulate` builds it (simulate/runner.py): in-memory binds, stepped eagerly.
     sched = Scheduler.build(config.profiles, registry, FakeClock(), client=cluster, seed=seed, eager_binding=True)
     cluster.attach(sched)
-    for n in generated.nodes:
+    for n in raw_nodes:
         cluster.add_node(n)
-    pending = []
-    for raw in generated.pods:
-        pod = PodInfo.from_raw(raw)
-        if pod.terminal:
-            continue
-        # Every pod is scheduled here (the generator pre-binds some; this benchmark places them all).
-        pending.append(pod.with_node("") if pod.node_name else pod)
+    for pod in bound:
+        cluster.add_pod(pod)
     for pod in pending:
         cluster.add_pod(pod)
     gc.collect()
@@ -72,10 +187,13 @@ def run_once(nodes: int, pods: int, seed: int) -> dict[str, Any]:
     gc.unfreeze()
     lat = latencies[:attempts]
     return {
+        "workload": workload,
         "nodes": nodes,
+        "init_pods": len(bound),
         "pods": len(pending),
         "attempts": attempts,
         "bound": cluster.binds,
+        "unschedulable": len(pending) - cluster.binds,
         "seconds": round(elapsed, 4),
         "pods_per_second": round(attempts / elapsed, 1),
         "latency_p50_ms": round(float(np.percentile(lat, 50)) * 1000, 4),
@@ -83,50 +201,67 @@ def run_once(nodes: int, pods: int, seed: int) -> dict[str, Any]:
     }
 
 
-#: (nodes, pods) per size: small is the CI smoke, full adds scheduler_perf's 5,000-node scale.
-SIZES = {"small": [(500, 1000)], "full": [(500, 1000), (5000, 10000)]}
+#: (nodes, pods) per size of SchedulingBasic (the other workloads: SimWorkload.sizes).
+SIZES = {k: [(n, p) for n, _, p in v] for k, v in WORKLOADS["SchedulingBasic"].sizes.items()}
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench simulator")
+    ap.add_argument("--workload", default="SchedulingBasic",
+                    help=f"one of {', '.join(WORKLOADS)} (or upstream's name), or all")
     ap.add_argument("--size", choices=sorted(SIZES), default="full")
     ap.add_argument("--nodes", type=int, default=None, help="override --size: one configuration")
     ap.add_argument("--pods", type=int, default=None)
+    ap.add_argument("--init-pods", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
-    configs = SIZES[args.size]
-    if args.nodes or args.pods:
-        configs = [(args.nodes or 5000, args.pods or 10000)]
-    for nodes, pods in configs:
-        runs = []
-        for i in range(args.rounds):
-            r = run_once(nodes, pods, args.seed + i)
-            r["loadavg"] = common.loadavg()
-            runs.append(r)
-            print(json.dumps(r))
-        summary = {
-            "benchmark": "simulator",
-            "workload": "simulator",
-            "size": args.size if not (args.nodes or args.pods) else "custom",
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "commit": common.git_commit(),
-            "command": common.command_line(),
-            "machine": common.machine(),
-            "versions": common.versions(),
-            "profile": "default (load_config(None))",
-            "nodes": nodes,
-            "pods": pods,
-            "pods_per_second_median": statistics.median(r["pods_per_second"] for r in runs),
-            "latency_p50_ms_median": statistics.median(r["latency_p50_ms"] for r in runs),
-            "latency_p99_ms_median": statistics.median(r["latency_p99_ms"] for r in runs),
-            "runs": runs,
-        }
-        msg = (f"simulator {nodes} nodes / {pods} pods: median {summary['pods_per_second_median']} pods/s, "
-               f"p50 {summary['latency_p50_ms_median']} ms, p99 {summary['latency_p99_ms_median']} ms, "
-               f"load {common.loadavg()}")
-        if not args.no_save:
-            msg += f" -> {common.save_result(summary)}"
-        print(msg)
+    if args.workload == "all":
+        names = list(WORKLOADS)
+    else:
+        name = ALIASES.get(args.workload, args.workload)
+        if name not in WORKLOADS:
+            ap.error(f"--workload: unknown {args.workload!r}; one of {', '.join(WORKLOADS)}, all")
+        names = [name]
+    for name in names:
+        wl = WORKLOADS[name]
+        configs = wl.sizes[args.size]
+        custom = bool(args.nodes or args.pods or args.init_pods is not None)
+        if custom:
+            n0, i0, p0 = configs[-1]
+            configs = [(args.nodes or n0, i0 if args.init_pods is None else args.init_pods, args.pods or p0)]
+        for nodes, init, pods in configs:
+            runs = []
+            for i in range(args.rounds):
+                r = run_once(nodes, pods, args.seed + i, name, init)
+                r["loadavg"] = common.loadavg()
+                runs.append(r)
+                print(json.dumps(r))
+            summary = {
+                "benchmark": "simulator",
+                "workload": name,
+                "upstream": wl.upstream or name,
+                "description": wl.description,
+                "size": args.size if not custom else "custom",
+                "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                "commit": common.git_commit(),
+                "command": common.command_line(),
+                "machine": common.machine(),
+                "versions": common.versions(),
+                "profile": "default (load_config(None): PodTopologySpread and InterPodAffinity included)",
+                "nodes": nodes,
+                "init_pods": init,
+                "pods": runs[0]["pods"],
+                "pods_per_second_median": statistics.median(r["pods_per_second"] for r in runs),
+                "latency_p50_ms_median": statistics.median(r["latency_p50_ms"] for r in runs),
+                "latency_p99_ms_median": statistics.median(r["latency_p99_ms"] for r in runs),
+                "runs": runs,
+            }
+            msg = (f"simulator {name} {nodes} nodes / {init} init / {summary['pods']} pods: median "
+                   f"{summary['pods_per_second_median']} pods/s, p50 {summary['latency_p50_ms_median']} ms, "
+                   f"p99 {summary['latency_p99_ms_median']} ms, load {common.loadavg()}")
+            if not args.no_save:
+                msg += f" -> {common.save_result(summary)}"
+            print(msg)
     return 0

@@ -42,8 +42,8 @@ def test_live_workload_small(bench_cluster: controlplane.ControlPlane, workload:
         pytest.skip("kubesched.plugins.coscheduling is not installed")
     rec = live.run_workload(workload, "small", 1, 5000, 5000, tmp_path, save=False, log=lambda s: None,
                             cluster=bench_cluster)
-    size = live.SIZES["small"]
     wl = live.WORKLOADS[workload]
+    size = wl.sizes.get("small", live.SIZES["small"])
     assert [r["contender"] for r in rec["rounds"]] == list(wl.contenders)
     for r in rec["rounds"]:
         assert r["bound"] == size.pods, r

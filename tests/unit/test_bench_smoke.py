@@ -30,6 +30,34 @@ def test_simulator_small(capsys: pytest.CaptureFixture[str]) -> None:
     assert 0 < run["latency_p50_ms"] <= run["latency_p99_ms"]
 
 
+@pytest.mark.parametrize("workload", [w for w in simulator.WORKLOADS if w != "SchedulingBasic"])
+def test_simulator_upstream_workloads_tiny(workload: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # scheduler_perf's spreading / pod (anti-)affinity workloads at a tiny size: every measured pod fits
+    # (PodAntiAffinity: one per node, 6 init + 12 measured on 30 nodes).
+    argv = ["--workload", workload, "--nodes", "30", "--init-pods", "6", "--pods", "12", "--rounds", "1", "--no-save"]
+    assert simulator.main(argv) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert len(lines) == 1
+    run = lines[0]
+    assert run["workload"] == workload
+    assert (run["nodes"], run["init_pods"], run["pods"]) == (30, 6, 12)
+    assert run["attempts"] == run["bound"] == 12 and run["unschedulable"] == 0
+    assert 0 < run["latency_p50_ms"] <= run["latency_p99_ms"]
+
+
+def test_simulator_pod_anti_affinity_filters() -> None:
+    # One anti-affinity pod per node: with 10 nodes, 2 init pods and 12 measured, 4 stay pending.
+    run = simulator.run_once(10, 12, 1, "PodAntiAffinity", init=2)
+    assert run["bound"] == 8 and run["unschedulable"] == 4
+
+
+def test_simulator_workload_names() -> None:
+    assert set(simulator.WORKLOADS) == {"SchedulingBasic", "TopologySpreading", "PreferredTopologySpreading",
+                                        "PodAntiAffinity", "PreferredPodAntiAffinity", "PodAffinity"}
+    assert simulator.ALIASES["SchedulingPodAntiAffinity"] == "PodAntiAffinity"
+    assert set(report.UPSTREAM_WORKLOADS) <= set(simulator.WORKLOADS)
+
+
 def test_throughput_samples_like_scheduler_perf() -> None:
     # 10 pods/s for 3 s, then 30 pods/s for 1 s, then a 0.5 s tail (dropped from the samples)
     times = [i / 10 for i in range(30)] + [3 + i / 30 for i in range(30)] + [4.0, 4.5]
@@ -102,7 +130,7 @@ def test_summary_ratios_and_report(tmp_path: Path) -> None:
            "runs": [{"loadavg": [1.0]}], "command": "python -m bench simulator"}
     text, chart_rec = report.build([rec, sim])
     assert "| `kubesched` |" in text and "×1.15" in text
-    assert "| 500 | 1,000 | 1,234.0 |" in text
+    assert "| SchedulingBasic | 500 | 0 | 1,000 | 1,234.0 |" in text
     assert chart_rec is rec
     svg = report.chart_svg(rec)
     assert svg.startswith("<svg") and svg.count("<polyline") == 4

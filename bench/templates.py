@@ -1,0 +1,86 @@
+"""scheduler_perf's pod and node templates (k8s.io/kubernetes v1.37.1,
+test/integration/scheduler_perf/templates) as extra fields for bench/live.py and bench/simulator.py.
+
+A template function returns the pod's extra ``labels`` and ``spec`` keys on top of pod-default (one
+pause container, 100m cpu / 500Mi requests = limits, port 80). ``namespaces`` is the affinity
+terms' namespace list: upstream puts init pods in sched-0 and measured pods in sched-1 and lists
+both (the simulator does the same); the live harness keeps both in one namespace per round and
+leaves it out (= the pod's own namespace), which selects the same pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+UPSTREAM_NAMESPACES = ["sched-1", "sched-0"]
+
+Template = Callable[[int], dict[str, Any]]
+
+
+def pod_default(i: int) -> dict[str, Any]:
+    """pod-default.yaml: nothing beyond the base pod."""
+    return {}
+
+
+def spread_pod(when: str) -> Template:
+    """pod-with-topology-spreading.yaml (DoNotSchedule) / pod-with-preferred-topology-spreading.yaml
+    (ScheduleAnyway): color=blue, maxSkew 5 over topology.kubernetes.io/zone, selector color=blue."""
+    body = {
+        "labels": {"color": "blue"},
+        "topologySpreadConstraints": [{
+            "maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": {"color": "blue"}},
+        }],
+    }
+    return lambda i: body
+
+
+def _term(color: str, key: str, namespaces: list[str] | None) -> dict[str, Any]:
+    term: dict[str, Any] = {"labelSelector": {"matchLabels": {"color": color}}, "topologyKey": key}
+    if namespaces:
+        term["namespaces"] = list(namespaces)
+    return term
+
+
+def anti_affinity_pod(namespaces: list[str] | None = None) -> Template:
+    """pod-with-pod-anti-affinity.yaml: color=green, required anti-affinity to color=green per
+    kubernetes.io/hostname (one such pod per node)."""
+    body = {"labels": {"color": "green"},
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                _term("green", HOSTNAME, namespaces)]}}}
+    return lambda i: body
+
+
+def preferred_anti_affinity_pod(namespaces: list[str] | None = None) -> Template:
+    """pod-with-preferred-pod-anti-affinity.yaml: color=yellow, preferred (weight 1) anti-affinity to
+    color=yellow per hostname."""
+    body = {"labels": {"color": "yellow"},
+            "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"podAffinityTerm": _term("yellow", HOSTNAME, namespaces), "weight": 1}]}}}
+    return lambda i: body
+
+
+def pod_affinity_pod(namespaces: list[str] | None = None) -> Template:
+    """pod-with-pod-affinity.yaml: color=blue, required affinity to color=blue per zone."""
+    body = {"labels": {"color": "blue"},
+            "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                _term("blue", ZONE, namespaces)]}}}
+    return lambda i: body
+
+
+def moon_zones(i: int) -> dict[str, Any]:
+    """node-default with labelNodePrepareStrategy topology.kubernetes.io/zone in [moon-1, moon-2,
+    moon-3] (upstream assigns the values round-robin)."""
+    return {"labels": {ZONE: f"moon-{i % 3 + 1}"}}
+
+
+def zone1(i: int) -> dict[str, Any]:
+    """node-default with labelNodePrepareStrategy topology.kubernetes.io/zone in [zone1]."""
+    return {"labels": {ZONE: "zone1"}}
+
+
+def node_default(i: int) -> dict[str, Any]:
+    return {}
