@@ -416,36 +416,30 @@ class Framework:
     ) -> Status:
         """Every PreFilter plugin's AddPod (plugins skipped this cycle excluded), as upstream
         RunPreFilterExtensionAddPod; an error is wrapped as upstream wraps it."""
-        for p in self.pre_filter:
-            if p.name in state.skip_filter_plugins:
-                continue
-            ext = p.pre_filter_extensions()
-            if ext is None:
-                continue
-            try:
-                st = ext.add_pod(state, pod, pod_to_add, node)
-            except Exception as e:
-                st = Status.from_exception(e)
-            if not st.is_success:
-                return Status.error(f'running AddPod on PreFilter plugin "{p.name}": {st.message}', p.name)
-        return SUCCESS
+        return self._run_pre_filter_extension("AddPod", state, pod, pod_to_add, node)
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo
     ) -> Status:
         """Every PreFilter plugin's RemovePod (upstream RunPreFilterExtensionRemovePod)."""
+        return self._run_pre_filter_extension("RemovePod", state, pod, pod_to_remove, node)
+
+    def _run_pre_filter_extension(
+        self, which: str, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo
+    ) -> Status:
         for p in self.pre_filter:
             if p.name in state.skip_filter_plugins:
                 continue
             ext = p.pre_filter_extensions()
             if ext is None:
                 continue
+            call = ext.add_pod if which == "AddPod" else ext.remove_pod
             try:
-                st = ext.remove_pod(state, pod, pod_to_remove, node)
+                st = call(state, pod, other, node)
             except Exception as e:
                 st = Status.from_exception(e)
             if not st.is_success:
-                return Status.error(f'running RemovePod on PreFilter plugin "{p.name}": {st.message}', p.name)
+                return Status.error(f'running {which} on PreFilter plugin "{p.name}": {st.message}', p.name)
         return SUCCESS
 
     def _run_filters_batch(
