@@ -16,8 +16,8 @@ import pytest
 
 from kubesched.testing.controlplane import ControlPlane
 
-from .test_differential_spread import ZONE, _clear, _nodes, _reason
-from .test_live_scheduler import InProcess, pods_in, write_config
+from .test_differential_spread import ZONE, _nodes, _reason, run_both
+from .test_live_scheduler import pods_in
 from .test_live_scheduler import sa_kubeconfig as sa_kubeconfig  # fixture: deploy/scheduler RBAC identity
 
 pytestmark = pytest.mark.integration
@@ -83,22 +83,7 @@ def test_inter_pod_affinity_matches_kube_scheduler(
     cp, ns = control_plane, cp_namespace
     zone_of = _nodes(cp, ns, nodes_to_delete)
 
-    oracle_name = f"ks-{ns}"
-    # Both with their whole default profile, DefaultPreemption included (its "preemption: ..."
-    # suffix is part of the compared messages).
-    ks = cp.start_kube_scheduler(cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=(oracle_name,)))
-    try:
-        oracle = _scenario(cp, ns, oracle_name, zone_of)
-    finally:
-        cp.stop_component(ks)
-    _clear(cp, ns)
-
-    ours_name = f"kst-{ns}"
-    sched = InProcess(write_config(tmp_path / "kst.json", ours_name), sa_kubeconfig).start()
-    try:
-        ours = _scenario(cp, ns, ours_name, zone_of)
-    finally:
-        assert sched.stop() == 0
+    oracle, ours = run_both(cp, ns, tmp_path, sa_kubeconfig, lambda name: _scenario(cp, ns, name, zone_of))
 
     print(f"\n[differential-affinity] kube-scheduler: {oracle}\n[differential-affinity] kubesched:      {ours}")
     assert oracle["db_bound"] == ours["db_bound"] == 10

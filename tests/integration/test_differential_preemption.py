@@ -14,8 +14,8 @@ import pytest
 
 from kubesched.testing.controlplane import ApiError, ControlPlane
 
-from .test_differential_spread import _clear
-from .test_live_scheduler import InProcess, assert_no_overcommit, pods_in, write_config
+from .test_differential_spread import run_both
+from .test_live_scheduler import assert_no_overcommit, pods_in
 
 pytestmark = pytest.mark.integration
 
@@ -66,19 +66,7 @@ def test_preemption_matches_kube_scheduler(
     nodes = cp.create_nodes(3, prefix=f"{ns}-n", cpu="2", memory="8Gi", labels={"kubesched.test/group": ns})
     nodes_to_delete += nodes
     try:
-        oracle_name = f"ks-{ns}"
-        ks = cp.start_kube_scheduler(cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=(oracle_name,)))
-        try:
-            oracle = _scenario(cp, ns, oracle_name, nodes, pc)
-        finally:
-            cp.stop_component(ks)
-        _clear(cp, ns)
-        ours_name = f"kst-{ns}"
-        sched = InProcess(write_config(tmp_path / "kst.json", ours_name), cp.kubeconfig).start()
-        try:
-            ours = _scenario(cp, ns, ours_name, nodes, pc)
-        finally:
-            assert sched.stop() == 0
+        oracle, ours = run_both(cp, ns, tmp_path, cp.kubeconfig, lambda name: _scenario(cp, ns, name, nodes, pc))
     finally:
         with contextlib.suppress(ApiError):
             cp.api("DELETE", f"{PC_PATH}/{pc}")

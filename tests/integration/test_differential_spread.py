@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,28 +106,35 @@ def _clear(cp: ControlPlane, ns: str) -> None:
     cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
 
 
+def run_both(
+    cp: ControlPlane, ns: str, tmp_path: Path, kubeconfig: Path, scenario: Callable[[str], dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``scenario(schedulerName)`` run by the real kube-scheduler, the namespace cleared, then run by
+    `kubesched run`; both with their whole default profile (DefaultPreemption included: its
+    "preemption: ..." suffix is part of the compared messages). Returns (oracle, kubesched)."""
+    oracle_name = f"ks-{ns}"
+    ks = cp.start_kube_scheduler(cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=(oracle_name,)))
+    try:
+        oracle = scenario(oracle_name)
+    finally:
+        cp.stop_component(ks)
+    _clear(cp, ns)
+    ours_name = f"kst-{ns}"
+    sched = InProcess(write_config(tmp_path / "kst.json", ours_name), kubeconfig).start()
+    try:
+        ours = scenario(ours_name)
+    finally:
+        assert sched.stop() == 0
+    return oracle, ours
+
+
 def test_topology_spread_matches_kube_scheduler(
     control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str], tmp_path: Path
 ) -> None:
     cp, ns = control_plane, cp_namespace
     zone_of = _nodes(cp, ns, nodes_to_delete)
 
-    oracle_name = f"ks-{ns}"
-    # Both with their whole default profile, DefaultPreemption included (its "preemption: ..."
-    # suffix is part of the compared messages).
-    ks = cp.start_kube_scheduler(cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=(oracle_name,)))
-    try:
-        oracle = _scenario(cp, ns, oracle_name, zone_of)
-    finally:
-        cp.stop_component(ks)
-    _clear(cp, ns)
-
-    ours_name = f"kst-{ns}"
-    sched = InProcess(write_config(tmp_path / "kst.json", ours_name), sa_kubeconfig).start()
-    try:
-        ours = _scenario(cp, ns, ours_name, zone_of)
-    finally:
-        assert sched.stop() == 0
+    oracle, ours = run_both(cp, ns, tmp_path, sa_kubeconfig, lambda name: _scenario(cp, ns, name, zone_of))
 
     print(f"\n[differential-spread] kube-scheduler: {oracle}\n[differential-spread] kubesched:      {ours}")
     assert oracle["web_bound"] == ours["web_bound"] == 12

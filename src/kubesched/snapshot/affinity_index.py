@@ -33,25 +33,17 @@ profile on the table.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable
+from kubesched.snapshot.topology import PodSelector
 
 #: Match-count columns kept per table before the least recently used is dropped.
 MAX_COLUMNS = 256
-
-
-class PodSelector(Protocol):
-    """What the index needs of a label selector (``plugins/helpers/label_selector.Selector`` fits)."""
-
-    @property
-    def signature(self) -> Hashable: ...
-
-    def matches(self, labels: Mapping[str, str]) -> bool: ...
 
 
 #: (namespaces the pod must be in, None for any; the selector its labels must match)
