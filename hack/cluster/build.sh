@@ -34,10 +34,51 @@ up_to_date() {
   for b in "${BINARIES[@]}"; do [[ -x "$BIN_DIR/$b" ]] || return 1; done
 }
 
+# Extra binaries (hack/cluster/extras/<name>.sh, one file each): built after the core four, each
+# with a stamp of its own (.stamp-<name>: hash of versions.env, its script and its wrapper module
+# hack/cluster/<name>/go.{mod,sum} if any), so adding or bumping one never rebuilds the others.
+# A script runs with GO, HERE, BIN_DIR, K8S_VERSION, K8S_LDFLAGS and OUT (a scratch directory it
+# builds into); every file it leaves in OUT is moved to BIN_DIR.
+extra_hash() {
+  local name="$1"
+  (cd "$HERE" && cat versions.env "extras/$name.sh" && cat "$name"/go.mod "$name"/go.sum 2>/dev/null || true) \
+    | sha256sum | cut -d' ' -f1
+}
+
+build_extras() {
+  local script name out
+  shopt -s nullglob
+  for script in "$HERE"/extras/*.sh; do
+    name="$(basename "$script" .sh)"
+    if [[ "$mode" != "--force" && -f "$BIN_DIR/.stamp-$name" && "$(cat "$BIN_DIR/.stamp-$name")" == "$(extra_hash "$name")" ]]; then
+      continue
+    fi
+    out="$(mktemp -d "$CACHE_ROOT/.build-$name-XXXXXX")"
+    echo "build: extra $name"
+    if ! (GO="$GO" HERE="$HERE" BIN_DIR="$BIN_DIR" K8S_VERSION="$K8S_VERSION" K8S_LDFLAGS="$k8s_ldflags" \
+          OUT="$out" bash "$script") >"$out.log" 2>&1; then
+      echo "build: extra $name failed:" >&2; cat "$out.log" >&2; rm -rf "$out" "$out.log"; exit 1
+    fi
+    mkdir -p "$BIN_DIR"
+    mv -f "$out"/* "$BIN_DIR/"
+    rm -rf "$out" "$out.log"
+    extra_hash "$name" >"$BIN_DIR/.stamp-$name"
+  done
+}
+
+extras_up_to_date() {
+  local script name
+  shopt -s nullglob
+  for script in "$HERE"/extras/*.sh; do
+    name="$(basename "$script" .sh)"
+    [[ -f "$BIN_DIR/.stamp-$name" && "$(cat "$BIN_DIR/.stamp-$name")" == "$(extra_hash "$name")" ]] || return 1
+  done
+}
+
 mode="${1:-build}"
 case "$mode" in
   --print-dir) echo "$BIN_DIR"; exit 0 ;;
-  --check) up_to_date; exit $? ;;
+  --check) up_to_date && extras_up_to_date; exit $? ;;
   --force|build) ;;
   -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
   *) echo "usage: $0 [--print-dir|--check|--force]" >&2; exit 2 ;;
@@ -49,12 +90,6 @@ mkdir -p "$CACHE_ROOT"
 exec 9>"$CACHE_ROOT/.build-$K8S_VERSION.lock"
 if command -v flock >/dev/null; then flock 9; fi
 
-if [[ "$mode" != "--force" ]] && up_to_date; then
-  echo "build: up to date (k8s $K8S_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION), nothing rebuilt"
-  echo "build: binaries in $BIN_DIR"
-  echo "build: elapsed $((SECONDS - start))s"
-  exit 0
-fi
 
 GO="${GO:-$(command -v go || true)}"
 [[ -n "$GO" ]] || GO=/usr/local/go/bin/go
@@ -81,6 +116,14 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   k8s_ldflags+=" -X $pkg.gitMajor=$k8s_major -X $pkg.gitMinor=$k8s_minor"
   k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
 done
+
+if [[ "$mode" != "--force" ]] && up_to_date; then
+  echo "build: up to date (k8s $K8S_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION), nothing rebuilt"
+  build_extras
+  echo "build: binaries in $BIN_DIR"
+  echo "build: elapsed $((SECONDS - start))s"
+  exit 0
+fi
 
 tmp="$(mktemp -d "$CACHE_ROOT/.build-XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
@@ -115,6 +158,7 @@ mkdir -p "$BIN_DIR"
 rm -f "$STAMP"
 for b in "${BINARIES[@]}"; do mv -f "$tmp/$b" "$BIN_DIR/$b"; done
 pin_hash >"$STAMP"
+build_extras
 
 echo "build: binaries in $BIN_DIR"
 for b in "${BINARIES[@]}"; do printf '  %-15s %s\n' "$b" "$(du -h "$BIN_DIR/$b" | cut -f1)"; done
