@@ -153,7 +153,7 @@ def generate_cluster(nodes: int, pods: int, seed: int, *, pod_topology: bool = F
     return ClusterInput(
         nodes=node_objs,
         pods=[p.raw for p in plans],
-        objects={},
+        objects={"PriorityClass": _priority_classes()},
         skipped={},
         source=f"generated cluster (nodes={nodes}, pods={pods}, seed={seed})",
         terminal_pods=terminal,
@@ -161,6 +161,17 @@ def generate_cluster(nodes: int, pods: int, seed: int, *, pod_topology: bool = F
 
 
 # -- helpers ----------------------------------------------------------------------------------------
+
+
+def _priority_classes() -> dict[str, dict[str, Any]]:
+    """The PriorityClass objects the generated pods name (the built-in ``system-*`` ones excepted,
+    as the apiserver creates those), so a written-out cluster replays through admission."""
+    return {
+        name: {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+               "value": value, "preemptionPolicy": "PreemptLowerPriority"}
+        for name, value in PRIORITY_CLASSES.items()
+        if not name.startswith("system-")
+    }
 
 
 def _uid(rng: random.Random) -> str:
@@ -543,6 +554,7 @@ def _generate_pods(rng: random.Random, count: int, *, has_gpu: bool, has_infra: 
             "dnsPolicy": "ClusterFirst",
             "enableServiceLinks": True,
             "priority": PRIORITY_CLASSES.get(shape.priority_class or "", 0),
+            "preemptionPolicy": "PreemptLowerPriority",  # as the apiserver's Priority admission fills it
         }
         if shape.priority_class:
             spec["priorityClassName"] = shape.priority_class

@@ -52,6 +52,7 @@ from typing import Any
 import orjson
 import yaml
 
+from kubesched.api.admission import AdmissionError, admit_priority
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.shapes import check_node_shape, check_pod_shape
@@ -60,6 +61,18 @@ from kubesched.snapshot.table import NodeTable
 __all__ = ["ClusterInput", "ClusterInputError", "load_cluster"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
+PRIORITY_CLASS_API_VERSION = "scheduling.k8s.io/v1"
+PRIORITY_CLASS_KIND = "PriorityClass"
+
+
+def _check_priority_class(raw: dict[str, Any]) -> None:
+    value = raw.get("value")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"value must be an integer, got {value!r}")
+
+
+_PRIORITY_CLASS = ObjectKind(PRIORITY_CLASS_KIND, "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False,
+                             validate=_check_priority_class)
 #: creationTimestamp base used when no pod in the input carries one.
 _DEFAULT_BASE_TS = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
 
@@ -241,6 +254,10 @@ class _Builder:
             self._add_node(where, obj)
         elif api_version == "v1" and kind == "Pod":
             self._add_pod(where, obj)
+        elif api_version == PRIORITY_CLASS_API_VERSION and kind == PRIORITY_CLASS_KIND:
+            # Always read, whatever the plugins declare: the apiserver's Priority admission
+            # plugin needs them (finish() admits every pod).
+            self._add_object(where, self.kinds.get((api_version, kind), _PRIORITY_CLASS), obj)
         elif (api_version, kind) in self.kinds:
             self._add_object(where, self.kinds[api_version, kind], obj)
         else:
@@ -347,6 +364,14 @@ class _Builder:
         self.objects.setdefault(kind, {})[key] = obj
 
     def finish(self, source: str) -> ClusterInput:
+        classes = self.objects.get(PRIORITY_CLASS_KIND, {})
+        for pod in self.pods:
+            try:
+                admit_priority(pod, classes)
+            except AdmissionError as e:
+                meta = pod["metadata"]
+                key = f"{meta['namespace']}/{meta['name']}"
+                raise ClusterInputError(f"{self.pod_at[key]} (Pod {key}): {e}") from None
         base = _DEFAULT_BASE_TS if self.latest_ts is None else math.ceil(self.latest_ts)
         for k, meta in enumerate(self.unstamped, start=1):
             meta["creationTimestamp"] = datetime.fromtimestamp(base + k, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -42,7 +42,7 @@ def test_exact_counts(nodes: int, pods: int) -> None:
     c = generate_cluster(nodes, pods, seed=3)
     assert len(c.nodes) == nodes
     assert len(c.pods) == pods
-    assert c.objects == {}
+    assert set(c.objects) == {"PriorityClass"}  # the classes its pods name, nothing else
     assert c.skipped == {}
 
 
@@ -192,10 +192,12 @@ def test_generates_the_asked_sizes_at_scale() -> None:
 def test_round_trips_through_load_cluster(tmp_path: Path) -> None:
     c = generate_cluster(30, 120, seed=11)
     path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": c.nodes + c.pods}))
+    classes = list(c.objects["PriorityClass"].values())
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": c.nodes + c.pods + classes}))
     loaded = load_cluster(path)
     assert loaded.nodes == c.nodes
-    assert loaded.pods == c.pods
+    assert loaded.pods == c.pods  # admission agrees with the priorities the generator wrote
+    assert loaded.objects["PriorityClass"] == c.objects["PriorityClass"]
     assert loaded.terminal_pods == c.terminal_pods
 
 
