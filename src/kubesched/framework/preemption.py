@@ -32,16 +32,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis, fit_error_message
 from kubesched.framework.handle import Handle
+from kubesched.framework.runtime import Framework, wrapped_error
+from kubesched.framework.status import SUCCESS as SUCCESS_STATUS
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PostFilterResult
 from kubesched.snapshot.pod import PodInfo, parse_timestamp
+from kubesched.snapshot.table import NodeInfo, NodeTable
 
 #: Upstream v1.DisruptionTarget / v1.PodReasonPreemptionByScheduler.
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -195,6 +198,113 @@ def pick_one_node_for_preemption(candidates: Sequence[Candidate], priority: Prio
     return remaining[0].node_name
 
 
+def select_victims_on_node(
+    fwk: Framework, table: NodeTable, state: CycleState, pod: PodInfo, row: int,
+    pdbs: Sequence[PodDisruptionBudget], priority: PriorityFn, *, required: Sequence[PodInfo] | None = None,
+) -> tuple[list[PodInfo], int, Status]:
+    """SelectVictimsOnNode (default_preemption.go) on ``state`` (the caller passes a clone): remove
+    every lower-priority pod, check the pod fits (``Framework.filter_node``: Filter plugins,
+    nominated pods included), then reprieve as many as possible — PDB-violating ones first, then
+    the others, most important (priority, then earliest start) first. Returns the victims, how many
+    of them violate a PDB, and the status. The table row is restored before returning.
+
+    ``required``: victims chosen beforehand that are removed and never reprieved (the extender's
+    ``preempt`` verb: kube-scheduler's own victims, which its filters need gone); they lead the
+    returned list, and the PDB violation count is of the other victims only (the caller counted
+    its own). With ``required`` given (even empty) a node needing no victim at all is a Success
+    with none, not "No preemption victims found"."""
+    node = NodeInfo(table, row)
+    prio = priority(pod)
+    required_check = required is not None
+    required = required or ()
+    required_uids = {v.uid for v in required}
+    potential = [p for p in table.pods[row].values() if p.uid not in required_uids and priority(p) < prio]
+    if not potential and not required_check:
+        return [], 0, Status.unresolvable(NO_VICTIMS_MSG)
+    removed: dict[str, PodInfo] = {}
+
+    def remove(v: PodInfo) -> Status:
+        if table.remove_pod(v.uid) is None:
+            return SUCCESS_STATUS  # not on this node as far as the table knows: nothing to take off
+        removed[v.uid] = v
+        return fwk.run_pre_filter_extension_remove_pod(state, pod, v, node)
+
+    def add(v: PodInfo) -> Status:
+        table.add_pod(v)
+        del removed[v.uid]
+        return fwk.run_pre_filter_extension_add_pod(state, pod, v, node)
+
+    def fits() -> Status:
+        st = fwk.filter_node(state, pod, row)
+        return wrapped_error("Filter", st) if st.is_error else st
+
+    try:
+        for v in (*required, *potential):
+            st = remove(v)
+            if not st.is_success:
+                return [], 0, st
+        # Not fitting with every lower-priority pod gone: this node cannot help (affinity to
+        # the victims themselves is not considered, as upstream).
+        st = fits()
+        if not st.is_success:
+            return [], 0, st
+        potential = sort_by_importance(potential, priority)
+        violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+
+        def reprieve(v: PodInfo) -> tuple[bool, Status]:
+            st = add(v)
+            if not st.is_success:
+                return False, st
+            if fits().is_success:
+                return True, SUCCESS_STATUS
+            st = remove(v)
+            victims.append(v)
+            return False, st
+
+        num_violating = 0
+        for v, count in violating:
+            kept, st = reprieve(v)
+            if not st.is_success:
+                return [], 0, st
+            if not kept:
+                num_violating += count
+        for v in non_violating:
+            _, st = reprieve(v)
+            if not st.is_success:
+                return [], 0, st
+        if violating and non_violating:
+            victims = sort_by_importance(victims, priority)
+        return [*required, *victims], num_violating, SUCCESS_STATUS
+    finally:
+        for v in list(removed.values()):
+            table.add_pod(v)
+
+
+@runtime_checkable
+class VictimPolicy(Protocol):
+    """How a preemption plugin ranks and protects victims: what the extender's ``preempt`` verb
+    borrows from the profile's PostFilter plugin so it answers as that plugin would."""
+
+    def priority(self, pod: PodInfo) -> int: ...
+
+    def pdbs(self) -> list[PodDisruptionBudget]: ...
+
+
+def victim_policy(fwk: Framework) -> tuple[PriorityFn, list[PodDisruptionBudget]]:
+    """The priority function and PodDisruptionBudgets of the profile's first PostFilter plugin
+    that has them (DefaultPreemption in the default profile); ``spec.priority`` and no budgets
+    for a profile without one."""
+    for plugin in fwk.post_filter:
+        if isinstance(plugin, VictimPolicy):
+            return plugin.priority, plugin.pdbs()
+    return _spec_priority, []
+
+
+def _spec_priority(pod: PodInfo) -> int:
+    return pod.priority
+
+
 class PreemptionInterface(Protocol):
     """What a preemption plugin supplies (upstream preemption.Interface, without the extender map
     and custom score functions)."""
@@ -338,11 +448,14 @@ __all__ = [
     "Evaluator",
     "PodDisruptionBudget",
     "PreemptionInterface",
+    "VictimPolicy",
     "earliest_start_of_highest_priority",
     "filter_victims_with_pdb_violation",
     "more_important_pod",
     "pick_one_node_for_preemption",
     "pod_start_time",
     "pod_terminating_by_preemption",
+    "select_victims_on_node",
     "sort_by_importance",
+    "victim_policy",
 ]

@@ -480,21 +480,16 @@ def test_calculate_num_candidates(pct: int, absolute: int, nodes: int, want: int
     assert plugin.calculate_num_candidates(nodes) == want
 
 
-def test_priority_class_resolution() -> None:
-    pcs = {"PriorityClass": {"high": {"metadata": {"name": "high"}, "value": 5000},
-                             "default": {"metadata": {"name": "default"}, "value": 7, "globalDefault": True}}}
-    _, _, _, plugin = setup([mk_node("n", ONE_POD)], [], objects=pcs)
-    assert plugin.priority(PodInfo.from_raw(mk_pod("a", priorityClassName="high"))) == 5000
-    assert plugin.priority(PodInfo.from_raw(mk_pod("b", priority=3, priorityClassName="high"))) == 3
-    assert plugin.priority(PodInfo.from_raw(mk_pod("c", priorityClassName="system-node-critical"))) == 2000001000
-    assert plugin.priority(PodInfo.from_raw(mk_pod("d"))) == 7
-    assert plugin.priority(PodInfo.from_raw(mk_pod("e", priorityClassName="missing"))) == 0
+def test_priority_is_spec_priority_as_upstream_pod_priority() -> None:
+    # Classes are resolved at admission (kubesched.api.admission), never by the plugin.
+    _, _, _, plugin = setup([mk_node("n", ONE_POD)], [])
+    assert plugin.priority(PodInfo.from_raw(mk_pod("a", priority=3, priorityClassName="high"))) == 3
+    assert plugin.priority(PodInfo.from_raw(mk_pod("b"))) == 0
 
 
 def test_object_kinds_declared() -> None:
     kinds = {(k.kind, k.group, k.version, k.resource, k.namespaced) for k in DefaultPreemption.object_kinds}
-    assert kinds == {("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
-                     ("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False)}
+    assert kinds == {("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True)}
 
 
 # -- the scheduling cycle: nomination, two-pass filters ----------------------------------------------

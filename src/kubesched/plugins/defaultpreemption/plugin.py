@@ -23,14 +23,16 @@ Messages are upstream's, prefixed ``preemption: `` (``not eligible due to preemp
 ``0/5 nodes are available: 2 No preemption victims found for incoming pod, 3 Preemption is not
 helpful for scheduling.``, ``found a potential placement for pod on node n1, preempting 1 victims``).
 
-Priorities: ``spec.priority`` (set by the Priority admission plugin on a real cluster); a pod that
-carries only ``priorityClassName`` (a hand-written simulator input) gets its PriorityClass's
-``value`` (the built-in ``system-*`` classes included), a pod with neither the ``globalDefault``
-class's value, else 0. Only this plugin resolves PriorityClasses: the queue order and the
-nominated-pods check read ``spec.priority``, as upstream's ``PodPriority``.
+Priorities: ``spec.priority`` (upstream ``PodPriority``), as everywhere in kubesched. The
+apiserver's Priority admission plugin fills it from the PriorityClass on a real cluster; the
+simulator admits its inputs the same way (:mod:`kubesched.api.admission`), so the queue order,
+the nominated-pods check and this plugin always agree.
+
+The victim search itself (:func:`kubesched.framework.preemption.select_victims_on_node`) is
+shared with the extender's ``preempt`` verb.
 
 Not ported: pod-group victims (GenericWorkload), ``IsEligiblePod``/``MoreImportantVictim``
-customisation hooks, extenders' preempt verb, the async executor and its PreEnqueue gate (the
+customisation hooks, calling extenders from this plugin, the async executor and its PreEnqueue gate (the
 preemptor waits in the unschedulable queue for the victims' deletion instead).
 """
 
@@ -45,30 +47,19 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import PostFilterPlugin
 from kubesched.framework.objects import ObjectKind
 from kubesched.framework.preemption import (
-    NO_VICTIMS_MSG,
     Evaluator,
     PodDisruptionBudget,
-    filter_victims_with_pdb_violation,
     pod_terminating_by_preemption,
-    sort_by_importance,
+    select_victims_on_node,
 )
-from kubesched.framework.runtime import wrapped_error
-from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PostFilterResult
 from kubesched.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from kubesched.plugins.helpers.label_selector import SelectorError, label_selector_as_selector
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import NodeInfo
 
 NAME = "DefaultPreemption"
 PDB_KIND = "PodDisruptionBudget"
-PRIORITY_CLASS_KIND = "PriorityClass"
-
-#: The PriorityClasses every apiserver creates (pkg/apis/scheduling: SystemPriorityClasses).
-SYSTEM_PRIORITY_CLASSES: dict[str, int] = {
-    "system-node-critical": 2000001000,
-    "system-cluster-critical": 2000000000,
-}
 
 
 def _check_pdb(raw: dict[str, Any]) -> None:
@@ -76,12 +67,6 @@ def _check_pdb(raw: dict[str, Any]) -> None:
     allowed = status.get("disruptionsAllowed")
     if allowed is not None and not isinstance(allowed, int):
         raise ValueError(f"status.disruptionsAllowed must be an integer, got {allowed!r}")
-
-
-def _check_priority_class(raw: dict[str, Any]) -> None:
-    value = raw.get("value")
-    if not isinstance(value, int):
-        raise ValueError(f"value must be an integer, got {value!r}")
 
 
 def parse_pdb(raw: dict[str, Any]) -> PodDisruptionBudget:
@@ -107,8 +92,6 @@ class DefaultPreemption(PostFilterPlugin):
     args_model: ClassVar[type[Any] | None] = DefaultPreemptionArgs
     object_kinds: ClassVar[tuple[ObjectKind, ...]] = (
         ObjectKind(PDB_KIND, "policy", "v1", "poddisruptionbudgets", validate=_check_pdb),
-        ObjectKind(PRIORITY_CLASS_KIND, "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False,
-                   validate=_check_priority_class),
     )
 
     def __init__(self, args: Any, handle: Handle) -> None:
@@ -126,21 +109,8 @@ class DefaultPreemption(PostFilterPlugin):
 
     # -- the preemption.Interface -------------------------------------------------------------------
     def priority(self, pod: PodInfo) -> int:
-        """The pod's priority: ``spec.priority``, else its PriorityClass's value (see the module doc)."""
-        spec = pod.spec
-        if spec.get("priority") is not None:
-            return pod.priority
-        classes = self.handle.objects(PRIORITY_CLASS_KIND)
-        name = spec.get("priorityClassName")
-        if name:
-            pc = classes.get(str(name))
-            if pc is not None:
-                return int(pc.get("value") or 0)
-            return SYSTEM_PRIORITY_CLASSES.get(str(name), 0)
-        for pc in classes.values():
-            if pc.get("globalDefault"):
-                return int(pc.get("value") or 0)
-        return 0
+        """The pod's priority, ``spec.priority`` (see the module doc)."""
+        return pod.priority
 
     def pdbs(self) -> list[PodDisruptionBudget]:
         return [parse_pdb(raw) for raw in self.handle.objects(PDB_KIND).values()]
@@ -178,70 +148,8 @@ class DefaultPreemption(PostFilterPlugin):
     def select_victims_on_node(
         self, state: CycleState, pod: PodInfo, row: int, pdbs: Sequence[PodDisruptionBudget]
     ) -> tuple[list[PodInfo], int, Status]:
-        """SelectVictimsOnNode on a cloned ``state``; the table row is restored before returning."""
+        """SelectVictimsOnNode on a cloned ``state`` (:func:`framework.preemption.select_victims_on_node`)."""
         fwk = self.handle.framework
         if fwk is None:
             return [], 0, Status.error("DefaultPreemption needs the framework's filters (handle.framework)")
-        table = self.handle.table
-        node = NodeInfo(table, row)
-        prio = self.priority(pod)
-        potential = [p for p in table.pods[row].values() if self.priority(p) < prio]
-        if not potential:
-            return [], 0, Status.unresolvable(NO_VICTIMS_MSG)
-        removed: dict[str, PodInfo] = {}
-
-        def remove(v: PodInfo) -> Status:
-            table.remove_pod(v.uid)
-            removed[v.uid] = v
-            return fwk.run_pre_filter_extension_remove_pod(state, pod, v, node)
-
-        def add(v: PodInfo) -> Status:
-            table.add_pod(v)
-            del removed[v.uid]
-            return fwk.run_pre_filter_extension_add_pod(state, pod, v, node)
-
-        def fits() -> Status:
-            st = fwk.filter_node(state, pod, row)
-            return wrapped_error("Filter", st) if st.is_error else st
-
-        try:
-            for v in potential:
-                st = remove(v)
-                if not st.is_success:
-                    return [], 0, st
-            # Not fitting with every lower-priority pod gone: this node cannot help (affinity to
-            # the victims themselves is not considered, as upstream).
-            st = fits()
-            if not st.is_success:
-                return [], 0, st
-            potential = sort_by_importance(potential, self.priority)
-            violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
-            victims: list[PodInfo] = []
-
-            def reprieve(v: PodInfo) -> tuple[bool, Status]:
-                st = add(v)
-                if not st.is_success:
-                    return False, st
-                if fits().is_success:
-                    return True, SUCCESS
-                st = remove(v)
-                victims.append(v)
-                return False, st
-
-            num_violating = 0
-            for v, count in violating:
-                kept, st = reprieve(v)
-                if not st.is_success:
-                    return [], 0, st
-                if not kept:
-                    num_violating += count
-            for v in non_violating:
-                _, st = reprieve(v)
-                if not st.is_success:
-                    return [], 0, st
-            if violating and non_violating:
-                victims = sort_by_importance(victims, self.priority)
-            return victims, num_violating, SUCCESS
-        finally:
-            for v in list(removed.values()):
-                table.add_pod(v)
+        return select_victims_on_node(fwk, self.handle.table, state, pod, row, pdbs, self.priority)
