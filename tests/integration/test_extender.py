@@ -8,6 +8,7 @@ per node from the ``kubesched.io/underlay-ips`` label); the kube-scheduler is co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import ipaddress
 import socket
@@ -381,3 +382,45 @@ def test_a_gang_through_the_extender_waits_for_its_pod_groups_min_member(
 
 async def _has_pod_group(ext: RunningExtender, key: str) -> bool:
     return key in ext.cluster.objects("PodGroup")
+
+
+# -- (g) preempt: the extender's own victims on top of kube-scheduler's ---------------------------------
+
+
+def test_preempt_verb_adds_the_victim_only_the_extender_needs(
+    control_plane: ControlPlane, cp_namespace: str, group: dict[str, str], tmp_path: Path
+) -> None:
+    """One node: 1 CPU, one underlay IP. `low-cpu` (600m) and `low-ip` (100m, holds the IP) run at
+    priority 0; `high` (500m + an IP) arrives at priority 1000. kube-scheduler's DefaultPreemption
+    evicts only `low-cpu` (its own filters need the CPU, not the IP); through the `preempt` verb
+    the extender adds `low-ip`, so `high` binds. With victims filtered only (the extender before
+    this verb ran DefaultPreemption's code), `high` waits forever: kube-scheduler's filters pass
+    once `low-cpu` is gone, so it finds no victim of its own for the IP."""
+    cp, ns = control_plane, cp_namespace
+    pc = f"ext-high-{ns}"
+    cp.api("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": pc}, "value": 1000})
+    node_name = cp.create_nodes(1, prefix=f"{ns}-one-", labels={**group, BUDGET: "1"}, cpu="1", memory="4Gi")[0]
+    ext = RunningExtender(kubeconfig=cp.kubeconfig)
+    sched_name = f"ext-preempt-{uuid.uuid4().hex[:6]}"
+    sched = start_scheduler(cp, tmp_path, sched_name, [ext.stanza(node_cache_capable=True)])
+    try:
+        assert ext.stanza(node_cache_capable=True)["preemptVerb"] == "preempt"
+        low_cpu = cp.create_pod("low-cpu", ns, scheduler_name=sched_name, node_selector=group,
+                                requests={"cpu": "600m"})
+        low_ip = cp.create_pod("low-ip", ns, scheduler_name=sched_name, node_selector=group,
+                               labels={"net": "underlay"}, requests={"cpu": "100m"})
+        for p in (low_cpu, low_ip):
+            assert cp.wait_pod(p["metadata"]["name"], ns, timeout=60)["spec"]["nodeName"] == node_name
+            cp.wait_for(lambda u=p["metadata"]["uid"]: ext.pod_known(u), 20, 0.05, "the extender sees the pod")
+        cp.create_pod("high", ns, scheduler_name=sched_name, node_selector=group, labels={"net": "underlay"},
+                      requests={"cpu": "500m"}, priority_class_name=pc)
+        assert cp.wait_pod("high", ns, timeout=90)["spec"]["nodeName"] == node_name
+        left = {p["metadata"]["name"] for p in cp.get(f"/api/v1/namespaces/{ns}/pods")["items"]
+                if not p["metadata"].get("deletionTimestamp")}
+        assert left == {"high"}
+    finally:
+        cp.stop_component(sched)
+        ext.close()
+        with contextlib.suppress(Exception):
+            cp.api("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc}")

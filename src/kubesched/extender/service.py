@@ -10,9 +10,12 @@
   extender range 0–10 (MaxExtenderPriority) as ``total * 10 // (100 * sum of the weights of the
   plugins that scored)``, i.e. the weighted mean score in tenths, rounded down. The scheduler then
   multiplies it by the extender's ``weight`` and by MaxNodeScore/MaxExtenderPriority = 10.
-* preempt — for each candidate node, the victims are taken off the node and the profile's
-  PreFilter + Filter must pass for the pod there; nodes where it would still not fit are dropped.
-  The answer is always ``NodeNameToMetaVictims`` (UIDs), as upstream expects.
+* preempt — the profile's own preemption on each candidate node, through the code DefaultPreemption
+  runs (``framework.preemption.select_victims_on_node``): kube-scheduler's victims are taken off
+  (its filters need them gone), then the fewest more lower-priority pods the profile's filters
+  need gone too (PDB-violating ones spared first, priorities and budgets from the profile's
+  preemption plugin when it has one); nodes where the pod would still not fit are dropped. The
+  answer is always ``NodeNameToMetaVictims`` (UIDs), as upstream expects.
 * bind — POST pods/binding through the cluster client (needs ``--kubeconfig`` / in-cluster).
 
 Nodes: with ``Nodes`` (nodeCacheCapable: false) the node table is built from the request's Node
@@ -31,7 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any, Protocol, cast
@@ -62,6 +65,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import MAX_NODE_SCORE
+from kubesched.framework.preemption import PodDisruptionBudget, select_victims_on_node, victim_policy
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ProfileSpec, plugin_error
 from kubesched.framework.status import Code, Status
@@ -493,6 +497,14 @@ class ExtenderService:
             raise WireError(
                 f"NodeNameToMetaVictims: {len(unknown)} node(s) unknown to the extender's node cache: {shown}"
             )
+        state = CycleState()
+        _, st = fwk.run_pre_filter(state, pod)
+        if st.is_error:
+            raise ServiceError(500, plugin_error("PreFilter", st))
+        if st.is_rejected:
+            # The profile rejects the pod before looking at nodes: no eviction makes it fit.
+            return Reply(200, encode_preemption_result({}))
+        priority, pdbs = victim_policy(fwk)
         kept: dict[str, NodeVictims] = {}
         for name, victims in args.victims.items():
             row = table.row_of(name)
@@ -500,25 +512,32 @@ class ExtenderService:
                 # Never seen (nodeCacheCapable: false, no cluster): nothing to judge it by, keep it.
                 kept[name] = victims
                 continue
-            if self._fits_without(fwk, table, pod, row, victims.uids):
-                kept[name] = victims
+            answer = self._victims_on_node(fwk, table, state, pod, row, victims, priority, pdbs)
+            if answer is not None:
+                kept[name] = answer
             deadline.check("preempt")
         return Reply(200, encode_preemption_result(kept))
 
     @staticmethod
-    def _fits_without(fwk: Framework, table: NodeTable, pod: PodInfo, row: int, uids: Sequence[str]) -> bool:
-        """Whether the profile's PreFilter + Filter pass for pod on row once uids are off the node.
-        The table is restored before returning (nothing else runs meanwhile: this is synchronous)."""
-        removed = [p for p in (table.remove_pod(u) for u in uids) if p is not None]
-        try:
-            diagnosis = Diagnosis()
-            passing, st = fwk.filter_rows(CycleState(), pod, np.array([row], dtype=np.intp), diagnosis)
-            if not st.is_success:
-                raise ServiceError(500, st.message)
-            return len(passing) == 1
-        finally:
-            for p in removed:
-                table.add_pod(p)
+    def _victims_on_node(
+        fwk: Framework, table: NodeTable, state: CycleState, pod: PodInfo, row: int, victims: NodeVictims,
+        priority: Callable[[PodInfo], int], pdbs: Sequence[PodDisruptionBudget],
+    ) -> NodeVictims | None:
+        """The victims on ``row`` by the profile's own preemption (``select_victims_on_node``, as
+        DefaultPreemption runs it): kube-scheduler's victims always go (its filters need them gone),
+        plus the fewest lower-priority pods this profile's filters need gone too; None when the pod
+        does not fit even then. Victims the extender's cache does not hold are kept as given."""
+        on_node = table.pods[row]
+        required = [on_node[u] for u in victims.uids if u in on_node]
+        chosen, violations, st = select_victims_on_node(
+            fwk, table, state.clone(), pod, row, pdbs, priority, required=required
+        )
+        if st.is_error:
+            raise ServiceError(500, st.message)
+        if not st.is_success:
+            return None
+        extra = tuple(v.uid for v in chosen[len(required):])
+        return NodeVictims(victims.uids + extra, victims.num_pdb_violations + violations)
 
     async def bind(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_binding_args(data)

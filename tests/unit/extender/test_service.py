@@ -234,6 +234,50 @@ async def test_preempt_full_victims_without_cluster(client: Client) -> None:
                     b'"unseen":{"Pods":[],"NumPDBViolations":2}}}')
 
 
+async def test_preempt_adds_the_victims_this_profile_needs_and_spares_the_rest(registry: Registry) -> None:
+    # kube-scheduler chose `cpu-hog` (its NodeResourcesFit needs the CPU); the extender's
+    # UnderlayIP also needs the node's only IP, held by `ip-low`: both go. `ip-high` (priority
+    # above the preemptor) is never a victim, so node `guarded` is dropped.
+    cpu_hog = pod("cpu-hog", cpu="1", node_name="open", priority=0)
+    ip_low = ip_pod("ip-low", node_name="open", priority=0)
+    ip_high = ip_pod("ip-high", node_name="guarded", priority=1000)
+    cluster = FakeCluster([node("open", labels=budget(1)), node("guarded", labels=budget(1))],
+                          [cpu_hog, ip_low, ip_high])
+    client = await make_client(ExtenderService(ip_profile(registry), registry, cluster))
+    try:
+        uid = {p["metadata"]["name"]: p["metadata"]["uid"] for p in (cpu_hog, ip_low, ip_high)}
+        args = {"Pod": ip_pod("preemptor", priority=100), "NodeNameToMetaVictims": {
+            "open": {"Pods": [{"UID": uid["cpu-hog"]}], "NumPDBViolations": 0},
+            "guarded": {"Pods": [], "NumPDBViolations": 0},
+        }}
+        status, body = await post(client, "/preempt", args)
+        assert status == 200
+        got = orjson.loads(body)["NodeNameToMetaVictims"]
+        assert list(got) == ["open"]
+        assert [v["UID"] for v in got["open"]["Pods"]] == [uid["cpu-hog"], uid["ip-low"]]
+        table = cluster.cache.table
+        assert len(table.pods[table.row_of("open")]) == 2  # type: ignore[index]  # restored
+    finally:
+        await client.close()
+
+
+async def test_preempt_does_not_add_a_victim_the_profile_does_not_need(registry: Registry) -> None:
+    # Two IPs, one used: kube-scheduler's victim alone is enough for this profile too.
+    victim = pod("victim", cpu="1", node_name="n", priority=0)
+    bystander = ip_pod("bystander", node_name="n", priority=0)
+    cluster = FakeCluster([node("n", labels=budget(2))], [victim, bystander])
+    client = await make_client(ExtenderService(ip_profile(registry), registry, cluster))
+    try:
+        args = {"Pod": ip_pod("preemptor", priority=100), "NodeNameToMetaVictims": {
+            "n": {"Pods": [{"UID": victim["metadata"]["uid"]}], "NumPDBViolations": 1}}}
+        status, body = await post(client, "/preempt", args)
+        assert status == 200
+        got = orjson.loads(body)["NodeNameToMetaVictims"]
+        assert got == {"n": {"Pods": [{"UID": victim["metadata"]["uid"]}], "NumPDBViolations": 1}}
+    finally:
+        await client.close()
+
+
 async def test_bind_with_and_without_cluster(registry: Registry, client: Client) -> None:
     args = {"PodName": "p", "PodNamespace": "ns", "PodUID": "u1", "Node": "c"}
     status, body = await post(client, "/bind", args)
