@@ -37,7 +37,7 @@ from kubesched.framework.runtime import (
     num_feasible_nodes_to_find,
     plugin_error,
 )
-from kubesched.framework.status import Code, Status
+from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import EVENT_POD_DELETE, ClusterEvent, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
@@ -140,11 +140,16 @@ class Scheduler:
         self.waiting_pods = waiting_pods
         self.observer = observer or SchedulerObserver()
         self._rng = random.Random(seed)
+        #: Preemptions under way (upstream executor's ``preempting``): preemptor uid → evictions
+        #: not yet sent, and → its last victim (done once that one is gone or terminating).
+        self._preempting: dict[str, int] = {}
+        self._last_victim: dict[str, str] = {}
         first = next(iter(frameworks.values()))
         plugin_events: dict[str, list[ClusterEvent]] = {}
         for fwk in frameworks.values():
             for plugin, events in fwk.events_to_register().items():
                 plugin_events.setdefault(plugin, events)
+        gating = sorted({p.name for fwk in frameworks.values() for p in fwk.pre_enqueue})
         self.queue = SchedulingQueue(
             first.less,
             clock,
@@ -153,11 +158,13 @@ class Scheduler:
             queue_settings.max_unschedulable_seconds,
             plugin_events,
             first.queue_sort_key,
+            self._pre_enqueue if gating else None,
+            gating,
         )
         for fwk in frameworks.values():
             fwk.handle.attach_queue(self.queue.activate, self._pending_pods)
             fwk.handle.attach_nominator(self.queue.nominator)
-            fwk.handle.attach_preemption(self._preemption_for(fwk), self._rng)
+            fwk.handle.attach_preemption(self._preemption_for(fwk), self._rng, self._preemption_running)
         #: Step binding cycles synchronously until they first wait (framework/eager.py). Only for
         #: in-memory binding (the simulator): until a Task exists, code in the binding cycle sees
         #: the scheduling loop's task as asyncio.current_task(), which timeouts would cancel.
@@ -196,6 +203,12 @@ class Scheduler:
             handle = Handle(cache.table, clock, waiting, client, profile.scheduler_name, parallelism, objects)
             frameworks[profile.scheduler_name] = Framework.build(profile, registry, handle)
         return Scheduler(frameworks, cache, clock, waiting, queue_settings, seed, observer, eager_binding)
+
+    def _pre_enqueue(self, pod: PodInfo, first: str) -> Status:
+        """The queue's PreEnqueue check: the plugins of the pod's profile (upstream
+        preEnqueuePluginMap[schedulerName])."""
+        fwk = self.frameworks.get(pod.scheduler_name)
+        return fwk.run_pre_enqueue(pod, first) if fwk is not None else SUCCESS
 
     # -- cluster events (fed by the shells) ---------------------------------------------------------
     def responsible_for(self, pod: PodInfo) -> bool:
@@ -511,6 +524,7 @@ class Scheduler:
         through the client (``evict``, when it has one); lower-priority pods nominated to the node
         lose their nomination and are retried."""
         evict = getattr(fwk.handle.client, "evict", None)
+        to_evict = []
         for victim in victims:
             wp = self.waiting_pods.get(victim.uid)
             if wp is not None and not wp.decided:
@@ -518,7 +532,15 @@ class Scheduler:
                 continue
             if victim.deleting or evict is None:
                 continue
-            self._spawn_task(self._evict(evict, victim, preemptor, node_name))
+            to_evict.append(victim)
+        if to_evict:
+            assert evict is not None
+            # Until the evictions are sent and the last victim is seen terminating or gone, the
+            # preemptor is held back (DefaultPreemption's PreEnqueue), as upstream's executor.
+            self._preempting[preemptor.uid] = len(to_evict)
+            self._last_victim[preemptor.uid] = to_evict[-1].uid
+            for victim in to_evict:
+                self._spawn_task(self._evict(evict, victim, preemptor, node_name, self._eviction_sent))
         nominator = self.queue.nominator
         cleared = [p for p in nominator.pods_for_node(node_name) if p.priority < preemptor.priority]
         for p in cleared:
@@ -530,11 +552,37 @@ class Scheduler:
     @staticmethod
     async def _evict(
         evict: Callable[[PodInfo, PodInfo, str], Coroutine[Any, Any, None]], victim: PodInfo, preemptor: PodInfo,
-        node_name: str,
+        node_name: str, sent: Callable[[str], None],
     ) -> None:
         # Already gone, or a failed eviction: never the scheduler's end; the preemptor retries.
-        with contextlib.suppress(Exception):
-            await evict(victim, preemptor, node_name)
+        try:
+            with contextlib.suppress(Exception):
+                await evict(victim, preemptor, node_name)
+        finally:
+            sent(preemptor.uid)
+
+    def _eviction_sent(self, preemptor_uid: str) -> None:
+        left = self._preempting.get(preemptor_uid, 0) - 1
+        if left > 0:
+            self._preempting[preemptor_uid] = left
+            return
+        self._preempting.pop(preemptor_uid, None)
+        # Re-run its PreEnqueue now: released if the last victim is already gone, else the
+        # victim's deletion event releases it.
+        self.queue.activate([preemptor_uid])
+
+    def _preemption_running(self, preemptor_uid: str) -> bool:
+        """upstream Executor.IsPodRunningPreemption (see Handle.preemption_running)."""
+        if preemptor_uid in self._preempting:
+            return True
+        last = self._last_victim.get(preemptor_uid)
+        if last is None:
+            return False
+        victim = self.cache.table.pod(last)
+        if victim is None or victim.deleting:
+            del self._last_victim[preemptor_uid]
+            return False
+        return True
 
     # -- the binding cycle -------------------------------------------------------------------------
     async def _binding_cycle(

@@ -116,6 +116,8 @@ def node_update_action(old: dict[str, Any], new: dict[str, Any]) -> ActionType:
         action |= ActionType.UPDATE_NODE_CONDITION
     if o_meta.get("annotations") != n_meta.get("annotations"):
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    if (o_status.get("declaredFeatures") or []) != (n_status.get("declaredFeatures") or []):
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return action
 
 

@@ -10,6 +10,12 @@ simulator can run it in virtual time.
   interest in, or for ``max_unschedulable_seconds`` (upstream podMaxInUnschedulablePodsDuration).
 - A pod whose attempt failed while a move request happened during its cycle goes to backoff, not
   to unschedulable, so an event that raced with the attempt is not lost (moveRequestCycle).
+- gated: pods a PreEnqueue plugin refused (e.g. SchedulingGates while ``spec.schedulingGates`` is
+  not empty). PreEnqueue runs where upstream runs it (runPreEnqueuePlugins, with the
+  SchedulerPopFromBackoffQ gate on as in v1.37): when a pod is added, and whenever it is about to
+  enter active or backoff — not when it leaves backoff for active. A gated pod is checked again
+  when it is updated, on a cluster event its gating plugin registered, and at the unschedulable
+  flush; it never gets an attempt while gated.
 - The nominator (``Nominator``, upstream backend/queue/nominator.go) remembers the node preemption
   nominated for a pending pod; a pod leaving the queue (bound, deleted) loses its nomination.
 """
@@ -24,10 +30,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.framework.clock import Clock
+from kubesched.framework.status import Status
 from kubesched.framework.types import ClusterEvent, QueuedPodInfo
 from kubesched.snapshot.pod import PodInfo
 
 Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+#: Runs the PreEnqueue plugins of the pod's profile, the named one first (""): Success, or the
+#: gating plugin's Status (framework/runtime.py Framework.run_pre_enqueue).
+PreEnqueue = Callable[[PodInfo, str], Status]
 
 #: Upstream DefaultPodMaxInUnschedulablePodsDuration.
 DEFAULT_MAX_UNSCHEDULABLE_SECONDS = 5 * 60.0
@@ -123,6 +133,8 @@ class SchedulingQueue:
         max_unschedulable_seconds: float = DEFAULT_MAX_UNSCHEDULABLE_SECONDS,
         plugin_events: Mapping[str, Sequence[ClusterEvent]] | None = None,
         sort_key: Callable[[QueuedPodInfo], Any] | None = None,
+        pre_enqueue: PreEnqueue | None = None,
+        gating_plugins: Sequence[str] = (),
     ) -> None:
         self._less = less
         #: When the QueueSort plugin offers a sort key, heap entries are (key, seq, item) tuples
@@ -134,6 +146,10 @@ class SchedulingQueue:
         self.max_unschedulable = max_unschedulable_seconds
         #: Plugin name → events that may make pods it rejected schedulable.
         self._plugin_events = dict(plugin_events or {})
+        #: None: no profile has a PreEnqueue plugin, so no pod is ever gated.
+        self._pre_enqueue = pre_enqueue
+        #: Names of the PreEnqueue plugins, to skip the gated pods on events none registered.
+        self._gating_plugins = tuple(gating_plugins)
         self._active: list[tuple[Any, ...]] = []
         self._active_index: dict[str, _ActiveItem] = {}
         self._backoff: list[_BackoffItem] = []
@@ -170,6 +186,10 @@ class SchedulingQueue:
     def unschedulable_pods(self) -> Iterator[QueuedPodInfo]:
         return iter(list(self._unschedulable.values()))
 
+    def gated_pods(self) -> Iterator[QueuedPodInfo]:
+        """Pods a PreEnqueue plugin holds back (``gating_status`` says which and why)."""
+        return iter(list(self._gated.values()))
+
     def pending_pods(self) -> Iterator[QueuedPodInfo]:
         yield from (i.qpi for i in self._active_index.values())
         yield from (i.qpi for i in self._backoff_index.values())
@@ -178,18 +198,39 @@ class SchedulingQueue:
 
     # -- adding --------------------------------------------------------------------------------
     def add(self, pod: PodInfo) -> None:
-        """A new pending pod: to active, or to gated while it has scheduling gates."""
+        """A new pending pod: to active, or to gated when a PreEnqueue plugin refuses it."""
         if pod.uid in self:
             self.update(pod)
             return
         qpi = QueuedPodInfo(pod=pod, timestamp=self._clock.now())
         if pod.raw.get("status") and nominated_node_name(pod):
             self.nominator.add(pod, nominated_node_name(pod))
-        if _is_gated(pod):
-            qpi.gated = True
-            self._gated[pod.uid] = qpi
-        else:
+        self._to_active(qpi)
+
+    def _gate(self, qpi: QueuedPodInfo) -> bool:
+        """Run the PreEnqueue plugins (upstream runPreEnqueuePlugins). True: a plugin refused the
+        pod, which is now in the gated map; False: it may go on (its gating fields cleared)."""
+        if self._pre_enqueue is None:
+            return False
+        st = self._pre_enqueue(qpi.pod, qpi.gating_plugin)
+        if st.is_success:
+            qpi.gated, qpi.gating_plugin, qpi.gating_status = False, "", None
+            return False
+        qpi.gated, qpi.gating_plugin, qpi.gating_status = True, st.plugin, st
+        qpi.unschedulable_plugins.add(st.plugin)
+        self._gated[qpi.pod.uid] = qpi
+        return True
+
+    def _to_active(self, qpi: QueuedPodInfo) -> None:
+        """moveToActiveQ: PreEnqueue first; a gated pod waits in the gated map instead."""
+        if not self._gate(qpi):
             self._push_active(qpi)
+
+    def _to_backoff(self, qpi: QueuedPodInfo) -> None:
+        """moveToBackoffQ (SchedulerPopFromBackoffQ on): PreEnqueue runs on entering backoff, so
+        leaving it for active needs no second check."""
+        if not self._gate(qpi):
+            self._push_backoff(qpi)
 
     def _push_active(self, qpi: QueuedPodInfo) -> None:
         item = _ActiveItem(qpi, self._less, next(self._seq))
@@ -229,7 +270,7 @@ class SchedulingQueue:
             or qpi.failed_with_error
             or self._move_request_cycle >= pod_scheduling_cycle
         ):
-            self._push_backoff(qpi)
+            self._to_backoff(qpi)
         else:
             self._unschedulable[uid] = qpi
 
@@ -246,13 +287,10 @@ class SchedulingQueue:
         if self.nominator.by_node or (pod.raw.get("status") and nominated_node_name(pod)):
             self.nominator.update(self._queued_pod(uid), pod)
         if uid in self._gated:
-            qpi = self._gated[uid]
+            # The update may lift the gate (e.g. the last scheduling gate removed): check again.
+            qpi = self._gated.pop(uid)
             qpi.pod = pod
-            if not _is_gated(pod):
-                del self._gated[uid]
-                qpi.gated = False
-                qpi.timestamp = self._clock.now()
-                self._push_active(qpi)
+            self._move(qpi)
             return
         if uid in self._active_index:
             # The stale heap entry keeps its old QueuedPodInfo: changing it in place would move
@@ -306,10 +344,18 @@ class SchedulingQueue:
         return min(d, self.max_backoff)
 
     def _move(self, qpi: QueuedPodInfo) -> None:
+        """requeueEntityWithQueueingStrategy: to backoff while the pod's backoff lasts, else to
+        active; PreEnqueue decides first either way."""
         if self.backoff_expiry(qpi) > self._clock.now():
-            self._push_backoff(qpi)
+            self._to_backoff(qpi)
         else:
-            self._push_active(qpi)
+            self._to_active(qpi)
+
+    def _gating_interested(self, plugin: str, event: ClusterEvent) -> bool:
+        """Whether ``event`` may lift ``plugin``'s gate: an event it registered (every event when
+        it registered none)."""
+        registered = self._plugin_events.get(plugin)
+        return registered is None or any(r.matches(event) for r in registered)
 
     def _interested(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
         if not qpi.unschedulable_plugins:
@@ -330,18 +376,25 @@ class SchedulingQueue:
                 del self._unschedulable[uid]
                 self._move(qpi)
                 moved += 1
+        if self._gated and any(self._gating_interested(p, event) for p in self._gating_plugins):
+            # Upstream skips gated pods on events unrelated to their gating plugin.
+            for uid, qpi in list(self._gated.items()):
+                if self._gating_interested(qpi.gating_plugin, event):
+                    del self._gated[uid]
+                    self._move(qpi)
+                    moved += 0 if qpi.gated else 1
         self._move_request_cycle = self.scheduling_cycle
         return moved
 
     def activate(self, uids: Sequence[str]) -> None:
         """Move the named pods to active right away (upstream Activate, used by Coscheduling)."""
         for uid in uids:
-            qpi = self._unschedulable.pop(uid, None)
-            if qpi is None and (b := self._backoff_index.pop(uid, None)) is not None:
-                b.valid = False
-                qpi = b.qpi
+            qpi = self._unschedulable.pop(uid, None) or self._gated.pop(uid, None)
             if qpi is not None:
-                self._push_active(qpi)
+                self._to_active(qpi)  # PreEnqueue still decides (upstream Activate)
+            elif (b := self._backoff_index.pop(uid, None)) is not None:
+                b.valid = False
+                self._push_active(b.qpi)
 
     def flush(self, now: float) -> None:
         """Move completed backoffs to active and long-unschedulable pods back (upstream's periodic
@@ -355,6 +408,12 @@ class SchedulingQueue:
             if now - qpi.timestamp >= self.max_unschedulable:
                 del self._unschedulable[uid]
                 self._move(qpi)
+        for uid, qpi in list(self._gated.items()):
+            # Gated pods are checked again at the same period, counted from the last check.
+            if now - max(qpi.timestamp, qpi.flush_timestamp or 0.0) >= self.max_unschedulable:
+                qpi.flush_timestamp = now
+                del self._gated[uid]
+                self._move(qpi)
 
     def next_wakeup(self, include_unschedulable: bool = True) -> float | None:
         """When ``flush`` next has work: the earliest backoff expiry (and unschedulable timeout)."""
@@ -367,6 +426,3 @@ class SchedulingQueue:
             times.append(min(q.timestamp for q in self._unschedulable.values()) + self.max_unschedulable)
         return min(times) if times else None
 
-
-def _is_gated(pod: PodInfo) -> bool:
-    return bool(pod.spec.get("schedulingGates"))

@@ -6,9 +6,12 @@
   ``GCEPDLimits``, ``AzureDiskLimits`` were removed from it and are listed as invalid for v1 in
   ``validation.go`` ``invalidPluginsByVersion``); ``applyFeatureGates`` inserts
   ``DynamicResources`` before ``DefaultPreemption`` when the ``DynamicResourceAllocation`` feature
-  gate is on (GA and on by default since 1.34). Newer alpha gates (GangScheduling,
-  TopologyAwareWorkloadScheduling, NodeDeclaredFeatures) add further plugins; they are off by
-  default and not listed.
+  gate is on (GA and on by default since 1.34), and appends ``NodeDeclaredFeatures`` (its gate is GA
+  and locked on in 1.37). The gates that add further plugins (GenericWorkload: GangScheduling;
+  TopologyAwareWorkloadScheduling: TopologyPlacementGenerator, PodGroupPodsCount;
+  InPlacePodVerticalScalingSchedulerPreemption) are off by default in 1.37 and not listed.
+  ``tests/integration/test_default_profile_upstream.py`` holds this list to the real
+  kube-scheduler's ``--write-config-to`` output.
 * v1beta2: ``pkg/scheduler/apis/config/v1beta2/default_plugins.go`` (final version, 1.27): the
   defaults are listed per extension point (v1beta2 has no ``multiPoint``) and the Score weights
   differ: TaintToleration 1, NodeAffinity 1, InterPodAffinity 1 (v1beta3/v1: 3, 2, 2).
@@ -55,12 +58,12 @@ __all__ = [
 #: pkg/scheduler/extender.go DefaultExtenderTimeout.
 DEFAULT_EXTENDER_TIMEOUT_SECONDS: Final = 5.0
 
-#: (name, weight or None) — v1 getDefaultPlugins().MultiPoint.Enabled with DynamicResourceAllocation on.
+#: (name, weight or None) — v1 getDefaultPlugins().MultiPoint.Enabled with v1.37's default gates.
 DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("SchedulingGates", None),
     ("PrioritySort", None),
-    ("NodeUnschedulable", None),
     ("NodeName", None),
+    ("NodeUnschedulable", None),
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
     ("NodePorts", None),
@@ -71,17 +74,19 @@ DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
-    ("DynamicResources", None),
+    ("DynamicResources", 2),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", None),
+    ("NodeDeclaredFeatures", None),
 )
 
-#: v1beta2 getDefaultPlugins(): config point name -> [(name, weight or None)].
-#: (PreEnqueue SchedulingGates only with the PodSchedulingReadiness gate; VolumeBinding Score only
-#: with the alpha VolumeCapacityPriority gate — neither is implemented by kubesched.)
+#: v1beta2 getDefaultPlugins(): config point name -> [(name, weight or None)], with the gates of its
+#: last release (1.27): PodSchedulingReadiness (beta, on) adds SchedulingGates at PreEnqueue;
+#: VolumeBinding's Score needed the alpha VolumeCapacityPriority gate (off).
 V1BETA2_DEFAULT_PLUGINS: Final[dict[str, tuple[tuple[str, int | None], ...]]] = {
+    "preEnqueue": (("SchedulingGates", None),),
     "queueSort": (("PrioritySort", None),),
     "preFilter": (
         ("NodeResourcesFit", None),
@@ -138,8 +143,6 @@ V1BETA2_DEFAULT_PLUGINS: Final[dict[str, tuple[tuple[str, int | None], ...]]] = 
 #: one is fine; its pluginConfig is accepted and ignored with a warning. A plugin stays listed
 #: after kubesched implements it (PodTopologySpread), so a registry without it, e.g. an extender
 #: build or a test's, still treats the name as upstream's rather than unknown.
-#: SchedulingGates: kubesched's queue keeps gated pods out natively (PreEnqueue is not a kubesched
-#: extension point).
 UPSTREAM_NOT_IMPLEMENTED: Final[frozenset[str]] = frozenset(
     {
         "SchedulingGates",
@@ -152,9 +155,9 @@ UPSTREAM_NOT_IMPLEMENTED: Final[frozenset[str]] = frozenset(
         "DefaultPreemption",
         "ImageLocality",
         "DynamicResources",
-        # Off by default upstream (alpha feature gates in the newest releases).
-        "GangScheduling",
         "NodeDeclaredFeatures",
+        # Off by default upstream (feature gates off in the newest releases).
+        "GangScheduling",
         "TopologyPlacementGenerator",
         "PodGroupPodsCount",
     }

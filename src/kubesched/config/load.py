@@ -51,6 +51,8 @@ def load_config(
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError([f"cannot read the configuration file: {e.strerror or e}"], str(path)) from None
+    except UnicodeDecodeError as e:
+        raise ConfigError([f"not UTF-8 text: byte {e.object[e.start]:#04x} at offset {e.start}"], str(path)) from None
     return load_config_text(text, registry, source_name=str(path), extender=extender)
 
 

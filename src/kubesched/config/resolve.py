@@ -50,6 +50,7 @@ _UPSTREAM_POINT_ORDER: Final = (
     "bind",
     "postBind",
     "permit",
+    "preEnqueue",
     "queueSort",
 )
 

@@ -39,7 +39,7 @@ from kubesched.framework.registry import Registry
 __all__ = ["IFACE", "Validator", "check_percentage"]
 
 #: Go interface names, as upstream prints them in errors.
-IFACE: Final = {p: cls.__name__ for p, cls in EXTENSION_POINTS.items()} | {"preEnqueue": "PreEnqueuePlugin"}
+IFACE: Final = {p: cls.__name__ for p, cls in EXTENSION_POINTS.items()}
 
 
 # -- plugin names -----------------------------------------------------------------------------------
@@ -112,10 +112,7 @@ class Validator:
         cls = self.registry.get(name)
         if cls is not None:
             ok = True
-            if point == "preEnqueue":
-                self.errors.append(invalid(f"{path}.name", name, "kubesched has no preEnqueue extension point"))
-                ok = False
-            elif point != "multiPoint" and not implements(cls, point):
+            if point != "multiPoint" and not implements(cls, point):
                 # framework.go updatePluginList.
                 self.errors.append(f'{path}: plugin "{name}" does not extend {IFACE[point]} plugin')
                 ok = False

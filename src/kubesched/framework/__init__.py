@@ -5,7 +5,7 @@
 As upstream separates ``k8s.io/kube-scheduler/framework`` (what plugins see) from
 ``pkg/scheduler/framework/runtime`` (what runs them), the names below are the public, stable
 surface; the modules behind them (``kubesched.framework.runtime``, ``kubesched.backend``, ...) are
-machinery and may change. ``tests/unit/core/test_public_api.py`` holds this list. Test builders
+machinery and may change. ``tests/unit/architecture/test_public_api.py`` holds this list. Test builders
 for plugins are in :mod:`kubesched.testing`.
 """
 
@@ -22,6 +22,7 @@ from kubesched.framework.interfaces import (
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
@@ -81,6 +82,7 @@ __all__ = [
     "PostFilterPlugin",
     "PostFilterResult",
     "PreBindPlugin",
+    "PreEnqueuePlugin",
     "PreFilterExtensions",
     "PreFilterPlugin",
     "PreFilterResult",

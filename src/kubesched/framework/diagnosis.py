@@ -55,6 +55,21 @@ class NodeToStatus:
                 if c:
                     yield r, statuses[c - 1]
 
+    def rejected(self) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], list[Status]]:
+        """Every rejection as two columns: the rejected rows, and for each a 0-based index into the
+        returned statuses (passed rows dropped; chunks merged, their status lists appended)."""
+        rows: list[npt.NDArray[np.int32]] = []
+        codes: list[npt.NDArray[np.int32]] = []
+        statuses: list[Status] = []
+        for chunk_rows, chunk_codes, chunk_statuses in self._chunks:
+            failed = np.flatnonzero(chunk_codes)
+            rows.append(np.asarray(chunk_rows)[failed].astype(np.int32, copy=False))
+            codes.append(chunk_codes[failed].astype(np.int32, copy=False) + (len(statuses) - 1))
+            statuses.extend(chunk_statuses)
+        if not rows:
+            return np.zeros(0, np.int32), np.zeros(0, np.int32), statuses
+        return np.concatenate(rows), np.concatenate(codes), statuses
+
     def reason_histogram(self) -> Counter[str]:
         """How many nodes gave each reason (a node with two reasons counts in both), vectorised."""
         counts: Counter[str] = Counter()

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.objects import ObjectKind
+from kubesched.framework.objects import ObjectEvent, ObjectKind
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import (
     EVENT_WILDCARD,
@@ -96,10 +96,35 @@ class Plugin:
         since the last call. The live leader merge-patches them into the status subresource."""
         return {}
 
+    def object_events(self) -> Sequence[ObjectEvent]:
+        """Events about objects of kinds this plugin declares, since the last call (e.g. a
+        PodGroup's gang-level failure). The live leader posts each as an ``events.k8s.io/v1``
+        Event regarding that object. The plugin keeps the volume down (repeats rate-limited)."""
+        return ()
+
+    def eviction_group(self, pod: PodInfo) -> Sequence[PodInfo] | None:
+        """Preemption: the pods that must be evicted together with ``pod`` — all of them or none
+        (``pod`` included), e.g. a gang waiting at Permit, whose members are released together
+        anyway. The evaluator takes ``pod`` as a victim only if every pod of the group may be
+        preempted, and then reports the whole group as victims. None (default): ``pod`` alone."""
+        return None
+
     def share_background_state(self, started: Plugin) -> None:
         """Use the background state of ``started``, an instance of the same plugin with the same
         args that a shell started. The extender builds one framework per node table it serves
         and starts only the first; a plugin that polls (e.g. RealUsage) points its cache here."""
+
+
+class PreEnqueuePlugin(Plugin):
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """Whether a pending pod may enter the active queue (upstream PreEnqueuePlugin).
+
+        Called when the pod is added or updated and when an event would move it back to the
+        queue, before any scheduling attempt. Success lets it through; any other Status keeps it
+        *gated*: out of the active queue, no attempt, no FitError, until an update of the pod or
+        a cluster event this plugin registered (``events_to_register``) lets it pass. Must be
+        cheap and must not depend on the nodes (it runs outside the scheduling cycle)."""
+        raise NotImplementedError
 
 
 class QueueSortPlugin(Plugin):
@@ -242,6 +267,7 @@ class PostBindPlugin(Plugin):
 
 #: Configuration names of the extension points, in cycle order, with their classes.
 EXTENSION_POINTS: dict[str, type[Plugin]] = {
+    "preEnqueue": PreEnqueuePlugin,
     "queueSort": QueueSortPlugin,
     "preFilter": PreFilterPlugin,
     "filter": FilterPlugin,

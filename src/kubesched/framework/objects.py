@@ -14,8 +14,8 @@ from ``Plugin.status_updates()``; the live shell merge-patches them into the sta
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import quote
 
 
@@ -30,6 +30,9 @@ class ObjectKind:
     namespaced: bool = True
     #: The plugin writes this kind's ``status`` subresource (the live leader patches it).
     writes_status: bool = False
+    #: Verbs the plugin uses on the objects themselves besides list/watch (e.g. ``("update",)``
+    #: for VolumeBinding's PreBind, which updates PVs and PVCs through an :class:`ObjectWriter`).
+    writes: tuple[str, ...] = ()
     #: Checks one object as the plugin will read it; raises ValueError naming the field (without
     #: the object: callers prefix file/object). The simulator runs it on every loaded object.
     validate: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False, repr=False)
@@ -54,6 +57,35 @@ class ObjectKind:
         else:
             path = f"{prefix}/{self.resource}/{quote(key, safe='')}"
         return f"{path}/{subresource}" if subresource else path
+
+
+@runtime_checkable
+class ObjectWriter(Protocol):
+    """Optional, for plugins that write objects of a kind they declare with ``writes``: a shell's
+    ClusterClient that also offers ``update_object`` (the live client and the simulator's do).
+    Upstream plugins call the clientset (``Update``) directly."""
+
+    async def update_object(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
+        """Replace the object (an HTTP PUT, ``metadata.resourceVersion`` as the precondition) and
+        return it as stored. Raises on a conflict or another API error."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectEvent:
+    """An Event about an object of a declared kind (``Plugin.object_events``), e.g. a PodGroup's
+    gang-level failure; the live leader posts it as an ``events.k8s.io/v1`` Event regarding it."""
+
+    kind: str
+    #: ``namespace/name`` (``name`` for a cluster-scoped kind).
+    key: str
+    uid: str
+    reason: str
+    note: str
+    event_type: str = "Warning"
+    action: str = "Scheduling"
+    #: ``reportingController``: the profile's scheduler name (``handle.profile_name``).
+    controller: str = ""
 
 
 class ObjectKindConflictError(ValueError):
@@ -86,7 +118,9 @@ def merge_object_kinds(declared: Iterable[ObjectKind]) -> list[ObjectKind]:
                 f"{ok.api_version} {ok.resource}"
             )
         if ok.writes_status and not have.writes_status:
-            merged[ok.kind] = ok
+            merged[ok.kind] = have = replace(have, writes_status=True)
+        if not set(ok.writes) <= set(have.writes):
+            merged[ok.kind] = replace(have, writes=tuple(sorted({*have.writes, *ok.writes})))
     return list(merged.values())
 
 

@@ -4,7 +4,9 @@ Port of pkg/scheduler/framework/preemption/preemption.go (``Evaluator``: eligibi
 search, ``DryRunPreemption``, ``SelectCandidate``, ``pickOneNodeForPreemption``), util.go
 (``FilterVictimsWithPDBViolation``, ``PodTerminatingByPreemption``, ``MoreImportantVictim`` for
 single pods) and pkg/scheduler/util/utils.go (``GetPodStartTime``, ``GetEarliestPodStartTime``),
-Kubernetes v1.37.1, with the GenericWorkload (pod-group victims) and extender parts left out.
+Kubernetes v1.37.1, with the GenericWorkload (pod-group victims) and extender parts left out;
+instead, a plugin may tie victims together with ``Plugin.eviction_group`` (:func:`eviction_groups`:
+a group is evicted whole or not at all, e.g. a gang waiting at Permit).
 
 **The dry run.** Upstream gives each candidate node a *copy* of its NodeInfo and a clone of the
 CycleState, removes the lower-priority pods from both (``RunPreFilterExtensionRemovePod``) and
@@ -39,6 +41,7 @@ import numpy as np
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis, fit_error_message
 from kubesched.framework.handle import Handle
+from kubesched.framework.interfaces import Plugin
 from kubesched.framework.runtime import Framework, wrapped_error
 from kubesched.framework.status import SUCCESS as SUCCESS_STATUS
 from kubesched.framework.status import Code, Status
@@ -219,6 +222,10 @@ def select_victims_on_node(
     required = required or ()
     required_uids = {v.uid for v in required}
     potential = [p for p in table.pods[row].values() if p.uid not in required_uids and priority(p) < prio]
+    # Pods a plugin groups for eviction (Plugin.eviction_group) go all together or not at all.
+    groups, protected = eviction_groups(fwk, potential, prio, priority)
+    if protected:
+        potential = [p for p in potential if p.uid not in protected]
     if not potential and not required_check:
         return [], 0, Status.unresolvable(NO_VICTIMS_MSG)
     removed: dict[str, PodInfo] = {}
@@ -252,7 +259,31 @@ def select_victims_on_node(
         violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
 
+        settled: set[str] = set()
+
+        def reprieve_group(v: PodInfo, group: tuple[PodInfo, ...]) -> tuple[bool, Status]:
+            # The group's pods on this node go back together; if the pod does not fit with them,
+            # all of the group (its pods on other nodes included) are victims.
+            if v.uid in settled:
+                return True, SUCCESS_STATUS  # decided with an earlier pod of its group
+            settled.update(g.uid for g in group)
+            here = [g for g in group if g.uid in removed]
+            for g in here:
+                st = add(g)
+                if not st.is_success:
+                    return False, st
+            if fits().is_success:
+                return True, SUCCESS_STATUS
+            for g in here:
+                st = remove(g)
+                if not st.is_success:
+                    return False, st
+            victims.extend(group)
+            return False, SUCCESS_STATUS
+
         def reprieve(v: PodInfo) -> tuple[bool, Status]:
+            if v.uid in groups:
+                return reprieve_group(v, groups[v.uid])
             st = add(v)
             if not st.is_success:
                 return False, st
@@ -273,7 +304,11 @@ def select_victims_on_node(
             _, st = reprieve(v)
             if not st.is_success:
                 return [], 0, st
-        if violating and non_violating:
+        if groups:
+            # Evicted groups brought their pods on other nodes: order and count PDBs over all.
+            victims = sort_by_importance(victims, priority)
+            num_violating = sum(count for _, count in filter_victims_with_pdb_violation(victims, pdbs)[0])
+        elif violating and non_violating:
             victims = sort_by_importance(victims, priority)
         return [*required, *victims], num_violating, SUCCESS_STATUS
     finally:
@@ -303,6 +338,40 @@ def victim_policy(fwk: Framework) -> tuple[PriorityFn, list[PodDisruptionBudget]
 
 def _spec_priority(pod: PodInfo) -> int:
     return pod.priority
+
+
+def eviction_groups(
+    fwk: Framework, pods: Sequence[PodInfo], prio: int, priority: PriorityFn
+) -> tuple[dict[str, tuple[PodInfo, ...]], set[str]]:
+    """``Plugin.eviction_group`` of the profile's plugins for each of ``pods`` (potential victims
+    of a preemptor of priority ``prio``): uid → the pod's whole group (the pod first) for pods that
+    may only be evicted together with other pods, and the uids of pods that may not be evicted at
+    all because their group holds a pod the preemptor may not evict (priority ≥ ``prio``).
+
+    Plugin-agnostic stand-in for upstream's pod-group victims (a PodGroup with DisruptionMode
+    All is preempted as a whole, podgrouppreemption.go, GenericWorkload), for groups a plugin
+    knows, e.g. Coscheduling's gangs waiting at Permit. Only the group's pods on the candidate
+    node are taken off the table in the dry run: the others cannot change whether the preemptor
+    fits there, but they are victims of the candidate (and count in the node-pick order)."""
+    groups: dict[str, tuple[PodInfo, ...]] = {}
+    protected: set[str] = set()
+    hooks = [p.eviction_group for p in fwk.plugins.values() if type(p).eviction_group is not Plugin.eviction_group]
+    if not hooks:
+        return groups, protected
+    for pod in pods:
+        members: dict[str, PodInfo] = {}
+        for hook in hooks:
+            for m in hook(pod) or ():
+                members[m.uid] = m
+        members.pop(pod.uid, None)
+        if not members:
+            continue
+        group = (pod, *members.values())
+        if any(priority(m) >= prio for m in group):
+            protected.add(pod.uid)
+        else:
+            groups[pod.uid] = group
+    return groups, protected
 
 
 class PreemptionInterface(Protocol):
@@ -450,6 +519,7 @@ __all__ = [
     "PreemptionInterface",
     "VictimPolicy",
     "earliest_start_of_highest_priority",
+    "eviction_groups",
     "filter_victims_with_pdb_violation",
     "more_important_pod",
     "pick_one_node_for_preemption",

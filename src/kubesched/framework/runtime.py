@@ -27,6 +27,7 @@ from kubesched.framework.interfaces import (
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
     QueueSortPlugin,
@@ -150,6 +151,7 @@ class Framework:
             for p in instances:
                 if not isinstance(p, base):
                     raise FrameworkError(f"profile {profile_name!r}: plugin {p.name!r} does not extend {point}")
+        self.pre_enqueue: list[PreEnqueuePlugin] = list(plugins.get("preEnqueue", ()))  # type: ignore[arg-type]
         self.queue_sort: QueueSortPlugin | None = queue_sort[0] if queue_sort else None  # type: ignore[assignment]
         self.pre_filter: list[PreFilterPlugin] = list(plugins.get("preFilter", ()))  # type: ignore[arg-type]
         self.filter: list[FilterPlugin] = list(plugins.get("filter", ()))  # type: ignore[arg-type]
@@ -207,12 +209,32 @@ class Framework:
         )
 
     def events_to_register(self) -> dict[str, list[ClusterEvent]]:
-        """Per rejecting plugin (PreFilter/Filter/Reserve/Permit), the events that may help its pods."""
+        """Per rejecting or gating plugin (PreEnqueue/PreFilter/Filter/Reserve/Permit), the events
+        that may help its pods."""
         out: dict[str, list[ClusterEvent]] = {}
-        for group in (self.pre_filter, self.filter, self.reserve, self.permit):
+        for group in (self.pre_enqueue, self.pre_filter, self.filter, self.reserve, self.permit):
             for p in group:
                 out.setdefault(p.name, list(p.events_to_register()))
         return out
+
+    # -- pre-enqueue --------------------------------------------------------------------------
+    def run_pre_enqueue(self, pod: PodInfo, first: str = "") -> Status:
+        """Every PreEnqueue plugin until one gates the pod (upstream runPreEnqueuePluginsForPod):
+        Success, or the gating plugin's Status with its name. ``first`` (the plugin that gated
+        the pod last time) runs first, so a pod stays gated by the same plugin while it is. A
+        plugin that raises gates the pod with an Error naming it (the pod is not scheduled with
+        an unchecked gate)."""
+        plugins = self.pre_enqueue
+        if first:
+            plugins = sorted(plugins, key=lambda p: p.name != first)
+        for p in plugins:
+            try:
+                st = p.pre_enqueue(pod)
+            except Exception as e:
+                st = Status.from_exception(e, p.name)
+            if not st.is_success:
+                return st.with_plugin(p.name)
+        return SUCCESS
 
     # -- queue sort ---------------------------------------------------------------------------
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:

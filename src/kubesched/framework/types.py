@@ -25,9 +25,12 @@ class ActionType(IntFlag):
     UPDATE_POD_LABEL = 128
     UPDATE_POD_SCALE_DOWN = 256
     UPDATE_OTHER = 512
+    #: status.declaredFeatures of a node changed (upstream UpdateNodeDeclaredFeature).
+    UPDATE_NODE_DECLARED_FEATURE = 1024
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE | UPDATE_NODE_LABEL | UPDATE_NODE_TAINT | UPDATE_NODE_CONDITION
         | UPDATE_NODE_ANNOTATION | UPDATE_POD_LABEL | UPDATE_POD_SCALE_DOWN | UPDATE_OTHER
+        | UPDATE_NODE_DECLARED_FEATURE
     )
     ALL = ADD | DELETE | UPDATE
 
@@ -71,8 +74,15 @@ class QueuedPodInfo:
     unschedulable_plugins: set[str] = field(default_factory=set)
     #: Set when the last failure was an internal error rather than a verdict.
     failed_with_error: bool = False
-    #: Scheduling-gated pods (spec.schedulingGates non-empty) wait without attempts.
+    #: Gated by a PreEnqueue plugin (e.g. SchedulingGates while spec.schedulingGates is not
+    #: empty): the pod waits out of the active queue, without attempts.
     gated: bool = False
+    #: The PreEnqueue plugin that gated the pod ("" when none) and its Status (upstream
+    #: GatingPlugin); the plugin runs first when the pod is checked again.
+    gating_plugin: str = ""
+    gating_status: Status | None = None
+    #: When the unschedulable flush last re-checked the gated pod (upstream flush timestamp).
+    flush_timestamp: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,21 +10,29 @@ def builtin_registry() -> Registry:
     from kubesched.plugins.coscheduling import Coscheduling
     from kubesched.plugins.default_binder import DefaultBinder
     from kubesched.plugins.defaultpreemption import DefaultPreemption
+    from kubesched.plugins.imagelocality import ImageLocality
     from kubesched.plugins.interpodaffinity import InterPodAffinity
     from kubesched.plugins.node_affinity import NodeAffinity
     from kubesched.plugins.node_name import NodeName
     from kubesched.plugins.node_ports import NodePorts
     from kubesched.plugins.node_unschedulable import NodeUnschedulable
+    from kubesched.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
     from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
+    from kubesched.plugins.nodevolumelimits import NodeVolumeLimits
     from kubesched.plugins.podtopologyspread import PodTopologySpread
     from kubesched.plugins.priority_sort import PrioritySort
     from kubesched.plugins.real_usage import MemRealUsage, RealUsage
+    from kubesched.plugins.schedulinggates import SchedulingGates
     from kubesched.plugins.taint_toleration import TaintToleration
     from kubesched.plugins.underlay_ip import UnderlayIP
+    from kubesched.plugins.volumebinding import VolumeBinding
+    from kubesched.plugins.volumerestrictions import VolumeRestrictions
+    from kubesched.plugins.volumezone import VolumeZone
 
     return Registry(
         origin="built-in",
         plugins=[
+            SchedulingGates,
             PrioritySort,
             NodeUnschedulable,
             NodeName,
@@ -32,11 +40,17 @@ def builtin_registry() -> Registry:
             NodeAffinity,
             NodePorts,
             NodeResourcesFit,
+            VolumeRestrictions,
+            NodeVolumeLimits,
+            VolumeBinding,
+            VolumeZone,
             PodTopologySpread,
             InterPodAffinity,
             DefaultPreemption,
             NodeResourcesBalancedAllocation,
+            ImageLocality,
             DefaultBinder,
+            NodeDeclaredFeatures,
             UnderlayIP,
             Coscheduling,
             RealUsage,

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.quantity import QuantityError, milli_value, parse_quantity, value
+from kubesched.snapshot.images import ImageIndex
 from kubesched.snapshot.pod import HostPort, PodInfo
 
 IntArray = npt.NDArray[np.int64]
@@ -146,6 +147,8 @@ class NodeTable:
         self.node_generation = 0
         #: Plugin caches derived from the table (keys must name everything that invalidates them).
         self.memo: dict[Any, Any] = {}
+        #: status.images of every node: image name → size and holding rows (ImageLocality).
+        self.images = ImageIndex()
 
     # -- rows -------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -224,6 +227,10 @@ class NodeTable:
         alloc = {str(k): _parse_resource(name, str(k), v) for k, v in alloc_raw.items()}
         taints = _parse_taints(name, spec.get("taints") or [])
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        try:
+            self.images.check(self.index.get(name), status.get("images"))
+        except ValueError as e:
+            raise NodeSpecError(f"node {name}: {e}") from None
 
         row = self.index.get(name)
         new = row is None
@@ -260,6 +267,7 @@ class NodeTable:
             col.codes[row] = -1 if v is None else col.code(v)
         for nfn, narr in self._node_columns.values():
             narr[row] = nfn(raw)
+        self.images.set_node(row, status.get("images"))
         self.generation += 1
         if new:
             for pod in self._orphans.pop(name, {}).values():
@@ -292,6 +300,7 @@ class NodeTable:
             col.codes[row] = -1
         for _fn, arr in (*self._pod_columns.values(), *self._node_columns.values()):
             arr[row] = 0
+        self.images.remove_node(row)
         self._free_rows.append(row)
         self._alive_rows = None
         self.generation += 1
@@ -372,15 +381,31 @@ class NodeTable:
         pod.memo["_reqvec"] = (self, vec)
         return vec
 
-    def _account(self, row: int, pod: PodInfo, sign: int) -> None:
+    def _account_deltas(self, pod: PodInfo) -> tuple[IntArray, IntArray]:
+        """(requests with the pod slot, non-zero cpu/memory) as vectors, cached on the pod: the
+        accounting below is then four numpy operations (preemption's dry run adds and removes the
+        same victims many times)."""
         vec = self.request_vector(pod)
-        delta = sign * vec
-        self.requested[row, : len(vec)] += delta
-        self.requested[row, PODS] += sign
-        self.available[row, : len(vec)] -= delta
-        self.available[row, PODS] -= sign
-        self.nonzero_requested[row, 0] += sign * pod.requests.non_zero_milli_cpu
-        self.nonzero_requested[row, 1] += sign * pod.requests.non_zero_memory
+        cached = pod.memo.get("_acctdelta")
+        if cached is not None and cached[0] is vec:
+            return cached[1], cached[2]
+        delta = vec.copy()
+        delta[PODS] += 1
+        nonzero = np.array([pod.requests.non_zero_milli_cpu, pod.requests.non_zero_memory], dtype=np.int64)
+        pod.memo["_acctdelta"] = (vec, delta, nonzero)
+        return delta, nonzero
+
+    def _account(self, row: int, pod: PodInfo, sign: int) -> None:
+        delta, nonzero = self._account_deltas(pod)
+        n = len(delta)
+        if sign > 0:
+            self.requested[row, :n] += delta
+            self.available[row, :n] -= delta
+            self.nonzero_requested[row] += nonzero
+        else:
+            self.requested[row, :n] -= delta
+            self.available[row, :n] += delta
+            self.nonzero_requested[row] -= nonzero
         ports = self.used_ports[row]
         for hp in pod.host_ports:
             n = ports.get(hp, 0) + sign

@@ -357,8 +357,7 @@ def test_profile_errors(profiles: list[dict[str, Any]], message: str) -> None:
         ),
         (
             {"preEnqueue": {"enabled": [{"name": "NodeName"}]}},
-            'profiles[0].plugins.preEnqueue.enabled[0].name: Invalid value: "NodeName": kubesched has no preEnqueue '
-            "extension point",
+            'profiles[0].plugins.preEnqueue.enabled[0]: plugin "NodeName" does not extend PreEnqueuePlugin plugin',
         ),
         (
             {"score": {"enabled": [{"name": "MemRealUsage"}]}},

@@ -17,9 +17,10 @@ from unit.config.config_fakes import BUILTINS, OUT_OF_TREE, NodeResourcesFitArgs
 V1 = "kubescheduler.config.k8s.io/v1"
 
 DEFAULT_PLUGINS = {
+    "preEnqueue": [],
     "queueSort": ["PrioritySort"],
     "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit"],
-    "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"],
+    "filter": ["NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"],
     "postFilter": [],
     "preScore": ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeResourcesBalancedAllocation"],
     "score": ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeResourcesBalancedAllocation"],
@@ -37,12 +38,14 @@ def cfg(profiles: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
 
 
 def test_upstream_default_list_is_the_newest_one() -> None:
-    # pkg/scheduler/apis/config/v1/default_plugins.go (1.34+, DynamicResourceAllocation on by default).
+    # pkg/scheduler/apis/config/v1/default_plugins.go (1.37: DynamicResourceAllocation and
+    # NodeDeclaredFeatures on by default). The integration test test_default_profile_upstream.py
+    # holds this to the real kube-scheduler.
     assert [n for n, _ in DEFAULT_MULTI_POINT] == [
         "SchedulingGates",
         "PrioritySort",
-        "NodeUnschedulable",
         "NodeName",
+        "NodeUnschedulable",
         "TaintToleration",
         "NodeAffinity",
         "NodePorts",
@@ -58,6 +61,7 @@ def test_upstream_default_list_is_the_newest_one() -> None:
         "NodeResourcesBalancedAllocation",
         "ImageLocality",
         "DefaultBinder",
+        "NodeDeclaredFeatures",
     ]
     weights = {n: w for n, w in DEFAULT_MULTI_POINT if w is not None}
     assert weights == {
@@ -66,6 +70,7 @@ def test_upstream_default_list_is_the_newest_one() -> None:
         "NodeResourcesFit": 1,
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
+        "DynamicResources": 2,
         "NodeResourcesBalancedAllocation": 1,
         "ImageLocality": 1,
     }
@@ -244,8 +249,8 @@ def test_docs_multipoint_hierarchy_example() -> None:
     assert p.plugins["queueSort"] == ["Coscheduling"]
     # mergePluginSet appends the custom multiPoint plugins after the (remaining) defaults.
     assert p.plugins["filter"] == [
-        "NodeUnschedulable",
         "NodeName",
+        "NodeUnschedulable",
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
@@ -278,6 +283,7 @@ def test_v1beta2_defaults_are_per_point_with_old_weights() -> None:
     )
     p = c.profiles[0]
     assert p.plugins == {
+        "preEnqueue": [],  # SchedulingGates is not in this test registry
         "queueSort": ["PrioritySort"],
         "preFilter": ["NodeResourcesFit", "NodePorts", "NodeAffinity"],
         "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"],

@@ -8,6 +8,7 @@ import pytest
 
 from kubesched.backend.queue import SchedulingQueue
 from kubesched.framework.clock import FakeClock
+from kubesched.framework.status import Status
 from kubesched.framework.types import (
     EVENT_NODE_ADD,
     EVENT_POD_DELETE,
@@ -16,8 +17,9 @@ from kubesched.framework.types import (
     ClusterEvent,
     QueuedPodInfo,
 )
+from kubesched.plugins.schedulinggates import SchedulingGates
 from kubesched.snapshot.pod import PodInfo
-from kubesched.testing import pod_info
+from kubesched.testing import new_plugin, pod_info
 
 
 def by_priority(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
@@ -31,12 +33,21 @@ PLUGIN_EVENTS = {
     "NodeFit": [ClusterEvent(NODE, ActionType.ADD)],
     "PodAware": [EVENT_POD_DELETE],
     "Deaf": [],
+    "SchedulingGates": [],
 }
+GATES = new_plugin(SchedulingGates)
+
+
+def scheduling_gates(pod: PodInfo, first: str) -> Status:
+    """The PreEnqueue check of a profile whose only PreEnqueue plugin is SchedulingGates."""
+    return GATES.pre_enqueue(pod).with_plugin("SchedulingGates")
 
 
 def make(clock: FakeClock | None = None, **kw: Any) -> tuple[SchedulingQueue, FakeClock]:
     clock = clock or FakeClock(1000.0)
     kw.setdefault("plugin_events", PLUGIN_EVENTS)
+    kw.setdefault("pre_enqueue", scheduling_gates)
+    kw.setdefault("gating_plugins", ("SchedulingGates",))
     return SchedulingQueue(by_priority, clock, **kw), clock
 
 

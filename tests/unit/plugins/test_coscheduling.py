@@ -76,8 +76,9 @@ def test_reference_configuration_loads_with_the_real_plugin(name: str) -> None:
     p = cfg.profiles[0]
     assert p.plugins["queueSort"] == ["Coscheduling"]
     assert "Coscheduling" in p.plugins["preFilter"] and p.plugins["permit"] == ["Coscheduling"]
-    # After DefaultPreemption when the default plugins include it (upstream's order).
-    assert p.plugins["postFilter"][-1] == "Coscheduling" and p.plugins["reserve"] == ["Coscheduling"]
+    # After DefaultPreemption when the default plugins include it (upstream's order); the
+    # default Reserve plugin (VolumeBinding) first, the configuration's appended.
+    assert p.plugins["postFilter"][-1] == "Coscheduling" and p.plugins["reserve"][-1] == "Coscheduling"
     args = p.plugin_args["Coscheduling"]
     assert isinstance(args, CoschedulingArgs)
     assert (args.permit_waiting_time_seconds, args.pod_group_backoff_seconds) == (10, 3)

@@ -65,6 +65,8 @@ _FITS, _INSUFFICIENT, _UNRESOLVABLE = 0, 1, 3
 _PACKED_CHECKS: Final = 31
 #: Up to this many checks the packed keys stay below 4**8 = 65,536 (bincount-sized).
 _SMALL_KEY_CHECKS: Final = 8
+#: The verdict of one node that fits (shared: Verdicts are never mutated).
+_ONE_PASSES: Final = Verdicts.all_pass(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +183,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if not isinstance(s, _PreFilterState):
             err = Status.error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found', self.name)
             return Verdicts(np.ones(len(rows), dtype=np.int32), [err])
+        if len(rows) == 1 and len(s.checks) < _SMALL_KEY_CHECKS:
+            return self._filter_one_row(s, table, int(rows[0]))
         # One gather of whole rows, then one 1-D comparison per checked resource (numpy is much
         # slower on the narrow 2-D shapes); the reasons are worked out only when some row fails.
         free = table.available.take(rows, axis=0)
@@ -216,6 +220,28 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         codes = np.zeros(len(rows), dtype=np.int32)
         codes[idx] = partial.codes
         return Verdicts(codes, partial.statuses)
+
+    def _filter_one_row(self, s: _PreFilterState, table: NodeTable, row: int) -> Verdicts:
+        """One node in plain Python (preemption's dry run and the extender check nodes one at a
+        time, where numpy's per-call cost is most of the work): the same packed key as the batch."""
+        free = table.available[row].tolist()
+        key = int(free[PODS] < 1)
+        if key == 0 and all(free[c.column] >= c.amount for c in s.checks):
+            return _ONE_PASSES
+        whole = table.allocatable[row].tolist()
+        for i, c in enumerate(s.checks, start=1):
+            if free[c.column] < c.amount:
+                key |= 1 << (2 * i)
+            if whole[c.column] < c.amount:
+                key |= 1 << (2 * i + 1)
+        reasons = ("Too many pods", *(c.reason for c in s.checks))
+        status = self._status_of_key.get((reasons, key))
+        if status is None:
+            status = self._status_of(tuple((key >> (2 * i)) & 3 for i in range(len(reasons))), reasons)
+            if status is None:  # only "too big" bits: cannot happen for a short row, but be exact
+                return _ONE_PASSES
+            self._status_of_key[(reasons, key)] = status
+        return Verdicts(np.ones(1, dtype=np.int32), [status])
 
     def _too_big_bits(self, table: NodeTable, column: int, amount: int, position: int) -> npt.NDArray[np.int32]:
         """Per table row, bit ``2 * position + 1`` set where ``amount`` exceeds the node's whole

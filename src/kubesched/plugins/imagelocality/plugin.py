@@ -1,0 +1,94 @@
+"""ImageLocality: prefer nodes that already hold the pod's container images.
+
+Port of pkg/scheduler/framework/plugins/imagelocality/image_locality.go (v1.37.1). A node's raw
+score is the sum, over the pod's images it holds (init and regular containers, image volumes),
+of the image's size scaled by the share of nodes holding it (so a widespread image counts less and
+pods do not pile onto the few nodes that pulled it first); it is clamped to
+[23 MiB, 1000 MiB × number of images] and mapped to 0–100. No NormalizeScore, as upstream.
+
+The node side is the table's image index (snapshot/images.py, upstream's cache bookkeeping): an
+image's size is the one first reported for that name, and its node count is current.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Scores
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeTable, Rows
+
+_MB = 1024 * 1024
+#: Bounds of the summed image score (upstream minThreshold, maxContainerThreshold): a reasonable
+#: size range for compressed images in registries (the 90th percentile of Docker Hub).
+MIN_THRESHOLD = 23 * _MB
+MAX_CONTAINER_THRESHOLD = 1000 * _MB
+
+
+def normalized_image_name(name: str) -> str:
+    """The CRI name of a pod's image reference: ``:latest`` appended when it has no tag
+    (upstream normalizedImageName; ``gcr.io:5000/root`` → ``gcr.io:5000/root:latest``)."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def pod_images(pod: PodInfo) -> tuple[tuple[str, ...], int]:
+    """The pod's normalized image names, one per init container, container and image volume
+    (repeats kept: upstream sums per container), and how many image sources it has."""
+    cached = pod.memo.get("ImageLocality")
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    spec = pod.spec
+    names: list[str] = []
+    count = 0
+    for key in ("initContainers", "containers"):
+        for c in spec.get(key) or ():
+            names.append(normalized_image_name(str(c.get("image") or "")))
+            count += 1
+    for v in spec.get("volumes") or ():
+        image = v.get("image")
+        if image is None:
+            continue
+        names.append(normalized_image_name(str(image.get("reference") or "")))
+        count += 1
+    result = (tuple(names), count)
+    pod.memo["ImageLocality"] = result
+    return result
+
+
+def scaled_image_score(size: int, num_nodes: int, total_nodes: int) -> int:
+    """The image's size times the share of nodes holding it (upstream scaledImageScore: the
+    float64 product truncated to int64)."""
+    spread = num_nodes / total_nodes
+    return int(float(size) * spread)
+
+
+def calculate_priority(sum_scores: Scores, image_count: int) -> Scores:
+    """Upstream calculatePriority, over an array of raw sums."""
+    max_threshold = MAX_CONTAINER_THRESHOLD * image_count
+    if max_threshold <= MIN_THRESHOLD:  # no image at all: every node scores 0
+        return np.zeros(len(sum_scores), dtype=np.int64)
+    clamped = np.clip(sum_scores, MIN_THRESHOLD, max_threshold)
+    result: Scores = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+    return result
+
+
+class ImageLocality(ScorePlugin):
+    name: ClassVar[str] = "ImageLocality"
+
+    def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores:
+        names, count = pod_images(pod)
+        index = table.images
+        total = len(table)
+        sums = np.zeros(len(table.alive), dtype=np.int64)
+        if total:
+            for name in names:
+                size = index.size(name)
+                if size is None:
+                    continue
+                sums[index.rows(name)] += scaled_image_score(size, index.num_nodes(name), total)
+        return calculate_priority(sums[rows], count)

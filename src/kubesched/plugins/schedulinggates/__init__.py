@@ -1,0 +1,3 @@
+from kubesched.plugins.schedulinggates.plugin import SchedulingGates
+
+__all__ = ["SchedulingGates"]

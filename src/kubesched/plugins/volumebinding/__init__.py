@@ -1,0 +1,5 @@
+"""VolumeBinding (upstream pkg/scheduler/framework/plugins/volumebinding)."""
+
+from kubesched.plugins.volumebinding.plugin import VolumeBinding
+
+__all__ = ["VolumeBinding"]
