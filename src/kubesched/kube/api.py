@@ -64,6 +64,9 @@ class Connection:
     #: Background task refreshing exec-plugin tokens (kubernetes_asyncio.config.refresh_token).
     refresher: asyncio.Task[None] | None = None
     static_headers: dict[str, str] = field(default_factory=dict)
+    #: The namespace of the kubeconfig context (in a pod: the service account's), for commands
+    #: that default ``-n`` as kubectl does; None when it names none.
+    namespace: str | None = None
 
 
 async def load_connection(kubeconfig: str | None = None, context: str | None = None) -> Connection:
@@ -73,24 +76,32 @@ async def load_connection(kubeconfig: str | None = None, context: str | None = N
     files, inline data, in-cluster): its import costs ~33 MiB of RSS, a price worth paying for not
     re-implementing kubeconfig semantics.
     """
-    path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+    # KUBECONFIG may list several files: kubectl merges them, and so does kubernetes_asyncio's
+    # loader (KubeConfigMerger) when handed the whole list.
+    env_paths = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    path = kubeconfig or os.pathsep.join(env_paths) or None
     default_path = os.path.expanduser("~/.kube/config")
-    if path and not os.path.isfile(path):
-        source = "--kubeconfig" if kubeconfig else "KUBECONFIG"
-        raise ConnectionConfigError(f"{source} {path}: no such file")
+    if kubeconfig and not os.path.isfile(kubeconfig):
+        raise ConnectionConfigError(f"--kubeconfig {kubeconfig}: no such file")
+    if not kubeconfig and env_paths and not any(os.path.isfile(os.path.expanduser(p)) for p in env_paths):
+        raise ConnectionConfigError(f"KUBECONFIG {os.pathsep.join(env_paths)}: no such file")
 
     from kubernetes_asyncio import config as k8s_config
     from kubernetes_asyncio.client import Configuration
 
     cfg = Configuration()
     loader: Any = None
+    namespace: str | None = None
     try:
         if path or os.path.exists(default_path):
             loader = await k8s_config.load_kube_config(
                 config_file=path, context=context, client_configuration=cfg, persist_config=False
             )
+            current = loader.current_context or {}
+            namespace = (current.get("context") or {}).get("namespace") or None
         elif os.environ.get("KUBERNETES_SERVICE_HOST"):
             k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            namespace = _read_first_line(SERVICE_ACCOUNT_NAMESPACE_FILE)
         else:
             raise ConnectionConfigError(
                 "no kubeconfig: pass --kubeconfig, set KUBECONFIG, create ~/.kube/config, or run in a pod"
@@ -118,10 +129,22 @@ async def load_connection(kubeconfig: str | None = None, context: str | None = N
         ssl_context=ctx,
         server_hostname=getattr(cfg, "tls_server_name", None) or None,
         k8s_config=cfg,
+        namespace=namespace,
     )
     if loader is not None and "exec" in (getattr(loader, "_user", None) or {}):
         conn.refresher = asyncio.get_running_loop().create_task(k8s_config.refresh_token(loader, cfg))
     return conn
+
+
+SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def _read_first_line(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.readline().strip() or None
+    except OSError:
+        return None
 
 
 class ApiClient:

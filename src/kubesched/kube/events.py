@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+from kubesched.framework.objects import ObjectEvent, ObjectKind
 from kubesched.kube.api import STRATEGIC_MERGE_PATCH, ApiClient, ApiError
 from kubesched.kube.ratelimit import Now, PerKeyRateLimiter
 from kubesched.snapshot.pod import PodInfo
@@ -82,6 +83,33 @@ def build_event(
         },
         "note": note[:1024],  # the events API rejects notes over 1 kB
         "type": event_type,
+    }
+
+
+def build_object_event(
+    kind: ObjectKind, ev: ObjectEvent, instance: str, wall: float | None = None
+) -> dict[str, Any]:
+    """An Event regarding a declared object (``Plugin.object_events``, e.g. a PodGroup); events of
+    a cluster-scoped object go to the ``default`` namespace, as client-go's recorder does."""
+    wall = time.time() if wall is None else wall
+    namespace, _, name = ev.key.partition("/") if kind.namespaced else ("default", "", ev.key)
+    regarding: dict[str, Any] = {"apiVersion": kind.api_version, "kind": kind.kind, "name": name}
+    if kind.namespaced:
+        regarding["namespace"] = namespace
+    if ev.uid:
+        regarding["uid"] = ev.uid
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": f"{name}.{int(wall * 1e9):x}", "namespace": namespace},
+        "eventTime": micro_time(wall),
+        "reportingController": ev.controller or "kubesched",
+        "reportingInstance": instance,
+        "action": ev.action,
+        "reason": ev.reason,
+        "regarding": regarding,
+        "note": ev.note[:1024],
+        "type": ev.event_type,
     }
 
 
@@ -177,11 +205,27 @@ class EventWriter:
         )
         self._put(lambda: self._create_event(event))
 
+    def object_event(self, kind: ObjectKind, ev: ObjectEvent) -> None:
+        """An Event a plugin reports about an object of a kind it declares (the plugin rate-limits)."""
+        event = build_object_event(kind, ev, self.instance)
+        self._put(lambda: self._create_event(event))
+
     def nominated(self, pod: PodInfo, node: str) -> None:
         """Set ``status.nominatedNodeName`` (``node``) or clear it (""), as upstream's
         updatePod does for a preemptor and for pods whose nomination a preemption dropped."""
         patch = {"status": {"nominatedNodeName": node or None}}
-        self._put(lambda: self._patch_status(pod, patch))
+        self._put(lambda: self._patch_nomination(pod, patch))
+
+    async def _patch_nomination(self, pod: PodInfo, patch: dict[str, Any]) -> None:
+        try:
+            await self._patch_status(pod, patch)
+        except ApiError as e:
+            # The pod was bound while the patch waited behind other writes (this queue never
+            # delays a bind): a bound pod has no nomination to set, so there is nothing to do.
+            if e.status == 422 and "already bound" in str(e):
+                log.debug("pod=%s event=nomination_skipped reason=bound", pod.key)
+                return
+            raise
 
     def failed(self, pod: PodInfo, controller: str, message: str, unschedulable: bool) -> None:
         if not self.limiter.allow(pod.uid, message):
@@ -274,7 +318,13 @@ class EventWriter:
 
     async def _create_event(self, event: dict[str, Any]) -> None:
         ns = event["metadata"]["namespace"]
-        await self.api.request("POST", EVENTS_PATH.format(ns=quote(ns)), event)
+        try:
+            await self.api.request("POST", EVENTS_PATH.format(ns=quote(ns)), event)
+        except ApiError as e:
+            # 409 on a retry: the first attempt was written before its connection was reset
+            # (the event names are unique per occurrence), so it is there: done.
+            if e.status != 409:
+                raise
         self.stats.events += 1
 
     async def _patch_series(self, ns: str, name: str, patch: dict[str, Any]) -> None:

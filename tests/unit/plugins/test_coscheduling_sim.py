@@ -169,7 +169,9 @@ def test_permit_timeout_jumps_the_virtual_clock_and_rejects_the_whole_gang() -> 
     assert result.virtual_seconds >= 30 and result.flushes >= 1
     # The members released by the timeout were retried at once and found the group backing off.
     messages = sorted(message(r) for r in result.records.values())
-    assert messages == [""] + ["0/2 nodes are available: podGroup default/a failed recently."] * 3, messages
+    assert messages == ["0/2 nodes are available: podGroup default/a failed recently."] * 3 + [
+        "waiting for scheduling gates: [later]"
+    ], messages
     assert result.pod_groups["default/a"]["reason"] == (
         "1/4 members could not be placed before the others were rejected at Permit (timeout or rejection)"
     )

@@ -17,13 +17,10 @@ must run together, or none. Pods join with the label ``scheduling.x-k8s.io/pod-g
 * Unreserve: a member that is rejected or times out rejects every waiting sibling, so no partial
   gang ever binds and every reservation of a failed gang is released at once.
 
-The gang-fit check, before a group's members reserve anything: the ``minMember - assigned``
-members still needed must fit the free resources of the node table — per resource in total (the
-sum of the cheapest members' requests) and per node (how many copies of the smallest member fit on
-each node), less what other gangs already waiting at Permit still need. It is a necessary
-condition (never refuses a gang that could be placed by resources), costs one vector pass over the
-node table per gang round (not per pod: members placed one after another without interference
-reuse the verdict), and O(members) for the group's demand (cached per change of its members).
+The gang-fit check (fit.py) refuses a gang whose missing members could not all be placed by
+resources now, before they reserve anything. PodGroup status (status.py) and Events (events.py)
+are reported to the live shell; a gang waiting at Permit is one preemption victim
+(``eviction_group``).
 
 PodGroups come from ``handle.objects("PodGroup")``. Members are counted by a per-group index
 (members.py): assigned members from the node table, pending ones from what the plugin sees,
@@ -34,15 +31,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections import Counter
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from kubesched.api.quantity import format_milli_cpu
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
@@ -53,6 +44,7 @@ from kubesched.framework.interfaces import (
     QueueSortPlugin,
     ReservePlugin,
 )
+from kubesched.framework.objects import ObjectEvent
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import (
     NODE,
@@ -65,6 +57,8 @@ from kubesched.framework.types import (
 )
 from kubesched.framework.waiting import WaitingPod
 from kubesched.plugins.coscheduling.args import CoschedulingArgs
+from kubesched.plugins.coscheduling.events import GroupEvents
+from kubesched.plugins.coscheduling.fit import GangFit
 from kubesched.plugins.coscheduling.members import MemberIndex
 from kubesched.plugins.coscheduling.podgroup import (
     KIND,
@@ -75,12 +69,11 @@ from kubesched.plugins.coscheduling.podgroup import (
     group_key,
     parse_pod_group,
 )
+from kubesched.plugins.coscheduling.status import GroupStatus
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import PODS, NodeTable
+from kubesched.snapshot.table import NodeTable
 
 log = logging.getLogger(__name__)
-
-IntArray = npt.NDArray[np.int64]
 
 NAME = "Coscheduling"
 #: CycleState key: this pod waited at Permit in this attempt.
@@ -99,31 +92,6 @@ def _rejected(wp: WaitingPod) -> bool:
     return wp.decided and bool(wp.deadlines)
 
 
-class _Demand:
-    """What ``k`` members of a group need at least: per resource the sum of the k smallest
-    requests (``cum[k - 1]``), and the element-wise smallest request (one member, pods = 1)."""
-
-    __slots__ = ("cum", "smallest")
-
-    def __init__(self, vectors: list[IntArray], ncols: int) -> None:
-        m = np.zeros((max(len(vectors), 1), ncols), dtype=np.int64)
-        for i, v in enumerate(vectors):
-            m[i, : len(v)] = v
-        m[:, PODS] = 1
-        m.sort(axis=0)
-        self.cum: IntArray = np.cumsum(m, axis=0)
-        self.smallest: IntArray = m[0]
-
-    def of(self, k: int) -> IntArray:
-        """Resources k members need at least (beyond the known members: k copies of the smallest)."""
-        n = len(self.cum)
-        if k <= n:
-            row: IntArray = self.cum[k - 1]
-            return row
-        extra: IntArray = self.cum[n - 1] + (k - n) * self.smallest
-        return extra
-
-
 class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePlugin, PermitPlugin):
     name = NAME
     args_model = CoschedulingArgs
@@ -138,10 +106,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         #: Group key → clock time until which its minResources check stays passed (upstream permittedPG).
         self._permitted: dict[str, float] = {}
         self._parsed: dict[str, tuple[dict[str, Any], PodGroup | PodGroupSpecError]] = {}
-        #: Group key → wall-clock time its first member reached Permit (status.scheduleStartTime).
-        self._schedule_start: dict[str, str] = {}
-        self._occupied_by: dict[str, str] = {}
-        self._reported: dict[str, dict[str, Any]] = {}
+        self.status = GroupStatus(self.members, handle.waiting_pods)
         #: Group key → (the older group it gives way to, until when at the latest).
         self._yield_to: dict[str, tuple[str, float]] = {}
         #: Group key → order of its last failure: failed groups sort after the others (QueueSort).
@@ -149,10 +114,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         self._fail_counter = itertools.count(1)
         #: Group key → why the gang is not placed (gang level), until it reaches its quorum.
         self._reason: dict[str, str] = {}
-        #: Group key → (members version, resource columns, demand).
-        self._demand: dict[str, tuple[int, int, _Demand]] = {}
-        #: Group key → (table generation, members version, assigned, claims, shortfall) of its last fit check.
-        self._fit: dict[str, tuple[int, int, int, tuple[tuple[str, int], ...], str]] = {}
+        #: Events on PodGroups (gang-level failures, admission) for the live shell.
+        self.events = GroupEvents(handle.clock, handle.profile_name)
+        self.fit = GangFit(self.members, self.pod_group)
 
     # -- PodGroups ---------------------------------------------------------------------------------
     def pod_group(self, key: str) -> PodGroup | PodGroupSpecError | None:
@@ -217,6 +181,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
     def _mark_failed(self, key: str, reason: str) -> None:
         self._failed_seq[key] = next(self._fail_counter)
         self._reason[key] = reason
+        pg = self.pod_group(key)
+        if isinstance(pg, PodGroup):
+            self.events.failed(pg, reason)
 
     # -- QueueSort -------------------------------------------------------------------------------
     def _order(self, pod: PodInfo) -> tuple[int, tuple[int, float], str, str]:
@@ -308,109 +275,19 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
             self._permitted.pop(key, None)
         if self._reason.get(key) != short or key not in self._failed_seq:
             self._mark_failed(key, short)
-
-    def _demand_of(self, key: str, table: NodeTable) -> _Demand:
-        version = self.members.version.get(key, 0)
-        ncols = len(table.resource_names)
-        cached = self._demand.get(key)
-        if cached is not None and cached[0] == version and cached[1] == ncols:
-            return cached[2]
-        vectors = [table.request_vector(p) for p in self.members.pending_of(key).values()]
-        ncols = len(table.resource_names)  # request_vector may add extended-resource columns
-        demand = _Demand(vectors, ncols)
-        self._demand[key] = (version, ncols, demand)
-        return demand
+        else:  # the same refusal again: only the event (rate-limited), the queue order stays
+            pg = self.pod_group(key)
+            if isinstance(pg, PodGroup):
+                self.events.failed(pg, short)
 
     def fit_shortfall(self, pg: PodGroup, table: NodeTable, waiting: dict[str, int] | None = None) -> str:
-        """Why the members the group still needs could not all be placed now (gang level, e.g.
-        ``1/5 members could not be placed: Insufficient cpu``), or "" when they may fit."""
-        key = pg.key
-        assigned = len(self.members.assigned_of(key))
-        needed = pg.min_member - assigned
-        if needed <= 0:
-            return ""
-        if waiting is None:
-            waiting = self._waiting_groups()[1]
-        claims = tuple(sorted((g, n) for g, n in waiting.items() if g != key))
-        version = self.members.version.get(key, 0)
-        gen = table.generation
-        last = self._fit.get(key)
-        if last is not None and last[3] == claims:
-            if last[0] == gen and last[1] == version:
-                return last[4]
-            # Since the last check only this group's own pending members were assumed (one table
-            # generation and one members version each): a verdict that they fit still holds.
-            grown = assigned - last[2]
-            if not last[4] and grown > 0 and gen - last[0] == grown and version - last[1] == grown:
-                self._fit[key] = (gen, version, assigned, claims, "")
-                return ""
-        short = self._shortfall(pg, table, needed, assigned, claims)
-        self._fit[key] = (gen, version, assigned, claims, short)
-        return short
-
-    def _shortfall(
-        self, pg: PodGroup, table: NodeTable, needed: int, assigned: int, claims: tuple[tuple[str, int], ...]
-    ) -> str:
-        demand = self._demand_of(pg.key, table)
-        ncols = len(demand.smallest)
-        rows = table.alive_rows()
-        free = np.maximum(table.available[rows, :ncols], 0) if len(rows) else np.zeros((0, ncols), dtype=np.int64)
-        total = free.sum(axis=0)
-        claim_slots = 0
-        # Gangs already waiting at Permit come first: what they still need is not free for this one.
-        for other, _n in claims:
-            opg = self.pod_group(other)
-            if not isinstance(opg, PodGroup):
-                continue
-            outstanding = opg.min_member - len(self.members.assigned_of(other))
-            if outstanding > 0:
-                odemand = self._demand_of(other, table)
-                vec = odemand.of(outstanding)
-                total[: min(len(vec), ncols)] -= vec[:ncols]
-                claim_slots += outstanding
-        smallest = demand.smallest
-        cols = np.flatnonzero(smallest > 0)
-        copies = free[:, cols] // smallest[cols]  # per node and resource: copies of the smallest member
-        per_node = int(copies.min(axis=1).sum()) - claim_slots if len(cols) else needed
-        per_resource = copies.sum(axis=0) - claim_slots
-        # Aggregate: how many members the free totals hold (the cheapest first).
-        fits_total = needed
-        while fits_total > 0 and bool((demand.of(fits_total) > total).any()):
-            fits_total -= 1
-        placeable = max(min(per_node, fits_total), 0)
-        if placeable >= needed:
-            return ""
-        need_vec = demand.of(needed)
-        short_cols = {
-            int(c) for c, slots in zip(cols, per_resource, strict=True) if slots < needed or need_vec[c] > total[c]
-        }
-        if not short_cols:  # no single resource is short: the members do not fit any one node
-            short_cols = {int(c) for c in cols}
-        names = table.resource_names
-        reasons = ["Too many pods"] if PODS in short_cols else []
-        reasons += [f"Insufficient {names[c]}" for c in sorted(short_cols) if c != PODS]
-        missing = pg.min_member - assigned - placeable
-        return f"{missing}/{pg.min_member} members could not be placed: {', '.join(reasons)}"
+        """The gang-fit check (fit.py): why the members the group still needs could not all be
+        placed now (``1/5 members could not be placed: Insufficient cpu``), or "" when they may fit."""
+        return self.fit.shortfall(pg, table, self._waiting_groups()[1] if waiting is None else waiting)
 
     def resource_gap(self, pg: PodGroup, table: NodeTable) -> str:
-        """What the whole cluster lacks for the group's minResources (with minMember pods), counting
-        the group's own placed pods as free (upstream CheckClusterResource); "" when it fits."""
-        rows = table.alive_rows()
-        free = table.free(rows).sum(axis=0) if len(rows) else np.zeros(len(table.resource_names), dtype=np.int64)
-        for p in self.members.assigned_of(pg.key).values():
-            vec = table.request_vector(p)
-            free[: len(vec)] += vec
-            free[PODS] += 1
-        want = dict(pg.min_resources)
-        want["pods"] = pg.min_member
-        missing: list[str] = []
-        for res, amount in sorted(want.items()):
-            col = table.resource_index.get(res)
-            have = int(free[col]) if col is not None and col < len(free) else 0
-            if amount > have:
-                short = amount - have
-                missing.append(f"{res}: {format_milli_cpu(short) if res == 'cpu' else short}")
-        return ", ".join(missing)
+        """What the cluster lacks for the group's minResources (fit.py); "" when it fits."""
+        return self.fit.resource_gap(pg, table)
 
     # -- PostFilter ------------------------------------------------------------------------------
     def post_filter(
@@ -551,7 +428,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
             return SUCCESS, 0.0
         if not isinstance(pg, PodGroup):
             return Status.unschedulable("PodGroup not found"), 0.0
-        self._schedule_start.setdefault(key, _rfc3339_now())
+        self.status.started(key)
         # The pod itself is assumed already, so it is among the assigned members.
         assigned = len(self.members.assigned_of(key))
         waiting = [wp for wp in self.handle.waiting_pods if group_key(wp.pod) == key]
@@ -566,6 +443,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
             # Upstream ClearPodGroupScheduleFailure: the group sorts by its creation time again.
             self._failed_seq.pop(key, None)
             self._reason.pop(key, None)
+            if assigned == pg.min_member:  # this member completes the quorum
+                self.events.scheduled(pg, assigned)
+                self.status.quorum(key)
             return SUCCESS, 0.0
         if assigned == 1:
             # The group's first member to wait brings its siblings back from backoff and
@@ -575,79 +455,52 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         timeout = self._timeout(pg)
         return Status.wait(f"waiting for {pg.min_member - assigned} more member(s) of PodGroup {key}"), float(timeout)
 
-    # -- PodGroup status -------------------------------------------------------------------------
-    def pod_group_status(self, key: str) -> dict[str, Any] | None:
-        """The PodGroup ``status`` as scheduler-plugins writes it (its PodGroup controller with
-        the ``scheduled`` count the scheduler used to report): phase, scheduled, running,
-        succeeded, failed, occupiedBy, scheduleStartTime."""
-        pg = self.pod_group(key)
-        if not isinstance(pg, PodGroup):
+    # -- preemption ------------------------------------------------------------------------------
+    def eviction_group(self, pod: PodInfo) -> list[PodInfo] | None:
+        """A member of a gang still waiting at Permit is evicted with the whole gang or not at all:
+        rejecting one waiting member releases all of them (Unreserve), so a preemptor that picks
+        it evicts the gang — the evaluator must count every member as a victim (and may not pick
+        it when another member outranks the preemptor). A gang that has its quorum (bound or
+        allowed) has no such tie: its members are preempted one by one, as upstream."""
+        key = group_key(pod)
+        if key is None:
             return None
-        assigned = self.members.assigned_of(key)
-        pending = self.members.pending_of(key)
-        finished = self.members.finished.get(key, {})
-        waiting = {wp.pod.uid for wp in self.handle.waiting_pods if group_key(wp.pod) == key}
-        scheduled = sum(1 for uid in assigned if uid not in waiting)
-        running = sum(1 for p in assigned.values() if p.phase == "Running")
-        phases = Counter(finished.values())
-        succeeded, failed = phases["Succeeded"], phases["Failed"]
-        total = len(assigned) + len(pending) + len(finished)
-        need = max(pg.min_member, 1)
-        if succeeded >= need:
-            phase = "Finished"
-        elif failed and failed + running + succeeded >= need:
-            phase = "Failed"
-        elif running + succeeded >= need:
-            phase = "Running"
-        elif scheduled + succeeded + failed >= need:
-            phase = "Scheduled"
-        elif assigned:
-            phase = "Scheduling"
-        elif total >= need:
-            phase = "PreScheduling"
-        else:
-            phase = "Pending"
-        status: dict[str, Any] = {
-            "phase": phase,
-            "scheduled": scheduled + succeeded + failed,
-            "running": running,
-            "succeeded": succeeded,
-            "failed": failed,
-        }
-        occupied = self._occupied_by.get(key)
-        if occupied is None and total >= need:
-            occupied = self._occupied_by[key] = _occupied_by(
-                min((*assigned.values(), *pending.values()), key=lambda p: p.key, default=None)
-            )
-        if occupied:
-            status["occupiedBy"] = occupied
-        start = self._schedule_start.get(key)
-        if start is not None:
-            status["scheduleStartTime"] = start
-        return status
+        waiting = self.handle.waiting_pods
+        wp = waiting.get(pod.uid)
+        if wp is None or wp.decided:
+            return None
+        members: list[PodInfo] = []
+        for uid, member in self.members.assigned_of(key).items():
+            other = waiting.get(uid)
+            if other is not None and not other.decided:
+                members.append(member)
+        return members
+
+    # -- PodGroup status (status.py), events (events.py), reports ---------------------------------
+    def pod_group_status(self, key: str) -> dict[str, Any] | None:
+        """The PodGroup ``status`` as scheduler-plugins keeps it (status.py), None without the group."""
+        pg = self.pod_group(key)
+        return self.status.of(pg) if isinstance(pg, PodGroup) else None
+
+    def _pod_groups(self) -> dict[str, PodGroup]:
+        groups: dict[str, PodGroup] = {}
+        for key in self.handle.objects(KIND):
+            pg = self.pod_group(key)
+            if isinstance(pg, PodGroup):
+                groups[key] = pg
+        return groups
 
     def status_updates(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """{"PodGroup": PodGroup key → the ``status`` fields that changed since the previous call}.
-
-        A live shell calls this periodically (and after binds) and merge-patches each PodGroup's
-        ``status`` subresource with the result.
-        """
-        out: dict[str, dict[str, Any]] = {}
-        keys = set(self.handle.objects(KIND))
-        for key in sorted(keys):
-            status = self.pod_group_status(key)
-            if status is None:
-                continue
-            before = self._reported.get(key, {})
-            changed = {k: v for k, v in status.items() if before.get(k) != v}
-            if changed:
-                out[key] = changed
-                self._reported[key] = status
-        for gone in set(self._reported) - keys:
-            del self._reported[gone]
-            self._schedule_start.pop(gone, None)
-            self._occupied_by.pop(gone, None)
+        """{"PodGroup": PodGroup key → the ``status`` fields that changed since the previous call};
+        the live leader merge-patches each into the PodGroup's ``status`` subresource."""
+        groups = self._pod_groups()
+        self.events.retain(groups)
+        out = self.status.changes(groups)
         return {KIND: out} if out else {}
+
+    def object_events(self) -> list[ObjectEvent]:
+        """PodGroup Events since the last call (events.py): gang-level failures and admissions."""
+        return self.events.drain()
 
     def object_report(self) -> dict[str, dict[str, dict[str, Any]]]:
         """{"PodGroup": key → full status plus, for a gang not placed, ``reason`` (gang level) and
@@ -673,15 +526,3 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
             out[key] = report
         return {KIND: out} if out else {}
 
-
-def _occupied_by(pod: PodInfo | None) -> str:
-    """scheduler-plugins fillOccupiedObj: the owners of the group's first pod, ``ns/name`` sorted."""
-    if pod is None:
-        return ""
-    refs = (pod.raw.get("metadata") or {}).get("ownerReferences") or []
-    names = sorted(f"{pod.namespace}/{r.get('name', '')}" for r in refs if isinstance(r, dict))
-    return ",".join(names)
-
-
-def _rfc3339_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
