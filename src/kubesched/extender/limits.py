@@ -6,6 +6,14 @@ from __future__ import annotations
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
 #: Per-request deadline, well under the kube-scheduler's default extender httpTimeout (5 s).
 DEFAULT_TIMEOUT = 3.0
+#: A connection must deliver its first request's headers this soon after it opens (a slow-loris
+#: client trickling headers holds a connection at most this long; Go's ReadHeaderTimeout).
+HEADER_TIMEOUT = 10.0
+#: Idle keep-alive connections are closed after this long: above the 90 s IdleConnTimeout of
+#: kube-scheduler's extender transport (client-go SetTransportDefaults), so the scheduler always
+#: closes an idle connection first and never sends a POST into one the server is closing. It is
+#: also the bound on slow headers of a later request on a kept-alive connection.
+IDLE_TIMEOUT = 100.0
 
 
 def normalize_prefix(prefix: str) -> str:

@@ -6,11 +6,16 @@ Status codes:
   failed (a plugin error, the deadline, no cluster to bind with): the kube-scheduler then reports
   that message on the pod, where a non-200 status would only say "code 5xx".
 * 400 — the request could not be decoded (bad JSON, wrong types, a missing Pod, unknown nodes in
-  nodeCacheCapable mode); 404 — no such verb; 405 — not POST; 413 — body over ``max_body``.
+  nodeCacheCapable mode); 404 — no such verb; 405 — not POST; 408 — the body did not arrive within
+  the deadline (a slow client); 413 — body over ``max_body``.
   Every error body is JSON with an ``Error`` field, in the verb's response shape where it has one.
 * 500 / 503 / 504 on prioritize and preempt (whose upstream results have no ``Error`` field): a
   plugin error, a cache not synced yet, the deadline. The scheduler ignores prioritize failures and
   treats preempt failures as errors unless the extender is ``ignorable``.
+
+Connections are bounded too (``limits.py``): a client must finish its first request's headers
+within ``HEADER_TIMEOUT`` and idle keep-alive connections close after ``IDLE_TIMEOUT``, so
+slow-loris clients cannot hold connections open for long.
 """
 
 from __future__ import annotations
@@ -26,7 +31,13 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from kubesched.extender.limits import DEFAULT_MAX_BODY, DEFAULT_TIMEOUT, normalize_prefix
+from kubesched.extender.limits import (
+    DEFAULT_MAX_BODY,
+    DEFAULT_TIMEOUT,
+    HEADER_TIMEOUT,
+    IDLE_TIMEOUT,
+    normalize_prefix,
+)
 from kubesched.extender.service import VERBS, Deadline, ExtenderService, Reply, ServiceError
 from kubesched.extender.wire import WireError, encode_error, parse_body
 
@@ -169,8 +180,9 @@ class ExtenderServer:
             except web.HTTPRequestEntityTooLarge:
                 return Reply(413, encode_error(verb, f"request body larger than {self.max_body} bytes")), "too_large"
             except TimeoutError:
-                msg = f"kubesched extender: reading the {verb} request timed out"
-                return self._server_error(verb, 408, msg), "timeout"
+                # The client's fault (kube-scheduler sends its body at once): 408 for every verb.
+                msg = f"kubesched extender: the {verb} request body did not arrive within {self.timeout:g}s"
+                return Reply(408, encode_error(verb, msg)), "timeout"
             data = parse_body(body)
             if verb == "bind":
                 try:
@@ -230,17 +242,90 @@ def server_ssl_context(cert: Path, key: Path, client_ca: Path | None = None) -> 
     return ctx
 
 
+class _HeaderDeadline(asyncio.Protocol):
+    """aiohttp's protocol for one connection, closed unless the headers of its first request (up to
+    the blank line that ends them) arrive within ``timeout`` seconds of the connection opening.
+    aiohttp has no header timeout of its own: its keep-alive timer is the only bound, and that one
+    must stay above the scheduler's idle timeout (``limits.IDLE_TIMEOUT``)."""
+
+    def __init__(self, inner: asyncio.Protocol, timeout: float) -> None:
+        self._inner = inner
+        self._timeout = timeout
+        self._timer: asyncio.TimerHandle | None = None
+        self._tail = b""
+        self._transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport
+        self._timer = asyncio.get_running_loop().call_later(self._timeout, self._expire)
+        self._inner.connection_made(transport)
+
+    def _expire(self) -> None:
+        self._timer = None
+        if self._transport is not None:
+            log.info("extender: closed a connection that sent no complete request headers in %gs", self._timeout)
+            self._transport.abort()  # type: ignore[attr-defined]
+
+    def data_received(self, data: bytes) -> None:
+        if self._timer is not None:
+            seen = self._tail + data
+            if b"\r\n\r\n" in seen:
+                self._timer.cancel()
+                self._timer = None
+            self._tail = seen[-3:]
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+
+class _GuardedSite(web.BaseSite):
+    """A TCP site whose connections go through :class:`_HeaderDeadline`."""
+
+    def __init__(self, runner: web.AppRunner, host: str, port: int, *, ssl_context: ssl.SSLContext | None,
+                 header_timeout: float) -> None:
+        super().__init__(runner, ssl_context=ssl_context, backlog=1024)
+        self._host, self._port, self._header_timeout = host, port, header_timeout
+
+    @property
+    def name(self) -> str:
+        return f"{'https' if self._ssl_context else 'http'}://{self._host}:{self.port}"
+
+    @property
+    def port(self) -> int:
+        sockets = getattr(self._server, "sockets", None) or []
+        return int(sockets[0].getsockname()[1]) if sockets else self._port
+
+    async def start(self) -> None:
+        await super().start()
+        handler_factory = self._runner.server
+        assert handler_factory is not None
+        timeout = self._header_timeout
+        self._server = await asyncio.get_running_loop().create_server(
+            lambda: _HeaderDeadline(handler_factory(), timeout), self._host, self._port,
+            ssl=self._ssl_context, backlog=self._backlog, reuse_address=True,
+        )
+
+
 async def start_server(
-    server: ExtenderServer, host: str, port: int, ssl_context: ssl.SSLContext | None = None
+    server: ExtenderServer, host: str, port: int, ssl_context: ssl.SSLContext | None = None, *,
+    header_timeout: float = HEADER_TIMEOUT, idle_timeout: float = IDLE_TIMEOUT,
 ) -> tuple[web.AppRunner, int]:
     """Start listening; returns the runner (``await runner.cleanup()`` to stop) and the bound port."""
-    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False)
+    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, keepalive_timeout=idle_timeout)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=ssl_context, backlog=1024)
+    site = _GuardedSite(runner, host, port, ssl_context=ssl_context, header_timeout=header_timeout)
     await site.start()
-    bound = port
-    server_obj = getattr(site, "_server", None)
-    sockets = getattr(server_obj, "sockets", None) or []
-    if sockets:
-        bound = int(sockets[0].getsockname()[1])
-    return runner, bound
+    return runner, site.port

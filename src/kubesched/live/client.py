@@ -4,9 +4,11 @@ evict preemption victims as upstream's preemption executor does."""
 from __future__ import annotations
 
 import time
+from typing import Any
 from urllib.parse import quote
 
 from kubesched.framework.handle import BindConflictError, PodGoneError
+from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.kube.api import STRATEGIC_MERGE_PATCH, ApiClient, ApiError
 from kubesched.kube.events import rfc3339
 from kubesched.snapshot.pod import PodInfo
@@ -47,6 +49,13 @@ class LiveClusterClient:
                 raise PodGoneError(str(e)) from None
             raise
         self.bound += 1
+
+    async def update_object(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
+        """PUT a declared object (framework/objects.py ObjectWriter), e.g. VolumeBinding's PV
+        claimRef and PVC selected-node updates; its resourceVersion makes a stale write a 409."""
+        path = kind.object_path(object_key(obj, kind.namespaced))
+        stored = await self.api.request("PUT", path, obj)
+        return stored if isinstance(stored, dict) else obj
 
     async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
         """Preempt ``pod`` as upstream's executor does (framework/preemption/executor.go): the

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kubesched.app.options import config_option, debug_option, plugins_option
+from kubesched.app.options import config_option, context_option, debug_option, plugins_option
 from kubesched.app.startup import UserError, load_scheduler_config
 
 DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
@@ -22,6 +22,7 @@ DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
     type=click.Path(dir_okay=False),
     help="Kubeconfig file (default: clientConnection.kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster).",
 )
+@context_option
 @plugins_option
 @click.option(
     "--health-addr",
@@ -51,6 +52,7 @@ DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
 def run_command(
     config_path: Path | None,
     kubeconfig: str | None,
+    context: str | None,
     plugin_modules: tuple[str, ...],
     health_addr: str,
     leader_elect: bool | None,
@@ -80,7 +82,7 @@ def run_command(
     except ValueError as e:
         raise UserError(f"--health-addr: {e}") from None
     logs.configure(verbosity, log_format)
-    options = LiveOptions(health_addr=health_addr, leader_elect=leader_elect, lease_name=lease_name,
+    options = LiveOptions(health_addr=health_addr, context=context, leader_elect=leader_elect, lease_name=lease_name,
                           replace_default_scheduler=replace_default_scheduler, debug=debug)
     if identity:
         options.identity = identity
@@ -109,9 +111,12 @@ def _print_rbac(config: Any, registry: Any, name: str, lease_name: str) -> None:
 
 @click.command("explain")
 @click.argument("pod")
-@click.option("-n", "--namespace", default=None, help="Namespace (default: from POD as ns/name, else default).")
+@click.option("-n", "--namespace", default=None,
+              help="Namespace (default: from POD as ns/name, else the kubeconfig context's, else default).")
 @config_option()
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig file (default: as kubectl).")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="Kubeconfig file (default: as kubectl: $KUBECONFIG, ~/.kube/config, in-cluster).")
+@context_option
 @click.option("--profile", help="Explain with this profile (default: the pod's schedulerName).")
 @plugins_option
 @click.option("--max-rows", type=click.IntRange(min=1), default=50, show_default=True)
@@ -120,6 +125,7 @@ def explain_command(
     namespace: str | None,
     config_path: Path | None,
     kubeconfig: str | None,
+    context: str | None,
     profile: str | None,
     plugin_modules: tuple[str, ...],
     max_rows: int,
@@ -141,10 +147,10 @@ def explain_command(
     config, registry = load_scheduler_config(config_path, plugin_modules)
 
     async def go() -> object:
-        conn = await load_connection(kubeconfig or config.client_connection.kubeconfig or None)
+        conn = await load_connection(kubeconfig or config.client_connection.kubeconfig or None, context)
         api = ApiClient(conn, None, 0)
         try:
-            return await explain_live(api, config, registry, name, namespace or "default", profile)
+            return await explain_live(api, config, registry, name, namespace or conn.namespace or "default", profile)
         finally:
             await api.close()
 

@@ -238,7 +238,21 @@ class LeaderElector:
             if timeout is None:
                 ok = await self.try_acquire_or_renew()
             else:
-                ok = await asyncio.wait_for(self.try_acquire_or_renew(), timeout)
+                # Not asyncio.wait_for: its cancellation, landing as the request's own timeout
+                # fires, became that TimeoutError (nested timeouts, Python < 3.12), the fast path
+                # swallowed it and went on to a full GET: a partitioned leader stopped 6 s after the
+                # cut with a 3 s renewDeadline (chaos suite). The attempt now ends at the deadline.
+                task = asyncio.ensure_future(self.try_acquire_or_renew())
+                try:
+                    done, _ = await asyncio.wait({task}, timeout=timeout)
+                except asyncio.CancelledError:
+                    task.cancel()
+                    raise
+                if not done:
+                    task.cancel()
+                    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+                    raise TimeoutError(f"no answer within {timeout:.1f}s")
+                ok = task.result()
             return ok
         except asyncio.CancelledError:
             raise

@@ -177,3 +177,29 @@ async def test_instrumented_framework_schedules_the_same_and_records_upstream_me
     text = generate_latest(metrics.registry).decode()
     assert 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 1.0' in text
     await asyncio.sleep(0)
+
+
+class RefusingApi(FakeApi):
+    """The apiserver refusing a nomination for a pod bound meanwhile (v1.37 validation)."""
+
+    async def request(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        from kubesched.kube.api import ApiError
+
+        self.calls.append((method, path, body, kw.get("content_type")))
+        if path.endswith("/status") and "nominatedNodeName" in (body or {}).get("status", {}):
+            raise ApiError("PATCH", path, 422, {"reason": "Invalid", "message": 'Pod "p" is invalid: '
+                           "status.nominatedNodeName: Forbidden: may not be set on pods that are already bound "
+                           "to a node"})
+        return {}
+
+
+async def test_a_nomination_for_a_pod_bound_meanwhile_is_dropped_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    api = RefusingApi()
+    w = EventWriter(api, "kubesched-test", interval=30.0, now=Clock())  # type: ignore[arg-type]
+    w.start()
+    w.nominated(pod_info("preemptor", cpu="1"), "node-1")
+    await w.flush(2)
+    assert len(api.calls) == 1  # tried once, not retried
+    assert w.stats.errors == 0
+    assert "write_failed" not in caplog.text
+    await w.stop()
