@@ -1,7 +1,8 @@
 """The embedded in-memory cluster: the simulator's stand-in for the apiserver.
 
 It holds the raw objects, binds pods (the ClusterClient the DefaultBinder calls), evicts
-preemption victims, and tells the scheduler about every change exactly as the live informers
+preemption victims, takes plugins' object writes (VolumeBinding's PV and claim updates, answered by
+the simulated PV controller of volumes.py), and tells the scheduler about every change exactly as the live informers
 would, so the same framework code runs unchanged.
 
 Eviction (``evict``, what upstream's preemption executor does through the API): the victim gets
@@ -19,7 +20,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubesched.framework.handle import BindConflictError, PodGoneError
+from kubesched.framework.objects import ObjectKind, object_key
+from kubesched.framework.types import ActionType, ClusterEvent
 from kubesched.scheduler import Scheduler
+from kubesched.simulate.volumes import VolumeController
 from kubesched.snapshot.pod import PodInfo
 
 #: Upstream v1.DefaultTerminationGracePeriodSeconds.
@@ -42,6 +46,8 @@ class SimulatedCluster:
         self._seq = itertools.count()
         self._now = 0.0
         self.evicted = 0
+        #: The PV controller and provisioner (the scheduler's PreBind writes start their work).
+        self.volumes = VolumeController(self.objects, self.nodes, self._object_written)
 
     def attach(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
@@ -134,3 +140,31 @@ class SimulatedCluster:
     def add_object(self, kind: str, key: str, raw: dict[str, Any]) -> None:
         """Add or replace an object of a declared kind under its key (``namespace/name`` or ``name``)."""
         self.objects.setdefault(kind, {})[key] = raw
+
+    # -- declared objects written by plugins (framework/objects.py ObjectWriter) -------------------
+    def settle_volumes(self) -> None:
+        """Before scheduling: bind what the PV controller would have bound already (volumes.py)."""
+        if self.objects.get("PersistentVolumeClaim"):
+            self.volumes.settle()
+
+    async def update_object(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
+        """PUT semantics: the stored object must have the version ``obj`` was read at (else a
+        conflict, as the apiserver's), then the PV controller reacts at once (volumes.py)."""
+        key = object_key(obj, kind.namespaced)
+        current = self.objects.get(kind.kind, {}).get(key)
+        if current is None:
+            raise LookupError(f'{kind.resource} "{key.rpartition("/")[2]}" not found')
+        have = (current.get("metadata") or {}).get("resourceVersion")
+        want = (obj.get("metadata") or {}).get("resourceVersion")
+        if want is not None and have is not None and str(want) != str(have):
+            raise RuntimeError(
+                f'Operation cannot be fulfilled on {kind.resource} "{key.rpartition("/")[2]}": the object has been '
+                "modified; please apply your changes to the latest version and try again")
+        stored = self.volumes.write(kind.kind, key, obj)
+        self.volumes.react(kind.kind, stored)
+        return self.objects.get(kind.kind, {}).get(key, stored)
+
+    def _object_written(self, kind: str, key: str, obj: dict[str, Any]) -> None:
+        if self.scheduler is not None:
+            self.scheduler.queue.move_all_to_active_or_backoff(
+                ClusterEvent(kind, ActionType.UPDATE_OTHER, f"{kind}Update"))

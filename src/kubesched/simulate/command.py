@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -14,6 +15,14 @@ from rich.console import Console
 
 from kubesched.app.options import config_option, debug_option, plugins_option
 from kubesched.app.startup import UserError, load_scheduler_config
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from kubesched.config.load import SchedulerConfig
+    from kubesched.framework.objects import ObjectKind
+    from kubesched.framework.registry import Registry
+    from kubesched.simulate.inputs import ClusterInput
 
 
 @click.command("simulate")
@@ -29,10 +38,12 @@ from kubesched.app.startup import UserError, load_scheduler_config
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
 @click.option(
     "--output",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(["text", "json", "jsonl"]),
     default="text",
     show_default=True,
-    help="text: a summary; json: every placement with per-plugin verdicts and scores, on stdout.",
+    help="text: a summary; json: one document, each pod's verdict, reasons and the chosen node's score; "
+    "jsonl: JSON Lines, the document then one pod per line with every evaluated node's verdict and the "
+    "top-scored nodes. json and jsonl go to stdout.",
 )
 @click.option(
     "--report",
@@ -58,6 +69,19 @@ from kubesched.app.startup import UserError, load_scheduler_config
     help="Leave pending pods whose schedulerName matches no profile unscheduled "
     "(default: simulate them with the first profile).",
 )
+@click.option(
+    "--drain",
+    "drain_nodes",
+    metavar="NODE[,NODE...]",
+    multiple=True,
+    help="What-if: cordon these nodes and evict their pods as `kubectl drain --ignore-daemonsets "
+    "--delete-emptydir-data --force` would, then reschedule them; reports which would not fit anywhere.",
+)
+@click.option(
+    "--drain-selector",
+    metavar="SELECTOR",
+    help="Drain the nodes this label selector matches (kubectl syntax: 'pool=old,zone in (a,b)').",
+)
 @plugins_option
 @click.option("--max-rows", type=click.IntRange(min=1), default=25, show_default=True, help="Rows per summary table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
@@ -73,6 +97,8 @@ def simulate(
     out_cluster: Path | None,
     explain_pod: str | None,
     strict_scheduler_name: bool,
+    drain_nodes: tuple[str, ...],
+    drain_selector: str | None,
     plugin_modules: tuple[str, ...],
     max_rows: int,
     quiet: bool,
@@ -84,12 +110,93 @@ def simulate(
     configuration unless --config is given).
     """
     from kubesched.app.render import console, print_explanation, print_tracebacks
-    from kubesched.framework.registry import profiles_object_kinds
-    from kubesched.simulate.generator import generate_cluster
-    from kubesched.simulate.inputs import ClusterInputError, load_cluster
-    from kubesched.simulate.report_json import result_to_json
+    from kubesched.simulate.report_json import result_to_json, write_jsonl
     from kubesched.simulate.runner import Simulation
     from kubesched.simulate.summary import print_summary
+    from kubesched.snapshot.pod import PodSpecError
+    from kubesched.snapshot.table import NodeSpecError
+
+    config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed)
+
+    drain_plan = None
+    if drain_nodes or drain_selector is not None:
+        from kubesched.simulate.drain import DrainError, plan_drain_options
+
+        try:
+            cluster, drain_plan = plan_drain_options(cluster, drain_nodes, drain_selector)
+        except DrainError as e:
+            raise UserError(str(e)) from None
+    gc.freeze()  # the input lives until the process exits: no cyclic GC pass needs to scan it again
+    err = console(stderr=True)
+    out = console()
+    for warning in cluster.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    progress_cb, stop_progress = _progress(err, quiet or output != "text")
+    sim = Simulation(
+        config,
+        registry,
+        cluster,
+        seed=seed,
+        explain_pod=explain_pod,
+        strict_scheduler_name=strict_scheduler_name,
+        progress=progress_cb,
+        per_node=output == "jsonl",
+        unfreeze_gc=False,  # this process exits after reporting
+    )
+    try:
+        result = asyncio.run(sim.run())
+    except (PodSpecError, NodeSpecError) as e:
+        raise UserError(str(e)) from None
+    finally:
+        stop_progress()
+    if explain_pod is not None and result.explanation is None:
+        raise UserError(f"--explain: no pod {explain_pod!r} in the cluster (give name or namespace/name)")
+    data = result_to_json(result, placements=output != "jsonl" or report_path is not None)
+    if drain_plan is not None:
+        from kubesched.simulate.drain import drain_to_json
+
+        data["drain"] = drain_to_json(drain_plan, result.records)
+    if output == "json":
+        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    elif output == "jsonl":
+        write_jsonl(data, result, sys.stdout.buffer)
+    else:
+        print_summary(out, data, max_rows)
+    if debug:
+        print_tracebacks(err, sim.recorder.exceptions)
+    if result.explanation is not None:
+        print_explanation(err if output != "text" else out, result.explanation, max_rows=max(max_rows, 50))
+    if report_path is not None:
+        from kubesched.simulate.report_html import render_html
+
+        report_path.write_text(render_html(data), encoding="utf-8")
+        err.print(f"report written to {report_path}")
+    if out_cluster is not None:
+        _write_cluster(out_cluster, result)
+        err.print(f"resulting cluster written to {out_cluster}")
+
+
+def load_input(
+    config_path: Path | None, plugin_modules: tuple[str, ...], cluster_path: Path | None, nodes: int | None,
+    pods: int | None, seed: int,
+) -> tuple[SchedulerConfig, Registry, ClusterInput]:
+    """The configuration and the cluster of a what-if command: ``--cluster``, a generated one
+    (``--nodes``/``--pods``), or the built-in demo (with its configuration unless ``--config``)."""
+    from kubesched.framework.registry import profiles_object_kinds
+
+    if cluster_path is None and nodes is None and config_path is None:
+        config_path = demo_dir() / "config.yaml"
+    config, registry = load_scheduler_config(config_path, plugin_modules)
+    kinds = profiles_object_kinds(registry, config.profiles)
+    return config, registry, load_cluster_input(cluster_path, nodes, pods, seed, kinds)
+
+
+def load_cluster_input(
+    cluster_path: Path | None, nodes: int | None, pods: int | None, seed: int, kinds: Sequence[ObjectKind]
+) -> ClusterInput:
+    """``--cluster`` (keeping objects of ``kinds``), a generated cluster, or the built-in demo's."""
+    from kubesched.simulate.generator import generate_cluster
+    from kubesched.simulate.inputs import ClusterInputError, load_cluster
     from kubesched.snapshot.pod import PodSpecError
     from kubesched.snapshot.table import NodeSpecError
 
@@ -97,11 +204,6 @@ def simulate(
         raise UserError("give either --cluster or --nodes/--pods, not both")
     if pods is not None and nodes is None:
         raise UserError("--pods needs --nodes")
-    demo = cluster_path is None and nodes is None
-    if demo and config_path is None:
-        config_path = demo_dir() / "config.yaml"
-    config, registry = load_scheduler_config(config_path, plugin_modules)
-    kinds = profiles_object_kinds(registry, config.profiles)
     try:
         if cluster_path is not None:
             cluster = load_cluster(cluster_path, kinds)
@@ -114,46 +216,7 @@ def simulate(
     if cluster_path is not None and not cluster.nodes and not cluster.pods:
         skipped = ", ".join(f"{n} {kind}" for kind, n in cluster.skipped.items()) or "nothing"
         raise UserError(f"--cluster {cluster_path}: no Node or Pod objects found (read: {skipped})")
-
-    err = console(stderr=True)
-    out = console()
-    for warning in cluster.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    progress_cb, stop_progress = _progress(err, quiet or output == "json")
-    sim = Simulation(
-        config,
-        registry,
-        cluster,
-        seed=seed,
-        explain_pod=explain_pod,
-        strict_scheduler_name=strict_scheduler_name,
-        progress=progress_cb,
-    )
-    try:
-        result = asyncio.run(sim.run())
-    except (PodSpecError, NodeSpecError) as e:
-        raise UserError(str(e)) from None
-    finally:
-        stop_progress()
-    if explain_pod is not None and result.explanation is None:
-        raise UserError(f"--explain: no pod {explain_pod!r} in the cluster (give name or namespace/name)")
-    data = result_to_json(result)
-    if output == "json":
-        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-    else:
-        print_summary(out, data, max_rows)
-    if debug:
-        print_tracebacks(err, sim.recorder.exceptions)
-    if result.explanation is not None:
-        print_explanation(err if output == "json" else out, result.explanation, max_rows=max(max_rows, 50))
-    if report_path is not None:
-        from kubesched.simulate.report_html import render_html
-
-        report_path.write_text(render_html(data), encoding="utf-8")
-        err.print(f"report written to {report_path}")
-    if out_cluster is not None:
-        _write_cluster(out_cluster, result)
-        err.print(f"resulting cluster written to {out_cluster}")
+    return cluster
 
 
 def demo_dir() -> Path:

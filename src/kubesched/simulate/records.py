@@ -1,5 +1,11 @@
-"""What the simulator remembers about each pod: outcome, attempts, the last diagnosis and the
-top-scored nodes. Kept compact (numpy chunks, top-k only) so 10,000-pod runs stay cheap."""
+"""What the simulator remembers about each pod: outcome, attempts, why it did not fit (reason →
+number of nodes) and the chosen node's score.
+
+Per-node detail — every evaluated node's rejection and the top-k scored nodes — is kept only when
+asked for (``Recorder(per_node=True)``: ``--output jsonl``), and then columnar (``Rejections``:
+two small integer arrays per pod), expanded to node names only while a pod's line is written. So a
+10,000-pod run on 5,000 nodes keeps a few hundred bytes per pod, not the millions of per-node
+statuses its scheduling cycles produced."""
 
 from __future__ import annotations
 
@@ -8,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from kubesched.framework.clock import Clock
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.status import Status
 from kubesched.scheduler import ScheduleFailure, ScheduleResult, SchedulerObserver
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
@@ -23,6 +31,8 @@ PENDING = "Pending"
 WAITING = "Waiting"
 #: A pod evicted by preemption (deleted from the simulated cluster after its grace period).
 PREEMPTED = "Preempted"
+#: A pod a PreEnqueue plugin still held back at the end (e.g. spec.schedulingGates): never attempted.
+GATED = "Gated"
 
 
 @dataclass(slots=True)
@@ -30,6 +40,40 @@ class ScoredNode:
     node: str
     total: int
     plugins: dict[str, int]
+
+
+@dataclass(slots=True, frozen=True)
+class Rejections:
+    """A pod's per-node filter rejections, columnar: the rejected node rows and, for each, an index
+    into ``statuses``. Node names are looked up only by ``by_plugin``."""
+
+    rows: npt.NDArray[np.int32]
+    codes: npt.NDArray[np.uint16] | npt.NDArray[np.int32]
+    statuses: tuple[Status, ...]
+
+    @classmethod
+    def of(cls, diagnosis: Diagnosis) -> Rejections | None:
+        rows, codes, statuses = diagnosis.node_to_status.rejected()
+        if not len(rows):
+            return None
+        small = codes.astype(np.uint16) if len(statuses) <= np.iinfo(np.uint16).max else codes
+        return cls(rows, small, tuple(statuses))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def by_plugin(self, names: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+        """{plugin: {reason: [nodes]}}: plugins and reasons in the order they first rejected, nodes
+        in evaluation order (one status at a time, not one node at a time)."""
+        out: dict[str, dict[str, list[str]]] = {}
+        order = np.argsort(self.codes, kind="stable")
+        codes = self.codes[order]
+        starts = np.flatnonzero(np.diff(codes)) + 1
+        for group in np.split(order, starts):
+            status = self.statuses[int(self.codes[group[0]])]
+            nodes = out.setdefault(status.plugin or "PreFilter", {}).setdefault(status.message, [])
+            nodes.extend(names[r] for r in self.rows[group].tolist())
+        return out
 
 
 @dataclass(slots=True)
@@ -44,8 +88,12 @@ class PodRecord:
     time: float = 0.0
     feasible_nodes: int = 0
     evaluated_nodes: int = 0
+    #: The chosen node's score first; with per-node detail, then the next best up to top-k.
     top_scores: list[ScoredNode] = field(default_factory=list)
-    diagnosis: Diagnosis | None = None
+    #: A pod that did not fit: how many nodes gave each reason (the FitError's counts), most first.
+    reasons: dict[str, int] = field(default_factory=dict)
+    #: Every evaluated node's rejection (per-node detail only).
+    rejections: Rejections | None = None
 
 
 @dataclass(slots=True)
@@ -83,10 +131,13 @@ class Recorder(SchedulerObserver):
         on_attempt: Callable[[PodInfo, str, str | None], None] | None = None,
         max_error_attempts: int = 10,
         give_up: Callable[[PodInfo], None] | None = None,
+        per_node: bool = False,
     ) -> None:
         self.table = table
         self.clock = clock
-        self.top_k = top_k
+        #: Scored nodes kept per pod: the chosen one, or with per-node detail the top k.
+        self.top_k = top_k if per_node else 1
+        self.per_node = per_node
         self.records: dict[str, PodRecord] = {}
         self.attempts = 0
         self.bound_count = 0
@@ -118,7 +169,8 @@ class Recorder(SchedulerObserver):
         rec.time = self.clock.now()
         rec.feasible_nodes = result.feasible_nodes
         rec.evaluated_nodes = result.evaluated_nodes
-        rec.diagnosis = result.diagnosis if len(result.diagnosis.node_to_status) else None
+        rec.reasons = {}
+        rec.rejections = Rejections.of(result.diagnosis) if self.per_node else None
         rec.top_scores = self._top(result)
 
     def _top(self, result: ScheduleResult) -> list[ScoredNode]:
@@ -126,14 +178,17 @@ class Recorder(SchedulerObserver):
         if scored is None:
             return [ScoredNode(result.node_name, 0, {})]
         totals = scored.totals
-        k = min(self.top_k, len(totals))
-        idx = np.argpartition(-totals, k - 1)[:k] if len(totals) > k else np.arange(len(totals))
-        idx = idx[np.argsort(-totals[idx], kind="stable")]
         names = self.table.names
         # The chosen node comes first, even when ties put other nodes ahead or out of the top k.
         chosen = np.flatnonzero(scored.rows == self.table.row_of(result.node_name))
-        if len(chosen):
-            idx = np.concatenate((chosen[:1], idx[idx != chosen[0]]))[:k]
+        k = min(self.top_k, len(totals))
+        if k == 1 and len(chosen):
+            idx = chosen[:1]
+        else:
+            idx = np.argpartition(-totals, k - 1)[:k] if len(totals) > k else np.arange(len(totals))
+            idx = idx[np.argsort(-totals[idx], kind="stable")]
+            if len(chosen):
+                idx = np.concatenate((chosen[:1], idx[idx != chosen[0]]))[:k]
         rows = scored.rows[idx].tolist()
         per_plugin = {p: s[idx].tolist() for p, s in scored.by_plugin.items()}
         return [
@@ -172,7 +227,9 @@ class Recorder(SchedulerObserver):
         rec.node = None
         rec.message = failure.message
         rec.time = self.clock.now()
-        rec.diagnosis = failure.diagnosis
+        histogram = failure.diagnosis.node_to_status.reason_histogram()
+        rec.reasons = dict(sorted(histogram.items(), key=lambda kv: (-kv[1], kv[0])))
+        rec.rejections = Rejections.of(failure.diagnosis) if self.per_node else None
         rec.top_scores = []
         rec.feasible_nodes = 0
         rec.evaluated_nodes = len(failure.diagnosis.node_to_status)
@@ -193,18 +250,13 @@ class Recorder(SchedulerObserver):
         self.bound_count += 1
 
 
-def filters_by_plugin(diagnosis: Diagnosis | None, names: list[str]) -> dict[str, dict[str, list[str]]]:
-    """{plugin: {reason: [nodes]}} — the JSON form of a pod's per-node filter verdicts."""
-    out: dict[str, dict[str, list[str]]] = {}
-    if diagnosis is None:
-        return out
-    for row, status in diagnosis.node_to_status.items():
-        by_reason = out.setdefault(status.plugin or "PreFilter", {})
-        by_reason.setdefault(status.message, []).append(names[row])
-    return out
+def _score_json(s: ScoredNode) -> dict[str, Any]:
+    return {"node": s.node, "total": s.total, "plugins": s.plugins}
 
 
-def record_to_json(rec: PodRecord, names: list[str]) -> dict[str, Any]:
+def record_to_json(rec: PodRecord) -> dict[str, Any]:
+    """A placement as ``--output json`` shows it: the verdict, why the pod did not fit (reason →
+    nodes) and the chosen node's score."""
     return {
         "pod": rec.key,
         "uid": rec.uid,
@@ -216,6 +268,16 @@ def record_to_json(rec: PodRecord, names: list[str]) -> dict[str, Any]:
         "time": round(rec.time, 6),
         "feasibleNodes": rec.feasible_nodes,
         "evaluatedNodes": rec.evaluated_nodes,
-        "filters": filters_by_plugin(rec.diagnosis, names),
-        "scores": [{"node": s.node, "total": s.total, "plugins": s.plugins} for s in rec.top_scores],
+        "reasons": rec.reasons,
+        "score": _score_json(rec.top_scores[0]) if rec.top_scores else None,
     }
+
+
+def record_detail_json(rec: PodRecord, names: Sequence[str]) -> dict[str, Any]:
+    """A placement with its per-node detail (``--output jsonl``): ``filters`` {plugin: {reason:
+    [nodes]}} over the nodes its last attempt evaluated, and ``scores``, the top-scored nodes with
+    the chosen one first."""
+    out = record_to_json(rec)
+    out["filters"] = rec.rejections.by_plugin(names) if rec.rejections is not None else {}
+    out["scores"] = [_score_json(s) for s in rec.top_scores]
+    return out

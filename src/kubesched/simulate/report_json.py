@@ -1,58 +1,91 @@
 """The simulation result as one JSON document (``--output json``); the HTML report and the
-terminal summary are rendered from the same document, so the three never disagree."""
+terminal summary are rendered from the same document, so the three never disagree.
+
+Each placement carries the pod's verdict, why it did not fit (reason → number of nodes) and the
+chosen node's score, so the document grows with the pods, not pods × nodes. The per-node detail
+(every evaluated node's rejection, the top-scored nodes) is streamed as JSON Lines by
+``write_jsonl`` (``--output jsonl``): the document without its placements on the first line, then
+one placement per line.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, BinaryIO
+
+import orjson
 
 import kubesched
-from kubesched.simulate.records import PENDING, PRE_BOUND, PREEMPTED, SCHEDULED, UNSCHEDULABLE, record_to_json
+from kubesched.simulate.records import (
+    GATED,
+    PENDING,
+    PRE_BOUND,
+    PREEMPTED,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    record_detail_json,
+    record_to_json,
+)
 from kubesched.simulate.runner import SimulationResult
 from kubesched.snapshot.table import CPU, MEMORY, PODS
 
-SCHEMA_VERSION = 1
+#: 2: placements carry ``reasons`` and the chosen node's ``score``; ``filters`` and ``scores``
+#: (per node) moved to ``--output jsonl``.
+SCHEMA_VERSION = 2
 
 
-def _resources(table: Any, row: int, matrix: Any) -> dict[str, int]:
-    # ``matrix`` may predate extended-resource columns added during the run.
+def _resource_dicts(table: Any, rows: Any, matrix: Any) -> list[dict[str, int]]:
+    """Per row, {resource: amount}: the first four resources always, others when non-zero. Rows
+    beyond ``matrix`` (nodes added during the run) get {}; ``matrix`` may also predate
+    extended-resource columns added during the run."""
     cols = min(len(table.resource_names), matrix.shape[1])
-    return {table.resource_names[c]: int(matrix[row, c]) for c in range(cols) if matrix[row, c] or c < 4}
+    resource_names = table.resource_names[:cols]
+    inside = rows[rows < matrix.shape[0]]
+    values = iter(matrix[inside, :cols].tolist())
+    out: list[dict[str, int]] = []
+    for row in rows.tolist():
+        if row >= matrix.shape[0]:
+            out.append({})
+            continue
+        out.append({r: v for c, (r, v) in enumerate(zip(resource_names, next(values), strict=True)) if v or c < 4})
+    return out
 
 
-def result_to_json(result: SimulationResult) -> dict[str, Any]:
+def result_to_json(result: SimulationResult, placements: bool = True) -> dict[str, Any]:
+    """The document; without ``placements`` its ``placements`` list is left empty (``write_jsonl``
+    streams them)."""
     sched = result.scheduler
     table = sched.cache.table
     names = table.names
-    nodes = []
-    for row in table.alive_rows():
-        r = int(row)
-        name = names[r]
-        nodes.append(
-            {
-                "name": name,
-                "labels": table.labels[r],
-                "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in table.taints(r)],
-                "unschedulable": bool(table.unschedulable[r]),
-                "allocatable": _resources(table, r, table.allocatable),
-                "requestedBefore": _resources(table, r, result.requested_before)
-                if r < len(result.requested_before)
-                else {},
-                "requestedAfter": _resources(table, r, table.requested),
-                "podsBefore": result.pods_before.get(name, 0),
-                "podsAfter": len(table.pods[r]),
-            }
-        )
+    alive = table.alive_rows()
+    columns = zip(
+        alive.tolist(),
+        table.unschedulable[alive].tolist(),
+        _resource_dicts(table, alive, table.allocatable),
+        _resource_dicts(table, alive, result.requested_before),
+        _resource_dicts(table, alive, table.requested),
+        strict=True,
+    )
+    nodes = [
+        {
+            "name": names[r],
+            "labels": table.labels[r],
+            "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in table.taints(r)],
+            "unschedulable": bool(cordoned),
+            "allocatable": allocatable,
+            "requestedBefore": before,
+            "requestedAfter": after,
+            "podsBefore": result.pods_before.get(names[r], 0),
+            "podsAfter": len(table.pods[r]),
+        }
+        for r, cordoned, allocatable, before, after in columns
+    ]
     records = list(result.records.values())
-    placements = [record_to_json(rec, names) for rec in records if rec.status != PRE_BOUND]
     status_counts = Counter(rec.status for rec in records)
     reasons: Counter[str] = Counter()
     for rec in records:
-        if rec.status == UNSCHEDULABLE and rec.diagnosis is not None:
-            hist = rec.diagnosis.node_to_status.reason_histogram()
-            for reason in hist:
-                reasons[reason] += 1
-    alive = table.alive_rows()
+        if rec.status == UNSCHEDULABLE:
+            reasons.update(rec.reasons.keys())
     alloc = table.allocatable[alive]
 
     def util(matrix: Any, col: int) -> float:
@@ -77,6 +110,7 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
             "errors": status_counts["Error"],
             "waiting": status_counts["Waiting"],
             "pending": status_counts[PENDING],
+            "gated": status_counts[GATED],
             "attempts": result.attempts,
             "virtualSeconds": round(result.virtual_seconds, 6),
             "wallSeconds": round(result.wall_seconds, 6),
@@ -100,7 +134,7 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
         "reassignedSchedulerNames": dict(result.reassigned),
         "unschedulableReasons": dict(reasons.most_common()),
         "nodes": nodes,
-        "placements": placements,
+        "placements": [record_to_json(rec) for rec in records if rec.status != PRE_BOUND] if placements else [],
         "preemptions": [p.to_json() for p in result.preemptions],
     }
     if result.pod_groups:
@@ -108,3 +142,15 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
         # for a gang left unplaced, the gang-level reason.
         doc["podGroups"] = result.pod_groups
     return doc
+
+
+def write_jsonl(doc: dict[str, Any], result: SimulationResult, out: BinaryIO) -> None:
+    """JSON Lines: ``doc`` (the document, ``result_to_json``) without its placements, then one
+    placement per line with its per-node detail (``record_detail_json``), each expanded to node
+    names only as it is written."""
+    header = {"kind": "Simulation", **{k: v for k, v in doc.items() if k != "placements"}}
+    out.write(orjson.dumps(header) + b"\n")
+    names = result.scheduler.cache.table.names
+    for rec in result.records.values():
+        if rec.status != PRE_BOUND:
+            out.write(orjson.dumps({"kind": "Placement", **record_detail_json(rec, names)}) + b"\n")

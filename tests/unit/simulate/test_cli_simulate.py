@@ -24,6 +24,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+from kubesched import testing as builders
 from kubesched.cli import main
 from kubesched.simulate.command import demo_dir
 from kubesched.simulate.generator import generate_cluster
@@ -282,8 +283,10 @@ NODE_KEYS = {
 }  # fmt: skip
 PLACEMENT_KEYS = {
     "pod", "uid", "profile", "status", "node", "attempts", "message", "time", "feasibleNodes", "evaluatedNodes",
-    "filters", "scores",
+    "reasons", "score",
 }  # fmt: skip
+#: --output jsonl adds the per-node detail to each placement.
+DETAIL_KEYS = PLACEMENT_KEYS | {"kind", "filters", "scores"}
 STATUSES = {"Scheduled", "Unschedulable", "Error", "Waiting", "Pending", "Preempted"}
 
 
@@ -295,8 +298,39 @@ def is_num(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def assert_score(sc: dict[str, Any], node_names: set[str]) -> None:
+    assert set(sc) == {"node", "total", "plugins"} and sc["node"] in node_names
+    assert is_int(sc["total"])
+    assert all(isinstance(k, str) and is_int(v) for k, v in sc["plugins"].items())
+    if sc["plugins"]:
+        assert sc["total"] == sum(sc["plugins"].values())
+
+
+def assert_detail(p: dict[str, Any], node_names: set[str]) -> None:
+    """A JSON Lines placement: the JSON one plus every evaluated node's rejection and the top scores."""
+    assert set(p) == DETAIL_KEYS and p["kind"] == "Placement", p["pod"]
+    # filters: {plugin: {reason: [nodes]}}
+    rejected = [n for reasons in p["filters"].values() for ns in reasons.values() for n in ns]
+    assert len(rejected) == len(set(rejected)) and set(rejected) <= node_names
+    for plugin, reasons in p["filters"].items():
+        assert isinstance(plugin, str) and plugin and all(reason and nodes for reason, nodes in reasons.items())
+    # scores: [{node, total, plugins}], the chosen node first, then best first
+    for sc in p["scores"]:
+        assert_score(sc, node_names)
+    totals = [sc["total"] for sc in p["scores"][1:]]
+    assert totals == sorted(totals, reverse=True)
+    if p["status"] == "Scheduled":
+        assert p["scores"][0] == p["score"] and p["node"] not in rejected
+    if p["status"] == "Unschedulable":
+        assert p["scores"] == [] and len(rejected) == p["evaluatedNodes"]
+        # The JSON's reasons are these nodes counted per reason.
+        counts = Counter(reason for reasons in p["filters"].values() for reason, ns in reasons.items() for _ in ns)
+        for reason, n in p["reasons"].items():
+            assert sum(c for r, c in counts.items() if reason in r) >= n, reason
+
+
 def assert_schema(data: dict[str, Any]) -> None:
-    assert data["schemaVersion"] == 1
+    assert data["schemaVersion"] == 2
     assert isinstance(data["kubeschedVersion"], str) and data["kubeschedVersion"]
     assert isinstance(data["source"], str)
     assert isinstance(data["profiles"], list) and all(isinstance(p, str) for p in data["profiles"])
@@ -337,27 +371,17 @@ def assert_schema(data: dict[str, Any]) -> None:
         for k in ("attempts", "feasibleNodes", "evaluatedNodes"):
             assert is_int(p[k]) and p[k] >= 0
         assert is_num(p["time"]) and isinstance(p["message"], str)
-        # filters: {plugin: {reason: [nodes]}}
-        assert isinstance(p["filters"], dict)
-        for plugin, reasons in p["filters"].items():
-            assert isinstance(plugin, str) and plugin and isinstance(reasons, dict)
-            for reason, nodes in reasons.items():
-                assert isinstance(reason, str) and reason
-                assert nodes and set(nodes) <= node_names
-        # scores: [{node, total, plugins}], best first
-        assert isinstance(p["scores"], list)
-        for sc in p["scores"]:
-            assert set(sc) == {"node", "total", "plugins"} and sc["node"] in node_names
-            assert is_int(sc["total"])
-            assert all(isinstance(k, str) and is_int(v) for k, v in sc["plugins"].items())
-            if sc["plugins"]:
-                assert sc["total"] == sum(sc["plugins"].values())
-        totals = [sc["total"] for sc in p["scores"]]
-        assert totals == sorted(totals, reverse=True)
+        # reasons: {reason: nodes}, for a pod that did not fit (the FitError's counts)
+        assert isinstance(p["reasons"], dict)
+        assert all(isinstance(r, str) and r and is_int(n) and n > 0 for r, n in p["reasons"].items())
+        # score: the chosen node's {node, total, plugins}
+        if p["score"] is not None:
+            assert_score(p["score"], node_names)
+        if p["status"] == "Scheduled":
+            assert p["score"] is not None and p["score"]["node"] == p["node"] and p["reasons"] == {}
         if p["status"] == "Unschedulable":
-            assert p["scores"] == [] and p["filters"] and p["message"]
-            rejected = [n for reasons in p["filters"].values() for ns in reasons.values() for n in ns]
-            assert len(rejected) == len(set(rejected)) == p["evaluatedNodes"]
+            assert p["score"] is None and p["reasons"] and p["message"]
+            assert max(p["reasons"].values()) <= p["evaluatedNodes"] <= s["nodes"]
 
     counts = Counter(p["status"] for p in data["placements"])
     assert s["scheduled"] == counts["Scheduled"]
@@ -409,7 +433,7 @@ def test_demo_underlay_pods_beyond_the_ip_budget_are_unschedulable(demo_json: di
     for p in gateways:
         if p["status"] == "Unschedulable":
             assert "no free underlay IP" in p["message"]
-            assert "UnderlayIP" in p["filters"]
+            assert "node(s) had no free underlay IP" in p["reasons"]
     per_node = Counter(p["node"] for p in gateways if p["status"] == "Scheduled")
     budget = {f"worker-{i}": 10 for i in range(1, 7)} | {"worker-7": 4}
     assert set(per_node) <= set(budget)
@@ -496,7 +520,7 @@ def test_the_validity_checker_catches_violations(
             assert_valid_run(nodes, pods, data)
     data = json.loads(json.dumps(demo_json))
     big = next(p for p in data["placements"] if p["pod"] == "analytics/bigmem-1")
-    big.update(status="Scheduled", node="worker-5", scores=[])
+    big.update(status="Scheduled", node="worker-5", score=None)
     with pytest.raises(AssertionError, match=r"requested .* > allocatable"):
         assert_valid_run(nodes, pods, data)
 
@@ -533,10 +557,46 @@ def test_same_seed_gives_identical_placements(generated_runs: dict[int, dict[str
     assert stable(again) == stable(first)
 
 
-def test_the_chosen_node_is_listed_first_in_its_scores(generated_runs: dict[int, dict[str, Any]]) -> None:
-    for p in generated_runs[3]["placements"]:
-        if p["status"] == "Scheduled":
-            assert p["scores"] and p["scores"][0]["node"] == p["node"], p["pod"]
+def run_jsonl(*args: str | Path) -> list[dict[str, Any]]:
+    result = ok(run_cli("--output", "jsonl", *args))
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_jsonl_streams_the_document_then_one_pod_per_line_with_its_per_node_detail(
+    generated_runs: dict[int, dict[str, Any]],
+) -> None:
+    lines = run_jsonl("--nodes", "200", "--pods", "600", "--seed", "3")
+    header, placements = lines[0], lines[1:]
+    doc = generated_runs[3]
+    assert header["kind"] == "Simulation" and "placements" not in header
+    assert {k: v for k, v in header.items() if k != "kind"}["nodes"] == doc["nodes"]
+    assert header["unschedulableReasons"] == doc["unschedulableReasons"]
+    node_names = {n["name"] for n in doc["nodes"]}
+    # Same placements as the one JSON document, each with its per-node detail.
+    assert [{k: v for k, v in p.items() if k not in ("kind", "filters", "scores")} for p in placements] == [
+        {k: v for k, v in p.items() if k != "time"} | {"time": p["time"]} for p in doc["placements"]
+    ]
+    for p in placements:
+        assert_detail(p, node_names)
+    assert any(p["status"] == "Unschedulable" for p in placements)
+    assert any(len(p["scores"]) > 1 for p in placements)
+
+
+def test_json_placement_size_does_not_grow_with_the_nodes(tmp_path: Path) -> None:
+    """A pod that fits nowhere costs the same in the JSON on 30 nodes as on 300: its reasons are
+    counted, not listed per node (the per-node list is in --output jsonl)."""
+    sizes = {}
+    for n in (30, 300):
+        path = tmp_path / f"c{n}.yaml"
+        items = [builders.node(f"node-{i:03d}", "2", "4Gi") for i in range(n)]
+        items.append(builders.pod("huge", cpu="64"))
+        path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+        huge = next(p for p in run_json("--cluster", path)["placements"] if p["pod"] == "default/huge")
+        assert huge["status"] == "Unschedulable" and huge["reasons"] == {"Insufficient cpu": n}
+        sizes[n] = len(re.sub(r"\d+", "N", json.dumps(huge)))  # node counts, uid: one digit run each
+        detail = next(p for p in run_jsonl("--cluster", path) if p.get("pod") == "default/huge")
+        assert len(detail["filters"]["NodeResourcesFit"]["Insufficient cpu"]) == n
+    assert sizes[30] == sizes[300]
 
 
 # -- the HTML report (a real process) --------------------------------------------------------------------
@@ -627,7 +687,7 @@ def test_explain_custom_cluster_per_node_rejections_and_a_scheduled_pod() -> Non
     order = [n for n in (line.strip("│ ").split("│")[0].strip() for line in text.splitlines()) if n in nodes]
     assert order[0] == chosen["node"]
     assert "fits" in rows["small-a"] and "fits" in rows["small-b"]
-    top = chosen["scores"][0]
+    top = chosen["score"]
     assert top["node"] == chosen["node"]
     cells = [c.strip() for c in rows[chosen["node"]].strip("│ ").split("│")]
     assert cells[-1] == str(top["total"])

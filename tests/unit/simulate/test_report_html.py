@@ -45,15 +45,8 @@ def _scheduled(i: int, node: str, total: int) -> dict[str, Any]:
         "time": i * 0.01,
         "feasibleNodes": 3,
         "evaluatedNodes": 3,
-        "filters": {},
-        "scores": [
-            {"node": node, "total": total, "plugins": {"NodeResourcesFit": total - 100, "TaintToleration": 100}},
-            {
-                "node": "other",
-                "total": total - 10,
-                "plugins": {"NodeResourcesFit": total - 110, "TaintToleration": 100},
-            },
-        ],
+        "reasons": {},
+        "score": {"node": node, "total": total, "plugins": {"NodeResourcesFit": total - 100, "TaintToleration": 100}},
     }
 
 
@@ -69,8 +62,8 @@ def _unschedulable(i: int, n_nodes: int, name: str | None = None) -> dict[str, A
         "time": 1.0,
         "feasibleNodes": 0,
         "evaluatedNodes": n_nodes,
-        "filters": {"NodeResourcesFit": {"Insufficient cpu": [f"node-{k}" for k in range(n_nodes)]}},
-        "scores": [],
+        "reasons": {"Insufficient cpu": n_nodes},
+        "score": None,
     }
 
 
@@ -80,7 +73,7 @@ def _doc(nodes: list[dict[str, Any]], placements: list[dict[str, Any]], reasons:
 
     simulated = count("Scheduled") + count("Unschedulable")
     return {
-        "schemaVersion": 1,
+        "schemaVersion": 2,
         "kubeschedVersion": "0.1.0",
         "source": "cluster.yaml",
         "profiles": ["default-scheduler"],

@@ -1,0 +1,232 @@
+"""``kubesched capacity``: how many more replicas of a workload fit, and the fewest nodes of a
+template to add so that everything fits — each answer from full simulations (simulate/capacity.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+import orjson
+from rich.console import Console
+from rich.table import Table
+
+from kubesched.app.options import config_option, plugins_option
+from kubesched.app.startup import UserError
+
+if TYPE_CHECKING:
+    from kubesched.simulate.capacity import FitAnswer, NodeTemplate, ScaleAnswer
+
+__all__ = ["capacity"]
+
+
+@click.command("capacity")
+@config_option()
+@click.option("--cluster", "cluster_path", type=click.Path(exists=True, path_type=Path),
+              help="Nodes and pods (as for `kubesched simulate --cluster`).")
+@click.option("--nodes", type=click.IntRange(min=1), help="Generate a cluster with this many nodes.")
+@click.option("--pods", type=click.IntRange(min=0), help="Generate this many pods (with --nodes).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
+@click.option("--workload", "workload_path", type=click.Path(exists=True, path_type=Path),
+              help="Pods, Deployments, ReplicaSets, StatefulSets, Jobs, CronJobs (YAML/JSON file or directory): "
+              "how many more replicas of each fit; with --node-template, placed at their replica counts.")
+@click.option("--node-template", "node_templates", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="A Node (YAML/JSON) to add copies of: the fewest such nodes so that every pending pod and "
+              f"workload replica fits. Repeatable; a node's cost is its {'kubesched.io/cost'!r} annotation "
+              "(default 1) and the cheapest answer is named.")
+@click.option("--max-nodes", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Give up on a node template beyond this many added nodes.")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@plugins_option
+@click.option("--max-rows", type=click.IntRange(min=1), default=15, show_default=True, help="Rows per table.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+def capacity(
+    config_path: Path | None,
+    cluster_path: Path | None,
+    nodes: int | None,
+    pods: int | None,
+    seed: int,
+    workload_path: Path | None,
+    node_templates: tuple[Path, ...],
+    max_nodes: int,
+    output: str,
+    plugin_modules: tuple[str, ...],
+    max_rows: int,
+    quiet: bool,
+) -> None:
+    """Capacity what-ifs on a cluster, with any configuration (custom plugins included).
+
+    With --workload: how many more replicas of each workload fit (one at a time, on the cluster as
+    it is once its own pending pods are placed), where they go, and what stops the next one. With
+    --node-template: the fewest such nodes to add so that every pending pod and every workload
+    replica fits.
+    """
+    from kubesched.app.render import console
+    from kubesched.simulate.capacity import fewest_nodes, how_many_fit
+    from kubesched.simulate.command import load_input
+    from kubesched.simulate.workload import PodTemplate, WorkloadError, load_workload
+
+    if workload_path is None and not node_templates:
+        raise UserError("give --workload (how many more replicas fit), --node-template (how many nodes to add), "
+                        "or both")
+    config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed)
+    templates: list[PodTemplate] = []
+    try:
+        if workload_path is not None:
+            templates = load_workload(workload_path)
+        node_tpls = [t for path in node_templates for t in load_node_templates(path)]
+    except WorkloadError as e:
+        raise UserError(str(e)) from None
+    err = console(stderr=True)
+    doc: dict[str, Any] = {
+        "kind": "Capacity",
+        "schemaVersion": 1,
+        "source": cluster.source,
+        "profiles": [p.scheduler_name for p in config.profiles],
+        "replicasThatFit": [],
+        "scaleUp": [],
+    }
+    with _progress(err, quiet or output == "json") as step:
+        try:
+            for t in templates:
+                step(f"how many more of {t.key} fit")
+                doc["replicasThatFit"].append(_fit_json(asyncio.run(how_many_fit(config, registry, cluster, t, seed))))
+            for nt in node_tpls:
+                answer = asyncio.run(fewest_nodes(config, registry, cluster, templates, nt, seed, max_nodes, step))
+                doc["scaleUp"].append(_scale_json(answer))
+        except WorkloadError as e:
+            raise UserError(str(e)) from None
+    fitting = [s for s in doc["scaleUp"] if s["nodes"]]  # None: no answer; 0: nothing to add
+    doc["cheapest"] = min(fitting, key=lambda s: (s["totalCost"], s["nodes"]))["template"] if fitting else None
+    if output == "json":
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        print_capacity(console(), doc, max_rows)
+
+
+def load_node_templates(path: Path) -> list[NodeTemplate]:
+    """The Node objects of ``path`` as node templates (checked as a cluster's nodes are)."""
+    from kubesched.simulate.capacity import COST_ANNOTATION, NodeTemplate
+    from kubesched.simulate.inputs import ClusterInputError, load_cluster
+    from kubesched.simulate.workload import WorkloadError
+    from kubesched.snapshot.table import NodeSpecError
+
+    try:
+        loaded = load_cluster(path)
+    except (ClusterInputError, NodeSpecError) as e:
+        raise WorkloadError(f"--node-template {e}") from None
+    if not loaded.nodes:
+        raise WorkloadError(f"--node-template {path}: no Node object found")
+    out = []
+    for raw in loaded.nodes:
+        name = raw["metadata"]["name"]
+        cost_text = ((raw["metadata"].get("annotations") or {}).get(COST_ANNOTATION)) or "1"
+        try:
+            cost = float(cost_text)
+        except ValueError:
+            cost = -1.0
+        if not cost >= 0:
+            raise WorkloadError(f"--node-template {path} (Node {name}): annotation {COST_ANNOTATION} must be a "
+                                f"non-negative number, got {cost_text!r}")
+        out.append(NodeTemplate(name, raw, cost, str(path)))
+    return out
+
+
+def _fit_json(a: FitAnswer) -> dict[str, Any]:
+    return {
+        "workload": a.template.key,
+        "fits": a.fits,
+        "nodesUsed": len(a.per_node),
+        "perNode": a.per_node,
+        "limit": {"message": a.message, "reasons": a.reasons},
+        "slotsExhausted": a.slots_exhausted,
+        "clusterUnplaced": a.cluster_unplaced,
+        "seconds": round(a.seconds, 3),
+    }
+
+
+def _scale_json(a: ScaleAnswer) -> dict[str, Any]:
+    return {
+        "template": a.template.name,
+        "costPerNode": a.template.cost,
+        "nodes": a.nodes,
+        "totalCost": a.cost,
+        "lowerBound": a.lower_bound,
+        "simulations": [
+            {"nodes": p.nodes, "unplaced": p.unplaced, "preemptions": p.preemptions, "seconds": round(p.seconds, 3)}
+            for p in a.probes
+        ],
+        "cannotHelp": a.hopeless,
+        "unplaced": a.unplaced,
+        "stuck": a.stuck,
+        "addedNodeUsage": a.added_usage,
+    }
+
+
+def print_capacity(console: Console, doc: dict[str, Any], max_rows: int) -> None:
+    console.print(f"[bold]kubesched capacity[/bold] — {doc['source']} — profiles: {', '.join(doc['profiles'])}")
+    if doc["replicasThatFit"]:
+        t = Table(title="How many more replicas fit (each workload on its own)")
+        for col in ("workload", "fit", "nodes used", "most on one node", "what stops the next one"):
+            t.add_column(col, justify="right" if col in ("fit", "nodes used") else "left",
+                         overflow="fold" if col.startswith("what") else "ellipsis")
+        for f in doc["replicasThatFit"]:
+            top = ", ".join(f"{n} ×{c}" for n, c in list(f["perNode"].items())[:3])
+            stop = f["limit"]["message"] or "every free pod slot is used"
+            t.add_row(f["workload"], f"{f['fits']:,}", f"{f['nodesUsed']:,}", top, stop)
+        console.print(t)
+        for f in doc["replicasThatFit"]:
+            if f["clusterUnplaced"]:
+                console.print(f"[dim]{f['clusterUnplaced']} pending pod(s) of the cluster itself did not fit "
+                              "(placed first, before the replicas)[/dim]")
+                break
+    if doc["scaleUp"]:
+        t = Table(title="Fewest nodes to add so that every pending pod and workload replica fits")
+        for col in ("node template", "nodes", "cost", "simulations", "note"):
+            t.add_column(col, justify="right" if col in ("nodes", "cost", "simulations") else "left",
+                         overflow="fold")
+        for s in doc["scaleUp"]:
+            note = "[green]cheapest[/green]" if s["template"] == doc["cheapest"] and len(doc["scaleUp"]) > 1 else ""
+            if s["nodes"] is None and s["stuck"]:
+                note = f"[red]more such nodes cannot place {len(s['unplaced'])} pod(s)[/red]"
+            elif s["nodes"] is None:
+                note = f"[red]not within {max(p['nodes'] for p in s['simulations']):,} nodes[/red]"
+            elif s["cannotHelp"]:
+                note = (note + " " if note else "") + f"{len(s['cannotHelp'])} pod(s) no such node can take"
+            t.add_row(s["template"], "–" if s["nodes"] is None else f"{s['nodes']:,}",
+                      "–" if s["totalCost"] is None else f"{s['totalCost']:,.2f}".rstrip("0").rstrip("."),
+                      str(len(s["simulations"])), note)
+        console.print(t)
+        if all(s["nodes"] == 0 for s in doc["scaleUp"]):
+            console.print("[green]Every pending pod and workload replica fits without adding a node.[/green]")
+        for s in doc["scaleUp"]:
+            left = "that more such nodes cannot place" if s["stuck"] else "still unplaced at the largest count tried"
+            for title, pods in (("no node of this template can take (left out)", s["cannotHelp"]),
+                                (left, s["unplaced"])):
+                if pods:
+                    console.print(f"[yellow]{s['template']}: {len(pods)} pod(s) {title}:[/yellow]")
+                    for pod, why in list(pods.items())[:max_rows]:
+                        console.print(f"  {pod}: {why}")
+
+
+@contextmanager
+def _progress(console: Console, disabled: bool) -> Iterator[Callable[[str], None]]:
+    """A spinner with the current step and the elapsed time (searches have no known length)."""
+    if disabled or not console.is_terminal:
+        yield lambda text: None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True) as progress:
+        task = progress.add_task("capacity", total=None)
+
+        def step(text: str) -> None:
+            progress.update(task, description=text)
+
+        yield step

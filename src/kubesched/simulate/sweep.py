@@ -1,0 +1,134 @@
+"""Sweeps: configurations × clusters × seeds, each one simulation, run in parallel worker processes
+on this machine and gathered into one table (``kubesched sweep``).
+
+A job names everything it needs (configuration path, plugin modules, cluster file or generated size,
+seed), so a worker process rebuilds it from scratch and returns a small summary: results do not
+depend on how many workers ran them or in which order (each simulation is deterministic for its
+seed). Distributed engines (Ray, Dask) are not supported yet; a job being a plain picklable record
+and ``run_job`` a plain function is what such a backend would need.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SweepJob", "aggregate", "jobs_for", "run_job", "run_sweep"]
+
+
+@dataclass(frozen=True)
+class SweepJob:
+    index: int
+    config: str | None
+    plugin_modules: tuple[str, ...]
+    cluster: str | None
+    nodes: int | None
+    pods: int | None
+    seed: int
+
+    @property
+    def config_label(self) -> str:
+        return Path(self.config).stem if self.config else "default"
+
+    @property
+    def cluster_label(self) -> str:
+        return Path(self.cluster).name if self.cluster else f"{self.nodes} nodes / {self.pods} pods"
+
+
+def jobs_for(configs: Sequence[str | None], plugin_modules: tuple[str, ...], clusters: Sequence[str],
+             sizes: Sequence[tuple[int, int]], seeds: Sequence[int]) -> list[SweepJob]:
+    """Every combination, configurations outermost, seeds innermost."""
+    targets: list[tuple[str | None, int | None, int | None]] = [(c, None, None) for c in clusters]
+    targets += [(None, n, p) for n, p in sizes]
+    out: list[SweepJob] = []
+    for config in configs:
+        for cluster, nodes, pods in targets:
+            for seed in seeds:
+                out.append(SweepJob(len(out), config, plugin_modules, cluster, nodes, pods, seed))
+    return out
+
+
+def run_job(job: SweepJob) -> dict[str, Any]:
+    """One simulation, start to finish, in whatever process runs it; a compact summary back."""
+    import resource
+
+    from kubesched.app.startup import load_scheduler_config
+    from kubesched.framework.registry import profiles_object_kinds
+    from kubesched.simulate.compare import run_summary
+    from kubesched.simulate.generator import generate_cluster
+    from kubesched.simulate.inputs import load_cluster
+    from kubesched.simulate.runner import Simulation
+
+    config, registry = load_scheduler_config(Path(job.config) if job.config else None, job.plugin_modules)
+    if job.cluster is not None:
+        cluster = load_cluster(job.cluster, profiles_object_kinds(registry, config.profiles))
+    else:
+        assert job.nodes is not None
+        cluster = generate_cluster(job.nodes, job.pods if job.pods is not None else 2 * job.nodes, job.seed,
+                                   pod_topology=True)
+    result = asyncio.run(Simulation(config, registry, cluster, seed=job.seed).run())
+    summary = run_summary(job.config_label, job.config or "", result)
+    simulated = summary["scheduled"] + summary["unschedulable"] + summary["errors"]
+    return {
+        **asdict(job),
+        "configLabel": job.config_label,
+        "clusterLabel": job.cluster_label,
+        "scheduled": summary["scheduled"],
+        "unschedulable": summary["unschedulable"],
+        "preemptions": summary["preemptions"],
+        "nodesUsed": summary["nodesUsed"],
+        "cpuStddev": summary["utilisation"]["cpu"]["stddev"],
+        "memoryStddev": summary["utilisation"]["memory"]["stddev"],
+        "wallSeconds": summary["wallSeconds"],
+        "podsPerSecond": round(simulated / summary["wallSeconds"], 1) if summary["wallSeconds"] else 0.0,
+        # Peak RSS of the process that ran it (a worker may run several jobs: an upper bound).
+        "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def run_sweep(jobs: Sequence[SweepJob], workers: int, done: Callable[[dict[str, Any]], None] | None = None
+              ) -> list[dict[str, Any]]:
+    """Run every job (``workers`` > 1: in that many worker processes) and return the results in job
+    order, calling ``done`` as each finishes."""
+    results: list[dict[str, Any]] = []
+    if workers <= 1:
+        for job in jobs:
+            r = run_job(job)
+            results.append(r)
+            if done is not None:
+                done(r)
+    else:
+        # spawn: each worker starts clean (no copy of this process's loaded modules or threads).
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+            for future in as_completed([pool.submit(run_job, job) for job in jobs]):
+                r = future.result()
+                results.append(r)
+                if done is not None:
+                    done(r)
+    return sorted(results, key=lambda r: r["index"])
+
+
+#: Fields that depend on the seed and the scheduling, not on the machine (what must not change with
+#: the number of workers).
+OUTCOME_FIELDS = ("scheduled", "unschedulable", "preemptions", "nodesUsed", "cpuStddev", "memoryStddev")
+
+
+def aggregate(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (configuration, cluster): the seeds' mean, min and max of each outcome and of pods/s."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault((r["configLabel"], r["clusterLabel"]), []).append(r)
+    out = []
+    for (config, cluster), rs in groups.items():
+        row: dict[str, Any] = {"config": config, "cluster": cluster, "runs": len(rs)}
+        for key in (*OUTCOME_FIELDS, "podsPerSecond", "wallSeconds", "peakRssMiB"):
+            values = [float(r[key]) for r in rs]
+            row[key] = {"mean": round(statistics.fmean(values), 6), "min": min(values), "max": max(values)}
+        out.append(row)
+    return out
