@@ -56,7 +56,11 @@ import yaml
 from bench import common
 from bench.templates import (
     HOSTNAME,
+    PREEMPTION_HIGH_CLASS,
+    PREEMPTION_HIGH_PRIORITY,
     anti_affinity_pod,
+    high_priority_pod,
+    low_priority_pod,
     moon_zones,
     pod_affinity_pod,
     preferred_anti_affinity_pod,
@@ -149,13 +153,16 @@ def _coscheduling_cluster(c: ControlPlane) -> None:
     with contextlib.suppress(controlplane.ApiError):
         c.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     c.wait_for(lambda: c.get("/apis/scheduling.x-k8s.io/v1alpha1/podgroups"), 60, 0.5, "PodGroup CRD served")
-    # system:kube-scheduler (the identity both schedulers use) may not read PodGroups by default.
+    # system:kube-scheduler (the identity both schedulers use) may not read PodGroups by default;
+    # kubesched also patches their status (as deploy/scheduler/rbac.yaml grants): without it every
+    # PodGroup's status patch is refused (403) and retried each round, load that is not scheduling.
     role = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
         "metadata": {"name": "bench-podgroups"},
         "rules": [
-            {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": ["get", "list", "watch"]}
+            {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups/status"], "verbs": ["patch"]},
         ],
     }
     binding = {
@@ -178,6 +185,14 @@ def _profile_from(example: str) -> dict[str, Any]:
     prof = dict(doc["profiles"][0])
     prof.pop("schedulerName", None)
     return prof
+
+
+def _preemption_priority_class(c: ControlPlane) -> None:
+    """PreemptionBasic's priority 9999999, as the class the apiserver's Priority admission needs."""
+    with contextlib.suppress(controlplane.ApiError):  # left by an earlier run on the same cluster
+        c.api("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": PREEMPTION_HIGH_CLASS}, "value": PREEMPTION_HIGH_PRIORITY})
 
 
 def _coscheduling_available() -> bool:
@@ -222,6 +237,16 @@ WORKLOADS: dict[str, Workload] = {
         ns_setup=_podgroups,
         cluster_setup=_coscheduling_cluster,
         note="kube-scheduler has no Coscheduling: its column is the default profile (a baseline, not the same policy)",
+    ),
+    "Gangs": Workload(
+        "Gangs",
+        f"gangs of {GANG} pods (PodGroup minMember {GANG}), the same policy in both: examples/coscheduling.yaml in "
+        "kubesched, scheduler-plugins' own Coscheduling (its cmd/scheduler, bench/gangs.py) with the same args",
+        pod=_gang_pod,
+        kubesched_profile=_profile_from("coscheduling.yaml"),
+        ns_setup=_podgroups,
+        cluster_setup=_coscheduling_cluster,
+        contenders=("scheduler-plugins", "kubesched"),
     ),
     "Extender": Workload(
         "Extender",
@@ -279,6 +304,18 @@ WORKLOADS: dict[str, Workload] = {
         pod=pod_affinity_pod(),
         init_pod=pod_affinity_pod(),
     ),
+    "PreemptionBasic": Workload(
+        "PreemptionBasic",
+        "scheduler_perf PreemptionBasic (default_preemption): 4 pod-low-priority init pods (900m cpu) on every "
+        "node-default node, measured pods pod-high-priority (3970m cpu, priority 9999999 via a PriorityClass): "
+        "each measured pod preempts one node's 4 init pods (DefaultPreemption, default profile)",
+        pod=high_priority_pod(by_class=True),
+        init_pod=low_priority_pod,
+        cluster_setup=_preemption_priority_class,
+        # upstream's 1000Nodes: 4,000 init pods, 1,000 measured; every node is full for the preemptor.
+        sizes={"small": Size(nodes=50, init_pods=200, pods=50, timeout=180),
+               "full": Size(nodes=1000, init_pods=4000, pods=1000, timeout=900)},
+    ),
 }
 #: upstream scheduler_perf's names of the workloads named differently here
 UPSTREAM_NAMES = {
@@ -289,7 +326,8 @@ UPSTREAM_NAMES = {
 }
 UPSTREAM_WORKLOADS = ("TopologySpreading", "PreferredTopologySpreading", "PodAntiAffinity",
                       "PreferredPodAntiAffinity", "PodAffinity")
-LIVE_WORKLOADS = ("SchedulingBasic", "NodeAffinity", "Taints", "UnderlayIP", "Coscheduling", *UPSTREAM_WORKLOADS)
+LIVE_WORKLOADS = ("SchedulingBasic", "NodeAffinity", "Taints", "UnderlayIP", "Coscheduling", "Gangs",
+                  *UPSTREAM_WORKLOADS, "PreemptionBasic")
 
 
 # -- bulk client -------------------------------------------------------------------------------------
@@ -356,7 +394,7 @@ def pod_body(name: str, ns: str, *, role: str, scheduler: str | None = None, nod
     """scheduler_perf's pod-default: one pause container, 100m cpu / 500Mi requests = limits."""
     extra = dict(extra or {})
     labels = {MEASURE_LABEL: role, **extra.pop("labels", {})}
-    res = {"cpu": "100m", "memory": "500Mi"}
+    res = extra.pop("requests", None) or {"cpu": "100m", "memory": "500Mi"}
     return pod_manifest(name, ns, requests=res, limits=res, labels=labels, scheduler_name=scheduler, node_name=node,
                         container_name="pause", ports=(80,), extra_spec=extra)
 
@@ -503,6 +541,10 @@ def scheduler_config(c: ControlPlane, path: Path, profile: dict[str, Any], qps: 
 def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float, burst: int, workdir: Path,
                     wrap: list[str] | None = None) -> Running:
     """Start ``kind``; ``wrap`` (e.g. a profiler's argv) prefixes the kubesched command."""
+    if kind == "scheduler-plugins":
+        from bench import gangs
+
+        return gangs.start_scheduler_plugins(c, wl, qps, burst, workdir)
     if kind == "kubesched":
         port = controlplane.free_port()
         cfg = scheduler_config(c, workdir / "kubesched.yaml", {"schedulerName": KUBESCHED_NAME,
@@ -852,8 +894,8 @@ def run_workload(name: str, size_name: str, rounds: int, qps: float, burst: int,
             raise SystemExit(f"{name}: --contenders must start with {wl.contenders[0]} and name some of "
                              f"{', '.join(wl.contenders)}; got {', '.join(contenders)}")
         wl = replace(wl, contenders=contenders)
-    if name == "Coscheduling" and not _coscheduling_available():
-        raise SystemExit("Coscheduling: kubesched.plugins.coscheduling is not installed")
+    if name in ("Coscheduling", "Gangs") and not _coscheduling_available():
+        raise SystemExit(f"{name}: kubesched.plugins.coscheduling is not installed")
     size = wl.sizes.get(size_name, SIZES[size_name])
     import tempfile
 
@@ -928,8 +970,8 @@ def main(argv: list[str], workload: str) -> int:
     picked = tuple(args.contenders.split(",")) if args.contenders else None
     names = LIVE_WORKLOADS if workload == "live" else (workload,)
     for n in names:
-        if n == "Coscheduling" and not _coscheduling_available():
-            print("Coscheduling: skipped (kubesched.plugins.coscheduling missing)")
+        if n in ("Coscheduling", "Gangs") and not _coscheduling_available():
+            print(f"{n}: skipped (kubesched.plugins.coscheduling missing)")
             continue
         run_workload(n, args.size, args.rounds, args.qps, args.burst,
                      args.workdir / n if args.workdir else None, save=not args.no_save, contenders=picked)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import common
+from bench import common, time_to_answer
 
 OUT = common.ROOT / "BENCHMARKS.md"
 ANALYSIS = Path(__file__).resolve().parent / "analysis.md"
@@ -45,7 +45,14 @@ TARGETS: tuple[tuple[str, tuple[Any, ...], str, float], ...] = (
 #: scheduler_perf's spreading and pod (anti-)affinity workloads (bench/live.py, bench/simulator.py)
 UPSTREAM_WORKLOADS = ("TopologySpreading", "PreferredTopologySpreading", "PodAntiAffinity",
                       "PreferredPodAntiAffinity", "PodAffinity")
-LIVE_SECTIONS = ("SchedulingBasic", "NodeAffinity", "Taints", "UnderlayIP", "Coscheduling", *UPSTREAM_WORKLOADS)
+LIVE_SECTIONS = ("SchedulingBasic", "NodeAffinity", "Taints", "UnderlayIP", "Coscheduling", *UPSTREAM_WORKLOADS,
+                 "PreemptionBasic", "Gangs")
+TARGETS += (
+    ("live throughput kubesched ÷ kube-scheduler (PreemptionBasic, 1,000 nodes, default profiles)",
+     ("live", "PreemptionBasic", "kubesched / kube-scheduler", "throughput_average"), ">=", 1.0),
+    ("live throughput kubesched ÷ scheduler-plugins' Coscheduling (Gangs, same policy)",
+     ("live", "Gangs", "kubesched / scheduler-plugins", "throughput_average"), ">=", 1.5),
+)
 TARGETS += tuple(
     (f"simulator pods/s at 5,000 nodes ({w}, default profile)",
      ("simulator", (w, 5000), None, "pods_per_second_median"), ">=", 2000.0) for w in UPSTREAM_WORKLOADS
@@ -362,6 +369,7 @@ def build(records: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
         "python -m bench Extender --size full --rounds 3",
         "python -m bench simulator --size full             # SchedulingBasic (500 and 5,000 nodes)",
         "python -m bench simulator --size full --workload all   # + scheduler_perf's spreading/affinity ones",
+        "python -m bench time-to-answer --size full        # `kubesched simulate` end to end (summary, json, report)",
         "python -m bench TopologySpreading --size full --rounds 2   # also PreferredTopologySpreading,",
         "                                   # PodAntiAffinity, PreferredPodAntiAffinity, PodAffinity",
         "python -m bench profile --size full               # py-spy profile of `kubesched run`",
@@ -449,6 +457,7 @@ def build(records: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
         cmds = sorted({str(rec.get("command")) for _, rec in sims})
         lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in cmds) + "."]
     lines.append("")
+    lines += time_to_answer.report_section(records)
     prof = best.get(("profile", "SchedulingBasic"))
     lines += ["## Profile of `kubesched run` (live path)", ""]
     lines += _profile_section(prof) if prof else ["Not run yet (`python -m bench profile --size full`).", ""]

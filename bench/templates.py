@@ -84,3 +84,27 @@ def zone1(i: int) -> dict[str, Any]:
 
 def node_default(i: int) -> dict[str, Any]:
     return {}
+
+
+# default_preemption/performance-config.yaml PreemptionBasic: pod-low-priority.yaml init pods
+# (900m cpu, 500Mi; 4 per node-default node: 3.6 of its 4 cpu) and pod-high-priority.yaml measured
+# pods (3970m cpu, priority 9999999): each measured pod preempts the 4 init pods of one node.
+PREEMPTION_HIGH_PRIORITY = 9999999
+PREEMPTION_HIGH_CLASS = "bench-preemption-high"
+
+
+def low_priority_pod(i: int) -> dict[str, Any]:
+    """pod-low-priority.yaml: 900m cpu / 500Mi, terminationGracePeriodSeconds 0, no priority."""
+    return {"requests": {"cpu": "900m", "memory": "500Mi"}, "terminationGracePeriodSeconds": 0}
+
+
+def high_priority_pod(*, by_class: bool) -> Template:
+    """pod-high-priority.yaml: 3970m cpu / 500Mi, priority 9999999. ``by_class``: through a
+    PriorityClass (an apiserver's Priority admission refuses a bare priority), else spec.priority
+    (the simulator's inputs, admitted already)."""
+    body: dict[str, Any] = {"requests": {"cpu": "3970m", "memory": "500Mi"}, "terminationGracePeriodSeconds": 0}
+    if by_class:
+        body["priorityClassName"] = PREEMPTION_HIGH_CLASS
+    else:
+        body["priority"] = PREEMPTION_HIGH_PRIORITY
+    return lambda i: body

@@ -1,6 +1,8 @@
 """Render an example HTML report and screenshot it with headless Chromium → docs/report-screenshot.png.
 
     python docs/screenshot_report.py [--out docs/report-screenshot.png] [--html report.html] [--nodes 240 --pods 2400]
+    python docs/screenshot_report.py --nodes 40 --pods 1200 --focus preemptions --height 1500 \
+        --out docs/report-preemptions.png   # an overcommitted cluster: DefaultPreemption at work
 
 The data document comes from a real simulator run on a generated cluster (the default profile).
 Needs /usr/bin/chromium (Debian: ``apt-get install -y chromium``).
@@ -21,6 +23,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from kubesched.simulate.report_html import render_html  # noqa: E402
+
+
+def focus(html: str, section: str) -> str:
+    """The page with only the header and one section shown (for a screenshot of that section)."""
+    css = f"<style>main>section:not(#{section}),main>footer{{display:none}}</style>"
+    return html.replace("</head>", css + "</head>", 1)
 
 
 def build(n_nodes: int, n_pods: int, seed: int = 7) -> dict[str, Any]:
@@ -71,10 +79,13 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=240)
     ap.add_argument("--pods", type=int, default=2400)
     ap.add_argument("--height", type=int, default=3300, help="window height (the whole example page)")
+    ap.add_argument("--focus", metavar="SECTION", help="show only this section (its id, e.g. preemptions)")
     args = ap.parse_args()
     data = build(args.nodes, args.pods)
     t0 = time.perf_counter()
     html = render_html(data)
+    if args.focus:
+        html = focus(html, args.focus)
     print(f"rendered {len(html) / 1024:.0f} KiB in {time.perf_counter() - t0:.3f}s")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "report.html"

@@ -30,7 +30,8 @@ def test_simulator_small(capsys: pytest.CaptureFixture[str]) -> None:
     assert 0 < run["latency_p50_ms"] <= run["latency_p99_ms"]
 
 
-@pytest.mark.parametrize("workload", [w for w in simulator.WORKLOADS if w != "SchedulingBasic"])
+@pytest.mark.parametrize("workload", [w for w in simulator.WORKLOADS if w not in (
+                                      "SchedulingBasic", "PreemptionBasic")])
 def test_simulator_upstream_workloads_tiny(workload: str, capsys: pytest.CaptureFixture[str]) -> None:
     # scheduler_perf's spreading / pod (anti-)affinity workloads at a tiny size: every measured pod fits
     # (PodAntiAffinity: one per node, 6 init + 12 measured on 30 nodes).
@@ -45,6 +46,15 @@ def test_simulator_upstream_workloads_tiny(workload: str, capsys: pytest.Capture
     assert 0 < run["latency_p50_ms"] <= run["latency_p99_ms"]
 
 
+def test_simulator_preemption_basic_tiny() -> None:
+    # Every node full of priority-0 pods (4 x 900m of 4 cpu): each measured pod (3970m, priority
+    # 9999999) evicts one node's 4 init pods and binds there, in virtual time.
+    run = simulator.run_once(6, 4, 1, "PreemptionBasic", init=24)
+    assert (run["bound"], run["unschedulable"]) == (4, 0)
+    assert (run["preemptions"], run["victims"]) == (4, 16)
+    assert run["preemptions_per_second"] > 0
+
+
 def test_simulator_pod_anti_affinity_filters() -> None:
     # One anti-affinity pod per node: with 10 nodes, 2 init pods and 12 measured, 4 stay pending.
     run = simulator.run_once(10, 12, 1, "PodAntiAffinity", init=2)
@@ -53,7 +63,8 @@ def test_simulator_pod_anti_affinity_filters() -> None:
 
 def test_simulator_workload_names() -> None:
     assert set(simulator.WORKLOADS) == {"SchedulingBasic", "TopologySpreading", "PreferredTopologySpreading",
-                                        "PodAntiAffinity", "PreferredPodAntiAffinity", "PodAffinity"}
+                                        "PodAntiAffinity", "PreferredPodAntiAffinity", "PodAffinity",
+                                        "PreemptionBasic"}
     assert simulator.ALIASES["SchedulingPodAntiAffinity"] == "PodAntiAffinity"
     assert set(report.UPSTREAM_WORKLOADS) <= set(simulator.WORKLOADS)
 

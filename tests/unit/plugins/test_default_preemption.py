@@ -618,3 +618,45 @@ def test_math_inf_start_time_for_unstarted() -> None:
     from kubesched.framework.preemption import pod_start_time
 
     assert pod_start_time(PodInfo.from_raw(mk_pod("x"))) == math.inf
+
+
+async def test_a_preemptor_waits_at_pre_enqueue_until_its_preemption_is_done() -> None:
+    """SchedulerAsyncPreemption (upstream default since v1.33): while the evictions are being sent
+    and the last victim is still there and not terminating, DefaultPreemption's PreEnqueue holds
+    the preemptor back, so a retry cannot preempt the same victims again (in a live cluster pod
+    updates would otherwise bring it back at once)."""
+    release = asyncio.Event()
+    evictions: list[str] = []
+
+    class SlowEvictions(SimulatedCluster):
+        async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
+            evictions.append(pod.name)
+            await release.wait()
+            await super().evict(pod, preemptor, node_name)
+
+    registry = builtin_registry()
+    cluster = SlowEvictions()
+    sched = Scheduler.build(load_config(None, registry).profiles, registry, FakeClock(), client=cluster, seed=0,
+                            eager_binding=True)
+    cluster.attach(sched)
+    cluster.add_node(mk_node("node1", {"cpu": "1", "memory": "1Gi"}))
+    cluster.add_pod(PodInfo.from_raw(mk_pod("low", "node1", LOW, {"cpu": "1"})))
+    cluster.add_pod(PodInfo.from_raw(mk_pod("high", priority=HIGH, res={"cpu": "1"})))
+    assert sched.schedule_one()
+    await asyncio.sleep(0)
+    assert evictions == ["low"]
+    sched.queue.activate(["high"])  # what any pod update would do in a live cluster
+    assert not sched.schedule_one()  # held back: no second preemption of `low`
+    gated = [q for q in sched.queue.gated_pods() if q.pod.name == "high"]
+    assert gated and gated[0].gating_plugin == "DefaultPreemption"
+    assert gated[0].gating_status is not None
+    assert gated[0].gating_status.message == "waiting for the preemption for this pod to be finished"
+    release.set()
+    await sched.drain()
+    assert not list(sched.queue.gated_pods())  # the last victim is terminating: released
+    cluster.advance(30.0)  # its grace period ends: deleted
+    sched.tick(40.0)
+    assert sched.schedule_one()
+    await sched.drain()
+    assert cluster.pods["high"].node_name == "node1"
+    assert evictions == ["low"]

@@ -32,8 +32,9 @@ The victim search itself (:func:`kubesched.framework.preemption.select_victims_o
 shared with the extender's ``preempt`` verb.
 
 Not ported: pod-group victims (GenericWorkload), ``IsEligiblePod``/``MoreImportantVictim``
-customisation hooks, calling extenders from this plugin, the async executor and its PreEnqueue gate (the
-preemptor waits in the unschedulable queue for the victims' deletion instead).
+customisation hooks, calling extenders from this plugin. The evictions are sent asynchronously
+(tasks of the shell's client) and the preemptor is held at PreEnqueue until they are sent and its
+last victim is terminating or gone, as upstream's async executor (SchedulerAsyncPreemption).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from typing import Any, ClassVar
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
-from kubesched.framework.interfaces import PostFilterPlugin
+from kubesched.framework.interfaces import PostFilterPlugin, PreEnqueuePlugin
 from kubesched.framework.objects import ObjectKind
 from kubesched.framework.preemption import (
     Evaluator,
@@ -52,13 +53,14 @@ from kubesched.framework.preemption import (
     pod_terminating_by_preemption,
     select_victims_on_node,
 )
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PostFilterResult
+from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.types import POD, ActionType, ClusterEvent, PostFilterResult
 from kubesched.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from kubesched.plugins.helpers.label_selector import SelectorError, label_selector_as_selector
 from kubesched.snapshot.pod import PodInfo
 
 NAME = "DefaultPreemption"
+WAITING_FOR_PREEMPTION_MSG = "waiting for the preemption for this pod to be finished"
 PDB_KIND = "PodDisruptionBudget"
 
 
@@ -87,7 +89,7 @@ def parse_pdb(raw: dict[str, Any]) -> PodDisruptionBudget:
     )
 
 
-class DefaultPreemption(PostFilterPlugin):
+class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     name: ClassVar[str] = NAME
     args_model: ClassVar[type[Any] | None] = DefaultPreemptionArgs
     object_kinds: ClassVar[tuple[ObjectKind, ...]] = (
@@ -97,6 +99,19 @@ class DefaultPreemption(PostFilterPlugin):
     def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args if args is not None else DefaultPreemptionArgs(), handle)
         self.evaluator = Evaluator(NAME, handle, self, self.pdbs)
+
+    # -- PreEnqueue (SchedulerAsyncPreemption, on by default since v1.33) ----------------------------
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """Hold a preemptor back while its preemption is under way, so it does not preempt the
+        same victims again before they are gone (default_preemption.go PreEnqueue)."""
+        if self.handle.preemption_running(pod.uid):
+            return Status.unresolvable(WAITING_FOR_PREEMPTION_MSG)
+        return SUCCESS
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        # An assigned pod's deletion (the last victim going) may end the wait (upstream registers
+        # it with a Skip hint: the PreEnqueue check is what it is for).
+        return (ClusterEvent(POD, ActionType.DELETE, "AssignedPodDelete"),)
 
     # -- PostFilter ---------------------------------------------------------------------------------
     def post_filter(
