@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: all run test lint typecheck unit integration cluster-bin cluster bench clean
+.PHONY: all run test lint typecheck unit integration cluster-bin cluster image bench clean
 
 all: test
 
@@ -36,15 +36,20 @@ unit: $(STAMP)
 integration: $(STAMP) cluster-bin
 	$(BIN)/pytest -q -m integration tests/integration
 
-## cluster-bin: build kube-apiserver, kube-scheduler, etcd and kwok from pinned Go modules (cached)
+## cluster-bin: build kube-apiserver, kube-scheduler, kube-controller-manager, etcd and kwok from pinned Go modules (cached)
 cluster-bin:
 	@if command -v go >/dev/null 2>&1 || test -x /usr/local/go/bin/go; then bash hack/cluster/build.sh; \
 	elif [ "$${CI:-}" = "true" ]; then echo "Go is required to build the control plane" >&2; exit 1; \
 	else echo "Go not found: integration tests will be skipped"; fi
 
-## cluster: a local control plane with 10 KWOK nodes, in the foreground (Ctrl-C stops it)
+## cluster: a local control plane (with kube-controller-manager) and 10 KWOK nodes, in the foreground (Ctrl-C stops it);
+## REAL_NODE=1 adds a real node (containerd + kubelet, root) and kube-scheduler: see docs/deploy.md
 cluster: $(STAMP) cluster-bin
-	$(BIN)/python -m kubesched.testing.controlplane run --nodes 10
+	$(BIN)/python -m kubesched.testing.controlplane run --nodes 10 $(if $(REAL_NODE),--real-node)
+
+## image: the kubesched OCI image without Docker (deploy/image/build.sh, needs root and umoci) into out/image
+image: $(STAMP)
+	bash deploy/image/build.sh --out out/image
 
 ## bench: every benchmark side by side with kube-scheduler (SIZE=small|full, ROUNDS=N); writes BENCHMARKS.md
 bench: $(STAMP) cluster-bin

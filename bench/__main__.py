@@ -7,8 +7,11 @@ the simulator). Results are appended to bench/results/<date>.json.
 Workloads:
   simulator [--workload NAME|all]            in-process scheduling loop (bench/simulator.py): SchedulingBasic
                                              (default) or one of the scheduler_perf workloads below
+  time-to-answer                             `kubesched simulate` end to end, as a user runs it: summary, --output
+                                             json, --report, --output jsonl (bench/time_to_answer.py)
   SchedulingBasic NodeAffinity Taints        live: kubesched vs the real kube-scheduler (bench/live.py)
   UnderlayIP Coscheduling
+  Gangs                                      live: kubesched vs scheduler-plugins' Coscheduling (bench/gangs.py)
   TopologySpreading PreferredTopologySpreading  live: scheduler_perf's spreading and pod (anti-)affinity
   PodAntiAffinity PreferredPodAntiAffinity      workloads (upstream SchedulingPodAntiAffinity ... also accepted)
   PodAffinity
@@ -17,6 +20,8 @@ Workloads:
   all                                        simulator, live, Extender, then report
   report                                     regenerate BENCHMARKS.md (+ chart) from bench/results/
   profile                                    py-spy profile of `kubesched run` under a live workload (bench/profile.py)
+  chaos [--only NAME,...]                    faults on the real control plane, invariants checked (bench/chaos.py)
+  fuzz [--bodies N]                          the extender fuzzed over HTTP, RSS watched (bench/chaos_fuzz.py)
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ ALIASES = {
     "taints": "Taints",
     "underlayip": "UnderlayIP",
     "coscheduling": "Coscheduling",
+    "gangs": "Gangs",
     "extender": "Extender",
     "topologyspreading": "TopologySpreading",
     "preferredtopologyspreading": "PreferredTopologySpreading",
@@ -54,6 +60,10 @@ def main(argv: list[str]) -> int:
         from bench import simulator
 
         return simulator.main(rest)
+    if name == "time-to-answer":
+        from bench import time_to_answer
+
+        return time_to_answer.main(rest)
     if name == "report":
         from bench import report
 
@@ -62,6 +72,14 @@ def main(argv: list[str]) -> int:
         from bench import profile
 
         return profile.main(rest)
+    if name == "chaos":
+        from bench import chaos
+
+        return chaos.main(rest)
+    if name == "fuzz":
+        from bench import chaos_fuzz
+
+        return chaos_fuzz.main(rest)
     if name == "all":
         from bench import live, report, simulator
 

@@ -7,6 +7,7 @@ import importlib
 import click
 
 import kubesched
+from kubesched.app.version import KUBERNETES_RELEASE
 
 #: Subcommands defined in other modules, imported on first use: name → "module:attribute".
 LAZY_COMMANDS: dict[str, str] = {}
@@ -26,9 +27,25 @@ class _LazyGroup(click.Group):
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(kubesched.__version__, prog_name="kubesched")
+@click.version_option(kubesched.__version__, prog_name="kubesched",
+                      message=f"%(prog)s %(version)s (Kubernetes {KUBERNETES_RELEASE})")
 def main() -> None:
     """Custom Kubernetes scheduling in Python: one framework, three shells."""
+
+
+def kubectl_plugin() -> None:
+    """``kubectl-kubesched``: kubectl runs it for ``kubectl kubesched ARGS`` (plugins are found by
+    their name on PATH), so ``kubectl kubesched explain POD`` is ``kubesched explain POD``."""
+    main(prog_name="kubectl kubesched")
+
+
+def kubectl_plugin_complete() -> None:
+    """``kubectl_complete-kubesched``: what kubectl runs to complete ``kubectl kubesched ...``."""
+    import sys
+
+    from kubesched.app.completion import kubectl_plugin_completions
+
+    click.echo("\n".join(kubectl_plugin_completions(main, sys.argv[1:])))
 
 
 # -- shells ---------------------------------------------------------------------------------------
@@ -37,11 +54,16 @@ def main() -> None:
 LAZY_COMMANDS.update(
     {
         "simulate": "kubesched.simulate.command:simulate",
+        "capacity": "kubesched.simulate.capacity_command:capacity",
+        "compare": "kubesched.simulate.compare_command:compare",
+        "sweep": "kubesched.simulate.sweep_command:sweep",
         "run": "kubesched.live.commands:run_command",
         "explain": "kubesched.live.commands:explain_command",
         "extender": "kubesched.extender.command:extender",
         "plugins": "kubesched.app.commands:plugins_command",
         "new-plugin": "kubesched.app.commands:new_plugin_command",
+        "version": "kubesched.app.version:version_command",
+        "completion": "kubesched.app.completion:completion_command",
     }
 )
 

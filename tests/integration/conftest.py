@@ -1,6 +1,7 @@
 """Fixtures for integration tests against a real control plane (``kubesched.testing.controlplane``).
 
-* ``control_plane`` (session): etcd + kube-apiserver + KWOK, a ``controlplane.ControlPlane``: its
+* ``control_plane`` (session): etcd + kube-apiserver + kube-controller-manager + KWOK, a
+  ``controlplane.ControlPlane``: its
   ``kubeconfig`` / ``server`` / ``etcd_url`` and helpers (``api``, ``watch``, ``wait_for``,
   ``create_nodes``, ``create_pod``, ``start_kube_scheduler``, ``restart_apiserver``,
   ``compact_etcd``, ``logs``).
@@ -29,6 +30,7 @@ import yaml
 
 from kubesched.testing import controlplane
 from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.controlplane.node import RealNode
 
 IN_CI = os.environ.get("CI") == "true"
 
@@ -64,20 +66,28 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.fixture(scope="session")
-def control_plane(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[controlplane.ControlPlane]:
-    global _cluster
+def control_plane_bin_dir(request: pytest.FixtureRequest) -> Path:
+    """The directory of the built binaries (kube-scheduler, kube-apiserver, ...), for tests that run
+    one on its own; skipped (failed under CI=true) when they could not be built."""
     bin_dir, err = request.config.stash.get(_binaries_key, (None, "binaries were not prepared"))
     if bin_dir is None:
         msg = f"control plane binaries unavailable: {err}"
         if IN_CI:
             pytest.fail(f"{msg} (CI=true: integration tests must run; add `make cluster-bin` to CI)", pytrace=False)
         pytest.skip(msg)
+    return bin_dir
+
+
+@pytest.fixture(scope="session")
+def control_plane(
+    control_plane_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[controlplane.ControlPlane]:
+    global _cluster
+    bin_dir = control_plane_bin_dir
     cluster = controlplane.ControlPlane(tmp_path_factory.mktemp("control-plane"), bin_dir=bin_dir)
     _cluster = cluster
     try:
-        cluster.start(with_kwok=True)
+        cluster.start(with_kwok=True, with_controller_manager=True)
     except Exception as e:
         logs = cluster.logs(60)
         cluster.stop()
@@ -96,7 +106,8 @@ def cp_namespace(control_plane: controlplane.ControlPlane) -> Iterator[str]:
     name = f"it-{uuid.uuid4().hex[:8]}"
     control_plane.create_namespace(name)
     yield name
-    # No controller manager: nothing would ever delete these pods with their namespace.
+    # The namespace controller deletes them with the namespace too; deleting them first without a
+    # grace period makes the namespace go in seconds instead of after each pod's grace period.
     try:
         pods = control_plane.get(f"/api/v1/namespaces/{name}/pods")["items"]
         for p in pods:
@@ -144,3 +155,64 @@ def podgroup_crd(control_plane: ControlPlane) -> None:
         return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
 
     control_plane.wait_for(established, 30, 0.2, "PodGroup CRD established")
+
+
+@pytest.fixture(scope="session")
+def real_node(control_plane_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
+    """A control plane of its own that serves real nodes (ServiceAccount tokens, the `kubernetes`
+    Service at this machine's address; see ``ControlPlane(real_nodes=True)``) with KWOK,
+    kube-controller-manager and kube-scheduler (as a real cluster), and one real node on it:
+    containerd + kubelet + kube-proxy (``controlplane.node``). ``real_node.cluster`` is its
+    control plane. Skipped (failed under CI=true) when this machine
+    cannot run a node (not root, packages missing: the message says which)."""
+    from kubesched.testing.controlplane.node import missing_prerequisites
+
+    problems = missing_prerequisites(control_plane_bin_dir)
+    if problems:
+        msg = "real node unavailable: " + "; ".join(problems)
+        if IN_CI:
+            pytest.fail(f"{msg} (CI=true: .ci/run installs the packages)", pytrace=False)
+        pytest.skip(msg)
+    cluster = ControlPlane(tmp_path_factory.mktemp("real-node-cluster"), bin_dir=control_plane_bin_dir,
+                           real_nodes=True)
+    node = RealNode(cluster)
+    try:
+        cluster.start(with_kwok=True, with_controller_manager=True)
+        cluster.start_kube_scheduler()  # the default scheduler places kubesched's own pods
+        node.start()
+    except Exception as e:  # NodeUnavailable included: prerequisites passed but the machine refused
+        logs = f"{cluster.logs(40)}\n{node.logs(60)}"
+        node.stop()
+        cluster.stop()
+        pytest.fail(f"real node failed to start: {e}\n{logs}", pytrace=False)
+    try:
+        yield node
+    finally:
+        node.stop()
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kubesched_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """deploy/image/build.sh's output directory (oci/, kubesched-image.tar, digest) for this tree's
+    wheel; skipped (failed under CI=true) when the tools are missing."""
+    import subprocess
+    import sys
+
+    missing = [t for t in ("umoci", "apt-get") if shutil.which(t) is None]
+    problem = f"missing {', '.join(missing)} (apt-get install umoci)" if missing else ""
+    if os.geteuid() != 0:
+        problem = "deploy/image/build.sh needs root"
+    if problem:
+        if IN_CI:
+            pytest.fail(problem, pytrace=False)
+        pytest.skip(problem)
+    root = tmp_path_factory.mktemp("kubesched-image")
+    for argv in ([sys.executable, "-m", "build", "--wheel", "--outdir", root / "dist", ROOT],
+                 ["bash", ROOT / "deploy/image/build.sh", "--wheel", "WHEEL", "--out", root / "out"]):
+        if "WHEEL" in argv:
+            (wheel,) = (root / "dist").glob("kubesched-*.whl")
+            argv[argv.index("WHEEL")] = wheel
+        proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, f"{argv}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return root / "out"

@@ -41,3 +41,12 @@ def plugins_option(f: F) -> F:
         help="Import out-of-tree plugins from a Python module, package directory or .py file (its PLUGINS "
         "list); repeatable.",
     )(f)
+
+
+def context_option(f: F) -> F:
+    """``--context NAME`` → ``context``: the kubeconfig context to use, as kubectl's ``--context``."""
+    return click.option(
+        "--context",
+        metavar="NAME",
+        help="The kubeconfig context to use (default: its current-context), as kubectl's --context.",
+    )(f)

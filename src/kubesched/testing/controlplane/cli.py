@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kubesched.testing.controlplane.cluster import ControlPlane
+from kubesched.testing.controlplane.node import NodeUnavailable, RealNode
 from kubesched.testing.controlplane.paths import ensure_binaries
 from kubesched.testing.controlplane.processes import terminate_group
 
@@ -22,8 +23,8 @@ __all__ = ["main"]
 
 PROG = "python -m kubesched.testing.controlplane"
 DESCRIPTION = (
-    "A real, local Kubernetes control plane for tests and demos: etcd + kube-apiserver (+ KWOK, + the real "
-    "kube-scheduler), built from Go modules by hack/cluster/build.sh."
+    "A real, local Kubernetes control plane for tests and demos: etcd + kube-apiserver + kube-controller-manager "
+    "(+ KWOK, + the real kube-scheduler), built from Go modules by hack/cluster/build.sh."
 )
 
 
@@ -50,6 +51,8 @@ def _down(directory: Path) -> int:
 def _print_banner(c: ControlPlane, scheduler: bool) -> None:
     print(f"controlplane: kubernetes {c.versions['K8S_VERSION']} at {c.server} (etcd {c.etcd_url})")
     print(f"controlplane: logs in {c.logs_dir}")
+    if c.controller_manager is not None:
+        print("controlplane: kube-controller-manager running (PV binding, namespaces, garbage collection, workloads)")
     if scheduler:
         print("controlplane: kube-scheduler running (schedulerName default-scheduler)")
     print(f"controlplane: kubeconfig {c.kubeconfig}")
@@ -71,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--pods", default="110")
         p.add_argument("--no-kwok", action="store_true", help="do not start KWOK")
         p.add_argument(
+            "--no-controller-manager", action="store_true", help="do not start kube-controller-manager"
+        )
+        p.add_argument(
             "--scheduler",
             nargs="?",
             const="",
@@ -79,6 +85,13 @@ def _parser() -> argparse.ArgumentParser:
             help="also start the real kube-scheduler (optionally with this KubeSchedulerConfiguration)",
         )
         p.add_argument("--no-build", action="store_true", help="fail instead of running build.sh")
+        if name == "run":  # its processes stop with this one (`down` knows only the control plane's)
+            p.add_argument(
+                "--real-node", action="store_true",
+                help="also run a real node (containerd + kubelet + kube-proxy; root, Debian's containerd, "
+                "runc, containernetworking-plugins) and kube-scheduler, so `kubectl apply -k deploy/scheduler` "
+                "runs kubesched in the cluster",
+            )
         p.add_argument(
             "--foreground", action="store_true", help="stay in the foreground until Ctrl-C (what `run` does)"
         )
@@ -105,20 +118,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if args.dir is not None and (args.dir / "etcd-data").exists():
         shutil.rmtree(args.dir / "etcd-data")  # a fresh store every time: ports and certs change
-    c = ControlPlane(args.dir, die_with_parent=args.cmd == "run")
+    real_node = getattr(args, "real_node", False)
+    c = ControlPlane(args.dir, die_with_parent=args.cmd == "run", real_nodes=real_node)
+    node: RealNode | None = None
     t0 = time.monotonic()
     try:
-        c.start(with_kwok=not args.no_kwok)
+        c.start(with_kwok=not args.no_kwok, with_controller_manager=not args.no_controller_manager)
         if args.nodes:
             c.create_nodes(args.nodes, cpu=args.cpu, memory=args.memory, pods=args.pods, kwok=not args.no_kwok)
-        if args.scheduler is not None:
+        if args.scheduler is not None or real_node:  # a real node's pods need the default scheduler
             c.start_kube_scheduler(args.scheduler or None)
+        if real_node:
+            node = RealNode(c).start()
+            print(f"controlplane: real node {node.name} Ready; import an image (docs/deploy.md) with:\n"
+                  f"  ctr --address {node.containerd_socket} -n k8s.io images import "
+                  "--base-name docker.io/library/kubesched out/image/kubesched-image.tar")
+    except NodeUnavailable as e:
+        c.stop()
+        print(f"controlplane: cannot run a real node here: {e}", file=sys.stderr)
+        return 1
     except BaseException:
         print(c.logs(30), file=sys.stderr)
+        if node is not None:
+            node.stop()
         c.stop()
         raise
     print(f"controlplane: up in {time.monotonic() - t0:.1f}s with {args.nodes} nodes")
-    _print_banner(c, args.scheduler is not None)
+    _print_banner(c, args.scheduler is not None or real_node)
     if args.cmd == "up":
         c.detach()
         print(f"controlplane: stop with: {PROG} down --dir {c.dir}")
@@ -136,5 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     stop.set()
     finally:
         print("controlplane: stopping")
+        if node is not None:
+            node.stop()
         c.stop()
     return 0

@@ -1,4 +1,5 @@
-"""ControlPlane: etcd + kube-apiserver (+ KWOK, + the real kube-scheduler) on free loopback ports."""
+"""ControlPlane: etcd + kube-apiserver (+ KWOK, + kube-controller-manager, + the real kube-scheduler)
+on free loopback ports."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from kubesched.testing.builders import pod_manifest as _pod_manifest
 from kubesched.testing.controlplane import components
 from kubesched.testing.controlplane.certs import PKI, write_kubeconfig
 from kubesched.testing.controlplane.client import ApiError, KubeClient
+from kubesched.testing.controlplane.node import host_ip
 from kubesched.testing.controlplane.paths import (
     BinariesUnavailable,
     cluster_dir,
@@ -48,7 +50,8 @@ class ControlPlane:
 
     Layout of ``workdir``: ``pki/`` (CA, serving and client certs, service-account keys),
     ``etcd-data/``, ``logs/<component>.log``, ``kubeconfig`` (admin, O=system:masters),
-    ``scheduler.kubeconfig`` (user system:kube-scheduler), ``cluster.json`` (pids, for ``down``).
+    ``scheduler.kubeconfig`` (user system:kube-scheduler), ``controller-manager.kubeconfig`` (user
+    system:kube-controller-manager), ``cluster.json`` (pids, for ``down``).
     """
 
     def __init__(
@@ -60,6 +63,7 @@ class ControlPlane:
         etcd_args: Sequence[str] = (),
         verbosity: int = 1,
         die_with_parent: bool = True,
+        real_nodes: bool = False,
     ) -> None:
         self._own_dir = workdir is None
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="kubesched-controlplane-")).resolve()
@@ -69,6 +73,9 @@ class ControlPlane:
         self.extra_apiserver_args = list(apiserver_args)
         self.extra_etcd_args = list(etcd_args)
         self.verbosity = verbosity
+        # Serve real nodes' kubelets and pods (node.py): see components.real_node_apiserver_args.
+        self.real_nodes = real_nodes
+        self.address = host_ip() if real_nodes else "127.0.0.1"
         # children get SIGKILL if this process dies without cleaning up (off for `up`: detached)
         self.die_with_parent = die_with_parent
         self.logs_dir = self.dir / "logs"
@@ -80,10 +87,12 @@ class ControlPlane:
         self.server = f"https://127.0.0.1:{self.apiserver_port}"
         self.kubeconfig = self.dir / "kubeconfig"
         self.scheduler_kubeconfig = self.dir / "scheduler.kubeconfig"
+        self.controller_manager_kubeconfig = self.dir / "controller-manager.kubeconfig"
         self._components: list[Component] = []
         self.etcd: Component | None = None
         self.apiserver: Component | None = None
         self.kwok: Component | None = None
+        self.controller_manager: Component | None = None
         self.schedulers: list[Component] = []
         self._client: KubeClient | None = None
         self._lock = threading.Lock()
@@ -97,6 +106,7 @@ class ControlPlane:
         with_kwok: bool = True,
         with_scheduler_config: str | Path | None = None,
         *,
+        with_controller_manager: bool = False,
         timeout: float = 90.0,
     ) -> ControlPlane:
         missing = missing_binaries(self.bin_dir)
@@ -108,6 +118,8 @@ class ControlPlane:
             self._start_apiserver(timeout)
             if with_kwok:
                 self.start_kwok()
+            if with_controller_manager:
+                self.start_controller_manager(timeout=timeout)
             if with_scheduler_config is not None:
                 self.start_kube_scheduler(with_scheduler_config)
         except BaseException:
@@ -117,9 +129,10 @@ class ControlPlane:
         return self
 
     def stop(self) -> None:
-        """Stop every component (scheduler, kwok, apiserver, etcd), leaving no process behind."""
+        """Stop every component (scheduler, controller manager, kwok, apiserver, etcd), leaving no
+        process behind."""
         stop_all(self._components)
-        self.etcd = self.apiserver = self.kwok = None
+        self.etcd = self.apiserver = self.kwok = self.controller_manager = None
         self.schedulers = []
         with contextlib.suppress(OSError):
             (self.dir / "cluster.json").unlink()
@@ -172,14 +185,22 @@ class ControlPlane:
                 "kubernetes.default.svc",
                 "kubernetes.default.svc.cluster.local",
             ],
-            ips=["127.0.0.1", "::1", str(next(ipaddress.ip_network(components.SERVICE_CLUSTER_IP_RANGE).hosts()))],
+            ips=["127.0.0.1", "::1", str(next(ipaddress.ip_network(components.SERVICE_CLUSTER_IP_RANGE).hosts())),
+                 *([self.address] if self.real_nodes else [])],
             server=True,
         )
+        if self.real_nodes:
+            self.pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
+                           organizations=["system:masters"], client=True)
         self.pki.service_account_keys()
         crt, key = self.pki.issue("admin", "kubernetes-admin", organizations=["system:masters"], client=True)
         write_kubeconfig(self.kubeconfig, self.server, self.pki.ca_crt, crt, key, user="admin")
         crt, key = self.pki.issue("scheduler", "system:kube-scheduler", client=True)
         write_kubeconfig(self.scheduler_kubeconfig, self.server, self.pki.ca_crt, crt, key, user="scheduler")
+        crt, key = self.pki.issue("controller-manager", "system:kube-controller-manager", client=True)
+        write_kubeconfig(
+            self.controller_manager_kubeconfig, self.server, self.pki.ca_crt, crt, key, user="controller-manager"
+        )
         self._client = None
 
     def client_kubeconfig(self, name: str, user: str, groups: Sequence[str] = ()) -> Path:
@@ -208,7 +229,11 @@ class ControlPlane:
             port=self.apiserver_port,
             pki=self.pki.dir,
             verbosity=self.verbosity,
-            extra=self.extra_apiserver_args,
+            service_account_admission=self.real_nodes,
+            extra=[
+                *(components.real_node_apiserver_args(self.pki.dir, self.address) if self.real_nodes else []),
+                *self.extra_apiserver_args,
+            ],
         )
         self.apiserver = self._add(Component("kube-apiserver", argv, self.logs_dir / "kube-apiserver.log"))
         self.wait_ready(timeout)
@@ -250,41 +275,32 @@ class ControlPlane:
         self._write_state()
         return self.kwok
 
-    def write_scheduler_config(
-        self,
-        path: str | Path | None = None,
-        *,
-        scheduler_names: Sequence[str] = ("default-scheduler",),
-        extra: Mapping[str, Any] | None = None,
-    ) -> Path:
-        """A minimal KubeSchedulerConfiguration v1 (JSON is valid YAML), leader election off."""
-        cfg = components.scheduler_config(self.scheduler_kubeconfig, scheduler_names=scheduler_names, extra=extra)
-        p = Path(path) if path else self.dir / "kube-scheduler-config.yaml"
-        p.write_text(json.dumps(cfg, indent=2) + "\n")
-        return p
-
-    def start_kube_scheduler(
-        self, config_path: str | Path | None = None, *, extra_args: Sequence[str] = (), timeout: float = 60.0
-    ) -> Component:
-        """Start the real kube-scheduler (user system:kube-scheduler) and wait for its /healthz.
-
-        ``config_path`` is a KubeSchedulerConfiguration file (its clientConnection.kubeconfig must be
-        set; leader election is whatever it says); default: ``write_scheduler_config()``."""
-        cfg = Path(config_path) if config_path else self.write_scheduler_config()
-        n = len(self.schedulers)
+    def start_controller_manager(self, extra_args: Sequence[str] = (), timeout: float = 90.0) -> Component:
+        """Start kube-controller-manager (every default controller but node IPAM and node lifecycle,
+        see ``components.CONTROLLERS``) and wait for its /healthz: PersistentVolume binding,
+        namespace deletion, garbage collection, workload controllers (ReplicaSet, Deployment,
+        StatefulSet, Job), service accounts, PodDisruptionBudget status, ... as in a real cluster."""
+        if self.controller_manager is not None:
+            return self.controller_manager
         port = free_port()
-        argv = components.kube_scheduler_argv(
-            self._bin("kube-scheduler"),
-            config=cfg,
-            kubeconfig=self.scheduler_kubeconfig,
+        argv = components.kube_controller_manager_argv(
+            self._bin("kube-controller-manager"),
+            kubeconfig=self.controller_manager_kubeconfig,
+            pki=self.pki.dir,
             port=port,
-            cert_dir=self.dir / f"kube-scheduler-{n}-certs",
+            cert_dir=self.dir / "kube-controller-manager-certs",
             verbosity=self.verbosity,
             extra=extra_args,
         )
-        name = "kube-scheduler" if n == 0 else f"kube-scheduler-{n}"
+        name = "kube-controller-manager"
         comp = self._add(Component(name, argv, self.logs_dir / f"{name}.log"))
-        self.schedulers.append(comp)
+        self.controller_manager = comp
+        self._wait_healthz(comp, port, timeout)
+        return comp
+
+    def _wait_healthz(self, comp: Component, port: int, timeout: float) -> None:
+        """Wait for ``comp``'s /healthz on 127.0.0.1:``port`` (self-signed serving cert); stop it
+        on failure. Records the running process for ``down``."""
         insecure = ssl.create_default_context()
         insecure.check_hostname = False
         insecure.verify_mode = ssl.CERT_NONE
@@ -299,11 +315,55 @@ class ControlPlane:
                 conn.close()
 
         try:
-            wait_for(healthy, timeout, 0.2, f"{name} /healthz")
+            wait_for(healthy, timeout, 0.2, f"{comp.name} /healthz")
         except BaseException:
             self.stop_component(comp)
             raise
         self._write_state()
+
+    def write_scheduler_config(
+        self,
+        path: str | Path | None = None,
+        *,
+        scheduler_names: Sequence[str] = ("default-scheduler",),
+        extra: Mapping[str, Any] | None = None,
+    ) -> Path:
+        """A minimal KubeSchedulerConfiguration v1 (JSON is valid YAML), leader election off."""
+        cfg = components.scheduler_config(self.scheduler_kubeconfig, scheduler_names=scheduler_names, extra=extra)
+        p = Path(path) if path else self.dir / "kube-scheduler-config.yaml"
+        p.write_text(json.dumps(cfg, indent=2) + "\n")
+        return p
+
+    def start_kube_scheduler(
+        self,
+        config_path: str | Path | None = None,
+        *,
+        extra_args: Sequence[str] = (),
+        timeout: float = 60.0,
+        binary: str = "kube-scheduler",
+    ) -> Component:
+        """Start the real kube-scheduler (user system:kube-scheduler) and wait for its /healthz.
+
+        ``config_path`` is a KubeSchedulerConfiguration file (its clientConnection.kubeconfig must be
+        set; leader election is whatever it says); default: ``write_scheduler_config()``.
+        ``binary``: another kube-scheduler build in the binary directory (e.g. scheduler-plugins'
+        ``kube-scheduler-plugins``, see ``controlplane.scheduler_plugins``)."""
+        cfg = Path(config_path) if config_path else self.write_scheduler_config()
+        n = len(self.schedulers)
+        port = free_port()
+        argv = components.kube_scheduler_argv(
+            self._bin(binary),
+            config=cfg,
+            kubeconfig=self.scheduler_kubeconfig,
+            port=port,
+            cert_dir=self.dir / f"kube-scheduler-{n}-certs",
+            verbosity=self.verbosity,
+            extra=extra_args,
+        )
+        name = binary if n == 0 else f"{binary}-{n}"
+        comp = self._add(Component(name, argv, self.logs_dir / f"{name}.log"))
+        self.schedulers.append(comp)
+        self._wait_healthz(comp, port, timeout)
         return comp
 
     def stop_component(self, comp: Component) -> None:
@@ -312,6 +372,8 @@ class ControlPlane:
             self.schedulers.remove(comp)
         if comp is self.kwok:
             self.kwok = None
+        if comp is self.controller_manager:
+            self.controller_manager = None
 
     # ---- state for `down` ---------------------------------------------------------------------
 

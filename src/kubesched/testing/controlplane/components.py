@@ -1,5 +1,6 @@
-"""The command lines of the control plane's processes (etcd, kube-apiserver, KWOK, kube-scheduler),
-a minimal KubeSchedulerConfiguration, and etcd's v3 JSON gateway."""
+"""The command lines of the control plane's processes (etcd, kube-apiserver, KWOK,
+kube-controller-manager, kube-scheduler), a minimal KubeSchedulerConfiguration, and etcd's v3 JSON
+gateway."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from kubesched.testing.builders import KWOK_ANNOTATION
 
 __all__ = [
     "COMPACT_REV_KEY",
+    "CONTROLLERS",
     "SERVICE_ACCOUNT_ISSUER",
     "SERVICE_CLUSTER_IP_RANGE",
     "apiserver_argv",
@@ -22,8 +24,10 @@ __all__ = [
     "etcd_argv",
     "etcd_call",
     "etcd_revision",
+    "kube_controller_manager_argv",
     "kube_scheduler_argv",
     "kwok_argv",
+    "real_node_apiserver_args",
     "scheduler_config",
 ]
 
@@ -50,9 +54,12 @@ def etcd_argv(binary: str, data_dir: Path, client_url: str, peer_url: str, extra
 
 
 def apiserver_argv(
-    binary: str, *, etcd_url: str, port: int, pki: Path, verbosity: int = 1, extra: Sequence[str] = ()
+    binary: str, *, etcd_url: str, port: int, pki: Path, verbosity: int = 1, extra: Sequence[str] = (),
+    service_account_admission: bool = False,
 ) -> list[str]:
-    """kube-apiserver on 127.0.0.1:``port`` with the certificates and keys in ``pki`` (see certs.PKI)."""
+    """kube-apiserver on 127.0.0.1:``port`` with the certificates and keys in ``pki`` (see certs.PKI).
+    ServiceAccount admission (token volumes; refuses pods until the namespace's ``default`` account
+    exists) only with ``service_account_admission``: pods on KWOK nodes never read a token."""
     return [
         binary,
         f"--etcd-servers={etcd_url}",
@@ -75,11 +82,30 @@ def apiserver_argv(
         # watches open: it stops listening, then waits for those connections forever. With it,
         # it ends the watches (clients see the stream close and re-watch) and exits in ~1s.
         "--shutdown-watch-termination-grace-period=5s",
-        "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+        "--disable-admission-plugins=" + ",".join(
+            ([] if service_account_admission else ["ServiceAccount"]) + ["TaintNodesByCondition"]
+        ),
         "--allow-privileged=true",
         "--profiling=false",
         f"--v={verbosity}",
         *extra,
+    ]
+
+
+def real_node_apiserver_args(pki: Path, address: str) -> list[str]:
+    """kube-apiserver flags (after ``apiserver_argv``'s, which they override) for a cluster with a
+    real node (node.py), with ``apiserver_argv(service_account_admission=True)`` so pods get
+    service-account tokens: they reach the API server through the ``kubernetes`` Service, whose
+    endpoint is this machine's ``address`` (lease reconciler; serving on every address, loopback
+    clients keep working); ``kubectl logs`` and ``exec`` reach the kubelet at its InternalIP with
+    the API server's kubelet client certificate (certs: ``apiserver-kubelet-client``)."""
+    return [
+        "--bind-address=0.0.0.0",
+        f"--advertise-address={address}",
+        "--endpoint-reconciler-type=lease",
+        f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+        f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+        "--kubelet-preferred-address-types=InternalIP",
     ]
 
 
@@ -98,6 +124,40 @@ def kwok_argv(
         f"--server-address=127.0.0.1:{server_port}",
         "--node-lease-duration-seconds=40",
         "--cidr=10.244.0.0/16",
+        *extra,
+    ]
+
+
+#: kube-controller-manager's controllers: every default one except those that need what this
+#: cluster lacks — node-ipam-controller (a pod CIDR to allocate from) and node-lifecycle-controller
+#: (kubelets: with KWOK's leases renewed late under load it would taint nodes not-ready mid-test and
+#: evict their pods).
+CONTROLLERS = "*,-node-ipam-controller,-node-lifecycle-controller"
+
+
+def kube_controller_manager_argv(
+    binary: str, *, kubeconfig: Path, pki: Path, port: int, cert_dir: Path, verbosity: int = 1,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """kube-controller-manager as kubeadm runs it (user system:kube-controller-manager, one service
+    account per controller, the cluster CA to sign CSRs), serving /healthz on 127.0.0.1:``port``."""
+    return [
+        binary,
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        f"--secure-port={port}",
+        "--bind-address=127.0.0.1",
+        f"--cert-dir={cert_dir}",
+        "--leader-elect=false",
+        "--use-service-account-credentials=true",
+        f"--service-account-private-key-file={pki / 'sa.key'}",
+        f"--root-ca-file={pki / 'ca.crt'}",
+        f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+        f"--cluster-signing-key-file={pki / 'ca.key'}",
+        f"--controllers={CONTROLLERS}",
+        f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+        f"--v={verbosity}",
         *extra,
     ]
 

@@ -19,7 +19,7 @@ __all__ = [
     "read_versions",
 ]
 
-BINARIES = ("kube-apiserver", "kube-scheduler", "etcd", "kwok")
+BINARIES = ("kube-apiserver", "kube-scheduler", "etcd", "kwok", "kube-controller-manager")
 _MARKER = Path("hack") / "cluster" / "versions.env"
 
 
