@@ -45,6 +45,13 @@ def _wants_control_plane(items: list[pytest.Item]) -> bool:
     )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that start the real node run last: its kubelet, containerd and kube-proxy (iptables
+    rules are machine-wide) stay up until the session ends, so no other test shares the machine
+    with them (a gang test's PodGroup Event went missing only in sessions where they ran first)."""
+    items.sort(key=lambda item: "real_node" in getattr(item, "fixturenames", ()))
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build (or find) the binaries once, before any test runs, if any selected test needs them."""
     if not _wants_control_plane(session.items):
