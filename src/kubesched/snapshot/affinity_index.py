@@ -92,10 +92,7 @@ class MatchIndex:
         self._tick = 0
         #: namespace → pod uid → row, for every pod accounted on a row.
         self._ns_pods: dict[str, dict[str, int]] = {}
-        for row in table.alive_rows():
-            for pod in table.pods[row].values():
-                self._ns_pods.setdefault(pod.namespace, {})[pod.uid] = int(row)
-        table.add_pod_observer(self._on_pod)
+        table.observe_pods(self._on_pod)
 
     def _on_pod(self, row: int, pod: PodInfo, sign: int) -> None:
         ns = pod.namespace
@@ -236,10 +233,7 @@ class TermRegistry:
     def __init__(self, table: NodeTable, extract: Extract) -> None:
         self._extract = extract
         self._groups: dict[str, dict[Hashable, TermGroup]] = {}
-        for row in table.alive_rows():
-            for pod in table.pods[row].values():
-                self._on_pod(int(row), pod, +1)
-        table.add_pod_observer(self._on_pod)
+        table.observe_pods(self._on_pod)
 
     def _on_pod(self, row: int, pod: PodInfo, sign: int) -> None:
         items = self._extract(pod)

@@ -351,6 +351,14 @@ class NodeTable:
         replayed. ``fn`` must be cheap and must not modify the table."""
         self._pod_observers.append(fn)
 
+    def observe_pods(self, fn: Callable[[int, PodInfo, int], None]) -> None:
+        """``fn(row, pod, +1)`` for every pod accounted now, then :meth:`add_pod_observer`: the one
+        way an index built after pods were placed catches up and then stays exact."""
+        for row in self.alive_rows().tolist():
+            for pod in list(self.pods[row].values()):
+                fn(row, pod, 1)
+        self.add_pod_observer(fn)
+
     def register_node_column(self, name: str, per_node: Callable[[dict[str, Any]], int]) -> None:
         """Maintain ``node_column(name)[row]`` = ``per_node(raw Node)``, updated on every node change."""
         arr = np.zeros(self._cap, dtype=np.int64)

@@ -68,10 +68,7 @@ class TopologyIndex:
         self._tick = 0
         #: namespace → pod uid → row, for every pod accounted on a row.
         self._ns_pods: dict[str, dict[str, int]] = {}
-        for row in table.alive_rows():
-            for pod in table.pods[row].values():
-                self._ns_pods.setdefault(pod.namespace, {})[pod.uid] = int(row)
-        table.add_pod_observer(self._on_pod)
+        table.observe_pods(self._on_pod)
 
     # -- maintenance (the table's pod observer) ---------------------------------------------------
     def _on_pod(self, row: int, pod: PodInfo, sign: int) -> None:

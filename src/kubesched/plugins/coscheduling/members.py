@@ -39,10 +39,7 @@ class MemberIndex:
         #: Group key → counter bumped whenever its pending members change (demand caches key on it).
         self.version: dict[str, int] = {}
         self._synced_at: float | None = None
-        for row in table.alive_rows():
-            for pod in table.pods[row].values():
-                self._observe(int(row), pod, +1)
-        table.add_pod_observer(self._observe)
+        table.observe_pods(self._observe)
 
     # -- feeds -------------------------------------------------------------------------------------
     def _observe(self, _row: int, pod: PodInfo, sign: int) -> None:

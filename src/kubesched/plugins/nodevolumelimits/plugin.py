@@ -86,11 +86,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         super().__init__(args, handle)
         #: row -> {uid: placed pod with claims}.
         self._claim_pods: dict[int, dict[str, PodInfo]] = {}
-        table = handle.table
-        for row in table.alive_rows().tolist():
-            for pod in table.pods[row].values():
-                self._observe(row, pod, 1)
-        table.add_pod_observer(self._observe)
+        handle.table.observe_pods(self._observe)
 
     def _observe(self, row: int, pod: PodInfo, sign: int) -> None:
         if not pod_volumes(pod).claims:

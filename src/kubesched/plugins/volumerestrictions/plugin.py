@@ -101,11 +101,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
         self._claim_users: Counter[str] = Counter()
         #: row -> {uid: placed pod with restricted inline disks}.
         self._disk_pods: dict[int, dict[str, PodInfo]] = {}
-        table = handle.table
-        for row in table.alive_rows().tolist():
-            for pod in table.pods[row].values():
-                self._observe(row, pod, 1)
-        table.add_pod_observer(self._observe)
+        handle.table.observe_pods(self._observe)
 
     def _observe(self, row: int, pod: PodInfo, sign: int) -> None:
         vols = pod_volumes(pod)
