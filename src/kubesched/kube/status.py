@@ -4,7 +4,11 @@ A plugin that declares a kind with ``writes_status`` (framework/objects.py) repo
 ``status_updates()`` → {kind: {"ns/name": changed status fields}}; the leader merge-patches them
 into each object's ``status`` subresource every few seconds, off the scheduling path. Failures are
 logged and retried on the next round (the plugin reports the fields again only when they change,
-so a failed patch is re-sent from a local copy).
+so a failed patch is re-sent from a local copy). Two answers are not worth repeating every round:
+403 (the service account may not patch ``<resource>/status``: said once as an error naming the RBAC
+rule, then retried with a doubling back-off up to five minutes, so fixing the Role heals it without a
+restart and a missing rule is not a request stream) and 400/422 (the apiserver refuses that status:
+sending it again cannot succeed; dropped with an error, the next change is sent as usual).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -24,6 +29,9 @@ from kubesched.kube.api import ApiClient, ApiError
 log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
+#: Back-off after a 403 on a kind's status: first retry after this many seconds, doubling to the cap.
+FORBIDDEN_FIRST_RETRY = 30.0
+FORBIDDEN_MAX_RETRY = 300.0
 
 
 class StatusPublisher:
@@ -34,6 +42,7 @@ class StatusPublisher:
         kinds: Sequence[ObjectKind],
         interval: float = 2.0,
         emit: Callable[[ObjectKind, ObjectEvent], None] | None = None,
+        now: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api = api
         plugins = list(plugins)
@@ -48,6 +57,9 @@ class StatusPublisher:
         self.interval = interval
         self._failed: dict[tuple[str, str], dict[str, Any]] = {}
         self._task: asyncio.Task[None] | None = None
+        self.now = now
+        #: kind → (monotonic time before which its patches wait, current back-off) after a 403.
+        self._forbidden: dict[str, tuple[float, float]] = {}
         self.patched = 0
 
     def start(self) -> None:
@@ -90,15 +102,40 @@ class StatusPublisher:
                 for key, changed in updates.items():
                     pending.setdefault((kind, key), {}).update(changed)
         self._failed.clear()
+        now = self.now()
         for (kind, key), status in pending.items():
+            blocked = self._forbidden.get(kind)
+            if blocked is not None and now < blocked[0]:
+                self._failed[(kind, key)] = status  # kept locally until the back-off ends
+                continue
             path = self.kinds[kind].object_path(key, "status")
             try:
                 await self.api.request("PATCH", path, {"status": status}, content_type=MERGE_PATCH)
                 self.patched += 1
+                self._forbidden.pop(kind, None)
             except ApiError as e:
-                if e.status != 404:  # the object is gone: nothing to report any more
-                    log.warning("event=status_patch_failed kind=%s object=%s status=%d", kind, key, e.status)
-                    self._failed[(kind, key)] = status
+                self._patch_refused(kind, key, status, e, now)
             except (OSError, TimeoutError, aiohttp.ClientError) as e:
                 log.warning("event=status_patch_failed kind=%s object=%s err=%r", kind, key, str(e))
                 self._failed[(kind, key)] = status
+
+    def _patch_refused(self, kind: str, key: str, status: dict[str, Any], e: ApiError, now: float) -> None:
+        if e.status == 404:  # the object is gone: nothing to report any more
+            return
+        if e.status in (400, 422):
+            log.error("event=status_patch_invalid kind=%s object=%s status=%d dropped: %s", kind, key, e.status, e)
+            return
+        self._failed[(kind, key)] = status
+        if e.status != 403:
+            log.warning("event=status_patch_failed kind=%s object=%s status=%d", kind, key, e.status)
+            return
+        previous = self._forbidden.get(kind)
+        backoff = FORBIDDEN_FIRST_RETRY if previous is None else min(previous[1] * 2, FORBIDDEN_MAX_RETRY)
+        self._forbidden[kind] = (now + backoff, backoff)
+        if previous is None:
+            resource = self.kinds[kind].resource
+            log.error(
+                "event=status_patch_forbidden kind=%s object=%s: the scheduler's service account may not "
+                "patch %s/status (RBAC: verbs [patch] on resource %s/status); kept and retried in %.0f s, "
+                "doubling to %.0f s: %s", kind, key, resource, resource, backoff, FORBIDDEN_MAX_RETRY, e,
+            )
