@@ -487,6 +487,8 @@ class Scheduler:
         row = self.cache.table.row_of(node)
         if row is not None:
             diagnosis.node_to_status.add_all(np.array([row], dtype=np.intp), st)
+        else:  # the node is gone (its deletion is what rejected the waiting pod): still say why
+            diagnosis.node_to_status.absent_status = st
         diagnosis.unschedulable_plugins.add(st.plugin)
         return ScheduleFailure(st, fit_error_message(1, diagnosis), diagnosis, 1)
 

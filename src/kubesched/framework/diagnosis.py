@@ -28,6 +28,9 @@ class NodeToStatus:
         self._chunks: list[tuple[Rows, npt.NDArray[np.int32], list[Status]]] = []
         self._count = 0
         self._by_row: dict[int, Status] | None = None
+        #: Upstream NodeToStatus.absentNodesStatus: the verdict for nodes with no row of their own
+        #: (a Permit rejection on a node deleted meanwhile); counted in the FitError message.
+        self.absent_status: Status | None = None
 
     def add(self, rows: Rows, codes: npt.NDArray[np.int32], statuses: list[Status], failed: int | None = None) -> None:
         """Record verdicts: ``codes[i] > 0`` selects ``statuses[codes[i] - 1]`` for ``rows[i]``;
@@ -124,6 +127,10 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
         msg += f" {diagnosis.pre_filter_msg}."
     else:
         histogram = diagnosis.node_to_status.reason_histogram()
+        absent, recorded = diagnosis.node_to_status.absent_status, len(diagnosis.node_to_status)
+        if absent is not None and recorded < num_all_nodes:
+            for reason in absent.reasons:
+                histogram[reason] += num_all_nodes - recorded
         reasons = sorted(f"{n} {reason}" for reason, n in histogram.items())
         if reasons:
             msg += f" {', '.join(reasons)}."

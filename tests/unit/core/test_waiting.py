@@ -210,6 +210,22 @@ async def test_reject_unreserves_frees_resources_and_reports_the_reason() -> Non
     assert p.uid in sched.queue
 
 
+async def test_waiting_pod_rejected_because_its_node_was_deleted_still_says_why() -> None:
+    """The live shell rejects pods waiting on a node that is deleted; the node has no row any more,
+    and the message used to come out empty ("0/1 nodes are available:"), seen in the chaos suite."""
+    sched, _, client, obs = build(["Gate"])
+    p = pod_info("p", cpu="2")
+    sched.on_pod_add(p)
+    sched.schedule_one()
+    await asyncio.sleep(0)
+    sched.waiting_pods.reject(p.uid, "", "node a was deleted")
+    sched.on_node_delete("a")
+    await drain(sched)
+    assert client.bound == {}
+    [failure] = obs.failures
+    assert failure.message == "0/1 nodes are available: 1 node a was deleted."
+
+
 async def test_rejected_waiting_pod_goes_to_unschedulable() -> None:
     sched, _, _, _ = build(["Gate"])
     p = pod_info("p", cpu="2")
