@@ -439,14 +439,18 @@ class ControlPlane:
         labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,
         taints: Sequence[Mapping[str, Any]] = (),
+        images: Sequence[Mapping[str, Any]] = (),
         kwok: bool = True,
         wait_ready: bool | None = None,
         timeout: float = 60.0,
     ) -> list[str]:
         """Create ``count`` fake nodes <prefix><i> (:func:`kubesched.testing.kwok_node`). KWOK-managed
         ones (``kwok=True``, the default) get the annotation kwok.x-k8s.io/node=fake and the label
-        type=kwok, and no taint unless given. ``wait_ready`` (default: when KWOK runs) waits until
-        KWOK has marked them all Ready."""
+        type=kwok, and no taint unless given. ``images`` is their ``status.images`` (``{"names":
+        [...], "sizeBytes": n}`` each, what ImageLocality scores): a node's status may be set on
+        create, and KWOK's stages patch the status strategically without naming ``images``, so
+        they stay (read back after a dozen heartbeats). ``wait_ready`` (default: when KWOK runs)
+        waits until KWOK has marked them all Ready."""
         names = []
         for i in range(start, start + count):
             name = f"{prefix}{i}"
@@ -461,6 +465,8 @@ class ControlPlane:
                 taints=taints,
                 kwok=kwok,
             )
+            if images:
+                body["status"]["images"] = [dict(image) for image in images]
             self.api("POST", "/api/v1/nodes", body)
             names.append(name)
         if wait_ready is None:
