@@ -75,7 +75,9 @@ if TYPE_CHECKING:
     metavar="NODE[,NODE...]",
     multiple=True,
     help="What-if: cordon these nodes and evict their pods as `kubectl drain --ignore-daemonsets "
-    "--delete-emptydir-data --force` would, then reschedule them; reports which would not fit anywhere.",
+    "--delete-emptydir-data --force` would (PodDisruptionBudgets of the dump applied as the eviction API does), "
+    "then reschedule them; reports whether the drain would complete, which pods a budget blocks and which would "
+    "not fit anywhere.",
 )
 @click.option(
     "--drain-selector",
@@ -116,10 +118,14 @@ def simulate(
     from kubesched.snapshot.pod import PodSpecError
     from kubesched.snapshot.table import NodeSpecError
 
-    config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed)
+    draining = bool(drain_nodes) or drain_selector is not None
+    if draining:
+        from kubesched.simulate.drain_budget import PDB_KIND
+    config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed,
+                                           extra_kinds=[PDB_KIND] if draining else [])
 
     drain_plan = None
-    if drain_nodes or drain_selector is not None:
+    if draining:
         from kubesched.simulate.drain import DrainError, plan_drain_options
 
         try:
@@ -178,16 +184,17 @@ def simulate(
 
 def load_input(
     config_path: Path | None, plugin_modules: tuple[str, ...], cluster_path: Path | None, nodes: int | None,
-    pods: int | None, seed: int,
+    pods: int | None, seed: int, extra_kinds: Sequence[ObjectKind] = (),
 ) -> tuple[SchedulerConfig, Registry, ClusterInput]:
     """The configuration and the cluster of a what-if command: ``--cluster``, a generated one
-    (``--nodes``/``--pods``), or the built-in demo (with its configuration unless ``--config``)."""
+    (``--nodes``/``--pods``), or the built-in demo (with its configuration unless ``--config``).
+    ``extra_kinds``: objects the command itself reads from the dump (the drain's budgets)."""
     from kubesched.framework.registry import profiles_object_kinds
 
     if cluster_path is None and nodes is None and config_path is None:
         config_path = demo_dir() / "config.yaml"
     config, registry = load_scheduler_config(config_path, plugin_modules)
-    kinds = profiles_object_kinds(registry, config.profiles)
+    kinds = [*profiles_object_kinds(registry, config.profiles), *extra_kinds]
     return config, registry, load_cluster_input(cluster_path, nodes, pods, seed, kinds)
 
 

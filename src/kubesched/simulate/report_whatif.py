@@ -1,6 +1,6 @@
 """What-if pages and sections of the HTML report, drawn with the report's own cards, charts and
-styles (report_html.py): the drain section of ``kubesched simulate --drain --report`` and the page
-of ``kubesched compare --report``."""
+styles (report_charts.py, report_style.py): the drain section of ``kubesched simulate --drain
+--report`` (report_drain.py) and the page of ``kubesched compare --report``."""
 
 from __future__ import annotations
 
@@ -8,22 +8,17 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubesched.simulate.report_html import (
-    _CSS,
-    _JS,
+from kubesched.simulate.report_charts import (
     _UTIL_LABELS,
-    C_AFTER,
     MAX_FAILED_ROWS,
-    MAX_REASONS,
-    _card,
     _e,
-    _empty,
-    _hbars,
     _num,
     _pct,
     _quantity,
     _vbars,
 )
+from kubesched.simulate.report_drain import drain_section
+from kubesched.simulate.report_style import _CSS, _JS
 
 __all__ = ["render_compare_html", "whatif_sections"]
 
@@ -32,85 +27,8 @@ def whatif_sections(data: Mapping[str, Any]) -> list[str]:
     """HTML sections for the what-if parts of ``data`` (none when it has none)."""
     out = []
     if isinstance(data.get("drain"), Mapping):
-        out.append(_drain(data["drain"]))
+        out.append(drain_section(data["drain"]))
     return out
-
-
-def _drain(drain: Mapping[str, Any]) -> str:
-    """The drain what-if: the drained nodes, where their pods went, which would not fit anywhere."""
-    nodes = [str(n) for n in drain.get("nodes") or []]
-    pods = [p for p in drain.get("pods") or [] if isinstance(p, Mapping)]
-    lost = [p for p in drain.get("lost") or [] if isinstance(p, Mapping)]
-    stay = [p for p in drain.get("stay") or [] if isinstance(p, Mapping)]
-    failed = [p for p in pods if p.get("status") != "Scheduled"]
-    placed = len(pods) - len(failed)
-    cards = [
-        _card("Nodes drained", f"{len(nodes):,}", _e(", ".join(nodes[:4]) + (" …" if len(nodes) > 4 else ""))),
-        _card("Evicted", f"{len(pods):,}", "recreated by their controllers"),
-        _card("Rescheduled", f"{placed:,}", "fit on another node", "ok"),
-        _card("Would not fit", f"{len(failed):,}", "anywhere in the cluster", "bad" if failed else "ok"),
-        _card("Lost", f"{len(lost):,}", "no controller: deleted for good", "warn" if lost else ""),
-        _card("Stay", f"{len(stay):,}", "DaemonSet and mirror pods"),
-    ]
-    landed: dict[str, int] = {}
-    for p in pods:
-        if p.get("status") == "Scheduled":
-            landed[str(p.get("node", ""))] = landed.get(str(p.get("node", "")), 0) + 1
-    rows = []
-    for p in failed[:MAX_FAILED_ROWS]:
-        rows.append(
-            f'<tr><td class="name">{_e(p.get("pod", ""))}</td><td class="name node">{_e(p.get("from", ""))}</td>'
-            f'<td><span class="st st-{_e(p.get("status", ""))}">{_e(p.get("status", ""))}</span></td>'
-            f'<td class="msg">{_e(p.get("message") or "")}</td></tr>'
-        )
-    if rows:
-        table = (
-            '<div class="scroll"><table class="sortable" id="drain-failed"><caption>Evicted pods that would not '
-            'fit anywhere</caption><thead><tr><th>Pod</th><th>Was on</th><th>Status</th><th>Why</th></tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table></div>"
-        )
-        if len(failed) > len(rows):
-            table += f'<p class="more">… and {len(failed) - len(rows):,} more (see <code>--output json</code>).</p>'
-    elif pods:
-        table = '<p class="muted ok">Every evicted pod fits on another node.</p>'
-    else:
-        table = '<p class="muted">The drained nodes run no pod that would be rescheduled.</p>'
-    destinations = sorted(landed.items(), key=lambda kv: (-kv[1], kv[0]))
-    shown = [(node, float(n)) for node, n in destinations[:MAX_REASONS]]
-    if len(destinations) > MAX_REASONS:
-        shown.append((f"… {len(destinations) - MAX_REASONS:,} more nodes", 0.0))
-    chart = (
-        _hbars(
-            "drain-destinations",
-            f"Where the {placed:,} rescheduled pods go (pods per node)",
-            shown,
-            colour=C_AFTER,
-            x_label="pods",
-            label_chars=48,
-        )
-        if destinations
-        else _empty("drain-destinations", "Where the evicted pods go", "No evicted pod was rescheduled")
-    )
-    notes = []
-    if lost:
-        notes.append(
-            "<li><b>Deleted for good</b> (no controller; <code>kubectl drain</code> needs <code>--force</code>): "
-            + ", ".join(f"<code>{_e(p.get('pod', ''))}</code>" for p in lost[:50])
-            + (" …" if len(lost) > 50 else "") + "</li>"
-        )
-    reasons: dict[str, int] = {}
-    for p in stay:
-        reasons[str(p.get("reason", ""))] = reasons.get(str(p.get("reason", "")), 0) + 1
-    notes += [f"<li><b>{n:,} stay</b>: {_e(reason)}</li>" for reason, n in sorted(reasons.items())]
-    local = sum(1 for p in pods if p.get("localStorage"))
-    if local:
-        notes.append(f"<li><b>{local:,}</b> evicted pod(s) lose their <code>emptyDir</code> data.</li>")
-    note_html = f'<ul class="notes">{"".join(notes)}</ul>' if notes else ""
-    return (
-        '<section id="drain"><h2>Drain what-if</h2><div class="cards">' + "".join(cards) + "</div>"
-        f'<div class="grid two" style="margin-top:14px"><figure>{chart}</figure><div>{table}{note_html}</div></div>'
-        "</section>"
-    )
 
 
 # -- configuration comparison (kubesched compare --report) ---------------------------------------------

@@ -98,46 +98,9 @@ def print_summary(console: Console, data: dict[str, Any], max_rows: int = 25) ->
     if not unschedulable and not errors:
         console.print("[green]Every simulated pod was scheduled.[/green]")
     if data.get("drain"):
+        from kubesched.simulate.drain_output import print_drain
+
         print_drain(console, data["drain"], max_rows)
-
-
-def print_drain(console: Console, drain: dict[str, Any], max_rows: int) -> None:
-    """The drain what-if: where the evicted pods went, which would not fit anywhere and why."""
-    nodes = drain["nodes"]
-    shown = ", ".join(nodes[:max_rows]) + (f", … {len(nodes) - max_rows} more" if len(nodes) > max_rows else "")
-    console.print(
-        f"[bold]Drain what-if[/bold]: {len(nodes)} node(s) cordoned and drained ({shown}): "
-        + (
-            "no pod to reschedule" if not drain["evicted"]
-            else f"{drain['evicted']} pod(s) evicted, [green]{drain['rescheduled']} rescheduled[/green], "
-            + (f"[red]{drain['notRescheduled']} would not fit anywhere[/red]" if drain["notRescheduled"]
-               else "[green]every evicted pod fits elsewhere[/green]")
-        )
-    )
-    if drain["lost"]:
-        console.print(
-            f"[yellow]{len(drain['lost'])} pod(s) declare no controller: a drain deletes them for good "
-            f"(kubectl drain needs --force):[/yellow] " + ", ".join(p["pod"] for p in drain["lost"][:max_rows])
-            + (" …" if len(drain["lost"]) > max_rows else "")
-        )
-    if drain["stay"]:
-        for reason, n in Counter(p["reason"] for p in drain["stay"]).most_common():
-            console.print(f"[dim]{n} pod(s) stay on the drained nodes: {reason}[/dim]")
-    local = sum(1 for p in drain["pods"] if p["localStorage"])
-    if local:
-        console.print(f"[dim]{local} evicted pod(s) lose their emptyDir data[/dim]")
-    failed = [p for p in drain["pods"] if p["status"] != "Scheduled"]
-    if failed:
-        t = Table(title=f"Evicted pods that would not fit anywhere: {len(failed)}")
-        t.add_column("pod")
-        t.add_column("was on")
-        t.add_column("status")
-        t.add_column("reason", overflow="fold")
-        for p in failed[:max_rows]:
-            t.add_row(p["pod"], p["from"], p["status"], p["message"])
-        console.print(t)
-        if len(failed) > max_rows:
-            console.print(f"[dim]… and {len(failed) - max_rows} more (see --output json)[/dim]")
 
 
 def _reasons_table(console: Console, title: str, rows: list[dict[str, Any]], header: str, max_rows: int) -> None:

@@ -110,9 +110,11 @@ def test_drain_evicts_managed_pods_keeps_daemonset_and_mirror_pods_and_loses_bar
     assert by_name["proxy-old"]["spec"]["nodeName"] == "old-1"
     for name in ("web-1", "web-2", "cache-0"):
         assert "nodeName" not in by_name[name]["spec"] and by_name[name]["status"] == {"phase": "Pending"}
-    # Recreated after every pod of the input, in their order.
+    # kubectl's order: the node's pods as the API lists them (namespace, then name); recreated after
+    # every pod of the input, in that order.
+    assert plan.order == {"old-1": ["default/cache-0", "default/debug", "default/web-1", "default/web-2"]}
     stamps = [p["metadata"]["creationTimestamp"] for p in after.pods]
-    recreated = [by_name[n]["metadata"]["creationTimestamp"] for n in ("web-1", "web-2", "cache-0")]
+    recreated = [by_name[n]["metadata"]["creationTimestamp"] for n in ("cache-0", "web-1", "web-2")]
     assert recreated == sorted(recreated) and recreated[0] > max(
         p["metadata"]["creationTimestamp"] for p in cluster.pods
     ), stamps
