@@ -42,6 +42,9 @@ __all__ = ["capacity"]
 @click.option("--max-nodes", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Give up on a node template beyond this many added nodes.")
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a self-contained HTML page with the answers (charts of where replicas go and why the next "
+              "one does not fit; every step of the node search).")
 @plugins_option
 @click.option("--max-rows", type=click.IntRange(min=1), default=15, show_default=True, help="Rows per table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
@@ -55,6 +58,7 @@ def capacity(
     node_templates: tuple[Path, ...],
     max_nodes: int,
     output: str,
+    report_path: Path | None,
     plugin_modules: tuple[str, ...],
     max_rows: int,
     quiet: bool,
@@ -88,6 +92,7 @@ def capacity(
         "schemaVersion": 1,
         "source": cluster.source,
         "profiles": [p.scheduler_name for p in config.profiles],
+        "clusterNodes": len(cluster.nodes),
         "replicasThatFit": [],
         "scaleUp": [],
     }
@@ -107,6 +112,11 @@ def capacity(
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         print_capacity(console(), doc, max_rows)
+    if report_path is not None:
+        from kubesched.simulate.report_capacity import render_capacity_html
+
+        report_path.write_text(render_capacity_html(doc), encoding="utf-8")
+        err.print(f"report written to {report_path}")
 
 
 def load_node_templates(path: Path) -> list[NodeTemplate]:
