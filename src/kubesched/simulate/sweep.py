@@ -1,16 +1,18 @@
 """Sweeps: configurations × clusters × seeds, each one simulation, run in parallel worker processes
-on this machine and gathered into one table (``kubesched sweep``).
+on this machine (here) or on a Dask cluster (``sweep_dask.py``) and gathered into one table
+(``kubesched sweep``).
 
 A job names everything it needs (configuration path, plugin modules, cluster file or generated size,
-seed), so a worker process rebuilds it from scratch and returns a small summary: results do not
-depend on how many workers ran them or in which order (each simulation is deterministic for its
-seed). Distributed engines (Ray, Dask) are not supported yet; a job being a plain picklable record
-and ``run_job`` a plain function is what such a backend would need.
+seed), and ``run_job`` — the one way a job runs, whatever runs it — rebuilds it from scratch and returns
+a small summary. Every random choice is seeded by the job's seed (the generated cluster, the
+scheduler's tie-breaks), so the results do not depend on how many workers ran them, which worker ran
+which, in which order, or whether one was retried after a worker died.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import statistics
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -58,6 +60,8 @@ def run_job(job: SweepJob) -> dict[str, Any]:
     """One simulation, start to finish, in whatever process runs it; a compact summary back."""
     import resource
 
+    import orjson
+
     from kubesched.app.startup import load_scheduler_config
     from kubesched.framework.registry import profiles_object_kinds
     from kubesched.simulate.compare import run_summary
@@ -85,6 +89,8 @@ def run_job(job: SweepJob) -> dict[str, Any]:
         "nodesUsed": summary["nodesUsed"],
         "cpuStddev": summary["utilisation"]["cpu"]["stddev"],
         "memoryStddev": summary["utilisation"]["memory"]["stddev"],
+        # Every pod's outcome (node, or why not) in one value: equal digests, equal placements.
+        "placementDigest": hashlib.sha256(orjson.dumps(summary["outcomes"], option=orjson.OPT_SORT_KEYS)).hexdigest(),
         "wallSeconds": summary["wallSeconds"],
         "podsPerSecond": round(simulated / summary["wallSeconds"], 1) if summary["wallSeconds"] else 0.0,
         # Peak RSS of the process that ran it (a worker may run several jobs: an upper bound).
@@ -115,8 +121,9 @@ def run_sweep(jobs: Sequence[SweepJob], workers: int, done: Callable[[dict[str, 
 
 
 #: Fields that depend on the seed and the scheduling, not on the machine (what must not change with
-#: the number of workers).
-OUTCOME_FIELDS = ("scheduled", "unschedulable", "preemptions", "nodesUsed", "cpuStddev", "memoryStddev")
+#: the number of workers or the engine).
+NUMERIC_OUTCOMES = ("scheduled", "unschedulable", "preemptions", "nodesUsed", "cpuStddev", "memoryStddev")
+OUTCOME_FIELDS = (*NUMERIC_OUTCOMES, "placementDigest")
 
 
 def aggregate(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -127,7 +134,7 @@ def aggregate(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (config, cluster), rs in groups.items():
         row: dict[str, Any] = {"config": config, "cluster": cluster, "runs": len(rs)}
-        for key in (*OUTCOME_FIELDS, "podsPerSecond", "wallSeconds", "peakRssMiB"):
+        for key in (*NUMERIC_OUTCOMES, "podsPerSecond", "wallSeconds", "peakRssMiB"):
             values = [float(r[key]) for r in rs]
             row[key] = {"mean": round(statistics.fmean(values), 6), "min": min(values), "max": max(values)}
         out.append(row)

@@ -1,10 +1,13 @@
-"""``kubesched sweep``: configurations × clusters × seeds in parallel worker processes, one table."""
+"""``kubesched sweep``: configurations × clusters × seeds in parallel worker processes (here, or on a
+Dask cluster), one table."""
 
 from __future__ import annotations
 
 import os
 import re
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +49,13 @@ def _int_list(text: str, option: str) -> list[int]:
 @click.option("--seeds", default="0", show_default=True, metavar="LIST",
               help="Seeds, e.g. 1,2,3 or 1-5: each combination runs once per seed.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Worker processes (default: the number of CPUs; 1: in this process).")
+              help="Worker processes with --engine local (default: the number of CPUs; 1: in this process).")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="Where the simulations run: worker processes on this machine, or a Dask cluster "
+              "(needs kubesched[dask]; see --dask-scheduler).")
+@click.option("--dask-scheduler", "dask_address", metavar="tcp://HOST:PORT", envvar="DASK_SCHEDULER_ADDRESS",
+              help="The Dask scheduler to send the simulations to, with --engine dask "
+              "(default: $DASK_SCHEDULER_ADDRESS).")
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @plugins_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
@@ -57,51 +66,87 @@ def sweep(
     pods_per_node: float,
     seeds: str,
     workers: int | None,
+    engine: str,
+    dask_address: str | None,
     output: str,
     plugin_modules: tuple[str, ...],
     quiet: bool,
 ) -> None:
-    """Run every configuration on every cluster with every seed, in parallel worker processes, and
-    gather the results into one table (per run, and per configuration and cluster over the seeds).
-    The results are the same whatever the number of workers."""
+    """Run every configuration on every cluster with every seed, in parallel worker processes (on this
+    machine, or on a Dask cluster with --engine dask), and gather the results into one table (per run,
+    and per configuration and cluster over the seeds). The results are the same whatever the number
+    of workers and wherever they run."""
     from kubesched.app.render import console
     from kubesched.app.startup import load_scheduler_config
     from kubesched.simulate.sweep import aggregate, jobs_for, run_sweep
 
     if not cluster_paths and not node_counts:
         raise UserError("give --cluster FILE or --nodes N[,N...] (or both)")
+    ctx = click.get_current_context()
+    if engine == "dask":
+        if not dask_address:
+            raise UserError("--engine dask: give --dask-scheduler tcp://HOST:PORT (or set DASK_SCHEDULER_ADDRESS)")
+        if workers is not None:
+            raise UserError("--workers is for --engine local; a Dask cluster's size is set where its workers start "
+                            "(dask worker --nworkers N)")
+    elif ctx.get_parameter_source("dask_address") is click.core.ParameterSource.COMMANDLINE:
+        raise UserError("--dask-scheduler needs --engine dask")
     sizes = [(n, round(n * pods_per_node)) for n in _int_list(node_counts, "--nodes")] if node_counts else []
     configs: list[str | None] = [str(p) for p in config_paths] or [None]
     for c in configs:  # fail here, once, with the command's own error, not in every worker
         load_scheduler_config(Path(c) if c else None, plugin_modules)
     jobs = jobs_for(configs, plugin_modules, [str(p) for p in cluster_paths], sizes, _int_list(seeds, "--seeds"))
-    n_workers = min(workers or os.cpu_count() or 1, len(jobs))
-    err = console(stderr=True)
-    bar = None
-    if not (quiet or output == "json") and err.is_terminal:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    show_progress = not (quiet or output == "json")
+    doc: dict[str, Any] = {"kind": "Sweep", "schemaVersion": 1, "engine": engine}
+    if engine == "dask":
+        from kubesched.simulate.sweep_dask import connect
 
-        bar = Progress(TextColumn(f"sweep ({n_workers} worker(s))"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), console=err, transient=True)
-        bar.start()
-        task = bar.add_task("jobs", total=len(jobs))
-    try:
-        results = run_sweep(jobs, n_workers, (lambda r: bar.advance(task)) if bar is not None else None)
-    except Exception as e:  # a job's error (bad cluster file, plugin crash): one line, not a worker traceback
-        raise UserError(f"sweep: a simulation failed: {e}") from None
-    finally:
-        if bar is not None:
-            bar.stop()
-    doc = {"kind": "Sweep", "schemaVersion": 1, "workers": n_workers, "results": results,
-           "summary": aggregate(results)}
+        assert dask_address is not None
+        with connect(dask_address) as cluster:
+            n_workers = cluster.workers
+            with _progress(f"sweep on Dask {dask_address} ({n_workers} worker(s))", len(jobs), show_progress) as done:
+                results = _failing_clearly(lambda: cluster.run(jobs, done))
+        doc["daskScheduler"] = dask_address
+    else:
+        n_workers = min(workers or os.cpu_count() or 1, len(jobs))
+        with _progress(f"sweep ({n_workers} worker(s))", len(jobs), show_progress) as done:
+            results = _failing_clearly(lambda: run_sweep(jobs, n_workers, done))
+    doc |= {"workers": n_workers, "results": results, "summary": aggregate(results)}
     if output == "json":
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         print_sweep(console(), doc)
 
 
+@contextmanager
+def _progress(label: str, total: int, enabled: bool) -> Iterator[Callable[[dict[str, Any]], None] | None]:
+    """A progress bar on stderr (when it is a terminal) advanced by the callback this yields."""
+    from kubesched.app.render import console
+
+    err = console(stderr=True)
+    if not enabled or not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                  transient=True) as bar:
+        task = bar.add_task("jobs", total=total)
+        yield lambda _result: bar.advance(task)
+
+
+def _failing_clearly(run: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    try:
+        return run()
+    except UserError:
+        raise
+    except Exception as e:  # a job's error (bad cluster file, plugin crash): one line, not a worker traceback
+        raise UserError(f"sweep: a simulation failed: {e}") from None
+
+
 def print_sweep(console: Console, doc: dict[str, Any]) -> None:
-    t = Table(title=f"Sweep: {len(doc['results'])} simulation(s) on {doc['workers']} worker(s), over the seeds")
+    where = f" of Dask {doc['daskScheduler']}" if doc.get("engine") == "dask" else ""
+    t = Table(title=f"Sweep: {len(doc['results'])} simulation(s) on {doc['workers']} worker(s){where}, over the seeds")
     for col in ("configuration", "cluster", "runs", "scheduled", "unschedulable", "preemptions", "nodes used",
                 "cpu spread (sd)", "pods/s", "peak RSS MiB"):
         t.add_column(col, justify="left" if col in ("configuration", "cluster") else "right")
