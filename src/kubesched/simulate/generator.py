@@ -53,13 +53,15 @@ off, as upstream's SchedulingBasic does.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import random
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubesched.simulate.gc_pause import paused_gc
 from kubesched.simulate.inputs import ClusterInput
 from kubesched.snapshot.pod_requests import compute_pod_requests
 
@@ -137,6 +139,11 @@ def generate_cluster(nodes: int, pods: int, seed: int, *, pod_topology: bool = F
     ``pod_topology``: web apps get spread constraints and pod (anti-)affinity (module docstring)."""
     if nodes < 0 or pods < 0:
         raise ValueError(f"nodes and pods must not be negative, got nodes={nodes} pods={pods}")
+    with paused_gc():
+        return _generate(nodes, pods, seed, pod_topology)
+
+
+def _generate(nodes: int, pods: int, seed: int, pod_topology: bool) -> ClusterInput:
     rng = random.Random(seed)
     node_objs, node_state = _generate_nodes(rng, nodes)
     pools = {pool: [n for n in node_state if n.pool == pool] for pool in ("general", "gpu", "infra")}
@@ -175,7 +182,33 @@ def _priority_classes() -> dict[str, dict[str, Any]]:
 
 
 def _uid(rng: random.Random) -> str:
-    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    """``str(uuid.UUID(int=rng.getrandbits(128), version=4))``, without building the UUID."""
+    n = rng.getrandbits(128)
+    n = (n & ~(0xC000 << 48)) | (0x8000 << 48)  # variant RFC 4122
+    n = (n & ~(0xF000 << 64)) | (4 << 76)  # version 4
+    h = f"{n:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+class _Weighted:
+    """``rng.choices(population, weights)[0]`` with the cumulative weights worked out once: the
+    same draw from the same stream (random.choices' own arithmetic), a fraction of the cost."""
+
+    __slots__ = ("_cum", "_hi", "_population", "_total")
+
+    def __init__(self, population: Sequence[Any], weights: Sequence[float]) -> None:
+        self._population = population
+        self._cum = list(itertools.accumulate(weights))
+        self._total = self._cum[-1] + 0.0
+        self._hi = len(population) - 1
+
+    def pick(self, rng: random.Random) -> Any:
+        return self._population[bisect.bisect(self._cum, rng.random() * self._total, 0, self._hi)]
+
+
+_GPU_TYPE_PICK: Final = _Weighted(_GPU_TYPES, _GPU_TYPE_WEIGHTS)
+_CPU_SIZE_PICK: Final = _Weighted(_CPU_SIZES, _CPU_WEIGHTS)
+_GPU_COUNT_PICK: Final = _Weighted(("1", "2", "4"), (70, 20, 10))
 
 
 def _ts(epoch: int) -> str:
@@ -216,7 +249,7 @@ def _generate_nodes(rng: random.Random, count: int) -> tuple[list[dict[str, Any]
             taints.append({"key": CONTROL_PLANE_LABEL, "effect": "NoSchedule"})
         elif i in gpu_idx:
             pool = "gpu"
-            itype, cpu, mem_gib, gpus = rng.choices(_GPU_TYPES, _GPU_TYPE_WEIGHTS)[0]
+            itype, cpu, mem_gib, gpus = _GPU_TYPE_PICK.pick(rng)
             extra_labels["nvidia.com/gpu.present"] = "true"
             extra_labels["nvidia.com/gpu.product"] = (
                 "NVIDIA-A10G" if itype.startswith("g5") else "NVIDIA-A100-SXM4-40GB"
@@ -225,7 +258,7 @@ def _generate_nodes(rng: random.Random, count: int) -> tuple[list[dict[str, Any]
             taints.append({"key": GPU, "value": "present", "effect": "NoSchedule"})
         else:
             pool = "infra" if i in infra_idx else "general"
-            cpu = rng.choices(_CPU_SIZES, _CPU_WEIGHTS)[0]
+            cpu = _CPU_SIZE_PICK.pick(rng)
             memory_optimised = rng.random() < 0.15
             if pool == "general" and rng.random() < 0.15:
                 arch = "arm64"
@@ -425,7 +458,7 @@ def _batch(rng: random.Random) -> _Shape:
 
 def _gpu(rng: random.Random) -> _Shape:
     app = rng.choice(("trainer", "inference", "notebook"))
-    gpus = rng.choices(("1", "2", "4"), (70, 20, 10))[0]
+    gpus = _GPU_COUNT_PICK.pick(rng)
     main = _container(
         "cuda",
         f"registry.example.com/ml/{app}:3.{rng.randrange(10)}",
@@ -531,13 +564,12 @@ def _generate_pods(rng: random.Random, count: int, *, has_gpu: bool, has_infra: 
         kinds.append((_gpu, 0.06))
     if has_infra:
         kinds.append((_infra, 0.03))
-    makers: Sequence[Any] = [k for k, _ in kinds]
-    weights = [w for _, w in kinds]
+    maker = _Weighted([k for k, _ in kinds], [w for _, w in kinds])
     counters: dict[tuple[str, str], int] = {}
     clock = _EPOCH
     plans: list[_PodPlan] = []
     for _ in range(count):
-        shape: _Shape = rng.choices(makers, weights)[0](rng)
+        shape: _Shape = maker.pick(rng)(rng)
         n = counters[(shape.team, shape.app)] = counters.get((shape.team, shape.app), 0) + 1
         name = f"{shape.team}-{shape.app}-{n}"
         clock += rng.randint(1, 5)
@@ -643,6 +675,7 @@ def _topology_of(pattern: str, app: str, team: str) -> dict[str, Any]:
 
 def _add_pod_topology(rng: random.Random, plans: list[_PodPlan]) -> None:
     names, weights = zip(*_TOPOLOGY_PATTERNS, strict=True)
+    patterns = _Weighted(names, weights)
     chosen: dict[str, str] = {}
     for plan in plans:
         meta, spec = plan.raw["metadata"], plan.raw["spec"]
@@ -653,7 +686,7 @@ def _add_pod_topology(rng: random.Random, plans: list[_PodPlan]) -> None:
         app = meta["labels"]["app.kubernetes.io/name"]
         pattern = chosen.get(app)
         if pattern is None:
-            pattern = chosen[app] = rng.choices(names, weights)[0]
+            pattern = chosen[app] = patterns.pick(rng)
         extra = _topology_of(pattern, app, meta["labels"]["team"])
         if "topologySpreadConstraints" in extra:
             spec["topologySpreadConstraints"] = extra["topologySpreadConstraints"]

@@ -29,6 +29,7 @@ from kubesched.framework.explain import Explanation, explain
 from kubesched.framework.registry import Registry
 from kubesched.scheduler import QueueSettings, Scheduler
 from kubesched.simulate.cluster import SimulatedCluster
+from kubesched.simulate.gc_pause import paused_gc
 from kubesched.simulate.inputs import ClusterInput
 from kubesched.simulate.records import GATED, PRE_BOUND, SCHEDULED, PodRecord, PreemptionRecord, Recorder
 from kubesched.snapshot.pod import PodInfo
@@ -178,7 +179,8 @@ class Simulation:
 
     async def run(self) -> SimulationResult:
         started = time.perf_counter()
-        pending, reassigned = self._load()
+        with paused_gc():
+            pending, reassigned = self._load()
         table = self.scheduler.cache.table
         requested_before = table.requested.copy()
         pods_before = {table.names[r]: len(table.pods[r]) for r in table.alive_rows()}
