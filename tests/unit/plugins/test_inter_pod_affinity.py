@@ -1255,3 +1255,20 @@ def test_terminating_pods_count_as_upstream() -> None:
     cs = CycleState()
     assert plugin.pre_filter(cs, p, table)[1].is_success
     assert filter_all(plugin, cs, p, table, ["a", "b"]) == [(U, (ANTI,)), None]
+
+
+def test_alike_terms_in_other_namespaces_keep_their_own_namespace() -> None:
+    """Pods written alike share their parsed terms, but a term without namespaces means the pod's
+    own namespace: the same anti-affinity rejects node-1 for a pod of ns-b (an app=x pod of ns-b
+    runs there) and not for a pod of ns-a, in either order."""
+    t = table_of(mk_node("node-1", {"host": "node-1"}), pods=[mkpod("x", {"app": "x"}, "node-1", ns="ns-b")])
+    pl = plugin_for(t)
+    anti = [term("app", "In", "host", ["x"])]
+    for order in (("ns-a", "ns-b"), ("ns-b", "ns-a")):
+        got = {}
+        for i, ns in enumerate(order):
+            p = PodInfo.from_raw(mkpod(f"p-{order[0]}-{i}", ns=ns, anti=anti))
+            state = CycleState()
+            assert pl.pre_filter(state, p, t)[1].is_success
+            got[ns] = filter_all(pl, state, p, t, ["node-1"])
+        assert got == {"ns-a": [None], "ns-b": [(U, (ANTI,))]}

@@ -612,6 +612,52 @@ def test_score_two_constraints_on_zone_and_node_2_out_of_4_candidates() -> None:
     assert got == {"node-a": 100, "node-x": 63}
 
 
+def test_pods_written_alike_with_match_label_keys_keep_their_own_selector() -> None:
+    """Pods written alike share their parsed constraints, except through matchLabelKeys, which read
+    each pod's own labels: the same constraint judged for bar=a and bar=b pods gives each its own
+    verdicts, in either order."""
+    t = table_of(zn("node-a", "zone1"), zn("node-x", "zone2"),
+                 pods=[on("p-a1", "node-a", {"foo": "", "bar": "a"}), on("p-x1", "node-x", {"foo": "", "bar": "b"}),
+                       on("p-x2", "node-x", {"foo": "", "bar": "b"})])
+    want = {"a": {"node-a": U, "node-x": S}, "b": {"node-a": S, "node-x": U}}
+    for order in ("ab", "ba"):
+        for bar in order:
+            p = spod(f"p-{bar}", {"foo": "", "bar": bar}, tsc(1, "zone", "DoNotSchedule", FOO, matchLabelKeys=["bar"]))
+            assert filter_codes(t, p) == want[bar]
+
+
+def test_relabelled_node_is_seen_by_the_next_cycle() -> None:
+    """The nodes' topology labels are read once per node change (not per pod): a node moved to
+    another zone, or losing its zone label, changes the next cycle's scores and verdicts exactly as
+    on a table built with the new labels."""
+    nodes = [mk_host("node-a", zone="zone1"), mk_host("node-b", zone="zone1"), mk_host("node-x", zone="zone2")]
+    existing = foo_pods(node_a=1, node_b=3, node_x=1)
+    soft = spod("p", {"foo": ""}, tsc(1, "zone", "ScheduleAnyway", FOO))
+    hard = spod("p", {"foo": ""}, tsc(1, "zone", "DoNotSchedule", FOO))
+    t = table_of(*nodes, pods=existing)
+    pl = plugin_for(t)
+
+    def run(table: NodeTable, plugin: PodTopologySpread) -> tuple[list[int], list[int]]:
+        rows = table.alive_rows()
+        state = CycleState()
+        assert plugin.pre_score(state, soft, table, rows).is_success
+        out = plugin.score_batch(state, soft, table, rows)
+        assert isinstance(out, np.ndarray)
+        assert plugin.normalize_score(state, soft, table, rows, out).is_success
+        state = CycleState()
+        assert plugin.pre_filter(state, hard, table)[1].is_success
+        return out.tolist(), plugin.filter_batch(state, hard, table, rows).codes.tolist()
+
+    before = run(t, pl)
+    for moved in (mk_host("node-b", zone="zone2"), mk_host("node-b")):
+        t.upsert_node(moved)
+        fresh = table_of(*nodes[:1], moved, *nodes[2:], pods=existing)
+        after = run(t, pl)
+        assert after == run(fresh, plugin_for(fresh))
+        assert after != before
+        before = after
+
+
 # -- args -------------------------------------------------------------------------------------------
 
 

@@ -165,12 +165,32 @@ def _parse(pod: PodInfo) -> ParsedAffinity:
                           tuple(items))
 
 
+#: Parsed terms shared by the pods that write them alike (a workload's replicas): the parse reads
+#: only the raw terms and the pod's namespace (the default of a term's namespaces), so equal keys
+#: give equal results. Bounded; cleared when full.
+_SHARED: dict[tuple[str, str, str], ParsedAffinity] = {}
+_SHARED_MAX: Final = 4096
+
+
 def parsed_affinity(pod: PodInfo) -> ParsedAffinity:
-    """The pod's terms, parsed once (kept in ``pod.memo``)."""
+    """The pod's terms, parsed once (kept in ``pod.memo``, and shared with pods written alike)."""
     got = pod.memo.get(NAME)
     if isinstance(got, ParsedAffinity):
         return got
-    parsed = _parse(pod)
+    affinity = pod.affinity
+    pa, paa = affinity.get("podAffinity"), affinity.get("podAntiAffinity")
+    if not pa and not paa:
+        parsed = EMPTY
+    else:
+        # repr tells apart every value a decoded manifest holds (str, int, float, bool, None).
+        key = (pod.namespace, repr(pa), repr(paa))
+        shared = _SHARED.get(key)
+        if shared is None:
+            shared = _parse(pod)
+            if len(_SHARED) >= _SHARED_MAX:
+                _SHARED.clear()
+            _SHARED[key] = shared
+        parsed = shared
     pod.memo[NAME] = parsed
     return parsed
 

@@ -116,8 +116,24 @@ def own_constraints(pod: PodInfo, action: str, memo_key: str) -> tuple[Constrain
         memo = pod.memo[memo_key] = {}
     got = memo.get(action)
     if got is None:
-        got = memo[action] = filter_constraints(raw, pod.labels, action)
+        if any(isinstance(c, Mapping) and c.get("matchLabelKeys") for c in raw):
+            got = filter_constraints(raw, pod.labels, action)  # reads the pod's labels: its own
+        else:
+            # Without matchLabelKeys the parse reads only the raw constraints: shared by the pods
+            # that write them alike (a workload's replicas). repr tells apart every value a
+            # decoded manifest holds.
+            key = (action, repr(raw))
+            got = _SHARED_CONSTRAINTS.get(key)
+            if got is None:
+                got = filter_constraints(raw, pod.labels, action)
+                if len(_SHARED_CONSTRAINTS) >= 4096:
+                    _SHARED_CONSTRAINTS.clear()
+                _SHARED_CONSTRAINTS[key] = got
+        memo[action] = got
     return got
+
+
+_SHARED_CONSTRAINTS: dict[tuple[str, str], tuple[Constraint, ...]] = {}
 
 
 # -- helper.DefaultSelector -------------------------------------------------------------------------
@@ -211,14 +227,6 @@ def with_selector(constraints: Sequence[Constraint], selector: Selector) -> tupl
 # -- node masks and counts --------------------------------------------------------------------------
 
 
-def has_all_keys(table: NodeTable, rows: Rows, constraints: Sequence[Constraint]) -> BoolArray:
-    """nodeLabelsMatchSpreadConstraints over rows."""
-    ok = np.ones(len(rows), dtype=np.bool_)
-    for key in {c.topology_key for c in constraints}:
-        ok &= table.label_column(key).codes[rows] >= 0
-    return ok
-
-
 class InclusionMasks:
     """matchNodeInclusionPolicies over rows, each policy's mask computed at most once."""
 
@@ -267,3 +275,52 @@ def domain_sums(codes: npt.NDArray[np.int32], counts: IntArray | None, size: int
     else:
         sums = np.bincount(codes, weights=counts, minlength=size).astype(np.int64)
     return sums, n > 0
+
+
+class NodeLabelCache:
+    """Per table row, what PreFilter and PreScore read of the nodes' topology labels: whether a
+    row has every key of a constraint set (nodeLabelsMatchSpreadConstraints) and each row's domain
+    code of one key. They depend on Node objects only, so each is computed once over the whole
+    table and kept until a node changes (``node_generation``): a cycle then gathers the rows it
+    needs instead of re-deriving them for every node on every pod (the cost grew with the cluster)."""
+
+    __slots__ = ("_domains", "_generation", "_keyed", "_table")
+
+    def __init__(self) -> None:
+        self._table: NodeTable | None = None
+        self._generation = -1
+        self._keyed: dict[frozenset[str], BoolArray] = {}
+        self._domains: dict[str, tuple[npt.NDArray[np.int32], int]] = {}
+
+    def _sync(self, table: NodeTable) -> None:
+        if self._table is not table or self._generation != table.node_generation:
+            self._table, self._generation = table, table.node_generation
+            self._keyed.clear()
+            self._domains.clear()
+
+    def keyed(self, table: NodeTable, constraints: Sequence[Constraint]) -> BoolArray:
+        """Per table row (indexed by row, dead rows included): the node has every topology key."""
+        self._sync(table)
+        keys = frozenset(c.topology_key for c in constraints)
+        got = self._keyed.get(keys)
+        if got is None:
+            got = np.ones(len(table.alive), dtype=np.bool_)
+            for key in keys:
+                codes = table.label_column(key).codes
+                got[: len(codes)] &= codes[: len(got)] >= 0
+            self._keyed[keys] = got
+        return got
+
+    def domains(self, table: NodeTable, key: str) -> tuple[npt.NDArray[np.int32], int]:
+        """Per table row, the row's value code of ``key``, a node without the key counted under the
+        value "" (Go's zero value: a domain of its own unless some node really has ""); and the
+        number of codes."""
+        self._sync(table)
+        got = self._domains.get(key)
+        if got is None:
+            col = table.label_column(key)
+            size = len(col.values) + 1
+            missing_code = col.values.get("", size - 1)
+            got = (np.where(col.codes < 0, missing_code, col.codes).astype(np.int32), size)
+            self._domains[key] = got
+        return got

@@ -75,10 +75,10 @@ from kubesched.plugins.podtopologyspread.common import (
     Constraint,
     InclusionMasks,
     NamespaceIndex,
+    NodeLabelCache,
     default_selector,
     domain_sums,
     filter_constraints,
-    has_all_keys,
     match_counts,
     own_constraints,
     required_affinity,
@@ -182,6 +182,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         self._default_hard = filter_constraints(raw_defaults, {}, DO_NOT_SCHEDULE)
         self._default_soft = filter_constraints(raw_defaults, {}, SCHEDULE_ANYWAY)
         self._services = NamespaceIndex()
+        self._node_labels = NodeLabelCache()
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return (
@@ -203,6 +204,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         defaults = self._default_hard if action == DO_NOT_SCHEDULE else self._default_soft
         if not defaults:
             return ()
+        if not any(self.handle.objects(kind.kind) for kind in self.object_kinds):
+            return ()  # no Service or controller to build the selector from: it is empty
         selector = default_selector(pod, self.handle.objects, self._services)
         if selector.empty():
             return ()
@@ -225,7 +228,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     def _pre_filter_state(self, pod: PodInfo, table: NodeTable, constraints: tuple[Constraint, ...]) -> PreFilterState:
         """calPreFilterState over all nodes of the table."""
         rows = table.alive_rows()
-        keyed = has_all_keys(table, rows, constraints)
+        keyed = self._node_labels.keyed(table, constraints)[rows]
         masks = InclusionMasks(table, rows, pod)
         match_num: list[IntArray] = []
         present: list[BoolArray] = []
@@ -382,10 +385,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         require_all = own or not self.system_defaulted
         ignored_rows = np.zeros(len(table.alive), dtype=np.bool_)
         if require_all:
-            ignored = ~has_all_keys(table, rows, constraints)
+            keyed = self._node_labels.keyed(table, constraints)
+            ignored = ~keyed[rows]
             ignored_rows[rows[ignored]] = True
             scored = rows[~ignored]
-            eligible_all = has_all_keys(table, all_rows, constraints)
+            eligible_all = keyed[all_rows]
         else:
             scored = rows
             eligible_all = np.ones(len(all_rows), dtype=np.bool_)
@@ -397,28 +401,21 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 domain_counts.append(None)  # per-node counts are read in Score
                 weights.append(math.log(len(scored) + 2))
                 continue
-            col = table.label_column(c.topology_key)
-            size = len(col.values) + 1
-            # A node without the key counts under the value "" (Go's zero value), which is a
-            # domain of its own unless some node really has the value "".
-            missing_code = col.values.get("", size - 1)
-
-            def domain_codes(r: Rows, col_codes: npt.NDArray[np.int32] = col.codes, mc: int = missing_code
-                             ) -> npt.NDArray[np.int32]:
-                codes = col_codes[r]
-                return np.where(codes < 0, mc, codes).astype(np.int32)
-
+            # Per row its domain; a node without the key counts under the value "" (Go's zero
+            # value), a domain of its own unless some node really has the value "".
+            domain_of, size = self._node_labels.domains(table, c.topology_key)
             candidate = np.zeros(size, dtype=np.bool_)
-            candidate[domain_codes(scored)] = True
-            eligible = eligible_all
+            candidate[domain_of[scored]] = True
             policy = masks.mask(c)
-            if policy is not None:
-                eligible = eligible & policy
-            erows = all_rows[eligible]
-            ecodes = domain_codes(erows)
-            keep = candidate[ecodes]
             counts = match_counts(table, pod.namespace, c.selector)
-            sums, _ = domain_sums(ecodes[keep], None if counts is None else counts[erows[keep]], size)
+            if counts is None:
+                sums = np.zeros(size, dtype=np.int64)
+            else:
+                erows = all_rows[eligible_all if policy is None else eligible_all & policy]
+                # Summed over every eligible node, then kept for the domains of scored nodes only
+                # (each node adds to its own domain: the same as summing the candidates' nodes).
+                sums = np.bincount(domain_of[erows], weights=counts[erows], minlength=size).astype(np.int64)
+                sums[~candidate] = 0
             domain_counts.append(sums)
             weights.append(math.log(int(np.count_nonzero(candidate)) + 2))
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(constraints, ignored_rows, tuple(domain_counts), tuple(weights)))
