@@ -180,15 +180,17 @@ class Recorder(SchedulerObserver):
         totals = scored.totals
         names = self.table.names
         # The chosen node comes first, even when ties put other nodes ahead or out of the top k.
-        chosen = np.flatnonzero(scored.rows == self.table.row_of(result.node_name))
+        chosen = (scored.rows == self.table.row_of(result.node_name)).nonzero()[0]
         k = min(self.top_k, len(totals))
         if k == 1 and len(chosen):
-            idx = chosen[:1]
-        else:
-            idx = np.argpartition(-totals, k - 1)[:k] if len(totals) > k else np.arange(len(totals))
-            idx = idx[np.argsort(-totals[idx], kind="stable")]
-            if len(chosen):
-                idx = np.concatenate((chosen[:1], idx[idx != chosen[0]]))[:k]
+            # The default (no per-node detail): the chosen node alone, read as scalars (no arrays
+            # built per plugin for one value each).
+            i = int(chosen[0])
+            return [ScoredNode(result.node_name, int(totals[i]), {p: int(s[i]) for p, s in scored.by_plugin.items()})]
+        idx = np.argpartition(-totals, k - 1)[:k] if len(totals) > k else np.arange(len(totals))
+        idx = idx[np.argsort(-totals[idx], kind="stable")]
+        if len(chosen):
+            idx = np.concatenate((chosen[:1], idx[idx != chosen[0]]))[:k]
         rows = scored.rows[idx].tolist()
         per_plugin = {p: s[idx].tolist() for p, s in scored.by_plugin.items()}
         return [

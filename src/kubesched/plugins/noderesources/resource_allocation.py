@@ -57,8 +57,10 @@ def trunc_div(a: IntArray, b: IntArray | int) -> IntArray:
 
 
 def _all_nonzero(columns: Columns) -> bool:
-    """Every row has every resource (the fast paths' condition)."""
-    return all(a.all() for a in columns)
+    """Every row has every resource (the fast paths' condition). count_nonzero is a plain C loop,
+    a few times cheaper than ``ndarray.all()``'s ufunc reduction on these short columns (run for
+    every pod by two scorers)."""
+    return all(np.count_nonzero(a) == len(a) for a in columns)
 
 
 def _matrix(columns: Columns) -> IntArray:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import aiohttp
+if TYPE_CHECKING:
+    import aiohttp
 
 Sample = tuple[dict[str, str], float]
 
@@ -26,11 +27,17 @@ class PrometheusFetcher:
     """GET {addr}/api/v1/query?query=... with one aiohttp session."""
 
     def __init__(self, addr: str, timeout_seconds: float) -> None:
+        # aiohttp is imported here, not at module level: every command imports the built-in
+        # plugins, and aiohttp (with ssl) costs a tenth of a second that only this plugin needs.
+        import aiohttp
+
         self.addr = addr.rstrip("/")
         self.timeout = aiohttp.ClientTimeout(total=timeout_seconds)
         self._session: aiohttp.ClientSession | None = None
 
     async def query(self, promql: str) -> list[Sample]:
+        import aiohttp
+
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(timeout=self.timeout)
         async with self._session.get(f"{self.addr}/api/v1/query", params={"query": promql}) as resp:
