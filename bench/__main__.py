@@ -9,6 +9,8 @@ Workloads:
                                              (default) or one of the scheduler_perf workloads below
   time-to-answer                             `kubesched simulate` end to end, as a user runs it: summary, --output
                                              json, --report, --output jsonl (bench/time_to_answer.py)
+  two-ways                                   one what-if answered by `kubesched simulate` and by kube-scheduler on
+                                             KWOK: time to answer side by side, outcomes compared (bench/two_ways.py)
   SchedulingBasic NodeAffinity Taints        live: kubesched vs the real kube-scheduler (bench/live.py)
   UnderlayIP Coscheduling
   Gangs                                      live: kubesched vs scheduler-plugins' Coscheduling (bench/gangs.py)
@@ -64,6 +66,10 @@ def main(argv: list[str]) -> int:
         from bench import time_to_answer
 
         return time_to_answer.main(rest)
+    if name == "two-ways":
+        from bench import two_ways
+
+        return two_ways.main(rest)
     if name == "report":
         from bench import report
 

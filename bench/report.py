@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import common, time_to_answer
+from bench import common, time_to_answer, two_ways
 
 OUT = common.ROOT / "BENCHMARKS.md"
 ANALYSIS = Path(__file__).resolve().parent / "analysis.md"
@@ -453,11 +453,19 @@ def build(records: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
                      f"{_fmt(rec.get('pods_per_second_median'))} | "
                      f"{_fmt(rec.get('latency_p50_ms_median'), 3)} | {_fmt(rec.get('latency_p99_ms_median'), 3)} | "
                      f"{len(rec.get('runs', []))} | {load} | {str(rec.get('date', ''))[:10]} |")
+    for (wname, nodes), rec in sims:
+        if rec.get("preemptions_per_second_median") is not None:
+            cpu = [x.get("cpu_seconds") for x in rec.get("runs", []) if x.get("cpu_seconds")]
+            lines.append(f"- {wname} at {nodes:,} nodes: {_fmt(rec.get('preemptions_per_second_median'))} "
+                         f"preemptions/s" + (f"; {_fmt(min(cpu), 2)} CPU s for {rec.get('pods'):,} preemptors "
+                                             f"({_fmt(rec.get('pods') / min(cpu))} per CPU second, the figure a "
+                                             "loaded machine does not distort)" if cpu else ""))
     if sims:
         cmds = sorted({str(rec.get("command")) for _, rec in sims})
         lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in cmds) + "."]
     lines.append("")
     lines += time_to_answer.report_section(records)
+    lines += two_ways.report_section()
     prof = best.get(("profile", "SchedulingBasic"))
     lines += ["## Profile of `kubesched run` (live path)", ""]
     lines += _profile_section(prof) if prof else ["Not run yet (`python -m bench profile --size full`).", ""]

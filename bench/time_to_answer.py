@@ -135,6 +135,68 @@ def curve(sizes: tuple[int, ...], seed: int, rounds: int) -> list[dict[str, Any]
     return points
 
 
+#: The child of ``--dump-load``: what ``kubesched simulate --cluster DUMP`` does up to its first
+#: scheduling attempt (the same functions, in the same order), each phase stamped on the system-wide
+#: monotonic clock and the child's CPU clock; it prints them as JSON and exits at that attempt.
+_FIRST_CYCLE_PROBE = """
+import gc, json, os, sys, time
+def stamp(): return [time.monotonic(), time.process_time()]
+from kubesched.simulate.command import load_input
+from kubesched.simulate.runner import Simulation
+import asyncio
+t = {"imported": stamp()}
+config, registry, cluster = load_input(None, (), sys.argv[1], None, None, 0)
+t["loaded"] = stamp()
+gc.freeze()
+def first(*_):
+    t["first_cycle"] = stamp()
+    print(json.dumps({"phases": t, "nodes": len(cluster.nodes), "pods": len(cluster.pods)}), flush=True)
+    os._exit(0)
+sim = Simulation(config, registry, cluster, on_attempt=first, unfreeze_gc=False)
+asyncio.run(sim.run())
+sys.exit("no scheduling attempt: nothing pending in the dump")
+"""
+
+
+def dump_load(nodes: int, seed: int, rounds: int) -> dict[str, Any]:
+    """Loading a cluster dump: the generated cluster of ``nodes`` nodes and 2 pods per node written
+    as one JSON ``v1 List`` (as ``kubectl get nodes,pods -A -o json`` prints it), then, per round, a
+    child process timed from its start to the first scheduling attempt (phases: interpreter and
+    imports, reading and checking the dump, building the scheduler's table and queue)."""
+    import orjson
+
+    from kubesched.simulate.generator import generate_cluster
+
+    cluster = generate_cluster(nodes, 2 * nodes, seed, pod_topology=True)
+    items = [*cluster.nodes, *cluster.pods, *(o for objs in cluster.objects.values() for o in objs.values())]
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="kubesched-dump-") as tmp:
+        dump = Path(tmp) / "cluster.json"
+        dump.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+        del cluster, items
+        for _ in range(rounds):
+            start = time.monotonic()
+            proc = subprocess.run([sys.executable, "-c", _FIRST_CYCLE_PROBE, str(dump)], capture_output=True,
+                                  check=False)
+            if proc.returncode != 0:
+                raise RuntimeError(f"dump-load probe exited {proc.returncode}: {proc.stderr.decode()[-2000:]}")
+            out = json.loads(proc.stdout)
+            ph = out["phases"]
+            prev_wall, prev_cpu, phases = start, 0.0, {}
+            for name in ("imported", "loaded", "first_cycle"):
+                wall, cpu = ph[name]
+                phases[name] = {"wall_seconds": round(wall - prev_wall, 3), "cpu_seconds": round(cpu - prev_cpu, 3)}
+                prev_wall, prev_cpu = wall, cpu
+            runs.append({"wall_seconds": round(ph["first_cycle"][0] - start, 3),
+                         "cpu_seconds": round(ph["first_cycle"][1], 3), "phases": phases,
+                         "loadavg": common.loadavg()})
+            print(json.dumps(runs[-1]), flush=True)
+        size = dump.stat().st_size
+    return {"nodes": nodes, "pods": 2 * nodes, "dump_bytes": size, "runs": runs,
+            "wall_seconds_median": statistics.median(r["wall_seconds"] for r in runs),
+            "cpu_seconds_median": statistics.median(r["cpu_seconds"] for r in runs)}
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench time-to-answer")
     ap.add_argument("--size", choices=sorted(SIZES), default="full")
@@ -146,7 +208,21 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--no-save", action="store_true")
     ap.add_argument("--curve", default=None, const=",".join(map(str, CURVE)), nargs="?", metavar="N,N,...",
                     help=f"the scale curve at these node counts (default {','.join(map(str, CURVE))}), 2 pods/node")
+    ap.add_argument("--dump-load", type=int, default=None, const=50000, nargs="?", metavar="N",
+                    help="time loading a JSON dump of N generated nodes (default 50,000) and 2N pods up to the first "
+                         "scheduling attempt")
     args = ap.parse_args(argv)
+    if args.dump_load is not None:
+        m = dump_load(args.dump_load, args.seed, args.rounds)
+        record = {"benchmark": "dump-load", "date": common.now_iso(), "commit": common.git_commit(),
+                  "command": common.command_line(), "machine": common.machine(), "versions": common.versions(),
+                  "seed": args.seed, "rounds": args.rounds, **m}
+        msg = (f"dump load, {m['nodes']} nodes / {m['pods']} pods: first scheduling attempt after "
+               f"{m['wall_seconds_median']:.1f} s wall, {m['cpu_seconds_median']:.1f} s CPU (median of {args.rounds})")
+        if not args.no_save:
+            msg += f" -> {common.save_result(record)}"
+        print(msg)
+        return 0
     if args.curve is not None:
         sizes = tuple(int(x) for x in args.curve.split(",") if x.strip())
         points = curve(sizes, args.seed, args.rounds)
@@ -255,4 +331,35 @@ def _curve_section(records: list[dict[str, Any]]) -> list[str]:
                      f"{p['loop_seconds_median']:.2f} | {p['loop_pods_per_second_median']:,.0f} | "
                      f"{p['wall_seconds_median']:.2f} | {p['peak_rss_mib_median']:,.0f} | {load} |")
     lines += ["", f"Reproduce: `{r.get('command')}` (commit {r.get('commit')}, {str(r.get('date', ''))[:19]}).", ""]
+    return lines + _dump_load_section(records)
+
+
+def _dump_load_section(records: list[dict[str, Any]]) -> list[str]:
+    loads = sorted((r for r in records if r.get("benchmark") == "dump-load"), key=lambda r: str(r.get("date")))
+    lines = ["### Loading a dump", ""]
+    if not loads:
+        return [*lines, "Not run yet (`python -m bench time-to-answer --dump-load`).", ""]
+    r = loads[-1]
+    lines += [
+        f"`kubesched simulate --cluster DUMP.json`'s steps from process start to the first scheduling attempt, "
+        f"on the generated cluster of {r['nodes']:,} nodes and {r['pods']:,} pods written as one JSON `v1 List` "
+        f"({r['dump_bytes'] / 1e6:,.0f} MB); median of {len(r['runs'])} (target ≤ 10 s). Wall seconds move with "
+        "the machine's load (`load`); CPU seconds much less.",
+        "",
+        "| phase | wall s | CPU s |",
+        "|---|---|---|",
+    ]
+    names = {"imported": "interpreter start-up and imports", "loaded": "reading and checking the dump",
+             "first_cycle": "building the scheduler's table and queue, first attempt"}
+    for key, label in names.items():
+        lines.append(f"| {label} | {median(x['phases'][key]['wall_seconds'] for x in r['runs']):.2f} | "
+                     f"{median(x['phases'][key]['cpu_seconds'] for x in r['runs']):.2f} |")
+    load = [x["loadavg"][0] for x in r["runs"] if x.get("loadavg")]
+    lines += [f"| **total** | **{r['wall_seconds_median']:.2f}** | **{r['cpu_seconds_median']:.2f}** |", "",
+              (f"Load {min(load):.2f}–{max(load):.2f}. " if load else "")
+              + f"Reproduce: `{r.get('command')}` (commit {r.get('commit')}, {str(r.get('date', ''))[:19]}).", ""]
     return lines
+
+
+def median(values: Any) -> float:
+    return float(statistics.median(list(values)))

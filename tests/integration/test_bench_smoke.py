@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import live  # noqa: E402
+from bench import live, two_ways  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -55,3 +55,18 @@ def test_live_workload_small(bench_cluster: controlplane.ControlPlane, workload:
             assert r["processes"]["extender"]["cpu_seconds"] > 0
     for ratio in rec["summary"]["ratios"].values():
         assert ratio["throughput_average"] is not None and ratio["peak_rss"] is not None
+
+
+def test_two_ways_small_outcomes_agree(control_plane: controlplane.ControlPlane, tmp_path: Path) -> None:
+    """bench/two_ways.py at its small size: `kubesched simulate` on the dump and the real kube-scheduler
+    on its own control plane + KWOK answer the same capacity question identically (the count bound
+    and every node's count, which the question makes deterministic). No timing is asserted."""
+    nodes, pods = two_ways.SIZES["small"]
+    rec = two_ways.measure(nodes, pods, 1, tmp_path, bin_dir=control_plane.bin_dir, log=lambda s: None)
+    (c,) = rec["comparisons"]
+    assert 0 < rec["expected"]["bound"] < pods  # some replicas do not fit: the count is an answer
+    assert c["bound"] == {"simulator": rec["expected"]["bound"], "kube-scheduler": rec["expected"]["bound"],
+                          "expected": rec["expected"]["bound"]}, c
+    assert c["per_node_equal_expected"], c
+    assert set(rec["kube-scheduler"]["phases_seconds_median"]) == {"control_plane", "nodes", "pods", "schedule",
+                                                                   "read"}
