@@ -160,6 +160,14 @@ class PreFilterPlugin(Plugin):
 
 
 class FilterPlugin(Plugin):
+    #: True when the Filter verdict on a node depends only on that node's row of the table (the
+    #: Node, its accounting columns and ``table.pods[row]``), never on pods on other nodes (e.g.
+    #: per-zone counts) nor on an index kept by a pod observer. Preemption's dry run and the
+    #: nominated pods' pass then judge many nodes in one ``filter_batch`` call, the pods of every
+    #: node taken off (or put on) together. False (the default) is always correct; a plugin with a
+    #: ``filter_signature`` counts as node-local anyway.
+    filter_node_local: ClassVar[bool] = False
+
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """Whether the pod fits on one node: Success, Unschedulable(AndUnresolvable) with reasons, or Error."""
         verdicts = self.filter_batch(state, pod, node.table, np.array([node.row], dtype=np.intp))

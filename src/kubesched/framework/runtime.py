@@ -123,6 +123,19 @@ def narrowed_out_status(plugins: Sequence[str]) -> Status:
     return Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]")
 
 
+def _on_node(pod: PodInfo, node: str) -> PodInfo:
+    """``pod.with_node(node)`` for the nominated pods' pass, made once per nomination (kept in the
+    pod's memo) rather than on every attempt of every other pod: with a thousand preemptors
+    nominated, each attempt puts them all on their nodes."""
+    cached = pod.memo.get("_nominated_on")
+    if cached is not None and cached[0] is pod and cached[1] == node:
+        placed: PodInfo = cached[2]
+        return placed
+    placed = pod.with_node(node)
+    pod.memo["_nominated_on"] = (pod, node, placed)
+    return placed
+
+
 class Framework:
     def __init__(
         self,
@@ -342,19 +355,69 @@ class Framework:
 
         Nodes with nominated pods of equal or higher priority get upstream's two passes
         (RunFilterPluginsWithNominatedPods, :meth:`filter_node`); when no pod is nominated anywhere
-        (the common case) this costs one dict check."""
+        (the common case) this costs one dict check. When the filters are node-local for this pod
+        (:meth:`filters_node_local`) the nominated pods of every such node go on the table
+        together for one batch pass, with no CycleState clone."""
         if self.handle.nominated:
             affected = self._nominated_rows(pod, rows)
             if affected is not None:
+                if self.filters_node_local(state, pod):
+                    return self._run_filters_nominated_together(state, pod, rows, affected, diagnosis)
                 return self._run_filters_nominated(state, pod, rows, affected, diagnosis)
         return self._run_filters_batch(state, pod, rows, diagnosis)
+
+    def filters_node_local(self, state: CycleState, pod: PodInfo) -> bool:
+        """Whether a pod added to or removed from one node can change no other node's verdict for
+        ``pod`` this cycle: every Filter that runs is ``filter_node_local`` or has a
+        ``filter_signature``, and no PreFilter plugin that runs keeps state its
+        PreFilterExtensions would update (PodTopologySpread, InterPodAffinity and the volume
+        plugins Skip for a pod without constraints, affinity or such volumes)."""
+        skipped = state.skip_filter_plugins
+        for p in self.pre_filter:
+            if p.name not in skipped and p.pre_filter_extensions() is not None:
+                return False
+        for f in self.filter:
+            if f.name in skipped or f.filter_node_local:
+                continue
+            if f.filter_signature(state, pod) is None:
+                return False
+        return True
+
+    def _run_filters_nominated_together(
+        self, state: CycleState, pod: PodInfo, rows: Rows, affected: Rows, diagnosis: Diagnosis
+    ) -> tuple[Rows, Status]:
+        table = self.handle.table
+        placed: list[PodInfo] = []
+        with table.pod_observers_paused():
+            try:
+                for row in affected.tolist():
+                    name = table.names[row]
+                    for p in self.handle.nominated[name].values():
+                        if p.priority >= pod.priority and p.uid != pod.uid and table.pod(p.uid) is None:
+                            placed.append(_on_node(p, name))
+                table.add_pods(placed)
+                first, st = self._run_filters_batch(state, pod, affected, diagnosis)
+            finally:
+                table.remove_pods([p.uid for p in placed])
+        if not st.is_success:
+            return rows[:0], st
+        second = rows[~np.isin(rows, affected) | np.isin(rows, first)]
+        return self._run_filters_batch(state, pod, second, diagnosis)
 
     def _nominated_rows(self, pod: PodInfo, rows: Rows) -> Rows | None:
         """Rows of ``rows`` whose node has a nominated pod (other than ``pod``) of equal or
         higher priority, or None."""
         table = self.handle.table
+        nominated = self.handle.nominated
         found: list[int] = []
-        for node, pods in self.handle.nominated.items():
+        if len(rows) < len(nominated):  # e.g. preemption's candidates, many preemptors nominated
+            names = table.names
+            for row in rows.tolist():
+                pods = nominated.get(names[row])
+                if pods and any(p.priority >= pod.priority and p.uid != pod.uid for p in pods.values()):
+                    found.append(row)
+            return np.array(found, dtype=np.intp) if found else None
+        for node, pods in nominated.items():
             row = table.index.get(node)
             if row is None:
                 continue

@@ -53,6 +53,7 @@ from kubesched.framework.preemption import (
     pod_terminating_by_preemption,
     select_victims_on_node,
 )
+from kubesched.framework.preemption_batch import select_victims_on_nodes
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import POD, ActionType, ClusterEvent, PostFilterResult
 from kubesched.plugins.defaultpreemption.args import DefaultPreemptionArgs
@@ -168,3 +169,13 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if fwk is None:
             return [], 0, Status.error("DefaultPreemption needs the framework's filters (handle.framework)")
         return select_victims_on_node(fwk, self.handle.table, state, pod, row, pdbs, self.priority)
+
+    def select_victims_on_nodes(
+        self, state: CycleState, pod: PodInfo, rows: Sequence[int], pdbs: Sequence[PodDisruptionBudget]
+    ) -> list[tuple[list[PodInfo], int, Status]] | None:
+        """The same for many nodes at once when they cannot affect each other
+        (:func:`framework.preemption_batch.select_victims_on_nodes`), else None."""
+        fwk = self.handle.framework
+        if fwk is None:
+            return None
+        return select_victims_on_nodes(fwk, self.handle.table, state, pod, rows, pdbs, self.priority)

@@ -103,6 +103,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     name = NAME
     args_model = NodeResourcesFitArgs
+    filter_node_local = True  # free resources of the node itself
 
     def __init__(self, args: NodeResourcesFitArgs | None, handle: Handle) -> None:
         args = args if args is not None else NodeResourcesFitArgs()
