@@ -475,7 +475,7 @@ class Scheduler:
     def _select_host(self, scored: ScoredNodes) -> int:
         """Highest total wins; ties are broken uniformly at random (upstream selectHost)."""
         totals = scored.totals
-        best = np.flatnonzero(totals == totals.max())
+        best = (totals == totals.max()).nonzero()[0]  # flatnonzero without its Python wrappers
         pick = best[0] if len(best) == 1 else best[self._rng.randrange(len(best))]
         return int(scored.rows[pick])
 
@@ -554,16 +554,22 @@ class Scheduler:
     @staticmethod
     async def _evict(
         evict: Callable[[PodInfo, PodInfo, str], Coroutine[Any, Any, None]], victim: PodInfo, preemptor: PodInfo,
-        node_name: str, sent: Callable[[str], None],
+        node_name: str, sent: Callable[[str, bool], None],
     ) -> None:
         # Already gone, or a failed eviction: never the scheduler's end; the preemptor retries.
+        failed = True
         try:
             with contextlib.suppress(Exception):
                 await evict(victim, preemptor, node_name)
+                failed = False
         finally:
-            sent(preemptor.uid)
+            sent(preemptor.uid, failed)
 
-    def _eviction_sent(self, preemptor_uid: str) -> None:
+    def _eviction_sent(self, preemptor_uid: str, failed: bool = False) -> None:
+        if failed:
+            # The last victim may never go (upstream executor: an error ends the preemption, the
+            # preemptor is no longer held): without this it would wait at PreEnqueue for good.
+            self._last_victim.pop(preemptor_uid, None)
         left = self._preempting.get(preemptor_uid, 0) - 1
         if left > 0:
             self._preempting[preemptor_uid] = left

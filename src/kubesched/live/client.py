@@ -72,6 +72,11 @@ class LiveClusterClient:
         try:
             await self.api.request("PATCH", f"{base}/status", {"status": {"conditions": [condition]}},
                                    content_type=STRATEGIC_MERGE_PATCH)
+        except ApiError as e:
+            if e.status == 404:  # gone: nothing to evict
+                return
+            raise  # e.g. a 409 after the apiserver's patch retries: the eviction failed
+        try:
             await self.api.request("DELETE", base, {"apiVersion": "v1", "kind": "DeleteOptions",
                                                     "preconditions": {"uid": pod.uid}})
         except ApiError as e:
