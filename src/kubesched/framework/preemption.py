@@ -56,6 +56,10 @@ from kubesched.snapshot.table import NodeInfo, NodeTable
 DISRUPTION_TARGET = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 NO_VICTIMS_MSG = "No preemption victims found for incoming pod"
+NO_VICTIMS = Status.unresolvable(NO_VICTIMS_MSG)
+#: SelectVictimsOnNode's outcome for a node without a lower-priority pod, shared (never mutated)
+#: so that a chunk of them is recognised at once.
+NO_VICTIMS_OUTCOME: tuple[list[PodInfo], int, Status] = ([], 0, NO_VICTIMS)
 NOT_HELPFUL_MSG = "Preemption is not helpful for scheduling"
 
 PriorityFn = Callable[[PodInfo], int]
@@ -233,7 +237,7 @@ def select_victims_on_node(
     if protected:
         potential = [p for p in potential if p.uid not in protected]
     if not potential and not required_check:
-        return [], 0, Status.unresolvable(NO_VICTIMS_MSG)
+        return [], 0, NO_VICTIMS
     removed: dict[str, PodInfo] = {}
 
     def remove(v: PodInfo) -> Status:
@@ -451,9 +455,14 @@ class Evaluator:
             return None, Status.error(_aggregate(dry.errors))
         if not dry.candidates:
             fit = Diagnosis()
-            tried = np.array(sorted(dry.node_statuses), dtype=np.intp)
-            for r in tried.tolist():
-                fit.node_to_status.add_all(np.array([r], dtype=np.intp), dry.node_statuses[r])
+            # One chunk: thousands of nodes tried share a handful of distinct status objects
+            # (grouped by identity, at C speed; equal statuses in two groups count the same).
+            n = len(dry.node_statuses)
+            tried = np.fromiter(dry.node_statuses.keys(), dtype=np.intp, count=n)
+            statuses = list(dry.node_statuses.values())
+            ids = np.fromiter(map(id, statuses), dtype=np.int64, count=n)
+            _, first, codes = np.unique(ids, return_index=True, return_inverse=True)
+            fit.node_to_status.add(tried, codes.astype(np.int32) + 1, [statuses[i] for i in first.tolist()])
             absent = all_rows[~np.isin(all_rows, tried)]
             fit.node_to_status.add_all(absent, Status.unresolvable(NOT_HELPFUL_MSG))
             return PostFilterResult(""), Status.unschedulable(fit_error_message(len(all_rows), fit))
@@ -478,8 +487,9 @@ class Evaluator:
         violating: list[Candidate] = []
         out = DryRunResult([])
         names = self.handle.table.names
-        for row, (victims, violations, st) in self._outcomes(state, pod, potential_rows, pdbs, offset, num_candidates,
-                                                             lambda: len(non_violating) + len(violating)):
+        for row, outcome in self._outcomes(state, pod, potential_rows, pdbs, offset, num_candidates,
+                                           lambda: len(non_violating) + len(violating), out):
+            victims, violations, st = outcome
             if st.is_success and victims:
                 c = Candidate(names[row], victims, violations)
                 target = non_violating if violations == 0 else violating
@@ -498,24 +508,28 @@ class Evaluator:
 
     def _outcomes(
         self, state: CycleState, pod: PodInfo, potential_rows: Sequence[int], pdbs: Sequence[PodDisruptionBudget],
-        offset: int, num_candidates: int, found: Callable[[], int],
+        offset: int, num_candidates: int, found: Callable[[], int], out: DryRunResult,
     ) -> Iterator[tuple[int, tuple[list[PodInfo], int, Status]]]:
         """SelectVictimsOnNode of each node from ``offset`` on, in that order, for as long as the
         caller asks. In chunks of about as many nodes as candidates are still wanted
         (``select_victims_on_nodes``; the outcomes are the same as node by node), else one node
-        at a time on a clone of ``state``, as upstream."""
+        at a time on a clone of ``state``, as upstream. A chunk where no node has a potential
+        victim goes straight into ``out.node_statuses`` (nothing in it can become a candidate)."""
         n = len(potential_rows)
+        order: list[int] = np.roll(np.asarray(potential_rows, dtype=np.intp), -offset).tolist() if n else []
         i = 0
         while i < n:
             size = max(num_candidates - found(), _MIN_CHUNK)
-            rows = [potential_rows[(offset + j) % n] for j in range(i, min(n, i + size))]
+            rows = order[i:i + size]
             batch = self.iface.select_victims_on_nodes(state, pod, rows, pdbs)
             if batch is None:
                 break
-            yield from zip(rows, batch, strict=True)
             i += len(rows)
-        for j in range(i, n):
-            row = potential_rows[(offset + j) % n]
+            if batch.count(NO_VICTIMS_OUTCOME) == len(batch):  # list.count: identity first, in C
+                out.node_statuses.update(dict.fromkeys(rows, NO_VICTIMS))
+                continue
+            yield from zip(rows, batch, strict=True)
+        for row in order[i:]:
             yield row, self.iface.select_victims_on_node(state.clone(), pod, row, pdbs)
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
@@ -555,7 +569,9 @@ def _aggregate(errors: list[str]) -> str:
 
 __all__ = [
     "NOT_HELPFUL_MSG",
+    "NO_VICTIMS",
     "NO_VICTIMS_MSG",
+    "NO_VICTIMS_OUTCOME",
     "Candidate",
     "DryRunResult",
     "Evaluator",

@@ -74,7 +74,7 @@ def _lockstep(
         for i, row in enumerate(rows):
             potential = [p for p in table.pods[row].values() if priority(p) < prio]
             if not potential:
-                outcomes[i] = ([], 0, Status.unresolvable(_p.NO_VICTIMS_MSG))
+                outcomes[i] = _p.NO_VICTIMS_OUTCOME
                 continue
             at.append(i)
             potentials.append(potential)

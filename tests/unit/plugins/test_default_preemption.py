@@ -697,3 +697,24 @@ async def test_a_failed_eviction_releases_the_preemptor_which_preempts_again() -
     assert sched.schedule_one()
     await sched.drain()
     assert cluster.pods["high"].node_name == "node1"
+
+
+def test_no_lower_priority_pod_anywhere_answers_every_node_at_once_and_follows_pod_changes() -> None:
+    """DefaultPreemption counts placed pods per priority: with none below the preemptor's, every
+    candidate node is "No preemption victims found" without being looked at. The census must follow
+    pods coming and going, or a real victim would be missed (or a node judged for nothing)."""
+    nodes = [mk_node(f"node{i}", ONE_POD) for i in range(1, 41)]
+    _, cluster, fwk, plugin = setup(nodes, [mk_pod(f"p{i}", f"node{i}", MID) for i in range(1, 41)])
+    statuses = {f"node{i}": U for i in range(1, 41)}
+    result, st = run_post_filter(fwk, plugin, mk_pod("p", priority=MID), statuses)
+    assert result == PostFilterResult("") and st.code == Code.UNSCHEDULABLE
+    assert st.message == f"preemption: 0/40 nodes are available: 40 {NO_VICTIMS}."
+
+    cluster.delete_pod("p7")
+    cluster.add_pod(PodInfo.from_raw(mk_pod("low", "node7", LOW)))  # the one potential victim
+    result, st = run_post_filter(fwk, plugin, mk_pod("p", priority=MID), statuses)
+    assert result == PostFilterResult("node7") and st.is_success
+
+    cluster.delete_pod("low")
+    result, st = run_post_filter(fwk, plugin, mk_pod("q", priority=MID), statuses)
+    assert st.message == f"preemption: 0/40 nodes are available: 40 {NO_VICTIMS}."
