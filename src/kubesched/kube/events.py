@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -169,7 +170,14 @@ class EventWriter:
         self.api = api
         self.instance = instance
         self.limiter = PerKeyRateLimiter(interval, now)
-        self._queue: asyncio.Queue[Callable[[], Awaitable[None]]] = asyncio.Queue(max_queue)
+        #: (lane, sequence, write): nominations (lane 0) go before Events and conditions (lane 1),
+        #: first in first out within a lane. A nomination is what other schedulers and users act
+        #: on while a preemption runs; behind a burst of Preempted/FailedScheduling Events it used
+        #: to arrive after the bind (35 of 1,000 seen on a watch in the PreemptionBasic benchmark).
+        self._queue: asyncio.PriorityQueue[tuple[int, int, Callable[[], Awaitable[None]]]] = asyncio.PriorityQueue(
+            max_queue
+        )
+        self._sequence = itertools.count()
         self._workers_n = workers
         self._workers: list[asyncio.Task[None]] = []
         self._series: dict[str, _Series] = {}
@@ -214,7 +222,7 @@ class EventWriter:
         """Set ``status.nominatedNodeName`` (``node``) or clear it (""), as upstream's
         updatePod does for a preemptor and for pods whose nomination a preemption dropped."""
         patch = {"status": {"nominatedNodeName": node or None}}
-        self._put(lambda: self._patch_nomination(pod, patch))
+        self._put(lambda: self._patch_nomination(pod, patch), urgent=True)
 
     async def _patch_nomination(self, pod: PodInfo, patch: dict[str, Any]) -> None:
         try:
@@ -260,9 +268,9 @@ class EventWriter:
         self._series.pop(uid, None)
         self._condition_false.discard(uid)
 
-    def _put(self, write: Callable[[], Awaitable[None]]) -> None:
+    def _put(self, write: Callable[[], Awaitable[None]], urgent: bool = False) -> None:
         try:
-            self._queue.put_nowait(write)
+            self._queue.put_nowait((0 if urgent else 1, next(self._sequence), write))
         except asyncio.QueueFull:
             self.stats.dropped += 1
 
@@ -296,7 +304,7 @@ class EventWriter:
 
     async def _work(self) -> None:
         while True:
-            write = await self._queue.get()
+            _, _, write = await self._queue.get()
             try:
                 for attempt in range(len(RETRY_DELAYS) + 1):
                     try:

@@ -203,3 +203,21 @@ async def test_a_nomination_for_a_pod_bound_meanwhile_is_dropped_quietly(caplog:
     assert w.stats.errors == 0
     assert "write_failed" not in caplog.text
     await w.stop()
+
+
+async def test_a_nomination_is_written_before_the_events_queued_ahead_of_it() -> None:
+    """While a preemption burst queues thousands of Events, the preemptor's nominatedNodeName must
+    not wait behind them (it would arrive after the bind, and nobody would see it)."""
+    api = FakeApi()
+    w = EventWriter(api, "kubesched-test", workers=1, now=Clock())  # type: ignore[arg-type]
+    preemptor = pod_info("preemptor", cpu="1")
+    for i in range(50):
+        w.preempted(pod_info(f"victim-{i}"), preemptor, "node-1", "my-scheduler")
+    w.nominated(preemptor, "node-1")
+    w.nominated(pod_info("other"), "")  # a cleared nomination: same lane, in order
+    w.start()
+    await w.flush(2)
+    assert [c[1].rsplit("/", 2)[-2:] for c in api.calls[:2]] == [["preemptor", "status"], ["other", "status"]]
+    assert api.calls[0][2] == {"status": {"nominatedNodeName": "node-1"}}
+    assert len(api.calls) == 52
+    await w.stop()
