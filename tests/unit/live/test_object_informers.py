@@ -4,6 +4,7 @@ by waiting, and the scheduler must not sit idle for the sync timeout because of 
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from aiohttp import web
@@ -15,6 +16,8 @@ from kubesched.kube.objects import ObjectInformers
 
 FORBIDDEN = ObjectKind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False)
 FINE = ObjectKind("ConfigMap", "", "v1", "configmaps")
+#: Set never: the watch the fake apiserver holds open.
+NEVER = web.AppKey("never", asyncio.Event)
 
 
 async def _server() -> tuple[TestServer, ApiClient]:
@@ -22,15 +25,13 @@ async def _server() -> tuple[TestServer, ApiClient]:
         if "priorityclasses" in request.path:
             return web.json_response({"kind": "Status", "reason": "Forbidden", "code": 403}, status=403)
         if request.query.get("watch"):
-            await request.app["never"].wait()  # a watch that stays open
+            await request.app[NEVER].wait()  # a watch that stays open
         return web.json_response({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
                                   "items": [{"metadata": {"name": "q", "namespace": "kube-system", "uid": "u1",
                                                           "resourceVersion": "1"}}]})
 
-    import asyncio
-
     app = web.Application()
-    app["never"] = asyncio.Event()
+    app[NEVER] = asyncio.Event()
     app.router.add_route("GET", "/{tail:.*}", handle)
     server = TestServer(app)
     await server.start_server()
