@@ -620,6 +620,18 @@ def test_math_inf_start_time_for_unstarted() -> None:
     assert pod_start_time(PodInfo.from_raw(mk_pod("x"))) == math.inf
 
 
+def one_low_pod_and_a_high_preemptor(cluster: SimulatedCluster) -> Scheduler:
+    """node1 (1 CPU) full with `low` (priority LOW); `high` (HIGH, 1 CPU) pending: it must preempt."""
+    registry = builtin_registry()
+    sched = Scheduler.build(load_config(None, registry).profiles, registry, FakeClock(), client=cluster, seed=0,
+                            eager_binding=True)
+    cluster.attach(sched)
+    cluster.add_node(mk_node("node1", {"cpu": "1", "memory": "1Gi"}))
+    cluster.add_pod(PodInfo.from_raw(mk_pod("low", "node1", LOW, {"cpu": "1"})))
+    cluster.add_pod(PodInfo.from_raw(mk_pod("high", priority=HIGH, res={"cpu": "1"})))
+    return sched
+
+
 async def test_a_preemptor_waits_at_pre_enqueue_until_its_preemption_is_done() -> None:
     """SchedulerAsyncPreemption (upstream default since v1.33): while the evictions are being sent
     and the last victim is still there and not terminating, DefaultPreemption's PreEnqueue holds
@@ -634,14 +646,8 @@ async def test_a_preemptor_waits_at_pre_enqueue_until_its_preemption_is_done() -
             await release.wait()
             await super().evict(pod, preemptor, node_name)
 
-    registry = builtin_registry()
     cluster = SlowEvictions()
-    sched = Scheduler.build(load_config(None, registry).profiles, registry, FakeClock(), client=cluster, seed=0,
-                            eager_binding=True)
-    cluster.attach(sched)
-    cluster.add_node(mk_node("node1", {"cpu": "1", "memory": "1Gi"}))
-    cluster.add_pod(PodInfo.from_raw(mk_pod("low", "node1", LOW, {"cpu": "1"})))
-    cluster.add_pod(PodInfo.from_raw(mk_pod("high", priority=HIGH, res={"cpu": "1"})))
+    sched = one_low_pod_and_a_high_preemptor(cluster)
     assert sched.schedule_one()
     await asyncio.sleep(0)
     assert evictions == ["low"]
@@ -677,14 +683,8 @@ async def test_a_failed_eviction_releases_the_preemptor_which_preempts_again() -
                 raise TimeoutError("apiserver too slow")
             await super().evict(pod, preemptor, node_name)
 
-    registry = builtin_registry()
     cluster = FlakyEvictions()
-    sched = Scheduler.build(load_config(None, registry).profiles, registry, FakeClock(), client=cluster, seed=0,
-                            eager_binding=True)
-    cluster.attach(sched)
-    cluster.add_node(mk_node("node1", {"cpu": "1", "memory": "1Gi"}))
-    cluster.add_pod(PodInfo.from_raw(mk_pod("low", "node1", LOW, {"cpu": "1"})))
-    cluster.add_pod(PodInfo.from_raw(mk_pod("high", priority=HIGH, res={"cpu": "1"})))
+    sched = one_low_pod_and_a_high_preemptor(cluster)
     assert sched.schedule_one()
     await sched.drain()
     assert attempts == ["low"]
