@@ -414,6 +414,9 @@ class BindWatcher(threading.Thread):
         self.rv = resource_version
         self.expected = expected
         self.bound: dict[str, float] = {}
+        #: (pod, node) -> when the pod was first seen nominated there (status.nominatedNodeName
+        #: while unbound): one preemption each (PreemptionBasic).
+        self.nominated: dict[tuple[str, str], float] = {}
         self.done = threading.Event()
         self.error: BaseException | None = None
         self.on_first = on_first
@@ -447,6 +450,9 @@ class BindWatcher(threading.Thread):
                     if ev.get("type") == "ERROR":
                         raise RuntimeError(f"watch error: {obj}")
                     self.rv = (obj.get("metadata") or {}).get("resourceVersion") or self.rv
+                    nominated = (obj.get("status") or {}).get("nominatedNodeName")
+                    if nominated and not (obj.get("spec") or {}).get("nodeName"):
+                        self.nominated.setdefault((obj["metadata"]["name"], nominated), time.monotonic())
                     if (obj.get("spec") or {}).get("nodeName"):
                         name = obj["metadata"]["name"]
                         if name not in bound:
@@ -691,6 +697,7 @@ def run_round(c: ControlPlane, wl: Workload, size: Size, kind: str, rnd: int, no
         raise RuntimeError(f"watch failed: {watcher.error}")
     bind_times = list(watcher.bound.values())
     tp = common.throughput(bind_times)
+    preemption = _preemption_figures(c, ns, watcher, size) if watcher.nominated else {}
     result: dict[str, Any] = {
         "contender": kind,
         "round": rnd,
@@ -708,11 +715,37 @@ def run_round(c: ControlPlane, wl: Workload, size: Size, kind: str, rnd: int, no
         "loadavg_after": common.loadavg(),
         "rss_series_kib": rss_series[:: max(1, len(rss_series) // 120)],
         "wall_seconds": round(t_end - t_start, 2),
+        **preemption,
     }
     t_clean = time.monotonic()
     cleanup_namespace(c, ns, [b["metadata"]["name"] for b in init + measured])
     result["cleanup_seconds"] = round(time.monotonic() - t_clean, 1)
     return result
+
+
+def _preemption_figures(c: ControlPlane, ns: str, watcher: BindWatcher, size: Size) -> dict[str, Any]:
+    """Preemptions seen from the watch (a nomination of an unbound pod to a node), per second from
+    the first nomination to the last bind; victims = init pods gone or terminating at the end;
+    and how long a preemptor waited from its (first) nomination to its bind — the victims' exit
+    and the retry, which kube-scheduler and kubesched both go through."""
+    first_nomination: dict[str, float] = {}
+    for (pod, _node), t in watcher.nominated.items():
+        first_nomination[pod] = min(t, first_nomination.get(pod, t))
+    waits = sorted(watcher.bound[p] - t for p, t in first_nomination.items() if p in watcher.bound)
+    left = c.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=f"{MEASURE_LABEL}=init")["items"]
+    standing = sum(1 for p in left if not (p.get("metadata") or {}).get("deletionTimestamp"))
+    span = max(watcher.bound.values(), default=0.0) - min(first_nomination.values())
+
+    def pct(q: float) -> float | None:
+        return round(1000 * waits[min(len(waits) - 1, int(q * len(waits)))], 1) if waits else None
+
+    return {
+        "preemptions": len(watcher.nominated),
+        "preemptors": len(first_nomination),
+        "victims": size.init_pods - standing,
+        "preemptions_per_second": round(len(watcher.nominated) / span, 1) if span > 0 else None,
+        "nomination_to_bind_ms": {"p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99)},
+    }
 
 
 def cleanup_namespace(c: ControlPlane, ns: str, pod_names: list[str] | None = None, timeout: float = 300) -> None:
@@ -841,6 +874,14 @@ def summarize(rounds: list[dict[str, Any]], contenders: tuple[str, ...]) -> dict
             "cpu_seconds_window": common.median(p.get("cpu_seconds_window") for p in proc),
             "start_to_last_bind_s": common.median(r.get("start_to_last_bind_s") for r in rs),
         }
+        if any("preemptions" in r for r in rs):
+            per[k]["preemptions"] = common.median(r.get("preemptions") for r in rs)
+            per[k]["victims"] = common.median(r.get("victims") for r in rs)
+            per[k]["preemptions_per_second"] = common.median(r.get("preemptions_per_second") for r in rs)
+            per[k]["nomination_to_bind_p50_ms"] = common.median(
+                (r.get("nomination_to_bind_ms") or {}).get("p50") for r in rs)
+            per[k]["nomination_to_bind_p99_ms"] = common.median(
+                (r.get("nomination_to_bind_ms") or {}).get("p99") for r in rs)
         if ext:
             per[k]["extender_peak_rss_mib"] = common.median(e.get("peak_rss_mib") for e in ext)
             per[k]["extender_cpu_seconds"] = common.median(e.get("cpu_seconds") for e in ext)
@@ -944,6 +985,9 @@ def run_workload(name: str, size_name: str, rounds: int, qps: float, burst: int,
                     f"overall {r['throughput']['overall']})  attempt p50/p99 {r.get('attempt_p50_ms')}/"
                     f"{r.get('attempt_p99_ms')} ms  rss {p.get('peak_rss_mib')} MiB  cpu {p.get('cpu_seconds')} s"
                     f"{ext}  load {r['loadavg_after']}")
+                if "preemptions" in r:
+                    log(f"    preemptions {r['preemptions']} ({r['preemptors']} preemptors, {r['victims']} victims), "
+                        f"{r['preemptions_per_second']}/s; nomination -> bind {r['nomination_to_bind_ms']} ms")
     record["machine"]["loadavg_end"] = common.loadavg()
     record["summary"] = summarize(record["rounds"], wl.contenders)
     for k, v in record["summary"]["ratios"].items():
