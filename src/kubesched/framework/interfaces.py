@@ -176,18 +176,7 @@ class FilterPlugin(Plugin):
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         """Verdicts for many nodes at once (rows of ``table``)."""
-        statuses: list[Status] = []
-        index: dict[Status, int] = {}
-        codes = np.zeros(len(rows), dtype=np.int32)
-        for i, row in enumerate(rows):
-            st = self.filter(state, pod, NodeInfo(table, int(row)))
-            if not st.is_success:
-                code = index.get(st)
-                if code is None:
-                    statuses.append(st)
-                    code = index[st] = len(statuses)
-                codes[i] = code
-        return Verdicts(codes, statuses)
+        return Verdicts.from_statuses(len(rows), (self.filter(state, pod, NodeInfo(table, int(row))) for row in rows))
 
     def filter_signature(self, state: CycleState, pod: PodInfo) -> Hashable | None:
         """Opt in to verdict caching by returning a key that captures everything this plugin's

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntFlag
 
@@ -131,6 +132,22 @@ class Verdicts:
     def from_mask(ok: npt.NDArray[np.bool_], failure: Status) -> Verdicts:
         """Candidates where ``ok`` is False fail with ``failure``."""
         return Verdicts((~ok).astype(np.int32), [failure])
+
+    @staticmethod
+    def from_statuses(n: int, statuses: Iterable[Status]) -> Verdicts:
+        """Verdicts from one status per candidate (``n`` of them), equal failures sharing a code:
+        the batch form of a per-node Filter."""
+        distinct: list[Status] = []
+        index: dict[Status, int] = {}
+        codes = np.zeros(n, dtype=np.int32)
+        for i, st in enumerate(statuses):
+            if not st.is_success:
+                code = index.get(st)
+                if code is None:
+                    distinct.append(st)
+                    code = index[st] = len(distinct)
+                codes[i] = code
+        return Verdicts(codes, distinct)
 
     def passed(self) -> npt.NDArray[np.bool_]:
         result: npt.NDArray[np.bool_] = self.codes == 0

@@ -195,21 +195,14 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             return Verdicts.all_pass(n)
         csi_nodes = self.handle.objects(CSI_NODE_KIND.kind)
         drivers = self.handle.objects(CSI_DRIVER_KIND.kind)
-        statuses: list[Status] = []
-        index: dict[Status, int] = {}
-        codes = np.zeros(n, dtype=np.int32)
-        for i, row in enumerate(rows.tolist()):
+
+        def verdict(row: int) -> Status:
             try:
-                st = self._filter_node(s, table, row, csi_nodes, drivers)
+                return self._filter_node(s, table, row, csi_nodes, drivers)
             except _LookupError as e:
-                st = Status.error(str(e))
-            if not st.is_success:
-                code = index.get(st)
-                if code is None:
-                    statuses.append(st)
-                    code = index[st] = len(statuses)
-                codes[i] = code
-        return Verdicts(codes, statuses)
+                return Status.error(str(e))
+
+        return Verdicts.from_statuses(n, map(verdict, rows.tolist()))
 
     def _filter_node(
         self, s: _State, table: NodeTable, row: int, csi_nodes: Mapping[str, dict[str, Any]],
