@@ -5,14 +5,12 @@ template to add so that everything fits — each answer from full simulations (s
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
 from rich.console import Console
 from rich.table import Table
 
@@ -72,7 +70,7 @@ def capacity(
     """
     from kubesched.app.render import console
     from kubesched.simulate.capacity import fewest_nodes, how_many_fit
-    from kubesched.simulate.command import load_input
+    from kubesched.simulate.command import load_input, write_json, write_report
     from kubesched.simulate.workload import PodTemplate, WorkloadError, load_workload
 
     if workload_path is None and not node_templates:
@@ -109,14 +107,13 @@ def capacity(
     fitting = [s for s in doc["scaleUp"] if s["nodes"]]  # None: no answer; 0: nothing to add
     doc["cheapest"] = min(fitting, key=lambda s: (s["totalCost"], s["nodes"]))["template"] if fitting else None
     if output == "json":
-        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        write_json(doc)
     else:
         print_capacity(console(), doc, max_rows)
     if report_path is not None:
         from kubesched.simulate.report_capacity import render_capacity_html
 
-        report_path.write_text(render_capacity_html(doc), encoding="utf-8")
-        err.print(f"report written to {report_path}")
+        write_report(report_path, render_capacity_html(doc), err)
 
 
 def load_node_templates(path: Path) -> list[NodeTemplate]:

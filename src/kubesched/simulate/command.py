@@ -163,7 +163,7 @@ def simulate(
 
         data["drain"] = drain_to_json(drain_plan, result.records)
     if output == "json":
-        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+        write_json(data)
     elif output == "jsonl":
         write_jsonl(data, result, sys.stdout.buffer)
     else:
@@ -175,11 +175,21 @@ def simulate(
     if report_path is not None:
         from kubesched.simulate.report_html import render_html
 
-        report_path.write_text(render_html(data), encoding="utf-8")
-        err.print(f"report written to {report_path}")
+        write_report(report_path, render_html(data), err)
     if out_cluster is not None:
         _write_cluster(out_cluster, result)
         err.print(f"resulting cluster written to {out_cluster}")
+
+
+def write_json(doc: Any) -> None:
+    """``--output json`` of a what-if command: the document, indented, on stdout."""
+    sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def write_report(path: Path, html: str, err: Console) -> None:
+    """``--report FILE``: the rendered page, and a line on stderr saying where it went."""
+    path.write_text(html, encoding="utf-8")
+    err.print(f"report written to {path}")
 
 
 def load_input(

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 from rich.console import Console
 from rich.table import Table
 
@@ -53,7 +51,7 @@ def compare(
     requests spread, how fragmented free capacity is left, and the pods placed differently."""
     from kubesched.app.render import console
     from kubesched.framework.registry import profiles_object_kinds
-    from kubesched.simulate.command import load_cluster_input
+    from kubesched.simulate.command import load_cluster_input, write_json, write_report
     from kubesched.simulate.compare import compare_doc, run_summary
     from kubesched.simulate.runner import Simulation
     from kubesched.snapshot.pod import PodSpecError
@@ -80,14 +78,13 @@ def compare(
         gc.collect()  # one simulation's cluster at a time
     doc = compare_doc(cluster.source, seed, runs)
     if output == "json":
-        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        write_json(doc)
     else:
         print_comparison(console(), doc, max_rows)
     if report_path is not None:
         from kubesched.simulate.report_whatif import render_compare_html
 
-        report_path.write_text(render_compare_html(doc), encoding="utf-8")
-        err.print(f"report written to {report_path}")
+        write_report(report_path, render_compare_html(doc), err)
 
 
 def _labels(paths: tuple[Path, ...]) -> list[str]:

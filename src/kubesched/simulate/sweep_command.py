@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 from rich.console import Console
 from rich.table import Table
 
@@ -78,6 +76,7 @@ def sweep(
     of workers and wherever they run."""
     from kubesched.app.render import console
     from kubesched.app.startup import load_scheduler_config
+    from kubesched.simulate.command import write_json
     from kubesched.simulate.sweep import aggregate, jobs_for, run_sweep
 
     if not cluster_paths and not node_counts:
@@ -113,7 +112,7 @@ def sweep(
             results = _failing_clearly(lambda: run_sweep(jobs, n_workers, done))
     doc |= {"workers": n_workers, "results": results, "summary": aggregate(results)}
     if output == "json":
-        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        write_json(doc)
     else:
         print_sweep(console(), doc)
 
