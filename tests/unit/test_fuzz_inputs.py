@@ -24,6 +24,7 @@ from kubesched.app.startup import UserError, load_scheduler_config
 from kubesched.cli import main
 from kubesched.simulate.inputs import ClusterInputError, load_cluster
 from kubesched.testing import node, pod
+from unit.fuzz_mutation import field_paths, mutate
 
 EXAMPLES = int(os.environ.get("KUBESCHED_FUZZ_EXAMPLES", "400")) // 2
 
@@ -60,38 +61,12 @@ VALID_CONFIG: dict[str, Any] = {
 }
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix] if prefix else []
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
-def _has(container: Any, key: Any) -> bool:
-    if isinstance(container, dict):
-        return key in container
-    return isinstance(container, list) and isinstance(key, int) and key < len(container)
-
-
 @st.composite
 def mutated_file(draw: st.DrawFn, valid: dict[str, Any]) -> tuple[str, bytes]:
     """(suffix, content): ``valid`` with up to three fields changed or removed, as JSON or YAML, or
     the text itself broken (truncated, a bad byte)."""
     doc = copy.deepcopy(valid)
-    for path in draw(st.lists(st.sampled_from(_paths(valid)), min_size=1, max_size=3, unique=True)):
-        parent: Any = doc
-        for key in path[:-1]:
-            parent = parent[key] if _has(parent, key) else None
-        if _has(parent, path[-1]):
-            new = draw(replacement)
-            if new == "DELETE":
-                del parent[path[-1]]
-            else:
-                parent[path[-1]] = new
+    mutate(draw, doc, field_paths(valid), replacement)
     fmt = draw(st.sampled_from(["json", "yaml", "yaml", "truncated", "badbyte"]))
     if fmt == "json":
         return ".json", json.dumps(doc).encode()

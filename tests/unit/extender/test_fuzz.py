@@ -26,6 +26,7 @@ from kubesched.extender.service import VERBS, ExtenderService
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.testing import node, pod
 from unit.extender.ext_helpers import ip_profile, make_client
+from unit.fuzz_mutation import field_paths, mutate
 
 #: Each example sends a batch of BATCH requests concurrently (hypothesis' per-example overhead dominates).
 EXAMPLES = int(os.environ.get("KUBESCHED_FUZZ_EXAMPLES", "400"))
@@ -308,41 +309,16 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
 }
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    yield prefix
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _paths(v, (*prefix, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _paths(v, (*prefix, i))
-
-
-PATHS = {verb: [p for p in _paths(body) if p] for verb, body in VALID_BODIES.items()}
+PATHS = {verb: field_paths(body) for verb, body in VALID_BODIES.items()}
 replacement = (json_values | st.sampled_from(["DELETE", "x" * 70_000, -1, 2**63, 1e308, "", [], {}])
                | st.builds(lambda d: {"a": [d] * 3}, json_values))
-
-
-def _has(container: Any, key: Any) -> bool:
-    if isinstance(container, dict):
-        return key in container
-    return isinstance(container, list) and isinstance(key, int) and key < len(container)
 
 
 @st.composite
 def mutated_requests(draw: st.DrawFn) -> tuple[str, bytes]:
     verb = draw(st.sampled_from(sorted(VALID_BODIES)))
     body = orjson.loads(orjson.dumps(VALID_BODIES[verb]))
-    for path in draw(st.lists(st.sampled_from(PATHS[verb]), min_size=1, max_size=3, unique=True)):
-        parent: Any = body
-        for key in path[:-1]:  # an earlier mutation may have removed or replaced the way there
-            parent = parent[key] if _has(parent, key) else None
-        if _has(parent, path[-1]):
-            new = draw(replacement)
-            if new == "DELETE":
-                del parent[path[-1]]
-            else:
-                parent[path[-1]] = new
+    mutate(draw, body, PATHS[verb], replacement)
     return verb, orjson.dumps(body)
 
 

@@ -25,17 +25,9 @@ from kubesched.scheduler import Scheduler
 from kubesched.simulate.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
+from unit.plugins.gang_helpers import pod_group
 
 DATA = Path(__file__).parents[1] / "config" / "data"
-
-
-def pod_group(name: str, min_member: int, created: str = "2026-01-01T00:00:00Z", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
-        "spec": {"minMember": min_member, **spec},
-    }
 
 
 # -- args ----------------------------------------------------------------------------------------

@@ -19,31 +19,9 @@ from kubesched.scheduler import Scheduler
 from kubesched.simulate.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
+from unit.plugins.gang_helpers import coscheduling_config, pod_group
 
-CONFIG = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: gangs
-  plugins:
-    queueSort:
-      enabled: [{name: Coscheduling}]
-      disabled: [{name: "*"}]
-    preFilter: {enabled: [{name: Coscheduling}]}
-    postFilter: {enabled: [{name: Coscheduling}]}
-    permit: {enabled: [{name: Coscheduling}]}
-    reserve: {enabled: [{name: Coscheduling}]}
-"""
-
-
-def pod_group(name: str, min_member: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default", "uid": f"pg-{name}",
-                     "creationTimestamp": "2026-01-01T00:00:00Z"},
-        "spec": {"minMember": min_member},
-    }
+CONFIG = coscheduling_config("gangs")
 
 
 def members(group: str, n: int, cpu: str) -> list[dict[str, Any]]:

@@ -22,33 +22,9 @@ from kubesched.simulate.report_json import result_to_json
 from kubesched.simulate.runner import Simulation
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
+from unit.plugins.gang_helpers import coscheduling_config, pod_group
 
-CONFIG = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    queueSort:
-      enabled: [{name: Coscheduling}]
-      disabled: [{name: "*"}]
-    preFilter: {enabled: [{name: Coscheduling}]}
-    postFilter: {enabled: [{name: Coscheduling}]}
-    permit: {enabled: [{name: Coscheduling}]}
-    reserve: {enabled: [{name: Coscheduling}]}
-  pluginConfig:
-  - name: Coscheduling
-    args: {permitWaitingTimeSeconds: 600, podGroupBackoffSeconds: 60}
-"""
-
-
-def pod_group(name: str, min_member: int, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default", "creationTimestamp": "2026-01-01T00:00:00Z"},
-        "spec": {"minMember": min_member, **spec},
-    }
+CONFIG = coscheduling_config(args="{permitWaitingTimeSeconds: 600, podGroupBackoffSeconds: 60}")
 
 
 def on(node_name: str) -> dict[str, Any]:

@@ -16,37 +16,13 @@ from kubesched.simulate.inputs import ClusterInput
 from kubesched.simulate.records import SCHEDULED, PodRecord
 from kubesched.simulate.runner import Simulation, SimulationResult
 from kubesched.testing import node, pod
+from unit.plugins.gang_helpers import coscheduling_config, pod_group
 
-CONFIG = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    queueSort:
-      enabled: [{name: Coscheduling}]
-      disabled: [{name: "*"}]
-    preFilter: {enabled: [{name: Coscheduling}]}
-    postFilter: {enabled: [{name: Coscheduling}]}
-    permit: {enabled: [{name: Coscheduling}]}
-    reserve: {enabled: [{name: Coscheduling}]}
-  pluginConfig:
-  - name: Coscheduling
-    args: {permitWaitingTimeSeconds: 10, podGroupBackoffSeconds: BACKOFF}
-"""
+CONFIG = coscheduling_config(args="{permitWaitingTimeSeconds: 10, podGroupBackoffSeconds: BACKOFF}")
 
 
 def keyed(groups: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {f"{g['metadata'].get('namespace', 'default')}/{g['metadata']['name']}": g for g in groups}
-
-
-def pod_group(name: str, min_member: int, created: str = "2026-01-01T00:00:00Z", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
-        "spec": {"minMember": min_member, **spec},
-    }
 
 
 def member(name: str, group: str, cpu: str = "1", **kw: Any) -> dict[str, Any]:

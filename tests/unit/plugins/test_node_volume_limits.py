@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code, Status
 from kubesched.plugins.nodevolumelimits import NodeVolumeLimits
 from kubesched.plugins.nodevolumelimits.plugin import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import new_plugin, node, pod, table_of
+from unit.plugins.filter_helpers import pre_filter_then_filter
 
 EBS, GCE = "ebs.csi.aws.com", "pd.csi.storage.gke.io"
 
@@ -49,14 +48,7 @@ def world(limit: dict[str, int] | None, attachments: int = 0) -> dict[str, dict[
 def run(incoming: dict[str, Any], placed: list[dict[str, Any]], objs: dict[str, Any]) -> tuple[Status, Status | None]:
     t = table_of(node("n1"), pods=placed)
     pl = new_plugin(NodeVolumeLimits, table=t, objects=objs.get)
-    p = PodInfo.from_raw(incoming)
-    state = CycleState()
-    _, pre = pl.pre_filter(state, p, t)
-    if not pre.is_success:
-        return pre, None
-    v = pl.filter_batch(state, p, t, np.array([0], dtype=np.intp))
-    code = int(v.codes[0])
-    return pre, (None if code == 0 else v.statuses[code - 1])
+    return pre_filter_then_filter(pl, PodInfo.from_raw(incoming), t)
 
 
 CASES = [

@@ -14,6 +14,7 @@ from kubesched.plugins.volumerestrictions import VolumeRestrictions
 from kubesched.plugins.volumerestrictions.plugin import ERR_REASON_DISK_CONFLICT, ERR_REASON_RWOP_CONFLICT
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import new_plugin, node, pod, table_of
+from unit.plugins.filter_helpers import pre_filter_then_filter
 
 
 def vol(source: str, **fields: Any) -> dict[str, Any]:
@@ -25,14 +26,7 @@ def run(incoming: dict[str, Any], placed: list[dict[str, Any]],
     t = table_of(node("n1"), pods=placed)
     objs = {"PersistentVolumeClaim": pvcs or {}}
     pl = new_plugin(VolumeRestrictions, table=t, objects=objs.get)  # type: ignore[arg-type]
-    p = PodInfo.from_raw(incoming)
-    state = CycleState()
-    _, pre = pl.pre_filter(state, p, t)
-    if not pre.is_success:
-        return pre, None
-    v = pl.filter_batch(state, p, t, np.array([0], dtype=np.intp))
-    code = int(v.codes[0])
-    return pre, (None if code == 0 else v.statuses[code - 1])
+    return pre_filter_then_filter(pl, PodInfo.from_raw(incoming), t)
 
 
 DISK_CASES = [
