@@ -70,12 +70,13 @@ def capacity(
     """
     from kubesched.app.render import console
     from kubesched.simulate.capacity import fewest_nodes, how_many_fit
-    from kubesched.simulate.command import load_input, write_json, write_report
+    from kubesched.simulate.command import check_output_path, load_input, write_json, write_report
     from kubesched.simulate.workload import PodTemplate, WorkloadError, load_workload
 
     if workload_path is None and not node_templates:
         raise UserError("give --workload (how many more replicas fit), --node-template (how many nodes to add), "
                         "or both")
+    check_output_path("--report", report_path)
     config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed)
     templates: list[PodTemplate] = []
     try:

@@ -118,6 +118,8 @@ def simulate(
     from kubesched.snapshot.pod import PodSpecError
     from kubesched.snapshot.table import NodeSpecError
 
+    check_output_path("--report", report_path)
+    check_output_path("--out-cluster", out_cluster)
     draining = bool(drain_nodes) or drain_selector is not None
     if draining:
         from kubesched.simulate.drain_budget import PDB_KIND
@@ -186,10 +188,24 @@ def write_json(doc: Any) -> None:
     sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
 
 
+def check_output_path(option: str, path: Path | None) -> None:
+    """Refuse an output file whose directory is missing before any simulation runs (not after
+    minutes of work, with a traceback)."""
+    if path is not None and not path.resolve().parent.is_dir():
+        raise UserError(f"{option} {path}: directory {path.parent} does not exist")
+
+
 def write_report(path: Path, html: str, err: Console) -> None:
     """``--report FILE``: the rendered page, and a line on stderr saying where it went."""
-    path.write_text(html, encoding="utf-8")
+    write_output("--report", path, html)
     err.print(f"report written to {path}")
+
+
+def write_output(option: str, path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"{option} {path}: cannot write: {e.strerror or e}") from None
 
 
 def load_input(
@@ -249,7 +265,7 @@ def _write_cluster(path: Path, result: Any) -> None:
         items += list(objs.values())
     doc = {"apiVersion": "v1", "kind": "List", "items": items}
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    path.write_text(yaml.dump(doc, Dumper=dumper, sort_keys=False), encoding="utf-8")
+    write_output("--out-cluster", path, yaml.dump(doc, Dumper=dumper, sort_keys=False))
 
 
 def _progress(console: Console, disabled: bool) -> tuple[Any, Any]:

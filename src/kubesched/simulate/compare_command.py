@@ -51,7 +51,7 @@ def compare(
     requests spread, how fragmented free capacity is left, and the pods placed differently."""
     from kubesched.app.render import console
     from kubesched.framework.registry import profiles_object_kinds
-    from kubesched.simulate.command import load_cluster_input, write_json, write_report
+    from kubesched.simulate.command import check_output_path, load_cluster_input, write_json, write_report
     from kubesched.simulate.compare import compare_doc, run_summary
     from kubesched.simulate.runner import Simulation
     from kubesched.snapshot.pod import PodSpecError
@@ -59,6 +59,7 @@ def compare(
 
     if len(config_paths) < 2:
         raise UserError("--config: give at least two configurations to compare")
+    check_output_path("--report", report_path)
     loaded = [load_scheduler_config(path, plugin_modules) for path in config_paths]
     kinds = {(k.api_version, k.kind): k for config, registry in loaded
              for k in profiles_object_kinds(registry, config.profiles)}

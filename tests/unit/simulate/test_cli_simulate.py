@@ -816,3 +816,20 @@ def test_a_cluster_file_without_nodes_or_pods_is_an_error(tmp_path: Path) -> Non
     result = run_cli("--cluster", str(cfg))
     assert result.exit_code == 2
     assert "no Node or Pod objects found" in result.stderr and "KubeSchedulerConfiguration" in result.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["simulate", "--nodes", "5", "--pods", "5", "--report", "{missing}/report.html"],
+    ["simulate", "--nodes", "5", "--pods", "5", "--out-cluster", "{missing}/cluster.yaml"],
+    ["capacity", "--nodes", "5", "--pods", "5", "--node-template", "{template}", "--report", "{missing}/c.html"],
+])
+def test_an_output_file_in_a_missing_directory_is_refused_before_simulating(tmp_path: Path, args: list[str]) -> None:
+    """It used to run the whole simulation and then die with a FileNotFoundError traceback."""
+    template = tmp_path / "template.yaml"
+    template.write_text(yaml.safe_dump(builders.node("big", cpu="64", memory="256Gi")))
+    missing = tmp_path / "nope"
+    argv = [a.format(missing=missing, template=template) for a in args]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 2, result.output
+    assert f"directory {missing} does not exist" in result.output
+    assert "Traceback" not in result.output and not missing.exists()
