@@ -39,8 +39,13 @@ TARGETS: tuple[tuple[str, tuple[Any, ...], str, float], ...] = (
      ("live", "SchedulingBasic", "kubesched / kube-scheduler", "peak_rss"), "<=", 1.0),
     ("extender: kube-scheduler pods/s with ÷ without (nodeCacheCapable, 1,000 nodes)",
      ("live", "Extender", "kube-scheduler+extender-cache / kube-scheduler", "throughput_average"), ">=", 0.9),
+    # issue 18: the scale targets (SchedulingBasic, 2 pods per node; `--size curve`)
     ("simulator pods/s at 5,000 nodes (SchedulingBasic, default profile)",
-     ("simulator", ("SchedulingBasic", 5000), None, "pods_per_second_median"), ">=", 5000.0),
+     ("simulator", ("SchedulingBasic", 5000), None, "pods_per_second_median"), ">=", 8000.0),
+    ("simulator pods/s at 50,000 nodes (SchedulingBasic, default profile)",
+     ("simulator", ("SchedulingBasic", 50000), None, "pods_per_second_median"), ">=", 3000.0),
+    ("simulator peak RSS MiB at 50,000 nodes / 100,000 pods (SchedulingBasic)",
+     ("simulator", ("SchedulingBasic", 50000), None, "peak_rss_mib_max"), "<=", 2048.0),
 )
 #: scheduler_perf's spreading and pod (anti-)affinity workloads (bench/live.py, bench/simulator.py)
 UPSTREAM_WORKLOADS = ("TopologySpreading", "PreferredTopologySpreading", "PodAntiAffinity",
@@ -378,6 +383,7 @@ def build(records: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
         "python -m bench Extender --size full --rounds 3",
         "python -m bench simulator --size full             # SchedulingBasic (500 and 5,000 nodes)",
         "python -m bench simulator --size full --workload all   # + scheduler_perf's spreading/affinity ones",
+        "python -m bench simulator --size curve --rounds 1 # SchedulingBasic at 500 to 50,000 nodes (scale curve)",
         "python -m bench time-to-answer --size full        # `kubesched simulate` end to end (summary, json, report)",
         "python -m bench TopologySpreading --size full --rounds 2   # also PreferredTopologySpreading,",
         "                                   # PodAntiAffinity, PreferredPodAntiAffinity, PodAffinity",
@@ -455,8 +461,9 @@ def build(records: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
               "sizes, taints, node affinities, priorities). The other workloads are scheduler_perf's, built from",
               "its templates (bench/templates.py): node-default nodes with the workload's zone labels, init pods",
               "bound round-robin (namespace sched-0), measured pods pending (sched-1); only those are timed.", "",
-              "| workload | nodes | init pods | pods | pods/s (median) | p50 ms | p99 ms | rounds | load | date |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "| workload | nodes | init pods | pods | pods/s (median) | pods per CPU s | p50 ms | p99 ms "
+              "| peak RSS MiB | rounds | load | date |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {w: i for i, w in enumerate(("SchedulingBasic", *UPSTREAM_WORKLOADS))}
     sims = sorted(((k[1], rec) for k, rec in best.items() if k[0] == "simulator"),
                   key=lambda x: (order.get(x[0][0], 99), x[0][0], x[0][1] or 0))
@@ -464,8 +471,9 @@ def build(records: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
         loads = [x.get("loadavg", [None])[0] for x in rec.get("runs", []) if x.get("loadavg")]
         load = f"{min(loads):.2f}–{max(loads):.2f}" if loads else "–"
         lines.append(f"| {wname} | {nodes:,} | {_fmt(rec.get('init_pods', 0))} | {rec.get('pods'):,} | "
-                     f"{_fmt(rec.get('pods_per_second_median'))} | "
+                     f"{_fmt(rec.get('pods_per_second_median'))} | {_fmt(rec.get('pods_per_cpu_second_median'))} | "
                      f"{_fmt(rec.get('latency_p50_ms_median'), 3)} | {_fmt(rec.get('latency_p99_ms_median'), 3)} | "
+                     f"{_fmt(rec.get('peak_rss_mib_max'))} | "
                      f"{len(rec.get('runs', []))} | {load} | {str(rec.get('date', ''))[:10]} |")
     for (wname, nodes), rec in sims:
         if rec.get("preemptions_per_second_median") is not None:

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import datetime as dt
 import gc
 import json
+import multiprocessing
+import resource
 import statistics
 import time
 from collections.abc import Callable
@@ -68,7 +71,9 @@ WORKLOADS: dict[str, SimWorkload] = {
         "SchedulingBasic",
         "kubesched simulate's generated cluster (mixed nodes, taints, node affinities, priorities; no pod "
         "topology), every pod placed",
-        sizes={"small": [(500, 0, 1000)], "full": [(500, 0, 1000), (5000, 0, 10000)]},
+        sizes={"small": [(500, 0, 1000)], "full": [(500, 0, 1000), (5000, 0, 10000)],
+               # issue 18's scale curve: 2 pods per node, each size in a fresh process (peak RSS per size)
+               "curve": [(500, 0, 1000), (5000, 0, 10000), (20000, 0, 40000), (50000, 0, 100000)]},
     ),
     "TopologySpreading": SimWorkload(
         "TopologySpreading",
@@ -255,6 +260,20 @@ def run_once(nodes: int, pods: int, seed: int, workload: str = "SchedulingBasic"
     }
 
 
+def run_isolated(nodes: int, pods: int, seed: int, workload: str, init: int) -> dict[str, Any]:
+    """run_once in a fresh process (spawned: nothing inherited), with that process's peak RSS:
+    the scale curve's memory column is each size's own, not the largest size run so far."""
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return pool.submit(_run_and_measure_rss, nodes, pods, seed, workload, init).result()
+
+
+def _run_and_measure_rss(nodes: int, pods: int, seed: int, workload: str, init: int) -> dict[str, Any]:
+    result = run_once(nodes, pods, seed, workload, init)
+    result["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return result
+
+
 def _median(values: Any) -> float | None:
     known = [v for v in values if v is not None]
     return statistics.median(known) if known else None
@@ -285,7 +304,10 @@ def main(argv: list[str]) -> int:
         names = [name]
     for name in names:
         wl = WORKLOADS[name]
-        configs = wl.sizes[args.size]
+        configs = wl.sizes.get(args.size)
+        if not configs:
+            print(f"simulator {name}: no --size {args.size} configuration, skipped")
+            continue
         custom = bool(args.nodes or args.pods or args.init_pods is not None)
         if custom:
             n0, i0, p0 = configs[-1]
@@ -293,7 +315,8 @@ def main(argv: list[str]) -> int:
         for nodes, init, pods in configs:
             runs = []
             for i in range(args.rounds):
-                r = run_once(nodes, pods, args.seed + i, name, init)
+                runner = run_isolated if args.size == "curve" else run_once
+                r = runner(nodes, pods, args.seed + i, name, init)
                 r["loadavg"] = common.loadavg()
                 runs.append(r)
                 print(json.dumps(r))
@@ -316,6 +339,7 @@ def main(argv: list[str]) -> int:
                 "pods_per_cpu_second_median": _median(r.get("pods_per_cpu_second") for r in runs),
                 "latency_p50_ms_median": _median(r["latency_p50_ms"] for r in runs),
                 "latency_p99_ms_median": _median(r["latency_p99_ms"] for r in runs),
+                "peak_rss_mib_max": max((r["peak_rss_mib"] for r in runs if "peak_rss_mib" in r), default=None),
                 **({"preemptions_per_second_median": _median(r["preemptions_per_second"] for r in runs)}
                    if "preemptions_per_second" in runs[0] else {}),
                 "runs": runs,
