@@ -32,7 +32,7 @@ AREAS = (
     ("informer handlers (PodInfo.from_raw, cache and queue updates)",
      r"_pod_add|_pod_update|_pod_delete|_node_add|_node_update|_node_delete"),
     ("binding cycle tasks (Scheduler._binding_cycle: POST pods/binding, bound bookkeeping)",
-     r"_binding_cycle|live/client\.py|_BindMetrics"),
+     r"_binding_cycle|live/client\.py|live/bind_client\.py"),
     ("informer list/watch (HTTP read, JSON decode, store)", r"live/informer\.py"),
     ("events and status writes", r"live/events\.py"),
     ("metrics", r"live/metrics\.py|prometheus_client"),

@@ -124,7 +124,8 @@ class InProcess:
         self._thread = threading.Thread(target=self._main, daemon=True)
 
     def _main(self) -> None:
-        from kubesched.live.runner import LiveOptions, run_live
+        from kubesched.live.runner import run_live
+        from kubesched.live.settings import LiveOptions
 
         async def amain() -> int:
             self.loop = asyncio.get_running_loop()

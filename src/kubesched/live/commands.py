@@ -71,7 +71,8 @@ def run_command(
     from kubesched.kube.api import ConnectionConfigError
     from kubesched.live import logs
     from kubesched.live.health import parse_addr
-    from kubesched.live.runner import LiveOptions, lease_name_for, run_live
+    from kubesched.live.runner import run_live
+    from kubesched.live.settings import LiveOptions, lease_name_for
 
     config, registry = load_scheduler_config(config_path, plugin_modules)
     if print_rbac:

@@ -25,6 +25,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -302,3 +303,34 @@ class LeaderElector:
         self.observed, self.observed_rv, self.observed_time = record, rv, self._now()
         log.info("identity=%s event=released", self.identity)
         return True
+
+
+#: kube-scheduler's own profile and Lease (cmd/kube-scheduler defaults).
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+KUBE_SCHEDULER_LEASE = ("kube-system", "kube-scheduler")
+
+
+async def kube_scheduler_holds_lease(lease_api: ApiClient) -> str:
+    """Why a ``default-scheduler`` profile must not schedule, or "": while the real kube-scheduler
+    holds its Lease (renewed within its duration) both would bind the same pods twice over."""
+    namespace, name = KUBE_SCHEDULER_LEASE
+    try:
+        found = await LeaseLock(lease_api, namespace, name, timeout=10.0).get()
+    except Exception as e:  # e.g. 403: we cannot tell, so we do not risk it
+        return (f"profile {DEFAULT_SCHEDULER_NAME!r} needs a check that kube-scheduler is not running, and "
+                f"reading Lease {namespace}/{name} failed ({e}); grant get on it, give the profile another "
+                "schedulerName, or pass --replace-default-scheduler")
+    if found is None:
+        return ""
+    record, _ = found
+    if not record.holder_identity or not record.renew_time:
+        return ""
+    try:
+        renewed = datetime.fromisoformat(record.renew_time).timestamp()
+    except ValueError:
+        renewed = time.time()
+    if time.time() - renewed > max(record.lease_duration_seconds, 1):
+        return ""  # expired: nobody is scheduling as default-scheduler right now
+    return (f"profile {DEFAULT_SCHEDULER_NAME!r} would schedule the same pods as kube-scheduler, which holds "
+            f"Lease {namespace}/{name} ({record.holder_identity!r}); give the profile its own schedulerName, "
+            "or pass --replace-default-scheduler if kubesched replaces kube-scheduler")

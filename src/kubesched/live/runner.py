@@ -29,13 +29,10 @@ import logging
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from kubesched.config.load import SchedulerConfig
 from kubesched.framework.clock import RealClock
-from kubesched.framework.handle import BindConflictError, PodGoneError
 from kubesched.framework.objects import ObjectKind, merge_object_kinds
 from kubesched.framework.registry import Registry
 from kubesched.framework.types import ActionType, ClusterEvent
@@ -44,85 +41,24 @@ from kubesched.kube.events import EventWriter
 from kubesched.kube.informer import Handlers, Informer, Obj, object_key
 from kubesched.kube.objects import ObjectInformers
 from kubesched.kube.status import StatusPublisher
+from kubesched.live.bind_client import MeteredBindClient
 from kubesched.live.client import LiveClusterClient
 from kubesched.live.health import HealthServer
-from kubesched.live.leader import LeaderElector, LeaseLock, default_identity
+from kubesched.live.leader import DEFAULT_SCHEDULER_NAME, LeaderElector, LeaseLock, kube_scheduler_holds_lease
 from kubesched.live.metrics import SchedulerMetrics, instrument_framework
+from kubesched.live.settings import (
+    EXIT_CONFLICT,
+    EXIT_LOST_LEASE,
+    EXIT_OK,
+    LiveOptions,
+    RunStats,
+    lease_name_for,
+)
 from kubesched.scheduler import QueueSettings, ScheduleFailure, Scheduler, ScheduleResult, SchedulerObserver
 from kubesched.snapshot.pod import PodInfo, PodSpecError, raw_pod_uid
 from kubesched.snapshot.table import NodeSpecError
 
 log = logging.getLogger(__name__)
-
-#: The lease name used when leaderElection.resourceName is the upstream default ("kube-scheduler"):
-#: sharing the default scheduler's lease would make this one a standby forever. --lease-name forces
-#: any name.
-DEFAULT_LEASE_NAME = "kubesched"
-UPSTREAM_LEASE_NAME = "kube-scheduler"
-
-EXIT_OK = 0
-EXIT_CONFLICT = 2
-#: kube-scheduler's own profile and Lease (cmd/kube-scheduler defaults).
-DEFAULT_SCHEDULER_NAME = "default-scheduler"
-KUBE_SCHEDULER_LEASE = ("kube-system", "kube-scheduler")
-
-
-def lease_name_for(resource_name: str, override: str | None = None) -> str:
-    """The Lease to hold: ``--lease-name``, else leaderElection.resourceName with upstream's default
-    (kube-scheduler's own Lease) replaced by kubesched's."""
-    if override:
-        return override
-    return DEFAULT_LEASE_NAME if resource_name == UPSTREAM_LEASE_NAME else resource_name
-
-EXIT_LOST_LEASE = 1
-
-@dataclass
-class LiveOptions:
-    health_addr: str = "127.0.0.1:10251"
-    #: The kubeconfig context to use (``--context``; None: its current-context).
-    context: str | None = None
-    leader_elect: bool | None = None  # None: from the configuration
-    identity: str = field(default_factory=default_identity)
-    lease_name: str | None = None
-    #: Pods scheduled between two yields to the event loop.
-    yield_every: int = 32
-    #: Binds waiting on the apiserver before the loop pauses: beyond the API client's connection
-    #: pool they only queue (and hold memory), and the attempt latency would mostly be that queue.
-    max_binds_in_flight: int = 512
-    drain_timeout: float = 30.0
-    event_interval: float = 30.0
-    #: Objects to watch besides those the configured plugins declare (framework/objects.py).
-    extra_object_kinds: tuple[ObjectKind, ...] = ()
-    watch_read_timeout: float = 150.0
-    install_signal_handlers: bool = True
-    #: Run a ``default-scheduler`` profile even while kube-scheduler holds its Lease (it is being
-    #: replaced); otherwise that is refused: both would schedule the same pods.
-    replace_default_scheduler: bool = False
-    #: Log the traceback of each distinct plugin error (``--debug`` / KUBESCHED_DEBUG=1).
-    debug: bool = False
-    #: /readyz turns 503 once an informer has been cut off from the apiserver this long (its cache,
-    #: and so every placement, may be stale), /healthz 500 past the second figure (a restart gets
-    #: fresh connections); /healthz also fails when the leader's scheduling loop has not turned for
-    #: ``loop_stall_seconds`` (it wakes at least every second by design; waiting on binds counts
-    #: as turning).
-    informer_stale_seconds: float = 60.0
-    informer_dead_seconds: float = 300.0
-    loop_stall_seconds: float = 30.0
-
-
-@dataclass
-class RunStats:
-    attempts: int = 0
-    scheduled: int = 0
-    failed: int = 0
-    bound: int = 0
-    first_bound_at: float = 0.0
-    last_bound_at: float = 0.0
-    synced_at: float = 0.0
-    leader_at: float = 0.0
-    #: The longest the event loop was kept from running a due timer (kubesched_event_loop_lag_seconds).
-    max_loop_lag: float = 0.0
-
 
 _IGNORED_META = ("resourceVersion", "managedFields", "generation")
 
@@ -138,48 +74,6 @@ def scheduling_relevant_update(old: Obj, new: Obj) -> bool:
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
     keys = (set(om) | set(nm)).difference(_IGNORED_META)
     return any(om.get(k) != nm.get(k) for k in keys)
-
-
-class NodeGoneError(RuntimeError):
-    """The node a pod was assumed on was deleted before its bind was sent."""
-
-
-class _BindMetrics:
-    """The ClusterClient handed to the core: counts bind results into metrics, and refuses a bind
-    to a node the informer has seen deleted (the apiserver would accept it: pods/binding does not
-    check the node; upstream then leaves the pod to PodGC). The pod is scheduled again instead."""
-
-    def __init__(self, client: LiveClusterClient, metrics: SchedulerMetrics, node_exists: Callable[[str], bool]
-                 ) -> None:
-        self.client = client
-        self.metrics = metrics
-        self.node_exists = node_exists
-
-    async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
-        await self.client.evict(pod, preemptor, node_name)
-        self.metrics.preemption_victims.inc()
-
-    async def update_object(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
-        """ObjectWriter, passed through: without it VolumeBinding's PreBind (PV claimRef, PVC
-        selected-node) would fail every pod with an unbound claim."""
-        return await self.client.update_object(kind, obj)
-
-    async def bind(self, pod: PodInfo, node_name: str) -> None:
-        if not self.node_exists(node_name):
-            self.metrics.bind("node_gone")
-            raise NodeGoneError(f"node {node_name} was deleted before the pod could be bound to it")
-        try:
-            await self.client.bind(pod, node_name)
-        except BindConflictError:
-            self.metrics.bind("conflict")
-            raise
-        except PodGoneError:
-            self.metrics.bind("not_found")
-            raise
-        except Exception:
-            self.metrics.bind("error")
-            raise
-        self.metrics.bind("ok")
 
 
 class LiveScheduler(SchedulerObserver):
@@ -205,7 +99,7 @@ class LiveScheduler(SchedulerObserver):
             config.profiles,
             registry,
             self.clock,
-            client=_BindMetrics(self.client, self.metrics, lambda node: node in self.node_informer.store),
+            client=MeteredBindClient(self.client, self.metrics, lambda node: node in self.node_informer.store),
             queue_settings=QueueSettings(config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds),
             parallelism=config.parallelism,
             observer=self,
@@ -434,7 +328,7 @@ class LiveScheduler(SchedulerObserver):
         lag_watch = loop.create_task(self._watch_loop_lag())
         try:
             await self.health.start()
-            conflict = await self._default_scheduler_conflict()
+            conflict = "" if not self._schedules_as_default() else await kube_scheduler_holds_lease(self.lease_api)
             if conflict:
                 log.error("event=refusing_to_start reason=%r", conflict)
                 self.exit_code = EXIT_CONFLICT
@@ -483,32 +377,10 @@ class LiveScheduler(SchedulerObserver):
             if lag > self.stats.max_loop_lag:
                 self.stats.max_loop_lag = lag
 
-    async def _default_scheduler_conflict(self) -> str:
-        """Why this process must not schedule, or "": a ``default-scheduler`` profile while the
-        real kube-scheduler holds its Lease would bind the same pods twice over."""
-        if DEFAULT_SCHEDULER_NAME not in self.scheduler.frameworks or self.options.replace_default_scheduler:
-            return ""
-        namespace, name = KUBE_SCHEDULER_LEASE
-        try:
-            found = await LeaseLock(self.lease_api, namespace, name, timeout=10.0).get()
-        except Exception as e:  # e.g. 403: we cannot tell, so we do not risk it
-            return (f"profile {DEFAULT_SCHEDULER_NAME!r} needs a check that kube-scheduler is not running, and "
-                    f"reading Lease {namespace}/{name} failed ({e}); grant get on it, give the profile another "
-                    "schedulerName, or pass --replace-default-scheduler")
-        if found is None:
-            return ""
-        record, _ = found
-        if not record.holder_identity or not record.renew_time:
-            return ""
-        try:
-            renewed = datetime.fromisoformat(record.renew_time).timestamp()
-        except ValueError:
-            renewed = time.time()
-        if time.time() - renewed > max(record.lease_duration_seconds, 1):
-            return ""  # expired: nobody is scheduling as default-scheduler right now
-        return (f"profile {DEFAULT_SCHEDULER_NAME!r} would schedule the same pods as kube-scheduler, which holds "
-                f"Lease {namespace}/{name} ({record.holder_identity!r}); give the profile its own schedulerName, "
-                "or pass --replace-default-scheduler if kubesched replaces kube-scheduler")
+    def _schedules_as_default(self) -> bool:
+        """A ``default-scheduler`` profile not told to replace kube-scheduler: it must not run while
+        the real kube-scheduler holds its Lease (both would bind the same pods)."""
+        return DEFAULT_SCHEDULER_NAME in self.scheduler.frameworks and not self.options.replace_default_scheduler
 
     async def _sync(self, inf: Informer) -> bool:
         inf.start()

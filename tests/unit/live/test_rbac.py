@@ -15,7 +15,7 @@ from kubesched.framework.interfaces import FilterPlugin
 from kubesched.framework.objects import ObjectKind
 from kubesched.framework.registry import profiles_object_kinds
 from kubesched.live.rbac import cluster_role, leader_election_role
-from kubesched.live.runner import lease_name_for
+from kubesched.live.settings import lease_name_for
 from kubesched.plugins.builtin import builtin_registry
 
 ROOT = Path(__file__).resolve().parents[3]
