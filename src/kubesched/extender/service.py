@@ -65,7 +65,8 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import MAX_NODE_SCORE
-from kubesched.framework.preemption import PodDisruptionBudget, select_victims_on_node, victim_policy
+from kubesched.framework.preemption import select_victims_on_node, victim_policy
+from kubesched.framework.preemption_order import PodDisruptionBudget
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ProfileSpec, plugin_error
 from kubesched.framework.status import Code, Status

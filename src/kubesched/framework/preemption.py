@@ -1,10 +1,9 @@
 """Preemption: the evaluator PostFilter plugins such as DefaultPreemption build on.
 
 Port of pkg/scheduler/framework/preemption/preemption.go (``Evaluator``: eligibility, candidate
-search, ``DryRunPreemption``, ``SelectCandidate``, ``pickOneNodeForPreemption``), util.go
-(``FilterVictimsWithPDBViolation``, ``PodTerminatingByPreemption``, ``MoreImportantVictim`` for
-single pods) and pkg/scheduler/util/utils.go (``GetPodStartTime``, ``GetEarliestPodStartTime``),
-Kubernetes v1.37.1, with the GenericWorkload (pod-group victims) and extender parts left out;
+search, ``DryRunPreemption``, ``SelectCandidate``; the ordering rules it uses — victims' importance,
+PodDisruptionBudget violations, ``pickOneNodeForPreemption`` — are in
+:mod:`kubesched.framework.preemption_order`), Kubernetes v1.37.1, with the GenericWorkload (pod-group victims) and extender parts left out;
 instead, a plugin may tie victims together with ``Plugin.eviction_group`` (:func:`eviction_groups`:
 a group is evicted whole or not at all, e.g. a gang waiting at Permit).
 
@@ -34,10 +33,9 @@ with the same outcomes node for node.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -45,16 +43,25 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis, fit_error_message
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import Plugin
+from kubesched.framework.preemption_order import (
+    Candidate,
+    PodDisruptionBudget,
+    PriorityFn,
+    earliest_start_of_highest_priority,
+    filter_victims_with_pdb_violation,
+    more_important_pod,
+    pick_one_node_for_preemption,
+    pod_start_time,
+    pod_terminating_by_preemption,
+    sort_by_importance,
+)
 from kubesched.framework.runtime import Framework, wrapped_error
 from kubesched.framework.status import SUCCESS as SUCCESS_STATUS
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PostFilterResult
-from kubesched.snapshot.pod import PodInfo, parse_timestamp
+from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, NodeTable
 
-#: Upstream v1.DisruptionTarget / v1.PodReasonPreemptionByScheduler.
-DISRUPTION_TARGET = "DisruptionTarget"
-REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 NO_VICTIMS_MSG = "No preemption victims found for incoming pod"
 NO_VICTIMS = Status.unresolvable(NO_VICTIMS_MSG)
 #: SelectVictimsOnNode's outcome for a node without a lower-priority pod, shared (never mutated)
@@ -62,153 +69,9 @@ NO_VICTIMS = Status.unresolvable(NO_VICTIMS_MSG)
 NO_VICTIMS_OUTCOME: tuple[list[PodInfo], int, Status] = ([], 0, NO_VICTIMS)
 NOT_HELPFUL_MSG = "Preemption is not helpful for scheduling"
 
-PriorityFn = Callable[[PodInfo], int]
 #: Fewest nodes the batched dry run judges at once (more than the candidates still wanted costs
 #: little, and a few nodes usually fail).
 _MIN_CHUNK = 16
-
-
-@dataclass(frozen=True, slots=True)
-class PodDisruptionBudget:
-    """The parts of a policy/v1 PodDisruptionBudget preemption reads (the plugin parses them)."""
-
-    namespace: str
-    name: str
-    #: A compiled label selector (``empty()``, ``matches(labels)``), or None when the selector is
-    #: invalid (it then matches nothing).
-    selector: Any
-    disruptions_allowed: int
-    disrupted_pods: frozenset[str] = frozenset()
-
-
-def pod_start_time(pod: PodInfo) -> float:
-    """GetPodStartTime: ``status.startTime``; a pod that has not started yet (assumed, just bound)
-    counts as starting now, i.e. later than any started pod (+inf here, so equal among themselves
-    instead of upstream's successive ``time.Now()`` calls)."""
-    status = pod.raw.get("status") or {}
-    start = status.get("startTime")
-    if start:
-        try:
-            return parse_timestamp(str(start))
-        except ValueError:
-            pass
-    return math.inf
-
-
-def more_important_pod(a: PodInfo, b: PodInfo, priority: PriorityFn) -> bool:
-    """MoreImportantVictim for single pods: higher priority, then the earlier start."""
-    pa, pb = priority(a), priority(b)
-    if pa != pb:
-        return pa > pb
-    return pod_start_time(a) < pod_start_time(b)
-
-
-def sort_by_importance(pods: list[PodInfo], priority: PriorityFn) -> list[PodInfo]:
-    """Most important first (stable for equal pods)."""
-    return sorted(pods, key=lambda p: (-priority(p), pod_start_time(p)))
-
-
-def pod_terminating_by_preemption(pod: PodInfo) -> bool:
-    """PodTerminatingByPreemption: being deleted, with a DisruptionTarget condition that is True
-    with reason PreemptionByScheduler (the first DisruptionTarget condition decides)."""
-    if not pod.deleting:
-        return False
-    for cond in (pod.raw.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == DISRUPTION_TARGET:
-            return bool(cond.get("status") == "True" and cond.get("reason") == REASON_PREEMPTION_BY_SCHEDULER)
-    return False
-
-
-def filter_victims_with_pdb_violation(
-    victims: Sequence[PodInfo], pdbs: Sequence[PodDisruptionBudget]
-) -> tuple[list[tuple[PodInfo, int]], list[PodInfo]]:
-    """FilterVictimsWithPDBViolation: (violating victims with their violation count, the others),
-    each in the order given. A PDB's budget is ``status.disruptionsAllowed``, decremented by every
-    matching victim not already in ``status.disruptedPods``; going below zero violates it."""
-    allowed = [pdb.disruptions_allowed for pdb in pdbs]
-
-    def violating(pod: PodInfo) -> bool:
-        if not pod.labels:
-            return False
-        for i, pdb in enumerate(pdbs):
-            if pdb.namespace != pod.namespace:
-                continue
-            # An invalid selector matches nothing; so does a nil or empty one.
-            if pdb.selector is None or pdb.selector.empty() or not pdb.selector.matches(pod.labels):
-                continue
-            if pod.name in pdb.disrupted_pods:
-                continue
-            allowed[i] -= 1
-            if allowed[i] < 0:
-                return True
-        return False
-
-    violating_victims: list[tuple[PodInfo, int]] = []
-    non_violating: list[PodInfo] = []
-    for v in victims:
-        if violating(v):
-            violating_victims.append((v, 1))
-        else:
-            non_violating.append(v)
-    return violating_victims, non_violating
-
-
-@dataclass(slots=True)
-class Candidate:
-    """A node where preemption makes room: its victims (most important first) and how many
-    PodDisruptionBudget violations evicting them costs (upstream extenderv1.Victims)."""
-
-    node_name: str
-    victims: list[PodInfo]
-    num_pdb_violations: int = 0
-
-
-def earliest_start_of_highest_priority(victims: Sequence[PodInfo], priority: PriorityFn) -> float:
-    """GetEarliestPodStartTime."""
-    earliest = pod_start_time(victims[0])
-    top = priority(victims[0])
-    for p in victims:
-        pp = priority(p)
-        if pp == top:
-            earliest = min(earliest, pod_start_time(p))
-        elif pp > top:
-            top = pp
-            earliest = pod_start_time(p)
-    return earliest
-
-
-def pick_one_node_for_preemption(candidates: Sequence[Candidate], priority: PriorityFn) -> str:
-    """pickOneNodeForPreemption with the default score functions, in order: fewest PDB
-    violations; lowest highest-victim priority; smallest sum of victim priorities (each shifted by
-    MaxInt32+1); fewest victims; latest start of the highest-priority victims; then the first."""
-    if not candidates:
-        return ""
-    int32_shift = 2**31
-
-    def sum_priorities(c: Candidate) -> int:
-        return -sum(priority(p) + int32_shift for p in c.victims)
-
-    score_funcs: list[Callable[[Candidate], float]] = [
-        lambda c: -c.num_pdb_violations,
-        lambda c: -priority(c.victims[0]),
-        sum_priorities,
-        lambda c: -len(c.victims),
-        lambda c: earliest_start_of_highest_priority(c.victims, priority),
-    ]
-    remaining = list(candidates)
-    for f in score_funcs:
-        best = -math.inf
-        selected: list[Candidate] = []
-        for c in remaining:
-            s = f(c)
-            if s > best:
-                best, selected = s, [c]
-            elif s == best:
-                selected.append(c)
-        if len(selected) == 1:
-            return selected[0].node_name
-        remaining = selected
-    return remaining[0].node_name
 
 
 def select_victims_on_node(

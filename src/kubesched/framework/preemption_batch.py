@@ -29,6 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from kubesched.framework import preemption as _p
+from kubesched.framework import preemption_order as order
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import Plugin
@@ -50,7 +51,7 @@ def nodes_independent(fwk: Framework, state: CycleState, pod: PodInfo) -> bool:
 
 def select_victims_on_nodes(
     fwk: Framework, table: NodeTable, state: CycleState, pod: PodInfo, rows: Sequence[int],
-    pdbs: Sequence[_p.PodDisruptionBudget], priority: _p.PriorityFn,
+    pdbs: Sequence[order.PodDisruptionBudget], priority: order.PriorityFn,
 ) -> list[Outcome] | None:
     """SelectVictimsOnNode for each of ``rows`` (distinct), in lockstep; None when the nodes are
     not independent for this pod or a Filter errs (the caller then judges them one by one). The
@@ -63,7 +64,7 @@ def select_victims_on_nodes(
 
 def _lockstep(
     fwk: Framework, table: NodeTable, state: CycleState, pod: PodInfo, rows: Sequence[int],
-    pdbs: Sequence[_p.PodDisruptionBudget], priority: _p.PriorityFn,
+    pdbs: Sequence[order.PodDisruptionBudget], priority: order.PriorityFn,
 ) -> list[Outcome] | None:
     prio = priority(pod)
     outcomes: list[Outcome | None] = [None] * len(rows)
@@ -98,8 +99,8 @@ def _lockstep(
             if row not in fitting:
                 outcomes[i] = ([], 0, rejected[row])
                 continue
-            violating, non_violating = _p.filter_victims_with_pdb_violation(
-                _p.sort_by_importance(potential, priority), pdbs)
+            violating, non_violating = order.filter_victims_with_pdb_violation(
+                order.sort_by_importance(potential, priority), pdbs)
             live.append(i)
             orders.append([(v, True) for v, _ in violating] + [(v, False) for v in non_violating])
             victims.append([])
@@ -129,7 +130,7 @@ def _lockstep(
             off.update((v.uid, v) for v in again)
             step += 1
         for j, i in enumerate(live):
-            chosen = _p.sort_by_importance(victims[j], priority) if mixed[j] else victims[j]
+            chosen = order.sort_by_importance(victims[j], priority) if mixed[j] else victims[j]
             outcomes[i] = (chosen, violations[j], SUCCESS)
         done = [o for o in outcomes if o is not None]
         assert len(done) == len(rows)

@@ -10,7 +10,8 @@ from typing import Any
 from kubesched.config.load import load_config_text
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.preemption import Candidate, eviction_groups
+from kubesched.framework.preemption import eviction_groups
+from kubesched.framework.preemption_order import Candidate
 from kubesched.framework.runtime import Framework
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.coscheduling import POD_GROUP_LABEL, Coscheduling

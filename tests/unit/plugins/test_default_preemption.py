@@ -20,7 +20,7 @@ from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
-from kubesched.framework.preemption import (
+from kubesched.framework.preemption_order import (
     Candidate,
     PodDisruptionBudget,
     filter_victims_with_pdb_violation,
@@ -615,7 +615,7 @@ def test_simulation_with_preemption_is_deterministic_per_seed() -> None:
 
 
 def test_math_inf_start_time_for_unstarted() -> None:
-    from kubesched.framework.preemption import pod_start_time
+    from kubesched.framework.preemption_order import pod_start_time
 
     assert pod_start_time(PodInfo.from_raw(mk_pod("x"))) == math.inf
 

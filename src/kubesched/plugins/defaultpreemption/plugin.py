@@ -48,14 +48,9 @@ from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import PostFilterPlugin, PreEnqueuePlugin
 from kubesched.framework.objects import ObjectKind
-from kubesched.framework.preemption import (
-    NO_VICTIMS_OUTCOME,
-    Evaluator,
-    PodDisruptionBudget,
-    pod_terminating_by_preemption,
-    select_victims_on_node,
-)
+from kubesched.framework.preemption import NO_VICTIMS_OUTCOME, Evaluator, select_victims_on_node
 from kubesched.framework.preemption_batch import select_victims_on_nodes
+from kubesched.framework.preemption_order import PodDisruptionBudget, pod_terminating_by_preemption
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import POD, ActionType, ClusterEvent, PostFilterResult
 from kubesched.plugins.defaultpreemption.args import DefaultPreemptionArgs
