@@ -251,3 +251,40 @@ def test_compiled_terms_are_cached_on_the_pod() -> None:
     pl = plugin()
     pl.pre_filter(CycleState(), p, t)
     assert "NodeAffinity" in p.memo
+
+
+def test_pods_with_equal_affinity_share_one_compilation() -> None:
+    # The compiled affinity is shared by pods whose nodeSelector and nodeAffinity serialise to
+    # the same bytes; any difference (even only the key order, or a selector value) compiles anew.
+    t = table_of(node("n1", labels={"zone": "a"}), node("n2", labels={"zone": "b"}))
+    pl = plugin()
+
+    def verdict(p: PodInfo) -> list[int]:
+        state = CycleState()
+        pl.pre_filter(state, p, t)
+        return pl.filter_batch(state, p, t, t.alive_rows()).codes.tolist()
+
+    aff = required({"matchExpressions": [e("zone", "In", "a")]})
+    p1, p2 = mk({"tier": "x"}, aff), mk({"tier": "x"}, aff)
+    assert verdict(p1) == verdict(p2)
+    assert p1.memo["NodeAffinity"] is p2.memo["NodeAffinity"]
+    other_zone = mk(affinity=required({"matchExpressions": [e("zone", "In", "b")]}))
+    assert verdict(mk(affinity=aff)) == [0, 2]
+    assert verdict(other_zone) == [2, 0]
+    reordered = mk({"b": "1", "a": "1"}, aff)
+    assert reordered.memo.get("NodeAffinity") is None
+    verdict(mk({"a": "1", "b": "1"}, aff))
+    verdict(reordered)
+    assert reordered.memo["NodeAffinity"] is not mk({"a": "1", "b": "1"}, aff).memo.get("NodeAffinity")
+
+
+def test_pinned_node_names_are_shared_with_the_compilation() -> None:
+    t = table_of(node("node1"), node("node2"))
+    pl = plugin()
+    for _ in range(2):  # the second pod takes the family's compilation
+        res, st = pl.pre_filter(CycleState(), mk(affinity=required(NAME_IN)), t)
+        assert st.is_success and res == PreFilterResult(frozenset({"node1"}))
+    conflict = required({"matchFields": [e("metadata.name", "In", "node1"), e("metadata.name", "In", "node2")]})
+    for _ in range(2):
+        _, st = pl.pre_filter(CycleState(), mk(affinity=conflict), t)
+        assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and st.reasons == (CONFLICT,)

@@ -66,15 +66,16 @@ _STATUS_POD = Status.unresolvable(ERR_REASON_POD)
 
 @dataclass(frozen=True, slots=True)
 class _Compiled:
-    """A pod's node affinity compiled once (cached in ``pod.memo["NodeAffinity"]``)."""
+    """A pod's node affinity compiled once (cached in ``pod.memo["NodeAffinity"]``, and shared by
+    the pods of a family through ``_FAMILIES``)."""
 
     #: True when spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution is set.
     has_required_affinity: bool
     #: True when spec.nodeSelector is present (even empty: a Go non-nil map).
     has_node_selector: bool
     required: RequiredNodeAffinity
-    #: The raw required terms, for the PreFilter node-name narrowing.
-    raw_required_terms: tuple[Any, ...]
+    #: Node names the required terms restrict the pod to (PreFilter's narrowing), None for all.
+    pinned_node_names: frozenset[str] | None
     #: None when the pod has no preferredDuringSchedulingIgnoredDuringExecution.
     preferred: tuple[PreferredTerm, ...] | None
     preferred_errors: tuple[str, ...]
@@ -82,12 +83,37 @@ class _Compiled:
     required_signature: bytes
 
 
+#: Compiled affinities by the exact JSON of their inputs (spec.nodeSelector and
+#: spec.affinity.nodeAffinity, key order kept): a Deployment's replicas compile once, not once
+#: per pod. ``_compile_spec`` reads nothing else, so equal bytes give an equal result, and the
+#: entries hold no cluster state (nothing to invalidate). Bounded: cleared when full.
+_FAMILIES: dict[bytes, _Compiled] = {}
+_MAX_FAMILIES = 1024
+
+
 def _compile(pod: PodInfo) -> _Compiled:
     cached = pod.memo.get(NAME)
     if isinstance(cached, _Compiled):
         return cached
     spec = pod.spec
-    node_aff = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    node_selector = spec.get("nodeSelector")
+    node_aff = (spec.get("affinity") or {}).get("nodeAffinity")
+    try:
+        family: bytes | None = orjson.dumps([node_selector, node_aff])
+    except (TypeError, orjson.JSONEncodeError):  # not JSON-shaped: compile it on its own
+        family = None
+    compiled = _FAMILIES.get(family) if family is not None else None
+    if compiled is None:
+        compiled = _compile_spec(node_selector, node_aff or {})
+        if family is not None:
+            if len(_FAMILIES) >= _MAX_FAMILIES:
+                _FAMILIES.clear()
+            _FAMILIES[family] = compiled
+    pod.memo[NAME] = compiled
+    return compiled
+
+
+def _compile_spec(node_selector: Any, node_aff: Any) -> _Compiled:
     req_raw = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
     pref_raw = node_aff.get("preferredDuringSchedulingIgnoredDuringExecution")
     preferred: tuple[PreferredTerm, ...] | None = None
@@ -95,17 +121,15 @@ def _compile(pod: PodInfo) -> _Compiled:
     if isinstance(pref_raw, list):
         preferred, pref_errors = compile_preferred_terms(pref_raw)
     terms = req_raw.get("nodeSelectorTerms") if isinstance(req_raw, dict) else None
-    compiled = _Compiled(
+    return _Compiled(
         has_required_affinity=isinstance(req_raw, dict),
-        has_node_selector=spec.get("nodeSelector") is not None,
-        required=RequiredNodeAffinity.of(spec),
-        raw_required_terms=tuple(terms) if isinstance(terms, list) else (),
+        has_node_selector=node_selector is not None,
+        required=RequiredNodeAffinity.of({"nodeSelector": node_selector, "affinity": {"nodeAffinity": node_aff}}),
+        pinned_node_names=_pinned_node_names(terms) if isinstance(terms, list) and terms else None,
         preferred=preferred,
         preferred_errors=pref_errors,
-        required_signature=orjson.dumps([spec.get("nodeSelector"), req_raw], option=orjson.OPT_SORT_KEYS),
+        required_signature=orjson.dumps([node_selector, req_raw], option=orjson.OPT_SORT_KEYS),
     )
-    pod.memo[NAME] = compiled
-    return compiled
 
 
 def _pinned_node_names(terms: Sequence[Any]) -> frozenset[str] | None:
@@ -167,14 +191,12 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         c = _compile(pod)
         if not c.has_required_affinity and self.added_node_selector is None and not c.has_node_selector:
             return None, Status.skip()
-        if not c.has_required_affinity or not c.raw_required_terms:
+        names = c.pinned_node_names
+        if names is None:
             return None, SUCCESS
-        names = _pinned_node_names(c.raw_required_terms)
-        if names is not None and not names:
+        if not names:
             return None, Status.unresolvable(ERR_REASON_CONFLICT)
-        if names:
-            return PreFilterResult(names), SUCCESS
-        return None, SUCCESS
+        return PreFilterResult(names), SUCCESS
 
     def filter_signature(self, state: CycleState, pod: PodInfo) -> Hashable:
         # Filter reads spec.nodeSelector and the required node affinity (plus this plugin's fixed
