@@ -125,6 +125,8 @@ class NodeTable:
         self.labels: list[dict[str, str]] = [{} for _ in range(capacity)]
         self.pods: list[dict[str, PodInfo]] = [{} for _ in range(capacity)]
         self.used_ports: list[dict[HostPort, int]] = [{} for _ in range(capacity)]
+        #: ``bool(used_ports[row])``, kept with it (NodePorts skips rows without ports in use).
+        self.has_used_ports: BoolArray = np.zeros(capacity, dtype=np.bool_)
         self.index: dict[str, int] = {}
         self._label_columns: dict[str, LabelColumn] = {}
         self._pod_node: dict[str, str] = {}
@@ -183,6 +185,7 @@ class NodeTable:
         self.nonzero_requested = g(self.nonzero_requested)
         self.alive = g(self.alive, False)
         self.unschedulable = g(self.unschedulable, False)
+        self.has_used_ports = g(self.has_used_ports, False)
         self.taint_set_id = g(self.taint_set_id)
         more = range(cap - old)
         self.names.extend("" for _ in more)
@@ -251,6 +254,7 @@ class NodeTable:
             self.nonzero_requested[row] = 0
             self.pods[row] = {}
             self.used_ports[row] = {}
+            self.has_used_ports[row] = False
             self._alive_rows = None
         for res in alloc:
             self.resource_column(res)
@@ -290,6 +294,7 @@ class NodeTable:
         self.labels[row] = {}
         self.pods[row] = {}
         self.used_ports[row] = {}
+        self.has_used_ports[row] = False
         self.allocatable[row] = 0
         self.requested[row] = 0
         self.available[row] = 0
@@ -461,6 +466,7 @@ class NodeTable:
                 ports[hp] = n
             else:
                 ports.pop(hp, None)
+        self.has_used_ports[row] = bool(ports)
         for pfn, parr in self._pod_columns.values():
             parr[row] += sign * pfn(pod)
         if sign > 0:

@@ -187,11 +187,24 @@ def test_host_ports_are_reference_counted() -> None:
     hp = HostPort("0.0.0.0", "TCP", 8080)
     t.add_pod(p1)
     t.add_pod(p2)
-    assert t.used_ports[row] == {hp: 2}
+    assert t.used_ports[row] == {hp: 2} and t.has_used_ports[row]
     t.remove_pod(p1.uid)
-    assert t.used_ports[row] == {hp: 1}
+    assert t.used_ports[row] == {hp: 1} and t.has_used_ports[row]
     t.remove_pod(p2.uid)
-    assert t.used_ports[row] == {}
+    assert t.used_ports[row] == {} and not t.has_used_ports[row]
+
+
+def test_has_used_ports_follows_node_removal_and_growth() -> None:
+    ports = [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}]}]
+    t = table_of(node("a"))
+    t.add_pod(pod_info("p1", node_name="a", containers=ports))
+    t.remove_node("a")
+    for i in range(100):  # reuses the freed row, then grows the table past its capacity
+        t.upsert_node(node(f"n{i}"))
+    assert not t.has_used_ports[: len(t.names)].any()
+    t.add_pod(pod_info("p2", node_name="n99", containers=ports))
+    assert t.has_used_ports.nonzero()[0].tolist() == [t.index["n99"]]
+    assert [bool(u) for u in t.used_ports] == t.has_used_ports.tolist()
 
 
 def test_all_pods_lists_pods_on_existing_nodes() -> None:

@@ -250,6 +250,30 @@ def test_a_node_that_grows_stops_being_unresolvable_for_the_next_pod() -> None:
     assert verdict("c") == SUCCESS
 
 
+def test_batch_too_big_bits_follow_node_changes_between_pods_of_one_family() -> None:
+    # The batch keeps the "request exceeds the whole node" bits per request family until a node
+    # changes: a resize between two pods with equal requests must change the second's verdicts
+    # exactly as the uncached one-node path (which reads allocatable directly) sees them.
+    table = table_of(node("a", cpu="500m"), node("b", cpu="4"), node("c", cpu="500m"))
+    table.add_pod(PodInfo.from_raw(pod("x", cpu="3500m", node_name="b")))
+    plugin = make_plugin(table)
+
+    def verdicts(name: str) -> list[Status]:
+        p = PodInfo.from_raw(pod(name, cpu="1", memory="1Gi"))
+        state = CycleState()
+        plugin.pre_filter(state, p, table)
+        rows = table.alive_rows()
+        v = plugin.filter_batch(state, p, table, rows)
+        got = [v.statuses[c - 1] if c else SUCCESS for c in v.codes.tolist()]
+        assert got == [plugin.filter(state, p, table.node_info(r)) for r in rows.tolist()]
+        return got
+
+    assert verdicts("p1") == [UU(CPU_R), U(CPU_R), UU(CPU_R)]
+    table.upsert_node(node("a", cpu="2"))  # room now, 1.5 cpu free
+    table.upsert_node(node("b", cpu="500m"))  # shrunk below the request: unresolvable
+    assert verdicts("p2") == [SUCCESS, UU(CPU_R), UU(CPU_R)]
+
+
 def test_filter_without_prefilter_is_an_error() -> None:
     table = table_of(node("n1"))
     plugin = make_plugin(table)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-import numpy.typing as npt
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import FilterPlugin, PreFilterPlugin
@@ -86,11 +85,9 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
                             [Status.error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')])
         ok = np.ones(len(rows), dtype=np.bool_)
         used_ports = table.used_ports
-        # Sparse: only rows with any port in use can conflict. map(bool, ...) runs in C.
-        has_ports: npt.NDArray[np.bool_] = np.fromiter(
-            map(bool, used_ports), dtype=np.bool_, count=len(used_ports)
-        )
-        for i in np.flatnonzero(has_ports[rows]):
-            if not fits_ports(s.want_ports, used_ports[int(rows[i])]):
+        # Sparse: only rows with any port in use can conflict.
+        with_ports = table.has_used_ports.take(rows).nonzero()[0]
+        for i, row in zip(with_ports.tolist(), rows.take(with_ports).tolist(), strict=True):
+            if not fits_ports(s.want_ports, used_ports[row]):
                 ok[i] = False
         return Verdicts.from_mask(ok, Status.unschedulable(ERR_REASON))

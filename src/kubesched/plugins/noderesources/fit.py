@@ -83,6 +83,10 @@ class _PreFilterState:
     checks: tuple[_Check, ...]
     #: fitsRequest's early return: the pod requests nothing but a pod slot.
     requests_nothing: bool
+    #: "Too many pods", then each check's reason: a packed key holds two bits per reason.
+    reasons: tuple[str, ...]
+    #: (column, amount) of every check: names the "request exceeds the whole allocatable" bits.
+    too_big_key: tuple[tuple[int, int], ...]
 
     def clone(self) -> _PreFilterState:
         return self  # immutable, as upstream's Clone returns the same pointer
@@ -116,8 +120,11 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.scorer: Scorer = build_scorer(s.type, self.allocation.weights, shape)
         #: PreFilter states by (table, its column count, the pod's requests).
         self._pre_filter_states: dict[tuple[int, int, tuple[object, ...]], _PreFilterState] = {}
-        #: Per (table, column, amount, position): bits of "request exceeds the whole allocatable".
-        self._too_big: dict[tuple[int, int, int, int], tuple[NodeTable, int, npt.NDArray[np.int32]]] = {}
+        #: Per (table, the checks' columns and amounts): per table row, the packed key bits of
+        #: "request exceeds the whole allocatable" of every check.
+        self._too_big: dict[
+            tuple[int, tuple[tuple[int, int], ...]], tuple[NodeTable, int, npt.NDArray[np.int32]]
+        ] = {}
         #: Filter statuses by (reasons, packed per-reason states), built on first use.
         self._status_of_key: dict[tuple[tuple[str, ...], int], Status | None] = {}
 
@@ -164,7 +171,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         nothing = req.milli_cpu == 0 and req.memory == 0 and req.ephemeral_storage == 0 and not req.scalar
         if nothing:
             checks = []
-        return _PreFilterState(tuple(checks), nothing)
+        return _PreFilterState(
+            tuple(checks), nothing, ("Too many pods", *(c.reason for c in checks)),
+            tuple((c.column, c.amount) for c in checks),
+        )
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
         # Pods that request the same share one state (immutable); keyed by table and its column
@@ -193,20 +203,21 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         pods_short = free[:, PODS] < 1
         checks = s.checks
         shorts = [free[:, c.column] < c.amount for c in checks]
-        failing = pods_short.copy()
+        failing = pods_short
         for short in shorts:
-            failing |= short
+            failing = failing | short
         if not failing.any():
             return Verdicts.all_pass(len(rows))
         if not checks:
             return Verdicts.from_mask(~failing, Status(Code.UNSCHEDULABLE, ("Too many pods",), self.name))
-        reasons = ("Too many pods", *(c.reason for c in checks))
+        reasons = s.reasons
         if len(reasons) <= _SMALL_KEY_CHECKS:
-            # Packed per-reason states of every row (0: fits everything), two bits per reason.
-            keys = pods_short.astype(np.int32)
-            for i, (c, short) in enumerate(zip(checks, shorts, strict=True), start=1):
+            # Packed per-reason states of every row (0: fits everything), two bits per reason:
+            # the "too big" bits of all checks in one gather, then the "short" bits.
+            keys = self._too_big_bits(table, s).take(rows)
+            keys |= pods_short
+            for i, short in enumerate(shorts, start=1):
                 keys |= np.left_shift(short, 2 * i, dtype=np.int32)
-                keys |= self._too_big_bits(table, c.column, c.amount, i).take(rows)
             return self._verdicts_of_keys(keys, reasons)
         idx = np.flatnonzero(failing)
         free = free[idx]
@@ -235,7 +246,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 key |= 1 << (2 * i)
             if whole[c.column] < c.amount:
                 key |= 1 << (2 * i + 1)
-        reasons = ("Too many pods", *(c.reason for c in s.checks))
+        reasons = s.reasons
         status = self._status_of_key.get((reasons, key))
         if status is None:
             status = self._status_of(tuple((key >> (2 * i)) & 3 for i in range(len(reasons))), reasons)
@@ -244,14 +255,17 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             self._status_of_key[(reasons, key)] = status
         return Verdicts(np.ones(1, dtype=np.int32), [status])
 
-    def _too_big_bits(self, table: NodeTable, column: int, amount: int, position: int) -> npt.NDArray[np.int32]:
-        """Per table row, bit ``2 * position + 1`` set where ``amount`` exceeds the node's whole
-        allocatable of ``column``: depends on Node objects only, so kept until a node changes."""
-        key = (id(table), column, amount, position)
+    def _too_big_bits(self, table: NodeTable, s: _PreFilterState) -> npt.NDArray[np.int32]:
+        """Per table row, bit ``2 * i + 1`` set where check i's amount exceeds the node's whole
+        allocatable of its column (i from 1, as in the packed keys). Depends on Node objects
+        only (allocatable, the rows that exist), so kept until ``node_generation`` moves."""
+        key = (id(table), s.too_big_key)
         cached = self._too_big.get(key)
         if cached is not None and cached[0] is table and cached[1] == table.node_generation:
             return cached[2]
-        bits = np.left_shift(table.allocatable[:, column] < amount, 2 * position + 1, dtype=np.int32)
+        bits = np.zeros(len(table.allocatable), dtype=np.int32)
+        for i, c in enumerate(s.checks, start=1):
+            bits |= np.left_shift(table.allocatable[:, c.column] < c.amount, 2 * i + 1, dtype=np.int32)
         if len(self._too_big) >= 512:
             self._too_big.clear()
         self._too_big[key] = (table, table.node_generation, bits)
@@ -273,20 +287,21 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         """Verdicts from small packed keys (key 0 passes). Distinct keys via bincount (C speed,
         no sort); the Status of each key is built once per plugin instance, then looked up."""
         present = np.bincount(keys)
+        present[0] = 0  # key 0: fits everything
         lookup = np.zeros(len(present), dtype=np.int32)
         statuses: list[Status] = []
-        for k in np.flatnonzero(present).tolist():
+        for k in present.nonzero()[0].tolist():
             status = self._status_of_key.get((reasons, k))
             if status is None:
                 combo = tuple((k >> (2 * i)) & 3 for i in range(len(reasons)))
                 status = self._status_of(combo, reasons)
+                assert status is not None  # k > 0 sets a bit of some reason
                 if len(self._status_of_key) >= 4096:
                     self._status_of_key.clear()
                 self._status_of_key[(reasons, k)] = status
-            if status is not None:
-                statuses.append(status)
-                lookup[k] = len(statuses)
-        return Verdicts(lookup[keys], statuses)
+            statuses.append(status)
+            lookup[k] = len(statuses)
+        return Verdicts(lookup.take(keys), statuses)
 
     def _group(
         self, combos: list[tuple[int, ...]], inverse: npt.NDArray[np.intp], reasons: tuple[str, ...]
