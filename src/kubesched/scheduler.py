@@ -59,8 +59,8 @@ def _rotated(rows: Rows, start: int, lo: int, hi: int) -> Rows:
 def _position(chunk: Rows, row: int) -> int:
     """Index of ``row`` in ``chunk`` (an ascending run of rows, or two when it wrapped)."""
     if len(chunk) and chunk[0] <= chunk[-1]:
-        return int(np.searchsorted(chunk, row))
-    return int(np.flatnonzero(chunk == row)[0])
+        return int(chunk.searchsorted(row))
+    return int((chunk == row).nonzero()[0][0])
 
 
 @dataclass(slots=True)
@@ -431,7 +431,7 @@ class Scheduler:
         """
         n = len(rows)
         if n == 0:
-            return rows, Status()
+            return rows, SUCCESS
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n)
         start = self._next_start_node_index % n
         found: list[Rows] = []
@@ -468,9 +468,9 @@ class Scheduler:
             window = max(int((to_find - count) / seen_share * 1.15) + 16, 64)
         self._next_start_node_index = (self._next_start_node_index + processed) % max(num_all, 1)
         if len(found) == 1:
-            return found[0], Status()
+            return found[0], SUCCESS
         feasible = np.concatenate(found) if found else rows[:0]
-        return feasible, Status()
+        return feasible, SUCCESS
 
     def _select_host(self, scored: ScoredNodes) -> int:
         """Highest total wins; ties are broken uniformly at random (upstream selectHost)."""
