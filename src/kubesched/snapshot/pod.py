@@ -84,11 +84,11 @@ class PodInfo:
         """A copy assigned to node_name (used when the scheduler assumes a placement)."""
         raw = dict(self.raw)
         raw["spec"] = {**self.spec, "nodeName": node_name}
+        # Positional (field order), once per scheduled pod: keywords cost as much as the copy.
         return PodInfo(
-            raw=raw, uid=self.uid, namespace=self.namespace, name=self.name, labels=self.labels,
-            priority=self.priority, creation_ts=self.creation_ts, scheduler_name=self.scheduler_name,
-            node_name=node_name, requests=self.requests, node_selector=self.node_selector,
-            tolerations=self.tolerations, host_ports=self.host_ports, memo=self.memo,
+            raw, self.uid, self.namespace, self.name, self.labels, self.priority, self.creation_ts,
+            self.scheduler_name, node_name, self.requests, self.node_selector, self.tolerations,
+            self.host_ports, self.memo,
         )
 
     @staticmethod

@@ -149,6 +149,10 @@ class NodeTable:
         self.node_generation = 0
         #: Plugin caches derived from the table (keys must name everything that invalidates them).
         self.memo: dict[Any, Any] = {}
+        #: ``PodResourceRequests.key`` → (request vector, accounting delta, non-zero cpu/memory):
+        #: read-only arrays shared by every pod asking the same. They derive from the amounts and
+        #: the column layout alone, so ``resource_column`` (the one layout change) empties this.
+        self._request_arrays: dict[tuple[object, ...], tuple[IntArray, IntArray, IntArray]] = {}
         #: status.images of every node: image name → size and holding rows (ImageLocality).
         self.images = ImageIndex()
 
@@ -211,6 +215,7 @@ class NodeTable:
             self.allocatable = np.hstack([self.allocatable, pad])
             self.requested = np.hstack([self.requested, pad])
             self.available = np.hstack([self.available, pad])
+            self._request_arrays.clear()  # vectors built for fewer columns
             self.generation += 1
             self.node_generation += 1
         return col
@@ -390,49 +395,44 @@ class NodeTable:
 
     # -- pods -------------------------------------------------------------------------------------
     def request_vector(self, pod: PodInfo) -> IntArray:
-        """The pod's requests as a row aligned with the resource columns (cached on the pod)."""
-        cached = pod.memo.get("_reqvec")
-        ncols = len(self.resource_names)
-        # Keyed by table: the same pod may be accounted in tables with different columns.
-        if cached is not None and cached[0] is self and len(cached[1]) == ncols:
-            vec: IntArray = cached[1]
-            return vec
-        req = pod.requests
-        scalar_cols = [self.resource_column(k) for k in req.scalar]  # may add columns
-        vec = np.zeros(len(self.resource_names), dtype=np.int64)
-        vec[CPU] = req.milli_cpu
-        vec[MEMORY] = req.memory
-        vec[EPHEMERAL_STORAGE] = req.ephemeral_storage
-        for col, amount in zip(scalar_cols, req.scalar.values(), strict=True):
-            vec[col] = amount
-        pod.memo["_reqvec"] = (self, vec)
-        return vec
+        """The pod's requests as a read-only row aligned with the resource columns."""
+        return self._account_deltas(pod)[0]
 
-    def _account_deltas(self, pod: PodInfo) -> tuple[IntArray, IntArray]:
-        """(requests with the pod slot, non-zero cpu/memory) as vectors, cached on the pod: the
-        accounting below is then four numpy operations (preemption's dry run adds and removes the
-        same victims many times)."""
-        vec = self.request_vector(pod)
-        cached = pod.memo.get("_acctdelta")
-        if cached is not None and cached[0] is vec:
-            return cached[1], cached[2]
+    def _account_deltas(self, pod: PodInfo) -> tuple[IntArray, IntArray, IntArray]:
+        """(request vector, the same with the pod slot, non-zero cpu/memory), built once per
+        distinct requests: accounting a pod is then three in-place row updates."""
+        req = pod.requests
+        arrays = self._request_arrays.get(req.key)
+        if arrays is not None:
+            return arrays
+        for name in req.scalar:
+            self.resource_column(name)  # may add columns (and empty the cache)
+        vec = np.zeros(len(self.resource_names), dtype=np.int64)
+        vec[CPU], vec[MEMORY], vec[EPHEMERAL_STORAGE] = req.milli_cpu, req.memory, req.ephemeral_storage
+        for name, amount in req.scalar.items():
+            vec[self.resource_index[name]] = amount
         delta = vec.copy()
         delta[PODS] += 1
-        nonzero = np.array([pod.requests.non_zero_milli_cpu, pod.requests.non_zero_memory], dtype=np.int64)
-        pod.memo["_acctdelta"] = (vec, delta, nonzero)
-        return delta, nonzero
+        nonzero = np.array([req.non_zero_milli_cpu, req.non_zero_memory], dtype=np.int64)
+        for shared in (vec, delta, nonzero):
+            shared.flags.writeable = False
+        if len(self._request_arrays) >= 4096:  # distinct requests are few; bound a long-lived table
+            self._request_arrays.clear()
+        arrays = self._request_arrays[req.key] = (vec, delta, nonzero)
+        return arrays
 
     def _account(self, row: int, pod: PodInfo, sign: int) -> None:
-        delta, nonzero = self._account_deltas(pod)
-        n = len(delta)
+        _, delta, nonzero = self._account_deltas(pod)
+        # In place on row views (``m[row] += d`` writes back through __setitem__); delta spans every column.
+        requested, available, nonzero_req = self.requested[row], self.available[row], self.nonzero_requested[row]
         if sign > 0:
-            self.requested[row, :n] += delta
-            self.available[row, :n] -= delta
-            self.nonzero_requested[row] += nonzero
+            requested += delta
+            available -= delta
+            nonzero_req += nonzero
         else:
-            self.requested[row, :n] -= delta
-            self.available[row, :n] += delta
-            self.nonzero_requested[row] -= nonzero
+            requested -= delta
+            available += delta
+            nonzero_req -= nonzero
         self._account_rest(row, pod, sign)
 
     def _account_many(self, items: list[tuple[int, PodInfo]], sign: int) -> None:
@@ -443,13 +443,13 @@ class NodeTable:
             return
         deltas = [self._account_deltas(pod) for _, pod in items]
         n = len(self.resource_names)
-        if any(len(d) != n for d, _ in deltas):  # a pod's extended resource added a column meanwhile
+        if any(len(d) != n for _, d, _ in deltas):  # a pod's extended resource added a column meanwhile
             for row, pod in items:
                 self._account(row, pod, sign)
             return
         rows = np.fromiter((row for row, _ in items), dtype=np.intp, count=len(items))
-        delta = np.stack([d for d, _ in deltas])
-        nonzero = np.stack([z for _, z in deltas])
+        delta = np.stack([d for _, d, _ in deltas])
+        nonzero = np.stack([z for _, _, z in deltas])
         if sign < 0:
             delta, nonzero = -delta, -nonzero
         np.add.at(self.requested[:, :n], rows, delta)

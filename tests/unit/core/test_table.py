@@ -349,6 +349,39 @@ def test_request_vector_is_per_table() -> None:
     assert gpu_first.requested[row, gpu_first.resource_index["nvidia.com/gpu"]] == 0
 
 
+def test_pods_with_equal_requests_share_read_only_vectors() -> None:
+    t = table_of(node("a"))
+    p, q = pod_info("p", cpu="1", memory="1Gi"), pod_info("q", cpu="1", memory="1Gi")
+    assert t.request_vector(p) is t.request_vector(q)  # one vector per distinct requests
+    with pytest.raises(ValueError):
+        t.request_vector(p)[CPU] = 0  # shared: nobody may change it in place
+    assert t.request_vector(pod_info("r", cpu="2")) is not t.request_vector(p)
+
+
+def test_shared_request_vectors_follow_a_column_added_between_pods_of_equal_requests() -> None:
+    """The cached vectors are dropped when a column is added: accounting after the change must
+    equal a table that never cached anything (here: one built after the change)."""
+    t = table_of(node("a"))
+    p = pod_info("p", cpu="1", memory="1Gi", node_name="a")
+    t.add_pod(p)
+    gpu = pod_info("g", node_name="a", extra_requests={"example.com/gpu": "1"})  # adds a column
+    t.add_pod(gpu)
+    q = pod_info("q", cpu="1", memory="1Gi", node_name="a")  # same requests as p, one column more
+    t.add_pod(q)
+    assert len(t.request_vector(q)) == len(t.resource_names)
+    fresh = table_of(node("a"))
+    for each in (gpu, p, q):
+        fresh.add_pod(each)
+    row = t.row_of("a")
+    assert t.requested[row].tolist() == fresh.requested[fresh.row_of("a")].tolist()
+    t.remove_pod(p.uid)  # removes with the new layout
+    t.remove_pod(gpu.uid)
+    assert t.requested[row].tolist() == [1000, GI, 0, 1, 0]
+    assert t.available[row].tolist() == (t.allocatable[row] - t.requested[row]).tolist()
+    t.remove_pod(q.uid)
+    assert t.requested[row].tolist() == [0] * 5 and t.nonzero_requested[row].tolist() == [0, 0]
+
+
 def test_taint_sets_are_interned() -> None:
     ns = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
     ne = {"key": "spot", "effect": "NoExecute"}
