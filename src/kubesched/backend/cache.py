@@ -48,6 +48,9 @@ class SchedulerCache:
             return self.remove_pod(pod.uid)
         self.assumed.pop(pod.uid, None)
         existing = self.table.pod(pod.uid)
+        if existing is pod:
+            # The simulator confirms a bind with the assumed object itself: nothing changes.
+            return None
         if existing is not None and _same_accounting(existing, pod):
             # The common confirmation of an assumed pod: nothing to re-account, keep the new object.
             self.table.replace_pod(pod)

@@ -52,6 +52,18 @@ def test_informer_confirmation_replaces_the_assumption_without_double_counting()
     assert cpu(c, "a") == 1000
 
 
+def test_confirming_a_bind_with_the_assumed_object_itself_changes_nothing() -> None:
+    """The simulator's bind hands the assumed copy back as the bound pod."""
+    c = SchedulerCache()
+    c.add_or_update_node(node("a"))
+    seen: list[tuple[str, int]] = []
+    c.table.add_pod_observer(lambda row, p, sign: seen.append((p.uid, sign)))
+    assumed = c.assume(PodInfo.from_raw(pod("p", cpu="1")), "a")
+    assert c.add_or_update_pod(assumed) is None
+    assert not c.is_assumed(assumed.uid) and c.table.pod(assumed.uid) is assumed
+    assert cpu(c, "a") == 1000 and seen == [(assumed.uid, 1)]
+
+
 def test_pod_events() -> None:
     c = SchedulerCache()
     c.add_or_update_node(node("a"))
