@@ -94,7 +94,9 @@ class Status:
 
     @staticmethod
     def skip(plugin: str = "") -> Status:
-        return Status(Code.SKIP, (), plugin)
+        # Statuses are immutable: every plugin's PreFilter/PreScore Skip can share one (a pod
+        # that skips six plugins made six objects per cycle).
+        return _SKIP if not plugin else Status(Code.SKIP, (), plugin)
 
     @staticmethod
     def wait(*reasons: str, plugin: str = "") -> Status:
@@ -136,3 +138,4 @@ class Status:
 
 
 SUCCESS = Status()
+_SKIP = Status(Code.SKIP)
