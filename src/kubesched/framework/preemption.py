@@ -3,9 +3,10 @@
 Port of pkg/scheduler/framework/preemption/preemption.go (``Evaluator``: eligibility, candidate
 search, ``DryRunPreemption``, ``SelectCandidate``; the ordering rules it uses — victims' importance,
 PodDisruptionBudget violations, ``pickOneNodeForPreemption`` — are in
-:mod:`kubesched.framework.preemption_order`), Kubernetes v1.37.1, with the GenericWorkload (pod-group victims) and extender parts left out;
-instead, a plugin may tie victims together with ``Plugin.eviction_group`` (:func:`eviction_groups`:
-a group is evicted whole or not at all, e.g. a gang waiting at Permit).
+:mod:`kubesched.framework.preemption_order`), Kubernetes v1.37.1, with the GenericWorkload
+(pod-group victims) and extender parts left out; instead, a plugin may tie victims together with
+``Plugin.eviction_group`` (:func:`eviction_groups`: a group is evicted whole or not at all, e.g. a
+gang waiting at Permit).
 
 **The dry run.** Upstream gives each candidate node a *copy* of its NodeInfo and a clone of the
 CycleState, removes the lower-priority pods from both (``RunPreFilterExtensionRemovePod``) and
