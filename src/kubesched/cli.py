@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import click
 
 import kubesched
+from kubesched.app import fast_exit
 from kubesched.app.version import KUBERNETES_RELEASE
 
 #: Subcommands defined in other modules, imported on first use: name → "module:attribute".
@@ -14,6 +16,16 @@ LAZY_COMMANDS: dict[str, str] = {}
 
 
 class _LazyGroup(click.Group):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The console script's entry (click's test runner calls ``main`` instead): a command that
+        asked for it ends the process without interpreter teardown (app/fast_exit.py)."""
+        fast_exit.reset()
+        try:
+            return super().__call__(*args, **kwargs)
+        except SystemExit as e:
+            fast_exit.exit_now_if_requested(e.code)
+            raise
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
 
