@@ -55,6 +55,7 @@ import yaml
 from kubesched.api.admission import AdmissionError, admit_priority
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.simulate.gc_pause import paused_gc
+from kubesched.simulate.yaml_documents import load_documents
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.shapes import check_node_shape, check_pod_shape
 from kubesched.snapshot.table import NodeTable
@@ -172,7 +173,7 @@ def _documents(file: Path) -> Iterator[tuple[int, Any]]:
             raise ClusterInputError(f"{file}: line {e.lineno}, column {e.colno}: invalid JSON: {e.msg}") from None
         return
     try:
-        yield from enumerate(yaml.load_all(data, Loader=_Loader), start=1)
+        yield from enumerate(load_documents(data, _Loader), start=1)
     except yaml.YAMLError as e:
         raise ClusterInputError(f"{file}: {_yaml_error(e)}") from None
 
