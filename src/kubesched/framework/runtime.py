@@ -18,8 +18,6 @@ from kubesched.framework.filter_cache import SignatureVerdictCache
 from kubesched.framework.handle import BindConflictError, Handle, PodGoneError
 from kubesched.framework.interfaces import (
     EXTENSION_POINTS,
-    MAX_NODE_SCORE,
-    MIN_NODE_SCORE,
     BindPlugin,
     FilterPlugin,
     PermitPlugin,
@@ -36,6 +34,7 @@ from kubesched.framework.interfaces import (
     Scores,
 )
 from kubesched.framework.registry import Registry
+from kubesched.framework.score_totals import weighted_totals
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import ClusterEvent, PostFilterResult, PreFilterResult, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPod
@@ -609,10 +608,10 @@ class Framework:
         return SUCCESS
 
     def run_score(self, state: CycleState, pod: PodInfo, rows: Rows) -> ScoredNodes | Status:
-        """Score, normalise, range-check and weight every Score plugin; return totals per row."""
+        """Score and normalise every Score plugin, then range-check, weight and total them all
+        (upstream RunScorePlugins: the range check comes after every Score and NormalizeScore)."""
         table = self.handle.table
-        totals: Scores | None = None
-        by_plugin: dict[str, Scores] = {}
+        normalized: dict[str, Scores] = {}
         for p in self.score:
             if p.name in state.skip_score_plugins:
                 continue
@@ -627,21 +626,11 @@ class Framework:
                 return st.with_plugin(p.name)
             if scores.dtype != np.int64:  # e.g. int32 from a plugin; floats fail here, as upstream's int64
                 scores = scores.astype(np.int64, casting="same_kind")
-            # One reduction checks both bounds: viewed as unsigned, a negative score is huge.
-            if len(scores) and int(scores.view(np.uint64).max()) > MAX_NODE_SCORE:
-                bad = int(scores.min() if scores.min() < MIN_NODE_SCORE else scores.max())
-                return Status.error(
-                    f'plugin "{p.name}" returns an invalid score {bad}, it should in the range of '
-                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                    plugin=p.name,
-                )
-            weight = self.score_weights[p.name]
-            weighted = scores if weight == 1 else scores * weight
-            by_plugin[p.name] = weighted
-            totals = weighted.copy() if totals is None else totals + weighted
-        if totals is None:
-            totals = np.zeros(len(rows), dtype=np.int64)
-        return ScoredNodes(rows, totals, by_plugin)
+            normalized[p.name] = scores
+        checked = weighted_totals(len(rows), normalized, self.score_weights)
+        if isinstance(checked, Status):
+            return checked
+        return ScoredNodes(rows, *checked)
 
     # -- reserve / permit ---------------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:

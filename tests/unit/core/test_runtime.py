@@ -345,6 +345,40 @@ def test_negative_score_is_an_error() -> None:
     assert isinstance(st, Status) and st.code == Code.ERROR and "invalid score -1" in st.message
 
 
+class FailingScore(ScorePlugin):
+    name: ClassVar[str] = "FailingScore"
+
+    def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
+        return Status.error("no score")
+
+
+class TooHigh(ScorePlugin):
+    name: ClassVar[str] = "TooHigh"
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        return 101, SUCCESS
+
+
+def test_range_check_follows_every_score_and_names_the_first_plugin_out_of_range() -> None:
+    """As upstream's RunScorePlugins: every Score runs before the range check (a later plugin's
+    Score error wins over an earlier plugin's bad score), which names the first plugin, in Score
+    order, with a score out of range."""
+    t = table_of(node("a"), node("b"))
+    h = handle(t)
+    st = framework(t, score=[NegativeScore(None, h), FailingScore(None, h)]).run_score(
+        CycleState(), pod_info("p"), t.alive_rows()
+    )
+    assert isinstance(st, Status) and st.plugin == "FailingScore" and st.message == "no score"
+    cases = (([NegativeScore, TooHigh], "NegativeScore", -1), ([TooHigh, NegativeScore], "TooHigh", 101))
+    for plugins, first, bad in cases:
+        f = framework(t, score=[cls(None, h) for cls in plugins])
+        st = f.run_score(CycleState(), pod_info("p"), t.alive_rows())
+        assert isinstance(st, Status) and st.code == Code.ERROR and st.plugin == first
+        assert st.message == (
+            f'plugin "{first}" returns an invalid score {bad}, it should in the range of [0, 100] after normalizing'
+        )
+
+
 async def test_bind_skip_falls_through_to_the_next_binder_and_all_skip_is_an_error() -> None:
     t = table_of(node("a"))
     h = handle(t)

@@ -84,11 +84,12 @@ class ImageLocality(ScorePlugin):
         names, count = pod_images(pod)
         index = table.images
         total = len(table)
+        held = [(name, size) for name in names if (size := index.size(name)) is not None] if total else []
+        if not held:
+            # No node holds any of the pod's images (e.g. nodes that report no status.images):
+            # every raw sum is 0, which calculatePriority maps to 0 whatever the image count.
+            return np.zeros(len(rows), dtype=np.int64)
         sums = np.zeros(len(table.alive), dtype=np.int64)
-        if total:
-            for name in names:
-                size = index.size(name)
-                if size is None:
-                    continue
-                sums[index.rows(name)] += scaled_image_score(size, index.num_nodes(name), total)
+        for name, size in held:
+            sums[index.rows(name)] += scaled_image_score(size, index.num_nodes(name), total)
         return calculate_priority(sums[rows], count)
