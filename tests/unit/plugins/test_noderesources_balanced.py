@@ -15,10 +15,14 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.status import Code, Status
 from kubesched.framework.waiting import WaitingPods
-from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesBalancedAllocationArgs
+from kubesched.plugins.noderesources import (
+    NodeResourcesBalancedAllocation,
+    NodeResourcesBalancedAllocationArgs,
+    NodeResourcesFit,
+)
 from kubesched.plugins.noderesources.resource_allocation import balanced_resource_scorer
 from kubesched.snapshot.pod import PodInfo
-from kubesched.testing import node, pod, table_of
+from kubesched.testing import new_plugin, node, pod, table_of
 
 GPU = "nvidia.com/gpu"
 
@@ -95,6 +99,38 @@ def test_balanced_allocation(name: str, p: dict[str, Any], nodes: list[dict[str,
     assert not isinstance(batch, Status)
     assert list(batch) == want
     assert [plugin.score(state, pi, table.node_info(r))[0] for r in rows] == want
+
+
+def test_scores_follow_nodes_gaining_or_losing_a_scored_resource() -> None:
+    """ResourceAllocation remembers per node_generation whether every node has every scored
+    resource (the scorers' fast path): node updates and adds that change the answer are scored as
+    by plugins built afresh, for BalancedAllocation and NodeResourcesFit alike."""
+    table = table_of(mk("node1", 4000, 10000), mk("node2", 6000, 10000))
+    pi = PodInfo.from_raw(cpu_and_memory("p"))
+
+    def scores(plugins: tuple[Any, ...]) -> list[list[int]]:
+        out = []
+        for plugin in plugins:
+            state = CycleState()
+            assert plugin.pre_score(state, pi, table, table.alive_rows()).is_success
+            out.append([int(x) for x in plugin.score_batch(state, pi, table, table.alive_rows())])
+        return out
+
+    def fresh() -> tuple[Any, ...]:
+        return make_plugin(table, None), new_plugin(NodeResourcesFit, table=table)
+
+    kept = fresh()
+    first = scores(kept)
+    for change in (
+        mk("node2", 6000, 0),  # node2 loses its memory
+        mk("node3", 0, 10000),  # a node without cpu joins
+        mk("node2", 6000, 10000),
+        mk("node3", 8000, 10000),  # every node has both again
+    ):
+        table.upsert_node(change)
+        assert scores(kept) == scores(fresh()), change["metadata"]["name"]
+    assert scores(kept)[0][:2] == first[0]
+    assert scores(kept)[1][:2] == first[1]
 
 
 def test_best_effort_pod_is_skipped_in_prescore() -> None:

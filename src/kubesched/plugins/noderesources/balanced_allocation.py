@@ -55,7 +55,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
 
     def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Status:
         pod_requests = self.allocation.pod_request_list(pod)
-        if not pod_requests.any():
+        if not np.count_nonzero(pod_requests):  # a C call; ndarray.any() costs several times more
             return Status.skip(self.name)  # isBestEffortPod
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(pod_requests))
         return SUCCESS
@@ -69,5 +69,5 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             pod_requests = self.allocation.pod_request_list(pod)
             if not pod_requests.any():
                 return np.zeros(len(rows), dtype=np.int64)
-        alloc, requested = self.allocation.allocatable_requested(table, rows, pod_requests)
-        return balanced_resource_scorer(requested, alloc)
+        alloc, requested, known_nonzero = self.allocation.allocatable_requested(table, rows, pod_requests)
+        return balanced_resource_scorer(requested, alloc, known_nonzero)

@@ -332,7 +332,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s = state.get(PRE_SCORE_STATE_KEY)
         # Upstream's Score recomputes the requests when PreScore did not run.
         pod_requests = s.pod_requests if isinstance(s, _PreScoreState) else self.allocation.pod_request_list(pod)
-        alloc, requested = self.allocation.allocatable_requested(table, rows, pod_requests)
-        return self.scorer(requested, alloc)
+        alloc, requested, known_nonzero = self.allocation.allocatable_requested(table, rows, pod_requests)
+        return self.scorer(requested, alloc, known_nonzero)
 
 

@@ -40,8 +40,9 @@ IntArray = npt.NDArray[np.int64]
 #: One 1-D array per configured resource, aligned with the rows being scored. Columns, not a
 #: (rows × resources) matrix: numpy is several times slower on such narrow 2-D shapes.
 Columns = Sequence[IntArray]
-#: (requested, allocatable) → one score per row.
-Scorer = Callable[[Columns, Columns], IntArray]
+#: (requested, allocatable, known_nonzero) → one score per row. ``known_nonzero``: the caller knows
+#: every allocatable entry is non-zero (the scorer's fast-path condition), so it need not check.
+Scorer = Callable[[Columns, Columns, bool], IntArray]
 
 #: requested_to_capacity_ratio.go maxUtilization
 MAX_UTILIZATION: Final = 100
@@ -84,8 +85,8 @@ def least_resource_scorer(weights: IntArray) -> Scorer:
     weight_total = int(weights.sum())
     weight_list = [int(w) for w in weights]
 
-    def score(requested_cols: Columns, allocatable_cols: Columns) -> IntArray:
-        if weight_total and _all_nonzero(allocatable_cols):
+    def score(requested_cols: Columns, allocatable_cols: Columns, known_nonzero: bool = False) -> IntArray:
+        if weight_total and (known_nonzero or _all_nonzero(allocatable_cols)):
             # Every resource counts on every row: a plain weighted average (the common case),
             # column by column. Over capacity, (a - r) * 100 // a is negative: clamp it to 0.
             total: IntArray | None = None
@@ -110,7 +111,7 @@ def most_resource_scorer(weights: IntArray) -> Scorer:
     """most_allocated.go mostResourceScorer / mostRequestedScore: ``requested * MaxNodeScore /
     capacity`` with requested capped at capacity (non-zero defaults can push it above)."""
 
-    def score(requested_cols: Columns, allocatable_cols: Columns) -> IntArray:
+    def score(requested_cols: Columns, allocatable_cols: Columns, known_nonzero: bool = False) -> IntArray:
         requested, allocatable = _matrix(requested_cols), _matrix(allocatable_cols)
         has = allocatable != 0
         cap = np.where(has, allocatable, 1)
@@ -148,7 +149,7 @@ def requested_to_capacity_ratio_scorer(weights: IntArray, shape: Sequence[Utiliz
     scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
     raw = broken_linear_function([(p.utilization, p.score * scale) for p in shape])
 
-    def score(requested_cols: Columns, allocatable_cols: Columns) -> IntArray:
+    def score(requested_cols: Columns, allocatable_cols: Columns, known_nonzero: bool = False) -> IntArray:
         requested, allocatable = _matrix(requested_cols), _matrix(allocatable_cols)
         has = allocatable != 0
         cap = np.where(has, allocatable, 1)
@@ -165,7 +166,9 @@ def requested_to_capacity_ratio_scorer(weights: IntArray, shape: Sequence[Utiliz
     return score
 
 
-def balanced_resource_scorer(requested_cols: Columns, allocatable_cols: Columns) -> IntArray:
+def balanced_resource_scorer(
+    requested_cols: Columns, allocatable_cols: Columns, known_nonzero: bool = False
+) -> IntArray:
     """balanced_allocation.go balancedResourceScorer: ``(1 - std) * MaxNodeScore`` truncated, where
     std is the standard deviation of the requested/allocatable fractions (capped at 1) of the
     resources with allocatable != 0; ``|f1 - f2| / 2`` for two, 0 for fewer.
@@ -173,11 +176,17 @@ def balanced_resource_scorer(requested_cols: Columns, allocatable_cols: Columns)
     The float operations are done column by column in upstream's order (not with numpy's pairwise
     ``sum``) so results are bit-identical to Go on amd64.
     """
-    if len(allocatable_cols) == 2 and _all_nonzero(allocatable_cols):
-        # The default (cpu, memory) on nodes that have both: |f1 - f2| / 2, same float operations.
+    if len(allocatable_cols) == 2 and (known_nonzero or _all_nonzero(allocatable_cols)):
+        # The default (cpu, memory) on nodes that have both: |f1 - f2| / 2, same float operations
+        # (in place). The result lies in [50, 100], where astype's truncation is np.trunc's.
         f0 = np.minimum(requested_cols[0] / allocatable_cols[0], 1.0)
         f1 = np.minimum(requested_cols[1] / allocatable_cols[1], 1.0)
-        fast: IntArray = np.trunc((1 - np.abs((f0 - f1) / 2)) * float(MAX_NODE_SCORE)).astype(np.int64)
+        f0 -= f1
+        f0 /= 2
+        np.abs(f0, out=f0)
+        np.subtract(1, f0, out=f0)
+        f0 *= float(MAX_NODE_SCORE)
+        fast: IntArray = f0.astype(np.int64)
         return fast
     requested, allocatable = _matrix(requested_cols), _matrix(allocatable_cols)
     n, r = requested.shape
@@ -224,7 +233,9 @@ class _ColumnPlan:
     """Where ResourceAllocation reads each configured resource in the node table: per resource
     (allocatable column or -1 when not scored, read NonZeroRequested?, column of the used amount)."""
 
-    __slots__ = ("reads_nonzero", "reads_requested", "sources")
+    __slots__ = (
+        "alloc_cols", "nonzero_everywhere", "nonzero_generation", "reads_nonzero", "reads_requested", "sources",
+    )
 
     def __init__(self, alloc_cols: list[int], nonzero_src: list[int]) -> None:
         self.sources = [
@@ -232,6 +243,22 @@ class _ColumnPlan:
         ]
         self.reads_nonzero = any(col >= 0 and nz for col, nz, _ in self.sources)
         self.reads_requested = any(col >= 0 and not nz for col, nz, _ in self.sources)
+        self.alloc_cols = alloc_cols
+        #: Whether every node of the table has a non-zero allocatable of every scored resource, as
+        #: of the table's node_generation ``nonzero_generation``: allocatable changes only with
+        #: node adds, removals and allocatable updates, all of which bump node_generation, so the
+        #: answer holds until it moves. Saves the scorers a check per pod.
+        self.nonzero_generation = -1
+        self.nonzero_everywhere = False
+
+    def allocatable_nonzero_everywhere(self, table: NodeTable) -> bool:
+        if self.nonzero_generation != table.node_generation:
+            cols = self.alloc_cols
+            self.nonzero_everywhere = min(cols, default=-1) >= 0 and bool(
+                (table.allocatable.take(table.alive_rows(), axis=0)[:, cols] != 0).all()
+            )
+            self.nonzero_generation = table.node_generation
+        return self.nonzero_everywhere
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,9 +309,12 @@ class ResourceAllocation:
         self._request_lists[req.key] = out
         return out
 
-    def allocatable_requested(self, table: NodeTable, rows: Rows, pod_requests: IntArray) -> tuple[Columns, Columns]:
+    def allocatable_requested(
+        self, table: NodeTable, rows: Rows, pod_requests: IntArray
+    ) -> tuple[Columns, Columns, bool]:
         """score + calculateResourceAllocatableRequest for many rows: (allocatable, requested)
-        per configured resource. A resource that is not scored on a row has 0 allocatable there
+        per configured resource, and whether every allocatable entry is known to be non-zero (the
+        scorers' ``known_nonzero``). A resource that is not scored on a row has 0 allocatable there
         (upstream's "only fill the entry when alloc != 0"); the scorers skip such entries whatever
         the requested value, so requested is not masked."""
         plan = self._plan(table, pod_requests)
@@ -304,7 +334,7 @@ class ResourceAllocation:
             assert used is not None
             alloc.append(a_rows[:, col])
             requested.append(used[:, used_col] + amount)
-        return alloc, requested
+        return alloc, requested, plan.allocatable_nonzero_everywhere(table)
 
     def _plan(self, table: NodeTable, pod_requests: IntArray) -> _ColumnPlan:
         """Which table column feeds each configured resource (cached: it changes only with the
