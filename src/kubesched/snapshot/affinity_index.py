@@ -17,17 +17,21 @@ through the table's pod observer (``NodeTable.add_pod_observer``), so a cycle re
   by one pass over the pods of its namespaces (every pod for a ``None`` clause), then kept exact:
   a pod event costs one selector match per column registered for the pod's namespace or for all
   namespaces. Columns beyond ``MAX_COLUMNS`` are dropped least recently used first.
+  ``MatchIndex.domain_counts(clauses, key)`` sums a column per domain of a node label (what
+  PreScore and PreFilter add up), kept in step by the same observer once asked for.
 * :func:`term_registry` — the terms existing pods carry, grouped by identical term: for each
   ``(kind, key)`` the payload (the parsed term, shared by every pod carrying it) and
   ``rows[row]`` = how many pods on that row carry it. Replicas of one workload share one group, so a
   cycle costs one term match per *distinct* term plus the rows of the terms that match, never a
   walk over pods. ``extract(pod)`` (supplied by the plugin, which parses the terms) lists a pod's
   ``(kind, key, payload)`` items, a term twice when the pod carries it twice (upstream counts
-  each); it must be deterministic for a pod object (memoise it on the pod).
+  each); it must be deterministic for a pod object (memoise it on the pod). ``TermGroup.domain_counts``
+  sums a group per domain of its topology key, kept in step the same way.
 
-Node relabelling needs no maintenance: rows keep their pods, and topology domains are read from the
-table's label columns at cycle time. One index per table (and per registry name), shared by every
-profile on the table.
+Node relabelling needs no maintenance: rows keep their pods, topology domains are read from the
+table's label columns at cycle time, and per-domain sums are rebuilt once the table's
+node_generation moves (a node added, removed or relabelled). One index per table (and per
+registry name), shared by every profile on the table.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import IntArray, NodeTable
+from kubesched.snapshot.table import IntArray, NodeTable, Rows
 from kubesched.snapshot.topology import PodSelector
 
 #: Match-count columns kept per table before the least recently used is dropped.
@@ -67,8 +71,60 @@ def pod_matches(pod: PodInfo, clauses: Sequence[Clause]) -> bool:
     return True
 
 
+class _DomainCounts:
+    """Pods per domain (value code) of one node label, as of one node_generation of the table."""
+
+    __slots__ = ("counts", "keyed_pods", "node_generation")
+
+    def __init__(self, node_generation: int, counts: IntArray, keyed_pods: int) -> None:
+        self.node_generation = node_generation
+        self.counts = counts
+        #: Pods on nodes that have the label (0: the key touches no domain).
+        self.keyed_pods = keyed_pods
+
+
+#: topology key → pods per domain. Built on first use from per-row counts, then kept in step by
+#: the pod observer that keeps those counts (:func:`_move`). A row's domain changes only when its
+#: node is added, removed or relabelled, all of which bump the table's node_generation: an entry
+#: of another generation is dropped and rebuilt, so the sums are always those of the rows now.
+Domains = dict[str, _DomainCounts]
+
+
+def _domain_counts(
+    domains: Domains, table: NodeTable, key: str, source: Callable[[], tuple[Rows, IntArray]]
+) -> IntArray | None:
+    """Per value code of label ``key``, the counts of the ``(rows, counts)`` that ``source`` gives
+    summed (read-only), or None when none of them is on a node with the label; cached in ``domains``."""
+    d = domains.get(key)
+    if d is None or d.node_generation != table.node_generation:
+        rows, counts = source()
+        lc = table.label_column(key)
+        codes = lc.codes[rows]
+        has = codes >= 0
+        sums = np.bincount(codes[has], weights=counts[has], minlength=len(lc.values))
+        d = domains[key] = _DomainCounts(table.node_generation, np.rint(sums).astype(np.int64), int(counts[has].sum()))
+    return d.counts if d.keyed_pods else None
+
+
+def _move(domains: Domains, table: NodeTable, row: int, sign: int) -> None:
+    """One counted pod started (+1) or stopped (-1) counting on ``row``."""
+    for key, d in list(domains.items()):
+        if d.node_generation != table.node_generation:
+            del domains[key]
+            continue
+        code = int(table.label_column(key).codes[row])
+        if code < 0:
+            continue
+        if code >= len(d.counts):
+            grown = np.zeros(code + 1, dtype=np.int64)
+            grown[: len(d.counts)] = d.counts
+            d.counts = grown
+        d.counts[code] += sign
+        d.keyed_pods += sign
+
+
 class _Column:
-    __slots__ = ("clauses", "counts", "homes", "last_used")
+    __slots__ = ("clauses", "counts", "domains", "homes", "last_used")
 
     def __init__(self, clauses: tuple[Clause, ...], counts: IntArray, homes: tuple[str, ...] | None,
                  last_used: int) -> None:
@@ -77,6 +133,7 @@ class _Column:
         #: The namespaces it is registered under (None: under "any namespace").
         self.homes = homes
         self.last_used = last_used
+        self.domains: Domains = {}
 
 
 class MatchIndex:
@@ -114,13 +171,34 @@ class MatchIndex:
                     if row >= len(counts):
                         counts = _grow(col, row + 1)
                     counts[row] += sign
+                    if col.domains:
+                        _move(col.domains, self._live_table(), row, sign)
 
     def counts(self, clauses: Sequence[Clause]) -> IntArray:
         """Per row (indexable by any row of the table), the pods matching every clause.
         Read-only; fetch it again after the table changes (it may be replaced when it grows)."""
+        return self._column(clauses).counts
+
+    def domain_counts(self, clauses: Sequence[Clause], key: str) -> IntArray | None:
+        """The pods matching every clause per value code of node label ``key`` (read-only; nodes
+        without the label count nowhere), or None when none is on a node with the label."""
+        col = self._column(clauses)
+        table = self._live_table()
+
+        def nonzero_rows() -> tuple[Rows, IntArray]:
+            rows = np.flatnonzero(col.counts[: len(table.alive)])
+            return rows, col.counts[rows]
+
+        return _domain_counts(col.domains, table, key, nonzero_rows)
+
+    def _live_table(self) -> NodeTable:
         table = self._table()
         if table is None:  # pragma: no cover - the table owns the index
             raise RuntimeError("the node table of this match index is gone")
+        return table
+
+    def _column(self, clauses: Sequence[Clause]) -> _Column:
+        table = self._live_table()
         self._tick += 1
         sig = clauses_signature(clauses)
         col = self._columns.get(sig)
@@ -130,7 +208,7 @@ class MatchIndex:
         cap = len(table.alive)
         if len(col.counts) < cap:
             _grow(col, cap)
-        return col.counts
+        return col
 
     def registered(self) -> int:
         return len(self._columns)
@@ -211,20 +289,27 @@ Extract = Callable[[PodInfo], Sequence[tuple[str, Hashable, Any]]]
 class TermGroup:
     """One distinct term carried by existing pods: the payload and the pods carrying it per row."""
 
-    __slots__ = ("payload", "pods", "rows")
+    __slots__ = ("_domains", "payload", "pods", "rows")
 
     def __init__(self, payload: Any) -> None:
         self.payload = payload
         #: row → pods on it carrying the term (entries are removed at 0)
         self.rows: dict[int, int] = {}
         self.pods = 0
+        #: Pods carrying the term per domain of a topology key (see Domains).
+        self._domains: Domains = {}
 
-    def row_counts(self) -> tuple[np.ndarray[Any, np.dtype[np.intp]], IntArray]:
+    def row_counts(self) -> tuple[Rows, IntArray]:
         """``(rows, counts)`` as arrays."""
         n = len(self.rows)
         rows = np.fromiter(self.rows.keys(), dtype=np.intp, count=n)
         counts = np.fromiter(self.rows.values(), dtype=np.int64, count=n)
         return rows, counts
+
+    def domain_counts(self, table: NodeTable, key: str) -> IntArray | None:
+        """The group's pods per value code of node label ``key`` (read-only; nodes without the
+        label count nowhere), or None when no pod of the group is on a node with the label."""
+        return _domain_counts(self._domains, table, key, self.row_counts)
 
 
 class TermRegistry:
@@ -232,6 +317,7 @@ class TermRegistry:
 
     def __init__(self, table: NodeTable, extract: Extract) -> None:
         self._extract = extract
+        self._table = table
         self._groups: dict[str, dict[Hashable, TermGroup]] = {}
         table.observe_pods(self._on_pod)
 
@@ -251,6 +337,8 @@ class TermRegistry:
                     group = by_key[key] = TermGroup(payload)
                 group.rows[row] = group.rows.get(row, 0) + 1
                 group.pods += 1
+                if group._domains:
+                    _move(group._domains, self._table, row, 1)
             elif group is not None:
                 left = group.rows.get(row, 0) - 1
                 if left > 0:
@@ -262,6 +350,8 @@ class TermRegistry:
                     del by_key[key]
                     if not by_key:
                         del self._groups[kind]
+                elif group._domains:
+                    _move(group._domains, self._table, row, -1)
 
     def groups(self, kind: str) -> Iterable[TermGroup]:
         """The distinct terms of ``kind`` carried by at least one pod."""

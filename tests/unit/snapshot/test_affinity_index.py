@@ -24,6 +24,7 @@ from kubesched.plugins.interpodaffinity.terms import NAME, existing_pod_terms
 from kubesched.snapshot import affinity_index
 from kubesched.snapshot.affinity_index import (
     Clause,
+    TermGroup,
     match_index,
     recount_matches,
     recount_terms,
@@ -120,7 +121,103 @@ def _check(table: NodeTable, registered: set[int]) -> None:
         want = recount_matches(table, CLAUSES[ci])
         assert np.array_equal(got[rows], want[rows]), ci
         assert not got[dead].any()
-    assert term_registry(table, NAME, existing_pod_terms).snapshot() == recount_terms(table, existing_pod_terms)
+        for key in ("zone", "kubernetes.io/hostname"):
+            per_row = {int(r): int(want[r]) for r in rows if want[r]}
+            _check_sums(table, key, per_row, index.domain_counts(CLAUSES[ci], key))
+    registry = term_registry(table, NAME, existing_pod_terms)
+    assert registry.snapshot() == recount_terms(table, existing_pod_terms)
+    # Each group's pods per domain, kept in step by the observer once built (built here on the
+    # first check, so later steps exercise the incremental path), equal a recount from its rows
+    # with the current node labels (nodes are added, removed and relabelled between checks).
+    for kind in registry.snapshot():
+        for group in registry.groups(kind):
+            for key in ("zone", "kubernetes.io/hostname"):
+                _check_domains(table, group, key)
+
+
+def _check_domains(table: NodeTable, group: TermGroup, key: str) -> None:
+    """``group.domain_counts`` equals a recount from its rows with the nodes' labels now."""
+    _check_sums(table, key, group.rows, group.domain_counts(table, key))
+
+
+def _check_sums(table: NodeTable, key: str, per_row: dict[int, int], got: Any) -> None:
+    """``got`` (pods per domain of ``key``) equals the sum of ``per_row`` under the labels now."""
+    codes = table.label_column(key).codes
+    want = np.zeros(len(table.label_column(key).values) + 1, dtype=np.int64)
+    for row, n in per_row.items():
+        if codes[row] >= 0:
+            want[codes[row]] += n
+    if not want.any():
+        assert got is None
+    else:
+        assert got is not None
+        assert np.array_equal(np.trim_zeros(got, "b"), np.trim_zeros(want, "b")), key
+
+
+def test_term_group_domain_counts_follow_pods_and_node_labels() -> None:
+    """Once built, a group's pods per zone move with every pod placed or removed (no rebuild), and
+    a node relabelled, removed or returning counts under its new domain."""
+    cache = SchedulerCache(NodeTable())
+    table = cache.table
+    for name, zone in (("n0", "z1"), ("n1", "z2"), ("n2", None)):
+        cache.add_or_update_node(node(name, labels={"zone": zone} if zone else {}))
+    reg = term_registry(table, NAME, existing_pod_terms)
+    preferred = next(i for i, a in enumerate(AFFINITIES) if a and "podAffinity" in a
+                     and "preferredDuringSchedulingIgnoredDuringExecution" in a["podAffinity"])
+
+    def place(i: int, node_name: str) -> None:
+        cache.add_or_update_pod(PodInfo.from_raw(_pod(i, "default", {"app": "a"}, preferred, node_name)))
+
+    def group() -> TermGroup:
+        (g,) = reg.groups("preferredAffinity")
+        return g
+
+    place(0, "n2")  # on the node without a zone: no domain has a pod yet
+    assert group().domain_counts(table, "zone") is None
+    steps: list[Any] = [
+        lambda: place(1, "n0"), lambda: place(2, "n1"), lambda: place(3, "n1"),
+        lambda: cache.remove_pod("u2"),
+        lambda: cache.add_or_update_node(node("n1", labels={"zone": "z1"})),  # relabelled
+        lambda: place(4, "n1"), lambda: cache.remove_pod("u1"),
+        lambda: cache.remove_node("n0"), lambda: place(5, "n1"),
+        lambda: cache.add_or_update_node(node("n0", labels={"zone": "z3"})),  # returns, relabelled
+    ]
+    for step in steps:
+        step()
+        _check_domains(table, group(), "zone")
+    z1 = table.label_column("zone").values["z1"]
+    counts = group().domain_counts(table, "zone")
+    assert counts is not None and counts[z1] == 3  # u3, u4, u5 on n1 (now z1)
+
+
+def test_match_index_domain_counts_follow_pods_and_node_labels() -> None:
+    """The same for the pods matching a clause (the incoming pod's preferred terms)."""
+    cache = SchedulerCache(NodeTable())
+    table = cache.table
+    for name, zone in (("n0", "z1"), ("n1", "z2"), ("n2", None)):
+        cache.add_or_update_node(node(name, labels={"zone": zone} if zone else {}))
+    index = match_index(table)
+    clauses = CLAUSES[0]  # app=a in default
+
+    def place(i: int, node_name: str, app: str = "a") -> None:
+        cache.add_or_update_pod(PodInfo.from_raw(_pod(i, "default", {"app": app}, 0, node_name)))
+
+    def check() -> None:
+        want = recount_matches(table, clauses)
+        per_row = {int(r): int(want[r]) for r in table.alive_rows() if want[r]}
+        _check_sums(table, "zone", per_row, index.domain_counts(clauses, "zone"))
+
+    place(0, "n2")
+    assert index.domain_counts(clauses, "zone") is None  # only on the node without a zone
+    for step in (
+        lambda: place(1, "n0"), lambda: place(2, "n1"), lambda: place(3, "n1", app="b"),
+        lambda: place(4, "n1"), lambda: cache.remove_pod("u2"),
+        lambda: cache.add_or_update_node(node("n1", labels={"zone": "z1"})),
+        lambda: place(5, "n1"), lambda: cache.remove_pod("u1"), lambda: cache.remove_node("n0"),
+        lambda: cache.add_or_update_node(node("n0", labels={"zone": "z3"})),
+    ):
+        step()
+        check()
 
 
 @settings(max_examples=250, deadline=None)

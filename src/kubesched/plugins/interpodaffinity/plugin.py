@@ -118,33 +118,22 @@ def _nonempty(m: TopologyCounts) -> bool:
     return any(bool(np.any(a)) for a in m.values())
 
 
-def _add_column(m: TopologyCounts, table: NodeTable, key: str, column: IntArray, weight: int = 1) -> bool:
-    """Add ``weight ×`` the per-row counts of ``column`` to the domains of ``key``; whether any
-    counted pod sits on a node with the key (upstream creates a map entry then)."""
-    lc = table.label_column(key)
-    col = column[: len(lc.codes)]
-    rows = np.flatnonzero(col)
-    if len(rows) == 0:
+def _add_column(m: TopologyCounts, table: NodeTable, key: str, clauses: tuple[Clause, ...], weight: int = 1) -> bool:
+    """Add ``weight ×`` the pods matching every clause to the domains of ``key``; whether any such
+    pod sits on a node with the key (upstream creates a map entry then)."""
+    counts = match_index(table).domain_counts(clauses, key)
+    if counts is None:
         return False
-    codes = lc.codes[rows]
-    has = codes >= 0
-    if not has.any():
-        return False
-    sums = np.bincount(codes[has], weights=col[rows[has]], minlength=len(lc.values))
-    _accumulate(m, key, np.rint(sums).astype(np.int64) * weight)
+    _accumulate(m, key, counts * weight)
     return True
 
 
 def _add_rows(m: TopologyCounts, table: NodeTable, key: str, group: TermGroup, weight: int) -> bool:
     """Add ``weight ×`` the pods of ``group`` on each row to the domains of ``key``."""
-    rows, counts = group.row_counts()
-    lc = table.label_column(key)
-    codes = lc.codes[rows]
-    has = codes >= 0
-    if not has.any():
+    counts = group.domain_counts(table, key)
+    if counts is None:
         return False
-    sums = np.bincount(codes[has], weights=counts[has], minlength=len(lc.values))
-    _accumulate(m, key, np.rint(sums).astype(np.int64) * weight)
+    _accumulate(m, key, counts * weight)
     return True
 
 
@@ -305,17 +294,15 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 _add_rows(existing_anti, table, term.topology_key, group, 1)
         if not has_terms and not _nonempty(existing_anti):
             return None, _SKIP
-        index = match_index(table)
         affinity_clauses = tuple(merged_clause(t, namespaces) for t in parsed.required_affinity)
         anti_clauses = tuple(merged_clause(t, namespaces) for t in parsed.required_anti)
         affinity: TopologyCounts = {}
         if affinity_clauses:
-            column = index.counts(affinity_clauses)
             for t in parsed.required_affinity:
-                _add_column(affinity, table, t.topology_key, column)
+                _add_column(affinity, table, t.topology_key, affinity_clauses)
         anti: TopologyCounts = {}
         for t, clause in zip(parsed.required_anti, anti_clauses, strict=True):
-            _add_column(anti, table, t.topology_key, index.counts((clause,)))
+            _add_column(anti, table, t.topology_key, (clause,))
         state.write(PRE_FILTER_STATE_KEY, PreFilterState(
             pod, ns_labels, parsed.required_affinity, affinity_clauses, parsed.required_anti, anti_clauses,
             pod_matches(pod, affinity_clauses), existing_anti, affinity, anti,
@@ -426,14 +413,13 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         ns_labels = namespace_labels(namespaces, pod.namespace)
         score: TopologyCounts = {}
         touched = False
-        index = match_index(table)
         # The pod's preferred terms against existing pods (namespaceSelector merged, as upstream).
         for wt in parsed.preferred_affinity:
-            column = index.counts((merged_clause(wt.term, namespaces),))
-            touched |= _add_column(score, table, wt.term.topology_key, column, wt.weight)
+            clause = merged_clause(wt.term, namespaces)
+            touched |= _add_column(score, table, wt.term.topology_key, (clause,), wt.weight)
         for wt in parsed.preferred_anti:
-            column = index.counts((merged_clause(wt.term, namespaces),))
-            touched |= _add_column(score, table, wt.term.topology_key, column, -wt.weight)
+            clause = merged_clause(wt.term, namespaces)
+            touched |= _add_column(score, table, wt.term.topology_key, (clause,), -wt.weight)
         # Existing pods' terms against the pod (their namespaceSelector on its namespace's labels).
         if hard > 0:
             for group in registry.groups(REQUIRED_AFFINITY):
