@@ -601,7 +601,7 @@ class Framework:
                 st = p.pre_score(state, pod, table, rows)
             except Exception as e:
                 return Status.from_exception(e, p.name)
-            if st.code == Code.SKIP:
+            if st.code == _SKIP_CODE:
                 state.skip_score_plugins.add(p.name)
             elif not st.is_success:
                 return st.with_plugin(p.name)
