@@ -17,9 +17,13 @@ and ``PreScore``). Here the answer is kept as one int64 column per (namespace, s
   so selectors that come and go (``matchLabelKeys`` on ``pod-template-hash`` changes with every
   rollout) do not accumulate.
 
-Per-domain counts are then a ``np.bincount`` of the domain codes (``table.label_column(key)``)
-weighted by this column over the rows wanted. One index per table, shared by every plugin and
-profile using that table.
+Per-domain counts (``domain_sums``) are kept the same way: a caller names a mapping row →
+domain (a node label's value code, -1 for rows that count nowhere, e.g. nodes a pod's node
+inclusion policies leave out), built from Node objects alone; the sums per domain are one
+``np.bincount`` when first asked for, then moved by the pod observer (one add per matching pod
+event), and rebuilt once the table's ``node_generation`` moves (the only way a row's domain can
+change). A cycle then reads a few domain sums instead of summing over every node. One index per
+table, shared by every plugin and profile using that table.
 """
 
 from __future__ import annotations
@@ -29,12 +33,18 @@ from collections.abc import Hashable, Mapping
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable
 
 #: Columns kept per table before the least recently used is dropped.
 MAX_SELECTORS = 256
+#: Domain mappings summed per column before its sums are dropped (all rebuilt on demand).
+MAX_DOMAIN_MAPPINGS = 64
+
+#: Per table row its domain code, -1 for a row that counts nowhere.
+RowDomains = npt.NDArray[np.int32]
 
 
 class PodSelector(Protocol):
@@ -46,13 +56,26 @@ class PodSelector(Protocol):
     def matches(self, labels: Mapping[str, str]) -> bool: ...
 
 
+class _DomainSums:
+    """A column summed per domain of one row → domain mapping, as of one node_generation."""
+
+    __slots__ = ("node_generation", "row_domains", "sums")
+
+    def __init__(self, node_generation: int, row_domains: RowDomains, sums: IntArray) -> None:
+        self.node_generation = node_generation
+        self.row_domains = row_domains
+        self.sums = sums
+
+
 class _Column:
-    __slots__ = ("counts", "last_used", "selector")
+    __slots__ = ("counts", "domains", "last_used", "selector")
 
     def __init__(self, selector: PodSelector, counts: IntArray, last_used: int) -> None:
         self.selector = selector
         self.counts = counts
         self.last_used = last_used
+        #: mapping key → sums per domain (see ``TopologyIndex.domain_sums``)
+        self.domains: dict[Hashable, _DomainSums] = {}
 
 
 class TopologyIndex:
@@ -92,6 +115,21 @@ class TopologyIndex:
                 if row >= len(counts):
                     counts = self._grow(col, row + 1)
                 counts[row] += sign
+                if col.domains:
+                    self._move(col, row, sign)
+
+    def _move(self, col: _Column, row: int, sign: int) -> None:
+        """One matching pod started (+1) or stopped (-1) counting on ``row``: its domain's sums
+        follow. Sums of an older node_generation are dropped (their mapping may be stale)."""
+        generation = self._live_table().node_generation
+        for key, d in list(col.domains.items()):
+            if d.node_generation != generation:
+                del col.domains[key]
+                continue
+            row_domains = d.row_domains
+            code = int(row_domains[row]) if row < len(row_domains) else -1
+            if code >= 0:
+                d.sums[code] += sign
 
     @staticmethod
     def _grow(col: _Column, size: int) -> IntArray:
@@ -104,9 +142,16 @@ class TopologyIndex:
     def counts(self, namespace: str, selector: PodSelector) -> IntArray:
         """Per row (indexable by any row of the table), the matching pods of ``namespace``.
         Read-only; fetch it again after the table changes (it may be replaced when it grows)."""
+        return self._column(namespace, selector).counts
+
+    def _live_table(self) -> NodeTable:
         table = self._table()
         if table is None:  # pragma: no cover - the table owns the index
             raise RuntimeError("the node table of this topology index is gone")
+        return table
+
+    def _column(self, namespace: str, selector: PodSelector) -> _Column:
+        table = self._live_table()
         self._tick += 1
         sig = selector.signature
         by_sig = self._columns.get(namespace)
@@ -117,7 +162,32 @@ class TopologyIndex:
         cap = len(table.alive)
         if len(col.counts) < cap:
             self._grow(col, cap)
-        return col.counts
+        return col
+
+    def domain_sums(
+        self, namespace: str, selector: PodSelector, mapping_key: Hashable, row_domains: RowDomains, size: int
+    ) -> IntArray:
+        """Per domain code (``size`` of them), the matching pods of ``namespace`` summed over the
+        rows ``row_domains`` maps to that domain (``row_domains[row]``: the row's domain, -1 for a
+        row that counts nowhere). Read-only, kept in step by the pod observer: copy it to keep it.
+
+        ``row_domains`` must derive from Node objects alone, so that it is the same for one
+        ``mapping_key`` as long as the table's ``node_generation`` stays: the sums are kept per
+        key and rebuilt when the generation moves (a node added, removed, relabelled, ...)."""
+        col = self._column(namespace, selector)
+        counts = col.counts
+        generation = self._live_table().node_generation
+        d = col.domains.get(mapping_key)
+        if d is None or d.node_generation != generation or len(d.sums) != size:
+            n = min(len(row_domains), len(counts))
+            rows = np.flatnonzero(counts[:n])
+            codes = row_domains[rows]
+            counted = codes >= 0
+            sums = np.bincount(codes[counted], weights=counts[rows[counted]], minlength=size)
+            if len(col.domains) >= MAX_DOMAIN_MAPPINGS:
+                col.domains.clear()
+            d = col.domains[mapping_key] = _DomainSums(generation, row_domains, np.rint(sums).astype(np.int64))
+        return d.sums
 
     def registered(self) -> int:
         """How many columns are kept (for tests and metrics)."""
@@ -161,6 +231,18 @@ def topology_index(table: NodeTable) -> TopologyIndex:
     if index is None:
         index = _INDEXES[table] = TopologyIndex(table)
     return index
+
+
+def recount_domains(
+    table: NodeTable, namespace: str, selector: PodSelector, row_domains: RowDomains, size: int
+) -> IntArray:
+    """``domain_sums`` computed from scratch, for tests and checks."""
+    sums = np.zeros(size, dtype=np.int64)
+    counts = recount(table, namespace, selector)
+    for row in table.alive_rows():
+        if row < len(row_domains) and row_domains[row] >= 0:
+            sums[row_domains[row]] += counts[row]
+    return sums
 
 
 def recount(table: NodeTable, namespace: str, selector: PodSelector) -> IntArray:

@@ -14,7 +14,7 @@ from kubesched.plugins.helpers.label_selector import label_selector_as_selector
 from kubesched.snapshot import topology
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
-from kubesched.snapshot.topology import recount, topology_index
+from kubesched.snapshot.topology import recount, recount_domains, topology_index
 from kubesched.testing import node, pod
 
 SELECTORS = [
@@ -51,6 +51,17 @@ def _check(table: NodeTable, registered: set[tuple[int, str]]) -> None:
         assert np.array_equal(got[rows], want[rows]), (si, ns)
         dead = np.setdiff1d(np.arange(len(table.alive)), rows)
         assert not got[dead].any()
+        # Per-domain sums of two row → domain mappings (every node by zone; all but n0), asked
+        # after every step so that later steps move the kept sums instead of rebuilding them.
+        col = table.label_column("zone")
+        size = len(col.values) + 1
+        by_zone = np.where(table.alive[: len(col.codes)], col.codes, -1).astype(np.int32)
+        but_n0 = by_zone.copy()
+        if "n0" in table.index:
+            but_n0[table.index["n0"]] = -1
+        for key, row_domains in (("zone", by_zone), ("zone-but-n0", but_n0)):
+            sums = index.domain_sums(ns, SELECTORS[si], key, row_domains, size)
+            assert np.array_equal(sums, recount_domains(table, ns, SELECTORS[si], row_domains, size)), (key, si, ns)
 
 
 @settings(max_examples=300, deadline=None)
