@@ -12,13 +12,14 @@ upgrade); merging twice adds the same requirement twice, which changes nothing. 
 the same merge.
 
 Counting is columnar: instead of walking every pod on every node per cycle
-(``countPodsMatchSelector``), per-row match counts come from ``kubesched.snapshot.topology``
-and per-domain sums are a ``np.bincount`` over the topology key's value codes.
+(``countPodsMatchSelector``), per-row match counts and their per-domain sums come from
+``kubesched.snapshot.topology``, kept in step with the pods; which nodes count for a constraint
+(node inclusion policies, required labels) is kept per node_generation (``NodeLabelCache``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -33,10 +34,10 @@ from kubesched.plugins.helpers.label_selector import (
     selector_from_set,
 )
 from kubesched.plugins.helpers.node_selector import RequiredNodeAffinity
-from kubesched.plugins.helpers.taints import pod_tolerations, untolerated_mask
+from kubesched.plugins.helpers.taints import pod_tolerations, tolerations_key, untolerated_mask
 from kubesched.plugins.podtopologyspread.args import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import IntArray, NodeTable, Rows
+from kubesched.snapshot.table import IntArray, NodeTable
 from kubesched.snapshot.topology import topology_index
 
 BoolArray = npt.NDArray[np.bool_]
@@ -113,27 +114,30 @@ def own_constraints(pod: PodInfo, action: str, memo_key: str) -> tuple[Constrain
         return None
     memo: dict[str, tuple[Constraint, ...]] | None = pod.memo.get(memo_key)
     if memo is None:
-        memo = pod.memo[memo_key] = {}
+        # With matchLabelKeys the parse reads the pod's labels: the pod gets its own.
+        own_labels = any(isinstance(c, Mapping) and c.get("matchLabelKeys") for c in raw)
+        memo = pod.memo[memo_key] = {} if own_labels else _shared_parses(raw)
     got = memo.get(action)
     if got is None:
-        if any(isinstance(c, Mapping) and c.get("matchLabelKeys") for c in raw):
-            got = filter_constraints(raw, pod.labels, action)  # reads the pod's labels: its own
-        else:
-            # Without matchLabelKeys the parse reads only the raw constraints: shared by the pods
-            # that write them alike (a workload's replicas). repr tells apart every value a
-            # decoded manifest holds.
-            key = (action, repr(raw))
-            got = _SHARED_CONSTRAINTS.get(key)
-            if got is None:
-                got = filter_constraints(raw, pod.labels, action)
-                if len(_SHARED_CONSTRAINTS) >= 4096:
-                    _SHARED_CONSTRAINTS.clear()
-                _SHARED_CONSTRAINTS[key] = got
-        memo[action] = got
+        got = memo[action] = filter_constraints(raw, pod.labels, action)
     return got
 
 
-_SHARED_CONSTRAINTS: dict[tuple[str, str], tuple[Constraint, ...]] = {}
+def _shared_parses(raw: list[Any]) -> dict[str, tuple[Constraint, ...]]:
+    """action → parsed constraints, shared by the pods whose topologySpreadConstraints (without
+    matchLabelKeys) are written alike: the parse reads nothing else, so a workload's replicas
+    parse once. repr tells apart every value a decoded manifest holds (JSON would not: NaN and
+    None both dump as null). Bounded: cleared when full."""
+    key = repr(raw)
+    got = _SHARED_CONSTRAINTS.get(key)
+    if got is None:
+        if len(_SHARED_CONSTRAINTS) >= 4096:
+            _SHARED_CONSTRAINTS.clear()
+        got = _SHARED_CONSTRAINTS[key] = {}
+    return got
+
+
+_SHARED_CONSTRAINTS: dict[str, dict[str, tuple[Constraint, ...]]] = {}
 
 
 # -- helper.DefaultSelector -------------------------------------------------------------------------
@@ -227,30 +231,6 @@ def with_selector(constraints: Sequence[Constraint], selector: Selector) -> tupl
 # -- node masks and counts --------------------------------------------------------------------------
 
 
-class InclusionMasks:
-    """matchNodeInclusionPolicies over rows, each policy's mask computed at most once."""
-
-    __slots__ = ("_affinity", "_pod", "_rows", "_table", "_taints")
-
-    def __init__(self, table: NodeTable, rows: Rows, pod: PodInfo) -> None:
-        self._table, self._rows, self._pod = table, rows, pod
-        self._affinity: BoolArray | None = None
-        self._taints: BoolArray | None = None
-
-    def mask(self, c: Constraint) -> BoolArray | None:
-        """Rows passing the constraint's policies; None when both are Ignore (all pass)."""
-        out: BoolArray | None = None
-        if c.node_affinity_policy == HONOR:
-            if self._affinity is None:
-                self._affinity = required_affinity(self._pod).match(self._table, self._rows)
-            out = self._affinity
-        if c.node_taints_policy == HONOR:
-            if self._taints is None:
-                self._taints = ~untolerated_mask(self._table, self._rows, pod_tolerations(self._pod))
-            out = self._taints if out is None else out & self._taints
-        return out
-
-
 def required_affinity(pod: PodInfo) -> RequiredNodeAffinity:
     """nodeaffinity.GetRequiredNodeAffinity (cached on the pod)."""
     cached = pod.memo.get("_required_node_affinity")
@@ -259,49 +239,88 @@ def required_affinity(pod: PodInfo) -> RequiredNodeAffinity:
     return cached
 
 
+def affinity_family(pod: PodInfo) -> str | None:
+    """What ``required_affinity(pod)`` is built from: None when the pod has neither a nodeSelector
+    nor required node affinity (every node matches), else the repr of the two (pods with equal
+    reprs match the same nodes; repr, unlike JSON, tells NaN from None). Cached on the pod."""
+    got: object = pod.memo.get(_AFFINITY_FAMILY, _UNSET)
+    if got is _UNSET:
+        spec = pod.spec
+        node_selector = spec.get("nodeSelector")
+        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution")
+        if not (isinstance(node_selector, dict) and node_selector) and not isinstance(required, dict):
+            got = None
+        else:
+            got = repr((node_selector, required))
+        pod.memo[_AFFINITY_FAMILY] = got
+    return got if isinstance(got, str) else None
+
+
+_AFFINITY_FAMILY: Final = "_spread_affinity_family"
+_UNSET: Final = object()
+
+
 def match_counts(table: NodeTable, namespace: str, selector: Selector) -> IntArray | None:
     """Per row, the pods countPodsMatchSelector counts; None when it counts none anywhere
     (an empty selector counts nothing upstream, and Nothing matches nothing)."""
-    if selector.empty() or selector is NOTHING or selector.nothing:
+    if _counts_nothing(selector):
         return None
     return topology_index(table).counts(namespace, selector)
 
 
-def domain_sums(codes: npt.NDArray[np.int32], counts: IntArray | None, size: int) -> tuple[IntArray, BoolArray]:
-    """Per value code (``size`` of them): the summed counts and whether any row has that code."""
-    n = np.bincount(codes, minlength=size)
-    if counts is None or len(codes) == 0:
-        sums = np.zeros(len(n), dtype=np.int64)
-    else:
-        sums = np.bincount(codes, weights=counts, minlength=size).astype(np.int64)
-    return sums, n > 0
+def _counts_nothing(selector: Selector) -> bool:
+    return selector.empty() or selector is NOTHING or selector.nothing
+
+
+@dataclass(frozen=True, slots=True)
+class CountedDomains:
+    """Which nodes count for one constraint of one pod, and in which domain: ``row_domains[row]``
+    is the row's domain code (as ``NodeLabelCache.domains``) or -1 when the node does not count;
+    ``present[code]``: some counted node is in that domain. ``key`` names the mapping exactly
+    (within one node_generation of the table)."""
+
+    key: Hashable
+    row_domains: npt.NDArray[np.int32]
+    size: int
+    present: BoolArray
+
+
+def domain_counts(table: NodeTable, namespace: str, selector: Selector, counted: CountedDomains) -> IntArray | None:
+    """Per domain code, the pods countPodsMatchSelector counts on the counted nodes of that domain
+    (read-only: kept in step by the topology index); None when it counts none anywhere."""
+    if _counts_nothing(selector):
+        return None
+    return topology_index(table).domain_sums(namespace, selector, counted.key, counted.row_domains, counted.size)
 
 
 class NodeLabelCache:
-    """Per table row, what PreFilter and PreScore read of the nodes' topology labels: whether a
-    row has every key of a constraint set (nodeLabelsMatchSpreadConstraints) and each row's domain
-    code of one key. They depend on Node objects only, so each is computed once over the whole
-    table and kept until a node changes (``node_generation``): a cycle then gathers the rows it
-    needs instead of re-deriving them for every node on every pod (the cost grew with the cluster)."""
+    """Per table row, what PreFilter and PreScore read of the Node objects: whether a row has
+    every key of a constraint set (nodeLabelsMatchSpreadConstraints), each row's domain code of one
+    key, and which rows count for a constraint (``counted_domains``). They depend on Node objects
+    only (and, for the last, on the few pod fields named in its key), so each is computed once over
+    the whole table and kept until a node changes (``node_generation``): a cycle then reads them
+    instead of re-deriving them for every node on every pod (the cost grew with the cluster)."""
 
-    __slots__ = ("_domains", "_generation", "_keyed", "_table")
+    __slots__ = ("_counted", "_domains", "_generation", "_keyed", "_table")
 
     def __init__(self) -> None:
         self._table: NodeTable | None = None
         self._generation = -1
         self._keyed: dict[frozenset[str], BoolArray] = {}
         self._domains: dict[str, tuple[npt.NDArray[np.int32], int]] = {}
+        self._counted: dict[Hashable, CountedDomains] = {}
 
     def _sync(self, table: NodeTable) -> None:
         if self._table is not table or self._generation != table.node_generation:
             self._table, self._generation = table, table.node_generation
             self._keyed.clear()
             self._domains.clear()
+            self._counted.clear()
 
-    def keyed(self, table: NodeTable, constraints: Sequence[Constraint]) -> BoolArray:
+    def keyed(self, table: NodeTable, keys: frozenset[str]) -> BoolArray:
         """Per table row (indexed by row, dead rows included): the node has every topology key."""
         self._sync(table)
-        keys = frozenset(c.topology_key for c in constraints)
         got = self._keyed.get(keys)
         if got is None:
             got = np.ones(len(table.alive), dtype=np.bool_)
@@ -324,3 +343,42 @@ class NodeLabelCache:
             got = (np.where(col.codes < 0, missing_code, col.codes).astype(np.int32), size)
             self._domains[key] = got
         return got
+
+    def counted_domains(
+        self, table: NodeTable, pod: PodInfo, c: Constraint, required_keys: frozenset[str]
+    ) -> CountedDomains:
+        """The nodes that count for constraint ``c`` of ``pod`` and their domains of its topology
+        key: existing nodes having every key of ``required_keys`` (nodeLabelsMatchSpreadConstraints;
+        empty: no requirement) and passing the constraint's node inclusion policies for the pod
+        (matchNodeInclusionPolicies: its nodeSelector and required node affinity when
+        nodeAffinityPolicy is Honor, its tolerations when nodeTaintsPolicy is Honor).
+
+        Kept per (topology key, required keys, affinity family, tolerations) until a node changes:
+        the policies read nothing else of the pod, so pods alike in those share the mapping (and,
+        through its key, the topology index's domain sums)."""
+        self._sync(table)
+        affinity = affinity_family(pod) if c.node_affinity_policy == HONOR else None
+        tolerations = tolerations_key(pod) if c.node_taints_policy == HONOR else None
+        key = (c.topology_key, required_keys, affinity, tolerations)
+        got = self._counted.get(key)
+        if got is None:
+            domain_of, size = self.domains(table, c.topology_key)
+            counted = table.alive[: len(domain_of)].copy()
+            if required_keys:
+                counted &= self.keyed(table, required_keys)[: len(counted)]
+            if affinity is not None:
+                rows = np.flatnonzero(counted)
+                counted[rows] = required_affinity(pod).match(table, rows)
+            if tolerations is not None:
+                rows = np.flatnonzero(counted)
+                counted[rows] = ~untolerated_mask(table, rows, pod_tolerations(pod))
+            row_domains = np.where(counted, domain_of, -1).astype(np.int32)
+            present = np.bincount(domain_of[counted], minlength=size) > 0
+            if len(self._counted) >= _MAX_COUNTED:
+                self._counted.clear()
+            got = self._counted[key] = CountedDomains(key, row_domains, size, present)
+        return got
+
+
+#: Counted-node mappings kept per table generation before they are all dropped (rebuilt on use).
+_MAX_COUNTED: Final = 1024

@@ -27,9 +27,11 @@ common.go (see ``common.py``).
 
 Columnar: the per-node match counts are columns kept incrementally by
 ``kubesched.snapshot.topology`` (one per namespace and selector, updated on every pod add/remove;
-never a walk over the cluster's pods per cycle); per-domain sums are ``np.bincount`` over the
-topology key's value codes. Pods without constraints (and without default constraints) pay a
-dict lookup and a Skip.
+never a walk over the cluster's pods per cycle), and so are their sums per domain over the nodes
+that count for a constraint (``TopologyIndex.domain_sums``; which nodes count — inclusion policies,
+required labels — is kept per node change and pod family by ``NodeLabelCache.counted_domains``):
+PreFilter and PreScore read a few domain sums instead of summing over every node. Pods without
+constraints (and without default constraints) pay a dict lookup and a Skip.
 
 Deviations: the global minimum kept across ``add_pod``/``remove_pod`` is exact (as upstream's
 newest ``MinMatchNum``/``DomainsAtCount``), not the two "critical paths" of older releases; the
@@ -73,11 +75,10 @@ from kubesched.plugins.podtopologyspread.common import (
     LABEL_HOSTNAME,
     SYSTEM_DEFAULT_CONSTRAINTS,
     Constraint,
-    InclusionMasks,
     NamespaceIndex,
     NodeLabelCache,
     default_selector,
-    domain_sums,
+    domain_counts,
     filter_constraints,
     match_counts,
     own_constraints,
@@ -146,11 +147,11 @@ class PreFilterState:
 
 @dataclass(frozen=True, slots=True)
 class PreScoreState:
-    """preScoreState: ignored nodes (a per-row mask over the table), per non-hostname constraint
-    the pod count per domain code, and each constraint's normalizing weight."""
+    """preScoreState: ignored nodes (a per-row mask over the table, None when there are none), per
+    non-hostname constraint the pod count per domain code, and each constraint's normalizing weight."""
 
     constraints: tuple[Constraint, ...]
-    ignored: BoolArray
+    ignored: BoolArray | None
     domain_counts: tuple[IntArray | None, ...]
     weights: tuple[float, ...]
 
@@ -226,24 +227,17 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         return None, SUCCESS
 
     def _pre_filter_state(self, pod: PodInfo, table: NodeTable, constraints: tuple[Constraint, ...]) -> PreFilterState:
-        """calPreFilterState over all nodes of the table."""
-        rows = table.alive_rows()
-        keyed = self._node_labels.keyed(table, constraints)[rows]
-        masks = InclusionMasks(table, rows, pod)
+        """calPreFilterState over all nodes of the table (the domain sums come kept up to date
+        from the topology index; copied, as add_pod/remove_pod change them in the state)."""
+        keys = frozenset(c.topology_key for c in constraints)
         match_num: list[IntArray] = []
         present: list[BoolArray] = []
         s = PreFilterState(constraints, match_num, present, [])
         for c in constraints:
-            eligible = keyed
-            policy = masks.mask(c)
-            if policy is not None:
-                eligible = eligible & policy
-            erows = rows[eligible]
-            col = table.label_column(c.topology_key)
-            counts = match_counts(table, pod.namespace, c.selector)
-            sums, seen = domain_sums(col.codes[erows], None if counts is None else counts[erows], len(col.values))
-            match_num.append(sums)
-            present.append(seen)
+            counted = self._node_labels.counted_domains(table, pod, c, keys)
+            sums = domain_counts(table, pod.namespace, c.selector, counted)
+            match_num.append(np.zeros(counted.size, dtype=np.int64) if sums is None else sums.copy())
+            present.append(counted.present.copy())
             s.min_match.append(0)
             s.update_min(len(match_num) - 1)
         return s
@@ -370,8 +364,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         own = bool(pod.spec.get("topologySpreadConstraints"))
         if not own and not self._default_soft:
             return _SKIP
-        all_rows = table.alive_rows()
-        if len(all_rows) == 0:
+        if len(table) == 0:
             return _SKIP
         try:
             constraints = self._constraints(pod, SCHEDULE_ANYWAY)
@@ -383,22 +376,21 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         # Only require that nodes have all the topology labels if using non-system-default
         # spreading rules: nodes without a zone label still get hostname spreading.
         require_all = own or not self.system_defaulted
-        ignored_rows = np.zeros(len(table.alive), dtype=np.bool_)
+        required_keys: frozenset[str] = frozenset()
+        ignored_rows: BoolArray | None = None
+        scored = rows
         if require_all:
-            keyed = self._node_labels.keyed(table, constraints)
-            ignored = ~keyed[rows]
-            ignored_rows[rows[ignored]] = True
-            scored = rows[~ignored]
-            eligible_all = keyed[all_rows]
-        else:
-            scored = rows
-            eligible_all = np.ones(len(all_rows), dtype=np.bool_)
-        masks = InclusionMasks(table, all_rows, pod)
-        domain_counts: list[IntArray | None] = []
+            required_keys = frozenset(c.topology_key for c in constraints)
+            ignored = ~self._node_labels.keyed(table, required_keys)[rows]
+            if ignored.any():
+                ignored_rows = np.zeros(len(table.alive), dtype=np.bool_)
+                ignored_rows[rows[ignored]] = True
+                scored = rows[~ignored]
+        per_domain: list[IntArray | None] = []
         weights: list[float] = []
         for c in constraints:
             if c.topology_key == LABEL_HOSTNAME:
-                domain_counts.append(None)  # per-node counts are read in Score
+                per_domain.append(None)  # per-node counts are read in Score
                 weights.append(math.log(len(scored) + 2))
                 continue
             # Per row its domain; a node without the key counts under the value "" (Go's zero
@@ -406,19 +398,13 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             domain_of, size = self._node_labels.domains(table, c.topology_key)
             candidate = np.zeros(size, dtype=np.bool_)
             candidate[domain_of[scored]] = True
-            policy = masks.mask(c)
-            counts = match_counts(table, pod.namespace, c.selector)
-            if counts is None:
-                sums = np.zeros(size, dtype=np.int64)
-            else:
-                erows = all_rows[eligible_all if policy is None else eligible_all & policy]
-                # Summed over every eligible node, then kept for the domains of scored nodes only
-                # (each node adds to its own domain: the same as summing the candidates' nodes).
-                sums = np.bincount(domain_of[erows], weights=counts[erows], minlength=size).astype(np.int64)
-                sums[~candidate] = 0
-            domain_counts.append(sums)
+            counted = self._node_labels.counted_domains(table, pod, c, required_keys)
+            sums = domain_counts(table, pod.namespace, c.selector, counted)
+            # Summed over every counted node, then kept for the domains of scored nodes only
+            # (each node adds to its own domain: the same as summing the candidates' nodes).
+            per_domain.append(np.zeros(size, dtype=np.int64) if sums is None else np.where(candidate, sums, 0))
             weights.append(math.log(int(np.count_nonzero(candidate)) + 2))
-        state.write(PRE_SCORE_STATE_KEY, PreScoreState(constraints, ignored_rows, tuple(domain_counts), tuple(weights)))
+        state.write(PRE_SCORE_STATE_KEY, PreScoreState(constraints, ignored_rows, tuple(per_domain), tuple(weights)))
         return SUCCESS
 
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
@@ -427,25 +413,28 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return Status.error(f"error reading {PRE_SCORE_STATE_KEY!r} from cycleState: not found")
         score = np.zeros(len(rows), dtype=np.float64)
         for c, sums, weight in zip(s.constraints, s.domain_counts, s.weights, strict=True):
-            values = table.label_column(c.topology_key).codes[rows]
-            has = values >= 0
+            col = table.label_column(c.topology_key)
+            values = col.codes[rows]
             if sums is None:  # hostname: the node's own matching pods
                 counts = match_counts(table, pod.namespace, c.selector)
                 cnt = np.zeros(len(rows), dtype=np.int64) if counts is None else counts[rows]
-            else:
-                lut = _padded(sums, max(int(values.max(initial=-1)) + 1, 1))
-                cnt = lut[np.where(has, values, 0)]
-            score += np.where(has, cnt * weight + float(c.max_skew - 1), 0.0)
+                score += np.where(values >= 0, cnt * weight + float(c.max_skew - 1), 0.0)
+                continue
+            # The score of each domain, computed once per domain (the same float operations as per
+            # node), plus a last entry 0.0 that a node without the key (code -1) reads.
+            lut = np.append(_padded(sums, len(col.values)) * weight + float(c.max_skew - 1), 0.0)
+            score += lut[values]
         out = np.floor(score + 0.5).astype(np.int64)  # math.Round (scores are >= 0)
-        out[_padded_mask(s.ignored, rows)] = 0
+        if s.ignored is not None:
+            out[_padded_mask(s.ignored, rows)] = 0
         return out
 
     def normalize_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows, scores: Scores) -> Status:
         s = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(s, PreScoreState):
             return Status.error(f"error reading {PRE_SCORE_STATE_KEY!r} from cycleState: not found")
-        ignored = _padded_mask(s.ignored, rows)
-        valid = scores[~ignored]
+        ignored = None if s.ignored is None else _padded_mask(s.ignored, rows)
+        valid = scores if ignored is None else scores[~ignored]
         if len(valid) == 0:
             scores[:] = 0
             return SUCCESS
@@ -455,7 +444,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             scores[:] = MAX_NODE_SCORE
         else:
             scores[:] = MAX_NODE_SCORE * (max_score + min_score - scores) // max_score
-        scores[ignored] = 0
+        if ignored is not None:
+            scores[ignored] = 0
         return SUCCESS
 
 
