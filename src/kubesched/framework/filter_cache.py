@@ -21,10 +21,11 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import FilterPlugin
 from kubesched.framework.status import Code, Status
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import NodeTable
+from kubesched.snapshot.table import NodeTable, Rows
 
 #: The cycle-state key under which a pod's verdicts (or None) are kept between filter windows.
 STATE_KEY: Final = "kubesched/signature-verdicts"
@@ -39,11 +40,23 @@ class SignatureVerdicts:
     """The cached plugins' verdicts for every table row: ``codes[row]`` is 0 (passes) or k > 0
     (``statuses[k - 1]``, which names its plugin)."""
 
-    __slots__ = ("codes", "statuses")
+    __slots__ = ("codes", "passes", "statuses")
 
     def __init__(self, codes: npt.NDArray[np.int32], statuses: list[Status]) -> None:
         self.codes = codes
         self.statuses = statuses
+        #: ``codes == 0``, once per family rather than per filter window.
+        self.passes = codes == 0
+
+    def keep_passing(self, rows: Rows, diagnosis: Diagnosis) -> Rows:
+        """The rows (in their order) that pass the cached plugins; the others are recorded in
+        ``diagnosis`` with their verdicts, as runtime.run_filters records a plugin's."""
+        if not self.statuses:  # every node passes
+            return rows
+        kept: Rows = rows[self.passes.take(rows)]
+        if len(kept) < len(rows):
+            diagnosis.add_rejections(rows, self.codes.take(rows), self.statuses, len(rows) - len(kept))
+        return kept
 
 
 class SignatureVerdictCache:

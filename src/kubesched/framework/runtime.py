@@ -41,7 +41,7 @@ from kubesched.framework.waiting import WaitingPod
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, Rows
 
-_SUCCESS_CODE, _SKIP_CODE = Code.SUCCESS, Code.SKIP  # per PreFilter call: Code.X lookups cost more
+_SUCCESS_CODE, _SKIP_CODE, _ERROR_CODE = Code.SUCCESS, Code.SKIP, Code.ERROR  # Code.X lookups cost more
 
 #: Upstream minFeasibleNodesToFind / minFeasibleNodesPercentageToFind (schedule_one.go).
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -536,16 +536,13 @@ class Framework:
         cached = self.signature_cache.verdicts(state, pod, table)
         if cached is not None:
             plugins = plugins[len(self.signature_cache.plugins) :]
-            codes = cached.codes.take(rows)
-            passing = codes == 0
-            n_pass = int(np.count_nonzero(passing))
-            if n_pass < len(rows):
-                diagnosis.add_rejections(rows, codes, cached.statuses, len(rows) - n_pass)
-                rows = rows[passing]
-                if not n_pass:
-                    return rows, SUCCESS
+            kept = cached.keep_passing(rows, diagnosis)
+            if not len(kept) and len(rows):
+                return kept, SUCCESS
+            rows = kept
+        skipped = state.skip_filter_plugins
         for p in plugins:
-            if p.name in state.skip_filter_plugins:
+            if p.name in skipped:
                 continue
             try:
                 verdicts = p.filter_batch(state, pod, table, rows)
@@ -555,16 +552,18 @@ class Framework:
                 continue
             codes = verdicts.codes
             passing = codes == 0
-            n_pass = int(np.count_nonzero(passing))
-            if n_pass == len(rows):
+            kept = rows[passing]
+            if len(kept) == len(rows):
                 continue
-            statuses = [s.with_plugin(p.name) for s in verdicts.statuses]
+            statuses = verdicts.statuses  # named by their plugin (copies only when one is not)
+            if any(s.plugin != p.name for s in statuses):
+                statuses = [s.with_plugin(p.name) for s in statuses]
             for code, s in enumerate(statuses, start=1):
-                if s.code == Code.ERROR and bool((codes == code).any()):
+                if s.code == _ERROR_CODE and bool((codes == code).any()):
                     return rows[:0], s
-            diagnosis.add_rejections(rows, codes, statuses, len(rows) - n_pass)
-            rows = rows[passing]
-            if not n_pass:
+            diagnosis.add_rejections(rows, codes, statuses, len(rows) - len(kept))
+            rows = kept
+            if not len(kept):
                 break
         return rows, SUCCESS
 

@@ -14,7 +14,7 @@ from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis, fit_error_message
-from kubesched.framework.filter_cache import STATE_KEY
+from kubesched.framework.filter_cache import STATE_KEY, SignatureVerdicts
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status
 from kubesched.framework.types import Verdicts
@@ -159,3 +159,17 @@ def test_a_status_heartbeat_keeps_the_shared_verdicts_but_a_label_change_does_no
     cluster.add_node(node("n3", cpu="2", labels={"zone": "a"}))  # relabelled into zone a
     names, _, _, used = filter_all(fwk, pod_info("a3", cpu="1", nodeSelector=selector))
     assert not used and "n3" in names
+
+
+def test_cached_verdicts_keep_the_passing_rows_in_order_and_record_the_others() -> None:
+    rejected = Status.unresolvable("node(s) had untolerated taint", plugin="TaintToleration")
+    verdicts = SignatureVerdicts(np.array([0, 1, 0, 1, 0], dtype=np.int32), [rejected])
+    diagnosis = Diagnosis()
+    rows = np.array([4, 3, 2, 1, 0], dtype=np.intp)  # a rotated window
+    assert verdicts.keep_passing(rows, diagnosis).tolist() == [4, 2, 0]
+    assert dict(diagnosis.node_to_status.items()) == {3: rejected, 1: rejected}
+    assert diagnosis.unschedulable_plugins == {"TaintToleration"}
+    everyone = SignatureVerdicts(np.zeros(5, dtype=np.int32), [])
+    untouched = Diagnosis()
+    assert everyone.keep_passing(rows, untouched) is rows
+    assert len(untouched.node_to_status) == 0
