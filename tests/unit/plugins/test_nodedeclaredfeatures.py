@@ -91,6 +91,18 @@ def test_pre_filter_records_the_requirements() -> None:
     assert result is None and st.is_success
 
 
+def test_requirements_are_inferred_once_per_pod_object() -> None:
+    # Kept in the pod's memo: the spec of a PodInfo never changes (an update is a new PodInfo).
+    plugin = new_plugin(NodeDeclaredFeatures)
+    p = PodInfo.from_raw(restart_all_pod())
+    plugin.pre_filter(CycleState(), p, plugin.handle.table)
+    p.raw["spec"] = {}  # never done by the shells: shows the second attempt reads the memo
+    _, st = plugin.pre_filter(CycleState(), p, plugin.handle.table)
+    assert st.is_success
+    _, st = plugin.pre_filter(CycleState(), PodInfo.from_raw(pod("p")), plugin.handle.table)
+    assert st.code == Code.SKIP
+
+
 # -- Filter (TestFilter) ----------------------------------------------------------------------------
 
 

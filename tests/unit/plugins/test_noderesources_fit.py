@@ -274,6 +274,35 @@ def test_batch_too_big_bits_follow_node_changes_between_pods_of_one_family() -> 
     assert verdicts("p2") == [SUCCESS, UU(CPU_R), UU(CPU_R)]
 
 
+def test_pre_filter_state_of_extended_requests_is_shared_and_follows_new_columns() -> None:
+    # PreFilter states are kept per (table, column count, requests), extended requests included:
+    # a second pod asking the same reuses the state, and once a new resource column appears the
+    # state is computed again and judges exactly as a fresh plugin (no cached state) does.
+    table = table_of(node("a", extra={"example.com/foo": "2"}), node("b"))
+    plugin = make_plugin(table)
+
+    def prefiltered(name: str, **requests: str) -> tuple[CycleState, PodInfo]:
+        p = PodInfo.from_raw(pod(name, cpu="1", extra_requests=requests))
+        state = CycleState()
+        plugin.pre_filter(state, p, table)
+        return state, p
+
+    first, _ = prefiltered("p1", **{"example.com/foo": "1"})
+    second, _ = prefiltered("p2", **{"example.com/foo": "1"})
+    assert second.get("PreFilterNodeResourcesFit") is first.get("PreFilterNodeResourcesFit")
+    table.upsert_node(node("c", extra={"example.com/bar": "1", "example.com/foo": "1"}))  # a new column
+    third, p3 = prefiltered("p3", **{"example.com/foo": "1"})
+    assert third.get("PreFilterNodeResourcesFit") is not first.get("PreFilterNodeResourcesFit")
+    fresh = make_plugin(table)
+    fresh_state = CycleState()
+    fresh.pre_filter(fresh_state, p3, table)
+    rows = table.alive_rows()
+    got = plugin.filter_batch(third, p3, table, rows)
+    want = fresh.filter_batch(fresh_state, p3, table, rows)
+    assert got.codes.tolist() == want.codes.tolist() == [0, 1, 0]
+    assert got.statuses == want.statuses == [UU("Insufficient example.com/foo")]
+
+
 def test_filter_without_prefilter_is_an_error() -> None:
     table = table_of(node("n1"))
     plugin = make_plugin(table)

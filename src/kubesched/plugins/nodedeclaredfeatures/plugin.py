@@ -54,7 +54,11 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin):
         )
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
-        required = infer_for_scheduling(pod.spec)
+        # Inferred from the spec alone, which a PodInfo never changes (an update is a new
+        # PodInfo with an empty memo), so once per pod object rather than per attempt.
+        required = pod.memo.get(_STATE_KEY)
+        if required is None:
+            required = pod.memo[_STATE_KEY] = infer_for_scheduling(pod.spec)
         if not required:
             return None, Status.skip()
         state.write(_STATE_KEY, required)

@@ -119,7 +119,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         shape = s.requested_to_capacity_ratio.shape if s.requested_to_capacity_ratio is not None else None
         self.scorer: Scorer = build_scorer(s.type, self.allocation.weights, shape)
         #: PreFilter states by (table, its column count, the pod's requests).
-        self._pre_filter_states: dict[tuple[int, int, tuple[object, ...]], _PreFilterState] = {}
+        #: Each entry keeps its table: a freed table's id may be reused by a new table whose
+        #: extended-resource columns came in another order (sweeps and capacity searches build many).
+        self._pre_filter_states: dict[tuple[int, int, tuple[object, ...]], tuple[NodeTable, _PreFilterState]] = {}
         #: Per (table, the checks' columns and amounts): per table row, the packed key bits of
         #: "request exceeds the whole allocatable" of every check.
         self._too_big: dict[
@@ -178,14 +180,18 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
         # Pods that request the same share one state (immutable); keyed by table and its column
-        # count, as extended resources add columns.
-        key = (id(table), len(table.resource_names), pod.requests.key)
-        s = self._pre_filter_states.get(key)
-        if s is None or pod.requests.scalar:  # scalar requests may add columns: compute
+        # count, as extended resources add columns. Computing a state adds the columns of the
+        # pod's scalar resources first and is stored under the count after that; columns are only
+        # ever appended, so a state found under the current count is what computing would give.
+        req = pod.requests
+        entry = self._pre_filter_states.get((id(table), len(table.resource_names), req.key))
+        if entry is not None and entry[0] is table:
+            s = entry[1]
+        else:
             s = self._compute_pre_filter_state(pod, table)
             if len(self._pre_filter_states) >= 1024:
                 self._pre_filter_states.clear()
-            self._pre_filter_states[(id(table), len(table.resource_names), pod.requests.key)] = s
+            self._pre_filter_states[(id(table), len(table.resource_names), req.key)] = (table, s)
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, SUCCESS
 
