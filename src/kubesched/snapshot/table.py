@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.quantity import QuantityError, milli_value, parse_quantity, value
+from kubesched.api.quantity import QuantityError, milli_value, value
 from kubesched.snapshot.images import ImageIndex
 from kubesched.snapshot.pod import HostPort, PodInfo
 
@@ -92,11 +92,12 @@ class LabelColumn:
 
 
 def _parse_resource(node: str, name: str, raw: Any) -> int:
+    # From the text, as upstream's Quantity.MilliValue()/Value() on the parsed quantity: both
+    # parse and scale are cached per string (nodes of one shape repeat the same few values).
     try:
-        q = parse_quantity(raw)
+        return milli_value(raw) if name == "cpu" else value(raw)
     except QuantityError as e:
         raise NodeSpecError(f"node {node}: status.allocatable.{name}: {e}") from None
-    return milli_value(q) if name == "cpu" else value(q)
 
 
 class NodeTable:
