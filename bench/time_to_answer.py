@@ -306,6 +306,8 @@ def report_section(records: list[dict[str, Any]]) -> list[str]:
         f"child (`wait4`, as `/usr/bin/time -v`). {r['nodes']:,} nodes / {r['pods']:,} pods, seed {r['seed']}, "
         f"median of {r['rounds']} rounds, variants alternated within each round. Wall seconds move with the "
         "machine's load (`load`: 1-minute loadavg on its CPUs, shared with other jobs); CPU seconds much less.",
+        *([f"Children run {r['children']} (records before 2026-11-24T04:00 compiled every module in every "
+           "run, ~0.9 s, because the sandbox sets PYTHONDONTWRITEBYTECODE)."] if r.get("children") else []),
         "",
         "| variant | command | wall s | CPU s | peak RSS MiB | output | load |",
         "|---|---|---|---|---|---|---|",
