@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.snapshot.domain_sums import DomainSums, follow
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
 from kubesched.snapshot.topology import PodSelector
@@ -71,23 +72,9 @@ def pod_matches(pod: PodInfo, clauses: Sequence[Clause]) -> bool:
     return True
 
 
-class _DomainCounts:
-    """Pods per domain (value code) of one node label, as of one node_generation of the table."""
-
-    __slots__ = ("counts", "keyed_pods", "node_generation")
-
-    def __init__(self, node_generation: int, counts: IntArray, keyed_pods: int) -> None:
-        self.node_generation = node_generation
-        self.counts = counts
-        #: Pods on nodes that have the label (0: the key touches no domain).
-        self.keyed_pods = keyed_pods
-
-
-#: topology key → pods per domain. Built on first use from per-row counts, then kept in step by
-#: the pod observer that keeps those counts (:func:`_move`). A row's domain changes only when its
-#: node is added, removed or relabelled, all of which bump the table's node_generation: an entry
-#: of another generation is dropped and rebuilt, so the sums are always those of the rows now.
-Domains = dict[str, _DomainCounts]
+#: topology key → pods per domain of that node label (snapshot/domain_sums.py): built on first
+#: use from per-row counts, then kept in step by the pod observer that keeps those counts.
+Domains = dict[str, DomainSums]
 
 
 def _domain_counts(
@@ -99,28 +86,8 @@ def _domain_counts(
     if d is None or d.node_generation != table.node_generation:
         rows, counts = source()
         lc = table.label_column(key)
-        codes = lc.codes[rows]
-        has = codes >= 0
-        sums = np.bincount(codes[has], weights=counts[has], minlength=len(lc.values))
-        d = domains[key] = _DomainCounts(table.node_generation, np.rint(sums).astype(np.int64), int(counts[has].sum()))
-    return d.counts if d.keyed_pods else None
-
-
-def _move(domains: Domains, table: NodeTable, row: int, sign: int) -> None:
-    """One counted pod started (+1) or stopped (-1) counting on ``row``."""
-    for key, d in list(domains.items()):
-        if d.node_generation != table.node_generation:
-            del domains[key]
-            continue
-        code = int(table.label_column(key).codes[row])
-        if code < 0:
-            continue
-        if code >= len(d.counts):
-            grown = np.zeros(code + 1, dtype=np.int64)
-            grown[: len(d.counts)] = d.counts
-            d.counts = grown
-        d.counts[code] += sign
-        d.keyed_pods += sign
+        d = domains[key] = DomainSums(table.node_generation, lc.codes, rows, counts, len(lc.values))
+    return d.sums if d.counted else None
 
 
 class _Column:
@@ -172,7 +139,7 @@ class MatchIndex:
                         counts = _grow(col, row + 1)
                     counts[row] += sign
                     if col.domains:
-                        _move(col.domains, self._live_table(), row, sign)
+                        follow(col.domains, self._live_table().node_generation, row, sign)
 
     def counts(self, clauses: Sequence[Clause]) -> IntArray:
         """Per row (indexable by any row of the table), the pods matching every clause.
@@ -338,7 +305,7 @@ class TermRegistry:
                 group.rows[row] = group.rows.get(row, 0) + 1
                 group.pods += 1
                 if group._domains:
-                    _move(group._domains, self._table, row, 1)
+                    follow(group._domains, self._table.node_generation, row, 1)
             elif group is not None:
                 left = group.rows.get(row, 0) - 1
                 if left > 0:
@@ -351,7 +318,7 @@ class TermRegistry:
                     if not by_key:
                         del self._groups[kind]
                 elif group._domains:
-                    _move(group._domains, self._table, row, -1)
+                    follow(group._domains, self._table.node_generation, row, -1)
 
     def groups(self, kind: str) -> Iterable[TermGroup]:
         """The distinct terms of ``kind`` carried by at least one pod."""

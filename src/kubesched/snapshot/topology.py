@@ -33,8 +33,8 @@ from collections.abc import Hashable, Mapping
 from typing import Protocol
 
 import numpy as np
-import numpy.typing as npt
 
+from kubesched.snapshot.domain_sums import DomainSums, RowDomains, follow
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable
 
@@ -43,8 +43,6 @@ MAX_SELECTORS = 256
 #: Domain mappings summed per column before its sums are dropped (all rebuilt on demand).
 MAX_DOMAIN_MAPPINGS = 64
 
-#: Per table row its domain code, -1 for a row that counts nowhere.
-RowDomains = npt.NDArray[np.int32]
 
 
 class PodSelector(Protocol):
@@ -56,17 +54,6 @@ class PodSelector(Protocol):
     def matches(self, labels: Mapping[str, str]) -> bool: ...
 
 
-class _DomainSums:
-    """A column summed per domain of one row → domain mapping, as of one node_generation."""
-
-    __slots__ = ("node_generation", "row_domains", "sums")
-
-    def __init__(self, node_generation: int, row_domains: RowDomains, sums: IntArray) -> None:
-        self.node_generation = node_generation
-        self.row_domains = row_domains
-        self.sums = sums
-
-
 class _Column:
     __slots__ = ("counts", "domains", "last_used", "selector")
 
@@ -75,7 +62,7 @@ class _Column:
         self.counts = counts
         self.last_used = last_used
         #: mapping key → sums per domain (see ``TopologyIndex.domain_sums``)
-        self.domains: dict[Hashable, _DomainSums] = {}
+        self.domains: dict[Hashable, DomainSums] = {}
 
 
 class TopologyIndex:
@@ -116,20 +103,7 @@ class TopologyIndex:
                     counts = self._grow(col, row + 1)
                 counts[row] += sign
                 if col.domains:
-                    self._move(col, row, sign)
-
-    def _move(self, col: _Column, row: int, sign: int) -> None:
-        """One matching pod started (+1) or stopped (-1) counting on ``row``: its domain's sums
-        follow. Sums of an older node_generation are dropped (their mapping may be stale)."""
-        generation = self._live_table().node_generation
-        for key, d in list(col.domains.items()):
-            if d.node_generation != generation:
-                del col.domains[key]
-                continue
-            row_domains = d.row_domains
-            code = int(row_domains[row]) if row < len(row_domains) else -1
-            if code >= 0:
-                d.sums[code] += sign
+                    follow(col.domains, self._live_table().node_generation, row, sign)
 
     @staticmethod
     def _grow(col: _Column, size: int) -> IntArray:
@@ -179,14 +153,10 @@ class TopologyIndex:
         generation = self._live_table().node_generation
         d = col.domains.get(mapping_key)
         if d is None or d.node_generation != generation or len(d.sums) != size:
-            n = min(len(row_domains), len(counts))
-            rows = np.flatnonzero(counts[:n])
-            codes = row_domains[rows]
-            counted = codes >= 0
-            sums = np.bincount(codes[counted], weights=counts[rows[counted]], minlength=size)
+            rows = np.flatnonzero(counts[: min(len(row_domains), len(counts))])
             if len(col.domains) >= MAX_DOMAIN_MAPPINGS:
                 col.domains.clear()
-            d = col.domains[mapping_key] = _DomainSums(generation, row_domains, np.rint(sums).astype(np.int64))
+            d = col.domains[mapping_key] = DomainSums(generation, row_domains, rows, counts[rows], size)
         return d.sums
 
     def registered(self) -> int:
