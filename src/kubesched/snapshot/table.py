@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from kubesched.api.quantity import QuantityError, milli_value, value
 from kubesched.snapshot.images import ImageIndex
+from kubesched.snapshot.label_column import LabelColumn as LabelColumn
 from kubesched.snapshot.pod import HostPort, PodInfo
 
 IntArray = npt.NDArray[np.int64]
@@ -54,43 +55,6 @@ class Taint:
         return f"{{{self.key}: {self.value}}}"
 
 
-class LabelColumn:
-    """One label key across all rows: interned value codes (-1 where the node lacks the key)."""
-
-    __slots__ = ("_ints", "codes", "values")
-
-    def __init__(self, capacity: int) -> None:
-        self.codes = np.full(capacity, -1, dtype=np.int32)
-        self.values: dict[str, int] = {}
-        self._ints: npt.NDArray[np.float64] | None = None
-
-    def code(self, value: str) -> int:
-        c = self.values.get(value)
-        if c is None:
-            c = self.values[value] = len(self.values)
-            self._ints = None
-        return c
-
-    def codes_for(self, values: Iterable[str]) -> npt.NDArray[np.int32]:
-        """Codes of the given values that some node has (unknown values match nothing)."""
-        return np.array([self.values[v] for v in values if v in self.values], dtype=np.int32)
-
-    def int_values(self) -> npt.NDArray[np.float64]:
-        """Per-row integer value of the label (NaN when absent or not an integer), for Gt/Lt."""
-        if self._ints is None:
-            lut = np.full(len(self.values) + 1, np.nan)
-            for v, c in self.values.items():
-                with contextlib.suppress(ValueError):
-                    lut[c] = int(v)
-            self._ints = lut
-        return self._ints[self.codes]  # code -1 indexes the trailing NaN
-
-    def grow(self, capacity: int) -> None:
-        grown = np.full(capacity, -1, dtype=np.int32)
-        grown[: len(self.codes)] = self.codes
-        self.codes = grown
-
-
 def _parse_resource(node: str, name: str, raw: Any) -> int:
     # From the text, as upstream's Quantity.MilliValue()/Value() on the parsed quantity: both
     # parse and scale are cached per string (nodes of one shape repeat the same few values).
@@ -101,20 +65,31 @@ def _parse_resource(node: str, name: str, raw: Any) -> int:
 
 
 class NodeTable:
+    #: Row views (rows × resources) of the ``*_by_resource`` matrices (see ``__init__``).
+    allocatable: IntArray
+    requested: IntArray
+    available: IntArray
+    nonzero_requested: IntArray
+
     def __init__(self, capacity: int = 64) -> None:
         self._cap = capacity
         self._n = 0  # high-water mark of used rows
         self._free_rows: list[int] = []
         self.resource_names: list[str] = list(BASE_RESOURCES)
         self.resource_index: dict[str, int] = {r: i for i, r in enumerate(BASE_RESOURCES)}
-        r = len(BASE_RESOURCES)
-        self.allocatable: IntArray = np.zeros((capacity, r), dtype=np.int64)
-        self.requested: IntArray = np.zeros((capacity, r), dtype=np.int64)
+        #: The resource matrices are stored resource-major, ``*_by_resource[column, row]``: each
+        #: resource is one contiguous array over the rows, so the Fit filter and the scorers gather
+        #: the columns they read with one ``take(rows, axis=1)`` and work on contiguous (k × rows)
+        #: blocks. ``allocatable`` & co. are their transposed views (rows × resources), for
+        #: everything that reads or writes a node's row.
+        self.allocatable_by_resource: IntArray = np.zeros((len(BASE_RESOURCES), capacity), dtype=np.int64)
+        self.requested_by_resource: IntArray = np.zeros_like(self.allocatable_by_resource)
         #: allocatable - requested (the pods column: allocatable pods - pods placed), kept in step
         #: with both so the Fit filter is one comparison per row.
-        self.available: IntArray = np.zeros((capacity, r), dtype=np.int64)
+        self.available_by_resource: IntArray = np.zeros_like(self.allocatable_by_resource)
         #: cpu/memory requested with upstream's non-zero defaults (100m / 200Mi), for scoring.
-        self.nonzero_requested: IntArray = np.zeros((capacity, 2), dtype=np.int64)
+        self.nonzero_requested_by_resource: IntArray = np.zeros((2, capacity), dtype=np.int64)
+        self._set_row_views()
         self.alive: BoolArray = np.zeros(capacity, dtype=np.bool_)
         self.unschedulable: BoolArray = np.zeros(capacity, dtype=np.bool_)
         #: Interned taint-set id per row; ``taint_sets[id]`` is the tuple of taints (id 0 = none).
@@ -184,10 +159,16 @@ class NodeTable:
             b[:old] = a
             return b
 
-        self.allocatable = g(self.allocatable)
-        self.requested = g(self.requested)
-        self.available = g(self.available)
-        self.nonzero_requested = g(self.nonzero_requested)
+        def by_resource(a: IntArray) -> IntArray:
+            b = np.zeros((len(a), cap), dtype=a.dtype)
+            b[:, :old] = a
+            return b
+
+        self.allocatable_by_resource = by_resource(self.allocatable_by_resource)
+        self.requested_by_resource = by_resource(self.requested_by_resource)
+        self.available_by_resource = by_resource(self.available_by_resource)
+        self.nonzero_requested_by_resource = by_resource(self.nonzero_requested_by_resource)
+        self._set_row_views()
         self.alive = g(self.alive, False)
         self.unschedulable = g(self.unschedulable, False)
         self.has_used_ports = g(self.has_used_ports, False)
@@ -205,6 +186,13 @@ class NodeTable:
         for key, (nfn, narr) in self._node_columns.items():
             self._node_columns[key] = (nfn, g(narr))
 
+    def _set_row_views(self) -> None:
+        """The (rows × resources) views of the resource-major matrices, after they are replaced."""
+        self.allocatable = self.allocatable_by_resource.T
+        self.requested = self.requested_by_resource.T
+        self.available = self.available_by_resource.T
+        self.nonzero_requested = self.nonzero_requested_by_resource.T
+
     def resource_column(self, name: str) -> int:
         """Column of a resource, adding one (zero allocatable everywhere) for a new extended resource."""
         col = self.resource_index.get(name)
@@ -212,10 +200,11 @@ class NodeTable:
             col = len(self.resource_names)
             self.resource_names.append(name)
             self.resource_index[name] = col
-            pad = np.zeros((self._cap, 1), dtype=np.int64)
-            self.allocatable = np.hstack([self.allocatable, pad])
-            self.requested = np.hstack([self.requested, pad])
-            self.available = np.hstack([self.available, pad])
+            pad = np.zeros((1, self._cap), dtype=np.int64)
+            self.allocatable_by_resource = np.vstack([self.allocatable_by_resource, pad])
+            self.requested_by_resource = np.vstack([self.requested_by_resource, pad])
+            self.available_by_resource = np.vstack([self.available_by_resource, pad])
+            self._set_row_views()
             self._request_arrays.clear()  # vectors built for fewer columns
             self.generation += 1
             self.node_generation += 1

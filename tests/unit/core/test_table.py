@@ -396,3 +396,31 @@ def test_taint_sets_are_interned() -> None:
     t.upsert_node(node("a"))  # taints removed on update
     assert t.taint_set_id[ra] == 0
     assert str(Taint("dedicated", "gpu", "NoSchedule")) == "{dedicated: gpu}"
+
+
+def test_resource_matrices_and_their_row_views_stay_one_after_growth_and_new_columns() -> None:
+    # The resource matrices are stored resource-major (``*_by_resource``) and ``allocatable`` & co.
+    # are their transposed views; growing the rows or adding a resource column replaces the
+    # matrices, and the views must follow (else writes through one would miss the other).
+    table = NodeTable(capacity=2)
+    table.upsert_node(node("a", cpu="2", memory="4Gi"))
+    table.add_pod(PodInfo.from_raw(pod("p", cpu="500m", node_name="a")))
+    for step in ("grow", "column"):
+        if step == "grow":
+            for i in range(5):
+                table.upsert_node(node(f"n{i}", cpu="1"))
+        else:
+            table.upsert_node(node("g", cpu="1", extra={"example.com/gpu": "2"}))
+        table.add_pod(PodInfo.from_raw(pod(f"q-{step}", cpu="100m", node_name="a")))
+        for rows, by_resource in (
+            (table.allocatable, table.allocatable_by_resource),
+            (table.requested, table.requested_by_resource),
+            (table.available, table.available_by_resource),
+            (table.nonzero_requested, table.nonzero_requested_by_resource),
+        ):
+            assert rows.base is by_resource and (rows == by_resource.T).all()
+            assert by_resource.flags.c_contiguous
+    a = table.row_of("a")
+    assert a is not None
+    assert table.requested[a, CPU] == 700 and table.available[a, CPU] == 1300
+    assert table.allocatable[table.row_of("g"), table.resource_index["example.com/gpu"]] == 2
