@@ -150,7 +150,7 @@ def test_many_nodes_batch_matches_scalar_formula() -> None:
     alloc = rng.integers(1, 10_000, size=(500, 3)).astype(np.int64)
     alloc[::7, 2] = 0  # some nodes lack the third resource
     req = rng.integers(0, 12_000, size=(500, 3)).astype(np.int64)
-    got = balanced_resource_scorer(list(req.T), list(alloc.T))
+    got = balanced_resource_scorer(req.T, alloc.T)
 
 
     for i in range(500):  # straight transcription of upstream's loop

@@ -589,3 +589,35 @@ def test_is_extended_resource_name() -> None:
     assert not is_extended_resource_name("hugepages-2Mi")
     assert not is_extended_resource_name("requests.example.com/x")
     assert not is_extended_resource_name("Example.com/x")
+
+
+def test_batch_verdicts_of_one_family_stay_exact_as_new_outcomes_appear() -> None:
+    # The batch maps each packed outcome to its Status through a code table per reasons tuple,
+    # grown as outcomes are first seen. Pods of one family filtered one after another while the
+    # nodes fill up (new outcomes appear) must get exactly the verdicts of a fresh plugin, and
+    # verdicts handed out earlier must keep their statuses.
+    rng = np.random.default_rng(3)
+    nodes = [node(f"n{i}", cpu=f"{int(c)}m", memory=str(int(m)), pods=int(p)) for i, (c, m, p) in enumerate(
+        zip(rng.integers(200, 4000, 40), rng.integers(10**8, 4 * 10**9, 40), rng.integers(1, 6, 40), strict=True)
+    )]
+    table = table_of(*nodes)
+    plugin = make_plugin(table)
+    rows = table.alive_rows()
+
+    def per_row(v: Any) -> list[Status]:
+        return [v.statuses[c - 1] if c else SUCCESS for c in v.codes.tolist()]
+
+    handed_out = []
+    for i in range(30):
+        # Two families with reasons tuples of one length (cpu only, memory only), and both.
+        requests = [{"cpu": f"{300 + 100 * (i % 4)}m"}, {"memory": str(5 * 10**8)}, {"cpu": "400m", "memory": "1"}]
+        p = PodInfo.from_raw(pod(f"p{i}", **requests[i % 3]))
+        state, fresh_state = CycleState(), CycleState()
+        plugin.pre_filter(state, p, table)
+        fresh = make_plugin(table)
+        fresh.pre_filter(fresh_state, p, table)
+        got = plugin.filter_batch(state, p, table, rows)
+        assert per_row(got) == per_row(fresh.filter_batch(fresh_state, p, table, rows))
+        handed_out.append((got, per_row(got)))
+        table.add_pod(PodInfo.from_raw(pod(f"x{i}", cpu="700m", memory=str(3 * 10**8), node_name=f"n{i % 40}")))
+    assert all(per_row(v) == want for v, want in handed_out)

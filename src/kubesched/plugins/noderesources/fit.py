@@ -67,6 +67,8 @@ _PACKED_CHECKS: Final = 31
 _SMALL_KEY_CHECKS: Final = 8
 #: The verdict of one node that fits (shared: Verdicts are never mutated).
 _ONE_PASSES: Final = Verdicts.all_pass(1)
+#: A threshold no available amount is below: the columns a pod does not check.
+_NEVER_SHORT: Final = int(np.iinfo(np.int64).min)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,10 @@ class _PreFilterState:
     reasons: tuple[str, ...]
     #: (column, amount) of every check: names the "request exceeds the whole allocatable" bits.
     too_big_key: tuple[tuple[int, int], ...]
+    #: Per resource column (as many as the table had, × 1): a node is short of it where its
+    #: available amount is below this; the pod's amount for a checked column, 1 for the pod slot,
+    #: and the lowest int64 (never short) for the rest. Columns added later are not checked.
+    thresholds: IntArray
 
     def clone(self) -> _PreFilterState:
         return self  # immutable, as upstream's Clone returns the same pointer
@@ -98,6 +104,22 @@ class _PreScoreState:
 
     def clone(self) -> _PreScoreState:
         return self
+
+
+class _KeyCodes:
+    """Per packed key of one reasons tuple: its code in ``statuses`` (0: passes, -1: not seen)."""
+
+    __slots__ = ("codes", "statuses")
+
+    def __init__(self, n_reasons: int) -> None:
+        self.codes = np.full(4**n_reasons, -1, dtype=np.int32)
+        self.codes[0] = 0
+        self.statuses: list[Status] = []
+
+    def add(self, key: int, status: Status) -> None:
+        # A new list, not an append: Verdicts already handed out (and kept in Diagnosis) hold the old one.
+        self.statuses = [*self.statuses, status]
+        self.codes[key] = len(self.statuses)
 
 
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
@@ -127,8 +149,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self._too_big: dict[
             tuple[int, tuple[tuple[int, int], ...]], tuple[NodeTable, int, npt.NDArray[np.int32]]
         ] = {}
-        #: Filter statuses by (reasons, packed per-reason states), built on first use.
+        #: Filter statuses by (reasons, packed per-reason states), built on first use: for one node.
         self._status_of_key: dict[tuple[tuple[str, ...], int], Status | None] = {}
+        #: The same for a batch of nodes, as a code table per reasons (``_verdicts_of_keys``).
+        self._key_codes: dict[tuple[str, ...], _KeyCodes] = {}
 
     # -- events -----------------------------------------------------------------------------------
     def events_to_register(self) -> Sequence[ClusterEvent]:
@@ -173,9 +197,14 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         nothing = req.milli_cpu == 0 and req.memory == 0 and req.ephemeral_storage == 0 and not req.scalar
         if nothing:
             checks = []
+        thresholds = np.full((len(table.resource_names), 1), _NEVER_SHORT, dtype=np.int64)
+        thresholds[PODS] = 1
+        for c in checks:
+            thresholds[c.column] = c.amount
+        thresholds.flags.writeable = False
         return _PreFilterState(
             tuple(checks), nothing, ("Too many pods", *(c.reason for c in checks)),
-            tuple((c.column, c.amount) for c in checks),
+            tuple((c.column, c.amount) for c in checks), thresholds,
         )
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
@@ -202,37 +231,33 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return Verdicts(np.ones(len(rows), dtype=np.int32), [err])
         if len(rows) == 1 and len(s.checks) < _SMALL_KEY_CHECKS:
             return self._filter_one_row(s, table, int(rows[0]))
-        # One gather of whole rows, then one 1-D comparison per checked resource (numpy is much
-        # slower on the narrow 2-D shapes); the reasons are worked out only when some row fails.
-        free = table.available.take(rows, axis=0)
-        # "len(pods)+1 > allowedPodNumber". Never unresolvable upstream (preemption frees slots).
-        pods_short = free[:, PODS] < 1
-        checks = s.checks
-        shorts = [free[:, c.column] < c.amount for c in checks]
-        failing = pods_short
-        for short in shorts:
-            failing = failing | short
-        if not failing.any():
+        # One gather of every resource column the state knows (contiguous rows of the resource-major
+        # matrix) and one comparison: ``short[column, i]``, candidate i is short of that column.
+        thresholds = s.thresholds
+        short = table.available_by_resource[: len(thresholds)].take(rows, axis=1) < thresholds
+        if not np.count_nonzero(short):
             return Verdicts.all_pass(len(rows))
+        checks = s.checks
+        # "len(pods)+1 > allowedPodNumber". Never unresolvable upstream (preemption frees slots).
+        pods_short = short[PODS]
         if not checks:
-            return Verdicts.from_mask(~failing, Status(Code.UNSCHEDULABLE, ("Too many pods",), self.name))
+            return Verdicts.from_mask(~pods_short, Status(Code.UNSCHEDULABLE, ("Too many pods",), self.name))
         reasons = s.reasons
         if len(reasons) <= _SMALL_KEY_CHECKS:
             # Packed per-reason states of every row (0: fits everything), two bits per reason:
             # the "too big" bits of all checks in one gather, then the "short" bits.
             keys = self._too_big_bits(table, s).take(rows)
             keys |= pods_short
-            for i, short in enumerate(shorts, start=1):
-                keys |= np.left_shift(short, 2 * i, dtype=np.int32)
+            for i, c in enumerate(checks, start=1):
+                keys |= np.left_shift(short[c.column], 2 * i, dtype=np.int32)
             return self._verdicts_of_keys(keys, reasons)
-        idx = np.flatnonzero(failing)
-        free = free[idx]
-        whole = table.allocatable.take(rows[idx], axis=0)
-        states = [(free[:, PODS] < 1).astype(np.int64)]
+        idx = np.flatnonzero(short.any(axis=0))
+        failing_rows = rows[idx]
+        whole = table.allocatable_by_resource
+        states = [pods_short[idx].astype(np.int64)]
         for c in checks:
-            short = free[:, c.column] < c.amount
-            st = short.astype(np.int64)
-            st[short & (whole[:, c.column] < c.amount)] = _UNRESOLVABLE
+            st = short[c.column, idx].astype(np.int64)
+            st[(st == 1) & (whole[c.column].take(failing_rows) < c.amount)] = _UNRESOLVABLE
             states.append(st)
         partial = self._verdicts(states, reasons)
         codes = np.zeros(len(rows), dtype=np.int32)
@@ -271,7 +296,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return cached[2]
         bits = np.zeros(len(table.allocatable), dtype=np.int32)
         for i, c in enumerate(s.checks, start=1):
-            bits |= np.left_shift(table.allocatable[:, c.column] < c.amount, 2 * i + 1, dtype=np.int32)
+            bits |= np.left_shift(table.allocatable_by_resource[c.column] < c.amount, 2 * i + 1, dtype=np.int32)
         if len(self._too_big) >= 512:
             self._too_big.clear()
         self._too_big[key] = (table, table.node_generation, bits)
@@ -290,24 +315,25 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return self._group(combos, inverse.reshape(-1), reasons)
 
     def _verdicts_of_keys(self, keys: npt.NDArray[np.int32], reasons: tuple[str, ...]) -> Verdicts:
-        """Verdicts from small packed keys (key 0 passes). Distinct keys via bincount (C speed,
-        no sort); the Status of each key is built once per plugin instance, then looked up."""
-        present = np.bincount(keys)
-        present[0] = 0  # key 0: fits everything
-        lookup = np.zeros(len(present), dtype=np.int32)
-        statuses: list[Status] = []
-        for k in present.nonzero()[0].tolist():
-            status = self._status_of_key.get((reasons, k))
-            if status is None:
+        """Verdicts from small packed keys (key 0 passes): one lookup in the code table of the
+        reasons, whose statuses are every key seen so far for them (a status no row of this call
+        uses is harmless: rejections are counted per row). Keys not seen yet get their Status
+        appended first; a Status depends on the reasons and the key alone, so nothing invalidates
+        the table."""
+        table = self._key_codes.get(reasons)
+        if table is None:
+            if len(self._key_codes) >= 256:  # 4**len(reasons) int32 each; distinct reasons are few
+                self._key_codes.clear()
+            table = self._key_codes[reasons] = _KeyCodes(len(reasons))
+        codes = table.codes.take(keys)
+        if codes.min() < 0:
+            for k in np.unique(keys[codes < 0]).tolist():
                 combo = tuple((k >> (2 * i)) & 3 for i in range(len(reasons)))
                 status = self._status_of(combo, reasons)
                 assert status is not None  # k > 0 sets a bit of some reason
-                if len(self._status_of_key) >= 4096:
-                    self._status_of_key.clear()
-                self._status_of_key[(reasons, k)] = status
-            statuses.append(status)
-            lookup[k] = len(statuses)
-        return Verdicts(lookup.take(keys), statuses)
+                table.add(k, status)
+            codes = table.codes.take(keys)
+        return Verdicts(codes, table.statuses)
 
     def _group(
         self, combos: list[tuple[int, ...]], inverse: npt.NDArray[np.intp], reasons: tuple[str, ...]

@@ -3,7 +3,7 @@
 Port of ``pkg/scheduler/framework/plugins/noderesources/resource_allocation.go`` plus the scorer
 functions of ``least_allocated.go``, ``most_allocated.go``, ``requested_to_capacity_ratio.go`` and
 ``pkg/scheduler/framework/plugins/helper/shape_score.go``, vectorised over node-table rows: each
-function takes ``requested`` / ``allocatable`` matrices of shape (rows × configured resources) and
+function takes ``requested`` / ``allocatable`` matrices of shape (configured resources × rows) and
 returns one int64 score per row.
 
 Integer arithmetic is upstream's int64 arithmetic. Go's ``/`` truncates toward zero; numpy's ``//``
@@ -34,15 +34,15 @@ from kubesched.plugins.noderesources.args import (
     UtilizationShapePoint,
 )
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import CPU, EPHEMERAL_STORAGE, MEMORY, NodeTable, Rows
+from kubesched.snapshot.table import CPU, EPHEMERAL_STORAGE, MEMORY, NodeTable, Rows, column_selector
 
 IntArray = npt.NDArray[np.int64]
-#: One 1-D array per configured resource, aligned with the rows being scored. Columns, not a
-#: (rows × resources) matrix: numpy is several times slower on such narrow 2-D shapes.
-Columns = Sequence[IntArray]
-#: (requested, allocatable, known_nonzero) → one score per row. ``known_nonzero``: the caller knows
-#: every allocatable entry is non-zero (the scorer's fast-path condition), so it need not check.
-Scorer = Callable[[Columns, Columns, bool], IntArray]
+#: (requested, allocatable, known_nonzero) → one score per row. Both matrices are (configured
+#: resources × rows): one contiguous row per resource, so a step of a scorer is one numpy call over
+#: every resource at once (numpy is several times slower on narrow (rows × resources) shapes).
+#: ``known_nonzero``: the caller knows every allocatable entry is non-zero (the scorer's fast-path
+#: condition), so it need not check.
+Scorer = Callable[[IntArray, IntArray, bool], IntArray]
 
 #: requested_to_capacity_ratio.go maxUtilization
 MAX_UTILIZATION: Final = 100
@@ -57,16 +57,10 @@ def trunc_div(a: IntArray, b: IntArray | int) -> IntArray:
 # -- per-resource scorers (vectorised over rows) ----------------------------------------------------
 
 
-def _all_nonzero(columns: Columns) -> bool:
+def _all_nonzero(allocatable: IntArray) -> bool:
     """Every row has every resource (the fast paths' condition). count_nonzero is a plain C loop,
-    a few times cheaper than ``ndarray.all()``'s ufunc reduction on these short columns (run for
-    every pod by two scorers)."""
-    return all(np.count_nonzero(a) == len(a) for a in columns)
-
-
-def _matrix(columns: Columns) -> IntArray:
-    """The (rows × resources) matrix of the general (rarely used) paths."""
-    return np.stack(columns, axis=1) if len(columns) else np.zeros((0, 0), dtype=np.int64)
+    a few times cheaper than ``ndarray.all()``'s ufunc reduction."""
+    return bool(np.count_nonzero(allocatable) == allocatable.size)
 
 
 def _weighted_average(scores: IntArray, counted: npt.NDArray[np.bool_], weights: IntArray) -> IntArray:
@@ -83,22 +77,23 @@ def least_resource_scorer(weights: IntArray) -> Scorer:
     over the resources the node has (allocatable != 0)."""
 
     weight_total = int(weights.sum())
-    weight_list = [int(w) for w in weights]
+    #: Weights as a column (resources × 1), or None when all are 1 (nothing to multiply).
+    weight_column = None if (weights == 1).all() else weights.reshape(-1, 1)
 
-    def score(requested_cols: Columns, allocatable_cols: Columns, known_nonzero: bool = False) -> IntArray:
-        if weight_total and (known_nonzero or _all_nonzero(allocatable_cols)):
-            # Every resource counts on every row: a plain weighted average (the common case),
-            # column by column. Over capacity, (a - r) * 100 // a is negative: clamp it to 0.
-            total: IntArray | None = None
-            for a, r, w in zip(allocatable_cols, requested_cols, weight_list, strict=True):
-                per = np.maximum(((a - r) * MAX_NODE_SCORE) // a, 0)
-                if w != 1:
-                    per *= w
-                total = per if total is None else total + per
-            if total is not None:
-                fast: IntArray = total // weight_total
-                return fast
-        requested, allocatable = _matrix(requested_cols), _matrix(allocatable_cols)
+    def score(requested_by_resource: IntArray, allocatable_by_resource: IntArray, known_nonzero: bool) -> IntArray:
+        if weight_total and (known_nonzero or _all_nonzero(allocatable_by_resource)):
+            # Every resource counts on every row: a plain weighted average (the common case), all
+            # resources in each call. Over capacity, (a - r) * 100 // a is negative: clamp it to 0.
+            per = allocatable_by_resource - requested_by_resource
+            per *= MAX_NODE_SCORE
+            per //= allocatable_by_resource
+            np.maximum(per, 0, out=per)
+            if weight_column is not None:
+                per *= weight_column
+            total: IntArray = np.add.reduce(per, axis=0)
+            total //= weight_total
+            return total
+        requested, allocatable = requested_by_resource.T, allocatable_by_resource.T
         has = allocatable != 0
         cap = np.where(has, allocatable, 1)
         per = np.where(requested > allocatable, 0, ((cap - requested) * MAX_NODE_SCORE) // cap)
@@ -111,8 +106,8 @@ def most_resource_scorer(weights: IntArray) -> Scorer:
     """most_allocated.go mostResourceScorer / mostRequestedScore: ``requested * MaxNodeScore /
     capacity`` with requested capped at capacity (non-zero defaults can push it above)."""
 
-    def score(requested_cols: Columns, allocatable_cols: Columns, known_nonzero: bool = False) -> IntArray:
-        requested, allocatable = _matrix(requested_cols), _matrix(allocatable_cols)
+    def score(requested_by_resource: IntArray, allocatable_by_resource: IntArray, known_nonzero: bool) -> IntArray:
+        requested, allocatable = requested_by_resource.T, allocatable_by_resource.T
         has = allocatable != 0
         cap = np.where(has, allocatable, 1)
         per = (np.minimum(requested, cap) * MAX_NODE_SCORE) // cap
@@ -149,8 +144,8 @@ def requested_to_capacity_ratio_scorer(weights: IntArray, shape: Sequence[Utiliz
     scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
     raw = broken_linear_function([(p.utilization, p.score * scale) for p in shape])
 
-    def score(requested_cols: Columns, allocatable_cols: Columns, known_nonzero: bool = False) -> IntArray:
-        requested, allocatable = _matrix(requested_cols), _matrix(allocatable_cols)
+    def score(requested_by_resource: IntArray, allocatable_by_resource: IntArray, known_nonzero: bool) -> IntArray:
+        requested, allocatable = requested_by_resource.T, allocatable_by_resource.T
         has = allocatable != 0
         cap = np.where(has, allocatable, 1)
         util = np.where(requested > cap, MAX_UTILIZATION, (requested * MAX_UTILIZATION) // cap)
@@ -167,7 +162,7 @@ def requested_to_capacity_ratio_scorer(weights: IntArray, shape: Sequence[Utiliz
 
 
 def balanced_resource_scorer(
-    requested_cols: Columns, allocatable_cols: Columns, known_nonzero: bool = False
+    requested_by_resource: IntArray, allocatable_by_resource: IntArray, known_nonzero: bool = False
 ) -> IntArray:
     """balanced_allocation.go balancedResourceScorer: ``(1 - std) * MaxNodeScore`` truncated, where
     std is the standard deviation of the requested/allocatable fractions (capped at 1) of the
@@ -176,19 +171,19 @@ def balanced_resource_scorer(
     The float operations are done column by column in upstream's order (not with numpy's pairwise
     ``sum``) so results are bit-identical to Go on amd64.
     """
-    if len(allocatable_cols) == 2 and (known_nonzero or _all_nonzero(allocatable_cols)):
+    if len(allocatable_by_resource) == 2 and (known_nonzero or _all_nonzero(allocatable_by_resource)):
         # The default (cpu, memory) on nodes that have both: |f1 - f2| / 2, same float operations
         # (in place). The result lies in [50, 100], where astype's truncation is np.trunc's.
-        f0 = np.minimum(requested_cols[0] / allocatable_cols[0], 1.0)
-        f1 = np.minimum(requested_cols[1] / allocatable_cols[1], 1.0)
-        f0 -= f1
+        fractions = requested_by_resource / allocatable_by_resource
+        np.minimum(fractions, 1.0, out=fractions)
+        f0 = fractions[0] - fractions[1]
         f0 /= 2
         np.abs(f0, out=f0)
         np.subtract(1, f0, out=f0)
         f0 *= float(MAX_NODE_SCORE)
         fast: IntArray = f0.astype(np.int64)
         return fast
-    requested, allocatable = _matrix(requested_cols), _matrix(allocatable_cols)
+    requested, allocatable = requested_by_resource.T, allocatable_by_resource.T
     n, r = requested.shape
     has = allocatable != 0
     frac = np.where(has, requested / np.where(has, allocatable, 1).astype(np.float64), 0.0)
@@ -234,16 +229,28 @@ class _ColumnPlan:
     (allocatable column or -1 when not scored, read NonZeroRequested?, column of the used amount)."""
 
     __slots__ = (
-        "alloc_cols", "nonzero_everywhere", "nonzero_generation", "reads_nonzero", "reads_requested", "sources",
+        "alloc_block", "alloc_cols", "nonzero_everywhere", "nonzero_generation", "sources", "used_block",
+        "used_from_nonzero",
     )
 
     def __init__(self, alloc_cols: list[int], nonzero_src: list[int]) -> None:
         self.sources = [
             (col, src >= 0, src if src >= 0 else col) for col, src in zip(alloc_cols, nonzero_src, strict=True)
         ]
-        self.reads_nonzero = any(col >= 0 and nz for col, nz, _ in self.sources)
-        self.reads_requested = any(col >= 0 and not nz for col, nz, _ in self.sources)
         self.alloc_cols = alloc_cols
+        #: The common layout: every resource scored, their allocatable columns consecutive and
+        #: their used amounts consecutive columns of one matrix (cpu and memory: columns 0 and 1
+        #: of both allocatable and nonzero_requested / requested). Then each matrix is read with
+        #: one gather of a block of rows; else resource by resource.
+        used_cols = [used for _, _, used in self.sources]
+        sources_from_nonzero = {nz for _, nz, _ in self.sources}
+        contiguous = (
+            min(alloc_cols, default=-1) >= 0 and len(sources_from_nonzero) == 1
+            and isinstance(column_selector(alloc_cols), slice) and isinstance(column_selector(used_cols), slice)
+        )
+        self.alloc_block = slice(alloc_cols[0], alloc_cols[0] + len(alloc_cols)) if contiguous else None
+        self.used_block = slice(used_cols[0], used_cols[0] + len(used_cols)) if contiguous else None
+        self.used_from_nonzero = contiguous and sources_from_nonzero == {True}
         #: Whether every node of the table has a non-zero allocatable of every scored resource, as
         #: of the table's node_generation ``nonzero_generation``: allocatable changes only with
         #: node adds, removals and allocatable updates, all of which bump node_generation, so the
@@ -255,7 +262,7 @@ class _ColumnPlan:
         if self.nonzero_generation != table.node_generation:
             cols = self.alloc_cols
             self.nonzero_everywhere = min(cols, default=-1) >= 0 and bool(
-                (table.allocatable.take(table.alive_rows(), axis=0)[:, cols] != 0).all()
+                (table.allocatable_by_resource[cols].take(table.alive_rows(), axis=1) != 0).all()
             )
             self.nonzero_generation = table.node_generation
         return self.nonzero_everywhere
@@ -311,29 +318,29 @@ class ResourceAllocation:
 
     def allocatable_requested(
         self, table: NodeTable, rows: Rows, pod_requests: IntArray
-    ) -> tuple[Columns, Columns, bool]:
-        """score + calculateResourceAllocatableRequest for many rows: (allocatable, requested)
-        per configured resource, and whether every allocatable entry is known to be non-zero (the
-        scorers' ``known_nonzero``). A resource that is not scored on a row has 0 allocatable there
-        (upstream's "only fill the entry when alloc != 0"); the scorers skip such entries whatever
-        the requested value, so requested is not masked."""
+    ) -> tuple[IntArray, IntArray, bool]:
+        """score + calculateResourceAllocatableRequest for many rows: (allocatable, requested),
+        each (configured resources × rows), and whether every allocatable entry is known to be
+        non-zero (the scorers' ``known_nonzero``). A resource that is not scored on a row has 0
+        allocatable there (upstream's "only fill the entry when alloc != 0"); the scorers skip such
+        entries whatever the requested value, so requested is not masked."""
         plan = self._plan(table, pod_requests)
-        # Whole-row gathers with take() are several times faster than 2-D fancy indexing; the
-        # columns are then strided views of them.
-        a_rows = table.allocatable.take(rows, axis=0)
-        nonzero = table.nonzero_requested.take(rows, axis=0) if plan.reads_nonzero else None
-        plain = table.requested.take(rows, axis=0) if plan.reads_requested else None
-        alloc: list[IntArray] = []
-        requested: list[IntArray] = []
-        for (col, from_nonzero, used_col), amount in zip(plan.sources, pod_requests.tolist(), strict=True):
-            if col < 0:
-                alloc.append(np.zeros(len(rows), dtype=np.int64))
-                requested.append(np.zeros(len(rows), dtype=np.int64))
-                continue
-            used = nonzero if from_nonzero else plain
-            assert used is not None
-            alloc.append(a_rows[:, col])
-            requested.append(used[:, used_col] + amount)
+        if plan.alloc_block is not None and plan.used_block is not None:
+            used_by_resource = (
+                table.nonzero_requested_by_resource if plan.used_from_nonzero else table.requested_by_resource
+            )
+            alloc = table.allocatable_by_resource[plan.alloc_block].take(rows, axis=1)
+            requested = used_by_resource[plan.used_block].take(rows, axis=1)
+            requested += pod_requests[:, None]
+            return alloc, requested, plan.allocatable_nonzero_everywhere(table)
+        alloc = np.zeros((len(plan.sources), len(rows)), dtype=np.int64)
+        requested = np.zeros_like(alloc)
+        amounts = pod_requests.tolist()
+        for i, ((col, from_nonzero, used_col), amount) in enumerate(zip(plan.sources, amounts, strict=True)):
+            if col >= 0:
+                used = table.nonzero_requested_by_resource if from_nonzero else table.requested_by_resource
+                alloc[i] = table.allocatable_by_resource[col].take(rows)
+                requested[i] = used[used_col].take(rows) + amount
         return alloc, requested, plan.allocatable_nonzero_everywhere(table)
 
     def _plan(self, table: NodeTable, pod_requests: IntArray) -> _ColumnPlan:
