@@ -30,13 +30,8 @@ from kubesched.framework.handle import BindConflictError, ClusterClient, Handle,
 from kubesched.framework.interfaces import Plugin
 from kubesched.framework.objects import ObjectKind, kinds_of_plugins
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import (
-    Framework,
-    ProfileSpec,
-    ScoredNodes,
-    num_feasible_nodes_to_find,
-    plugin_error,
-)
+from kubesched.framework.runtime import Framework, ProfileSpec, num_feasible_nodes_to_find, plugin_error
+from kubesched.framework.score_totals import ScoredNodes
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import EVENT_POD_DELETE, ClusterEvent, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
@@ -44,23 +39,23 @@ from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import Rows
 
 
-def _rotated(rows: Rows, start: int, lo: int, hi: int) -> Rows:
+def _rotated(rows: Rows, start: int, lo: int, hi: int) -> tuple[Rows, bool]:
     """Positions [lo, hi) of ``rows`` rotated left by ``start`` (hi <= len(rows)): a view unless
-    the range wraps around the end."""
-    n = len(rows)
-    a, b = start + lo, start + hi
+    the range wraps around the end, and whether it ascends as ``rows`` do (it does not wrap)."""
+    a, b, n = start + lo, start + hi, len(rows)
     if b <= n:
-        return rows[a:b]
+        return rows[a:b], True
     if a >= n:
-        return rows[a - n : b - n]
-    return np.concatenate((rows[a:], rows[: b - n]))
+        return rows[a - n : b - n], True
+    return np.concatenate((rows[a:], rows[: b - n])), False
 
 
-def _position(chunk: Rows, row: int) -> int:
+def _position(chunk: Rows, row: int, ascending: bool) -> int:
     """Index of ``row`` in ``chunk`` (an ascending run of rows, or two when it wrapped)."""
-    if len(chunk) and chunk[0] <= chunk[-1]:
-        return int(chunk.searchsorted(row))
-    return int((chunk == row).nonzero()[0][0])
+    if not ascending:
+        return int((chunk == row).nonzero()[0][0])
+    first = int(chunk[0])  # consecutive rows need no search
+    return row - first if int(chunk[-1]) - first + 1 == len(chunk) else int(chunk.searchsorted(row))
 
 
 @dataclass(slots=True)
@@ -441,8 +436,8 @@ class Scheduler:
         processed = n
         first = True
         while pos < n:
-            chunk = _rotated(rows, start, pos, min(pos + window, n))
-            passing, st = fwk.run_filters(state, pod, chunk, diagnosis)
+            chunk, ascending = _rotated(rows, start, pos, min(pos + window, n))  # rows ascend (pre_filter_rows)
+            passing, st = fwk.run_filters(state, pod, chunk, diagnosis, ascending=ascending)
             if not st.is_success:
                 return rows[:0], st
             if first:
@@ -454,7 +449,7 @@ class Scheduler:
                 passing = passing[:need]
                 # Nodes after the last one kept were evaluated here but would not have been
                 # upstream; the rotation resumes right after the last node kept.
-                last = _position(chunk, int(passing[-1])) if need else -1
+                last = _position(chunk, int(passing[-1]), ascending) if need else -1
                 processed = pos + last + 1
                 found.append(passing)
                 count += len(passing)
@@ -475,7 +470,7 @@ class Scheduler:
     def _select_host(self, scored: ScoredNodes) -> int:
         """Highest total wins; ties are broken uniformly at random (upstream selectHost)."""
         totals = scored.totals
-        best = (totals == totals.max()).nonzero()[0]  # flatnonzero without its Python wrappers
+        best = (totals == np.maximum.reduce(totals)).nonzero()[0]  # max(), flatnonzero without wrappers
         pick = best[0] if len(best) == 1 else best[self._rng.randrange(len(best))]
         return int(scored.rows[pick])
 

@@ -40,22 +40,48 @@ class SignatureVerdicts:
     """The cached plugins' verdicts for every table row: ``codes[row]`` is 0 (passes) or k > 0
     (``statuses[k - 1]``, which names its plugin)."""
 
-    __slots__ = ("codes", "passes", "statuses")
+    __slots__ = ("_passed_before", "_passing_rows", "codes", "passes", "statuses")
 
     def __init__(self, codes: npt.NDArray[np.int32], statuses: list[Status]) -> None:
         self.codes = codes
         self.statuses = statuses
         #: ``codes == 0``, once per family rather than per filter window.
         self.passes = codes == 0
+        #: The passing rows in ascending order, and ``_passed_before[r]`` = how many of them are
+        #: below row r: a run of consecutive rows is answered with a slice of the first (no
+        #: gather). Built on first use; like ``codes``, never changed afterwards.
+        self._passing_rows: Rows | None = None
+        self._passed_before: npt.NDArray[np.int32] | None = None
 
-    def keep_passing(self, rows: Rows, diagnosis: Diagnosis) -> Rows:
+    def keep_passing(self, rows: Rows, diagnosis: Diagnosis, *, ascending: bool = False) -> Rows:
         """The rows (in their order) that pass the cached plugins; the others are recorded in
-        ``diagnosis`` with their verdicts, as runtime.run_filters records a plugin's."""
+        ``diagnosis`` with their verdicts, as runtime.run_filters records a plugin's.
+
+        ``ascending``: the caller guarantees ``rows`` strictly increase (the scheduler's filter
+        windows). Then rows that are also consecutive (last - first + 1 == len: every row in
+        between is there) are answered with slices: the passing rows of that range, and the
+        codes of that range, which are the codes of ``rows`` one for one."""
         if not self.statuses:  # every node passes
             return rows
-        kept: Rows = rows[self.passes.take(rows)]
-        if len(kept) < len(rows):
-            diagnosis.add_rejections(rows, self.codes.take(rows), self.statuses, len(rows) - len(kept))
+        n = len(rows)
+        if ascending and n:
+            lo, hi = int(rows[0]), int(rows[-1])
+            if hi - lo + 1 == n:
+                passing, before = self._passing_rows, self._passed_before
+                if passing is None or before is None:
+                    passing = self._passing_rows = np.flatnonzero(self.passes)
+                    before = self._passed_before = np.zeros(len(self.passes) + 1, dtype=np.int32)
+                    np.cumsum(self.passes, out=before[1:])
+                    # Callers get slices of these (and of ``codes``): shared, so never writable.
+                    passing.flags.writeable = False
+                    self.codes.flags.writeable = False
+                kept: Rows = passing[before[lo] : before[hi + 1]]
+                if len(kept) < n:
+                    diagnosis.add_rejections(rows, self.codes[lo : hi + 1], self.statuses, n - len(kept))
+                return kept
+        kept = rows[self.passes.take(rows)]
+        if len(kept) < n:
+            diagnosis.add_rejections(rows, self.codes.take(rows), self.statuses, n - len(kept))
         return kept
 
 

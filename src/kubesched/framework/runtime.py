@@ -7,7 +7,6 @@ node-table rows. The scheduling algorithm that strings these together lives in s
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -34,7 +33,7 @@ from kubesched.framework.interfaces import (
     Scores,
 )
 from kubesched.framework.registry import Registry
-from kubesched.framework.score_totals import weighted_totals
+from kubesched.framework.score_totals import ScoredNodes, weighted_totals
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import ClusterEvent, PostFilterResult, PreFilterResult, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPod
@@ -42,6 +41,7 @@ from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, Rows
 
 _SUCCESS_CODE, _SKIP_CODE, _ERROR_CODE = Code.SUCCESS, Code.SKIP, Code.ERROR  # Code.X lookups cost more
+_BASE_NORMALIZE_SCORE = ScorePlugin.normalize_score
 
 #: Upstream minFeasibleNodesToFind / minFeasibleNodesPercentageToFind (schedule_one.go).
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -65,15 +65,6 @@ class ProfileSpec(Protocol):
     def plugin_args(self) -> Mapping[str, Any]: ...
     @property
     def percentage_of_nodes_to_score(self) -> int | None: ...
-
-
-@dataclass(slots=True)
-class ScoredNodes:
-    """Feasible rows with their weighted totals and each plugin's (weighted) contribution."""
-
-    rows: Rows
-    totals: Scores
-    by_plugin: dict[str, Scores]
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
@@ -348,11 +339,12 @@ class Framework:
         return passing, SUCCESS
 
     def run_filters(
-        self, state: CycleState, pod: PodInfo, rows: Rows, diagnosis: Diagnosis
+        self, state: CycleState, pod: PodInfo, rows: Rows, diagnosis: Diagnosis, *, ascending: bool = False
     ) -> tuple[Rows, Status]:
         """Filter rows through every plugin, stopping at the first rejection per node; returns the
         passing rows (in the order of ``rows``). Rejections are recorded in ``diagnosis`` with the
-        rejecting plugin's name.
+        rejecting plugin's name. ``ascending``: the caller guarantees that ``rows`` strictly
+        increase, which lets cached verdicts answer a run of consecutive rows with slices.
 
         Nodes with nominated pods of equal or higher priority get upstream's two passes
         (RunFilterPluginsWithNominatedPods, :meth:`filter_node`); when no pod is nominated anywhere
@@ -365,7 +357,7 @@ class Framework:
                 if self.filters_node_local(state, pod):
                     return self._run_filters_nominated_together(state, pod, rows, affected, diagnosis)
                 return self._run_filters_nominated(state, pod, rows, affected, diagnosis)
-        return self._run_filters_batch(state, pod, rows, diagnosis)
+        return self._run_filters_batch(state, pod, rows, diagnosis, ascending)
 
     def filters_node_local(self, state: CycleState, pod: PodInfo) -> bool:
         """Whether a pod added to or removed from one node can change no other node's verdict for
@@ -529,14 +521,14 @@ class Framework:
         return SUCCESS
 
     def _run_filters_batch(
-        self, state: CycleState, pod: PodInfo, rows: Rows, diagnosis: Diagnosis
+        self, state: CycleState, pod: PodInfo, rows: Rows, diagnosis: Diagnosis, ascending: bool = False
     ) -> tuple[Rows, Status]:
         table = self.handle.table
         plugins = self.filter
         cached = self.signature_cache.verdicts(state, pod, table)
         if cached is not None:
             plugins = plugins[len(self.signature_cache.plugins) :]
-            kept = cached.keep_passing(rows, diagnosis)
+            kept = cached.keep_passing(rows, diagnosis, ascending=ascending)
             if not len(kept) and len(rows):
                 return kept, SUCCESS
             rows = kept
@@ -611,25 +603,30 @@ class Framework:
         (upstream RunScorePlugins: the range check comes after every Score and NormalizeScore)."""
         table = self.handle.table
         normalized: dict[str, Scores] = {}
+        skipped = state.skip_score_plugins
         for p in self.score:
-            if p.name in state.skip_score_plugins:
+            if p.name in skipped:
                 continue
             try:
                 scores = p.score_batch(state, pod, table, rows)
                 if isinstance(scores, Status):
                     return scores.with_plugin(p.name)
-                st = p.normalize_score(state, pod, table, rows, scores)
+                # The base NormalizeScore does nothing and succeeds: not called.
+                st = (
+                    SUCCESS if type(p).normalize_score is _BASE_NORMALIZE_SCORE
+                    else p.normalize_score(state, pod, table, rows, scores)
+                )
             except Exception as e:
                 return Status.from_exception(e, p.name)
-            if not st.is_success:
+            if st.code != _SUCCESS_CODE:
                 return st.with_plugin(p.name)
             if scores.dtype != np.int64:  # e.g. int32 from a plugin; floats fail here, as upstream's int64
                 scores = scores.astype(np.int64, casting="same_kind")
             normalized[p.name] = scores
-        checked = weighted_totals(len(rows), normalized, self.score_weights)
-        if isinstance(checked, Status):
-            return checked
-        return ScoredNodes(rows, *checked)
+        totals = weighted_totals(len(rows), normalized, self.score_weights)
+        if isinstance(totals, Status):
+            return totals
+        return ScoredNodes(rows, totals, normalized, self.score_weights)
 
     # -- reserve / permit ---------------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:

@@ -1,4 +1,5 @@
-"""The last step of a scoring cycle: range check, weights and totals of the plugins' scores.
+"""The last step of a scoring cycle: range check, weights and totals of the plugins' scores, and
+the result (ScoredNodes).
 
 Port of the end of RunScorePlugins (pkg/scheduler/framework/runtime/framework.go): after every
 Score and NormalizeScore, each score must lie in [MinNodeScore, MaxNodeScore]; it is then
@@ -8,18 +9,39 @@ multiplied by the plugin's weight and summed per node.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from kubesched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, Scores
 from kubesched.framework.status import Status
+from kubesched.snapshot.table import Rows
 
 
-def weighted_totals(
-    num_rows: int, normalized: Mapping[str, Scores], weights: Mapping[str, int]
-) -> tuple[Scores, dict[str, Scores]] | Status:
-    """(totals per row, each plugin's weighted scores), or the range error of the first plugin
-    (in Score order) with a score out of range. ``normalized`` holds int64 scores per plugin."""
+@dataclass(slots=True)
+class ScoredNodes:
+    """Feasible rows with their weighted totals and each plugin's (weighted) contribution."""
+
+    rows: Rows
+    totals: Scores
+    #: Each plugin's scores after NormalizeScore, before its weight, and the weights.
+    normalized: dict[str, Scores]
+    weights: Mapping[str, int]
+    _by_plugin: dict[str, Scores] | None = None
+
+    @property
+    def by_plugin(self) -> dict[str, Scores]:
+        """Each plugin's weighted scores, built on first use (the scheduling cycle reads only the
+        totals; explain, the extender and the simulator's records read these)."""
+        if self._by_plugin is None:
+            self._by_plugin = weighted_scores(self.normalized, self.weights)
+        return self._by_plugin
+
+
+def weighted_totals(num_rows: int, normalized: Mapping[str, Scores], weights: Mapping[str, int]) -> Scores | Status:
+    """Totals per row, or the range error of the first plugin (in Score order) with a score out
+    of range. ``normalized`` holds int64 scores per plugin. Each plugin's weighted scores are
+    :func:`weighted_scores`, computed only when asked for."""
     # One reduction checks every plugin and both bounds: viewed as unsigned, a negative score is
     # huge. The plugins' scores side by side cost one concatenation instead of a reduction each.
     if num_rows and normalized:
@@ -27,18 +49,22 @@ def weighted_totals(
         if int(np.maximum.reduce(side_by_side.view(np.uint64))) > MAX_NODE_SCORE:
             return _range_error(normalized)
     totals: Scores | None = None
-    by_plugin: dict[str, Scores] = {}
     for name, scores in normalized.items():
         weight = weights[name]
-        weighted = scores if weight == 1 else scores * weight
-        by_plugin[name] = weighted
         if totals is None:
-            totals = weighted.copy()
+            totals = scores * weight  # a new array: the plugin's scores are kept as they are
+        elif weight == 1:
+            totals += scores
         else:
-            totals += weighted
+            totals += scores * weight
     if totals is None:
         totals = np.zeros(num_rows, dtype=np.int64)
-    return totals, by_plugin
+    return totals
+
+
+def weighted_scores(normalized: Mapping[str, Scores], weights: Mapping[str, int]) -> dict[str, Scores]:
+    """Each plugin's scores times its weight (what it added to the totals)."""
+    return {name: scores if weights[name] == 1 else scores * weights[name] for name, scores in normalized.items()}
 
 
 def _range_error(normalized: Mapping[str, Scores]) -> Status:

@@ -173,3 +173,21 @@ def test_cached_verdicts_keep_the_passing_rows_in_order_and_record_the_others() 
     untouched = Diagnosis()
     assert everyone.keep_passing(rows, untouched) is rows
     assert len(untouched.node_to_status) == 0
+
+
+def test_ascending_windows_get_the_same_rows_and_rejections_as_gathered_ones() -> None:
+    # Consecutive ascending windows are answered with slices; a gap or a window of one row must
+    # still equal the gather of each row's verdict.
+    rejected = Status.unresolvable("node(s) had untolerated taint", plugin="TaintToleration")
+    cordoned = Status.unresolvable("node(s) were unschedulable", plugin="NodeUnschedulable")
+    codes = np.array([0, 1, 0, 2, 0, 0, 1, 1, 0, 2], dtype=np.int32)
+    verdicts = SignatureVerdicts(codes, [rejected, cordoned])
+    windows = [[0, 1, 2, 3, 4], [3, 4, 5, 6], [6, 7], [9], [8], [1, 2, 5, 6], [2, 4, 6, 7, 8, 9], []]
+    for window in windows:
+        rows = np.array(window, dtype=np.intp)
+        sliced, gathered = Diagnosis(), Diagnosis()
+        kept = verdicts.keep_passing(rows, sliced, ascending=True)
+        assert kept.tolist() == [r for r in window if codes[r] == 0]
+        assert kept.tolist() == verdicts.keep_passing(rows, gathered).tolist()
+        assert dict(sliced.node_to_status.items()) == dict(gathered.node_to_status.items())
+        assert len(sliced.node_to_status) == len(gathered.node_to_status) == sum(1 for r in window if codes[r])

@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestClient
 from kubesched.extender.service import Deadline, ExtenderService
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import ScoredNodes
+from kubesched.framework.score_totals import ScoredNodes
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
 from unit.extender.ext_helpers import FakeCluster, ip_profile, make_client
