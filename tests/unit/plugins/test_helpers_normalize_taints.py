@@ -110,3 +110,18 @@ def test_vectorised_taint_helpers_match_per_node() -> None:
     assert untolerated_mask(t, rows, tols).tolist() == [False, True, False, True, False]
     assert count_intolerable_taints(t, rows, tols).tolist() == [0, 0, 1, 0, 0]
     assert untolerated_mask(t, rows[:0], tols).tolist() == []
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_default_normalize_score_equals_upstream_arithmetic_for_every_range(reverse: bool) -> None:
+    # Small non-negative scores go through a lookup table, others through the arithmetic: both
+    # must equal maxPriority * score / maxCount (truncated), reversed as upstream.
+    rng = np.random.default_rng(7)
+    for high in (1, 2, 3, 7, 100, 1024, 1025, 5000):
+        for low in (0, -3):
+            raw = rng.integers(low, high + 1, size=50)
+            raw[0] = high
+            arr = raw.astype(np.int64)
+            default_normalize_score(arr, reverse, 100)
+            expected = [int(100 * s / high) for s in raw.tolist()]
+            assert arr.tolist() == ([100 - e for e in expected] if reverse else expected)

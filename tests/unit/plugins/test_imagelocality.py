@@ -175,3 +175,14 @@ def test_malformed_images_are_named(images: Any, message: str) -> None:
         t.upsert_node(raw)
     assert str(e.value) == message
     assert len(t) == 0  # nothing half-added
+
+
+def test_nodes_reporting_images_later_are_scored() -> None:
+    # With no image on any node the plugin answers zeros without listing the pod's images; a node
+    # that reports images later must be scored from then on.
+    t = table_of(image_node("node1"), image_node("node2"))
+    plugin = new_plugin(ImageLocality, table=t)
+    p = spec_pod(["gcr.io/2000"])
+    assert plugin.score_batch(CycleState(), p, t, t.alive_rows()).tolist() == [0, 0]
+    t.upsert_node(image_node("node2", (["gcr.io/2000:latest"], 2000)))
+    assert plugin.score_batch(CycleState(), p, t, t.alive_rows()).tolist() == [0, 100]

@@ -151,3 +151,36 @@ def test_comparison_operators_follow_the_gate() -> None:
 
     gated = Gated(None, Handle(NodeTable(), FakeClock(), WaitingPods()))
     assert gated.filter(CycleState(), p, NodeInfo(t, 0)).is_success
+
+
+def _scores(pl: TaintToleration, t: NodeTable, tolerations: list[dict[str, Any]], name: str) -> list[int]:
+    rows = t.alive_rows()
+    p, state = pod_info(name, tolerations=tolerations), CycleState()
+    assert pl.pre_score(state, p, t, rows).is_success
+    scores = pl.score_batch(state, p, t, rows)
+    assert isinstance(scores, np.ndarray)
+    return list(scores.tolist())
+
+
+def test_score_state_shared_by_a_family_follows_taint_changes_tolerations_and_the_gate() -> None:
+    # PreScore states are shared by pods with equal tolerations, and the counts per taint set are
+    # kept on the table: neither may outlive what they were computed from.
+    t = table_of(node("n0"), node("n1", taints=[taint("a", "1", PNS)]), node("n2"))
+    pl, tolerates_a = plugin(), [tol("a", "1", PNS)]
+    assert _scores(pl, t, [], "p0") == [0, 1, 0]
+    assert _scores(pl, t, tolerates_a, "p1") == [0, 0, 0]  # another family: its own counts
+    t.upsert_node(node("n2", taints=[taint("a", "1", PNS), taint("b", "2", PNS)]))  # a new taint set
+    assert _scores(pl, t, [], "p2") == [0, 1, 2]
+    assert _scores(pl, t, tolerates_a, "p3") == [0, 0, 1]
+    t.upsert_node(node("n0", taints=[taint("a", "1", PNS)]))  # an existing taint set
+    assert _scores(pl, t, [], "p4") == [1, 1, 2]
+
+    class Gated(TaintToleration):
+        enable_taint_toleration_comparison_operators = True
+
+    sla = table_of(node("n", taints=[taint("sla", "950", PNS)]))
+    gt = [{"key": "sla", "operator": "Gt", "value": "750", "effect": PNS}]
+    assert _scores(pl, sla, gt, "q0") == [1]  # Gt tolerates nothing while the gate is off
+    gated = Gated(None, Handle(NodeTable(), FakeClock(), WaitingPods()))
+    assert _scores(gated, sla, gt, "q1") == [0]
+    assert _scores(pl, sla, gt, "q2") == [1]

@@ -5,10 +5,19 @@ Port of pkg/scheduler/framework/plugins/helper/normalize_score.go (DefaultNormal
 
 from __future__ import annotations
 
+from typing import Final
+
 import numpy as np
 import numpy.typing as npt
 
 from kubesched.framework.interfaces import MAX_NODE_SCORE
+
+#: Largest maximum score normalised through a lookup table (one entry per score 0..max).
+_MAX_TABLED: Final = 1024
+#: (max_priority, max score, reverse) → the normalised value of every score 0..max. A pure
+#: function of its key (nothing to invalidate); bounded by clearing when full.
+_TABLES: dict[tuple[int, int, bool], npt.NDArray[np.int64]] = {}
+_MAX_TABLES: Final = 4096
 
 
 def default_normalize_score(
@@ -20,11 +29,16 @@ def default_normalize_score(
     division, and when every score is 0 (or the list is empty) the scores stay 0, or all become
     ``max_priority`` when reversed. Scores are assumed non-negative, as upstream.
     """
-    max_count = int(scores.max()) if len(scores) else 0
+    max_count = int(np.maximum.reduce(scores)) if len(scores) else 0
     if max_count <= 0:
         # upstream: maxCount starts at 0, so an all-zero (or all-negative) list lands here.
         if reverse:
             scores[:] = max_priority
+        return
+    if max_count <= _MAX_TABLED and int(np.minimum.reduce(scores)) >= 0:
+        # Scores are small counts or weight sums (TaintToleration, NodeAffinity): one gather from
+        # the normalised value of each possible score replaces the arithmetic below.
+        scores[:] = _normalized_values(max_priority, max_count, reverse)[scores]
         return
     scaled = max_priority * scores
     # Go's int64 division truncates toward zero; floor division differs only for negatives.
@@ -32,3 +46,16 @@ def default_normalize_score(
     if reverse:
         quotient = max_priority - quotient
     scores[:] = quotient
+
+
+def _normalized_values(max_priority: int, max_count: int, reverse: bool) -> npt.NDArray[np.int64]:
+    key = (max_priority, max_count, reverse)
+    values = _TABLES.get(key)
+    if values is None:
+        # Non-negative scores: Go's truncating division is floor division.
+        scaled = [max_priority * score // max_count for score in range(max_count + 1)]
+        values = np.array([max_priority - v for v in scaled] if reverse else scaled, dtype=np.int64)
+        if len(_TABLES) >= _MAX_TABLES:
+            _TABLES.clear()
+        _TABLES[key] = values
+    return values

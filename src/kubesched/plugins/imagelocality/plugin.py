@@ -72,7 +72,8 @@ def calculate_priority(sum_scores: Scores, image_count: int) -> Scores:
     max_threshold = MAX_CONTAINER_THRESHOLD * image_count
     if max_threshold <= MIN_THRESHOLD:  # no image at all: every node scores 0
         return np.zeros(len(sum_scores), dtype=np.int64)
-    clamped = np.clip(sum_scores, MIN_THRESHOLD, max_threshold)
+    # np.minimum/np.maximum: np.clip without its Python-level dispatch.
+    clamped = np.minimum(np.maximum(sum_scores, MIN_THRESHOLD), max_threshold)
     result: Scores = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
     return result
 
@@ -81,10 +82,14 @@ class ImageLocality(ScorePlugin):
     name: ClassVar[str] = "ImageLocality"
 
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores:
-        names, count = pod_images(pod)
         index = table.images
         total = len(table)
-        held = [(name, size) for name in names if (size := index.size(name)) is not None] if total else []
+        if not total or not len(index):
+            # No node reports any image (e.g. KWOK or simulated nodes): nothing can be held, so
+            # the pod's images need not even be listed (the zeros below).
+            return np.zeros(len(rows), dtype=np.int64)
+        names, count = pod_images(pod)
+        held = [(name, size) for name in names if (size := index.size(name)) is not None]
         if not held:
             # No node holds any of the pod's images (e.g. nodes that report no status.images):
             # every raw sum is 0, which calculatePriority maps to 0 whatever the image count.

@@ -205,7 +205,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         defaults = self._default_hard if action == DO_NOT_SCHEDULE else self._default_soft
         if not defaults:
             return ()
-        if not any(self.handle.objects(kind.kind) for kind in self.object_kinds):
+        objects = self.handle.objects
+        for kind in self.object_kinds:  # a loop, not any(generator): this runs for most pods
+            if objects(kind.kind):
+                break
+        else:
             return ()  # no Service or controller to build the selector from: it is empty
         selector = default_selector(pod, self.handle.objects, self._services)
         if selector.empty():

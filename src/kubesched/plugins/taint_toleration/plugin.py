@@ -50,9 +50,19 @@ ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     tolerations_prefer_no_schedule: tuple[Toleration, ...]
+    #: Names these tolerations for the per-taint-set counts cached on the table: the pod's
+    #: tolerations as JSON (which they are derived from) is cheaper to hash than the tuple.
+    counts_key: Hashable
 
     def clone(self) -> _PreScoreState:
         return self
+
+
+#: PreScore states by the pod's tolerations_key and the comparison-operators gate: a pure function
+#: of both (immutable, nothing to invalidate), shared by the pods of a family. Bounded by clearing
+#: when full.
+_PRE_SCORE_STATES: dict[tuple[bytes, bool], _PreScoreState] = {}
+_MAX_PRE_SCORE_STATES = 1024
 
 
 def tolerations_prefer_no_schedule(tolerations: Sequence[Toleration]) -> tuple[Toleration, ...]:
@@ -86,7 +96,15 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         return Verdicts.from_mask(~bad, _STATUS_UNTOLERATED)
 
     def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Status:
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(tolerations_prefer_no_schedule(pod_tolerations(pod))))
+        key = (tolerations_key(pod), self.enable_taint_toleration_comparison_operators)
+        s = _PRE_SCORE_STATES.get(key)
+        if s is None:
+            prefer = tolerations_prefer_no_schedule(pod_tolerations(pod))
+            s = _PreScoreState(prefer, ("TaintToleration/intolerable", *key))
+            if len(_PRE_SCORE_STATES) >= _MAX_PRE_SCORE_STATES:
+                _PRE_SCORE_STATES.clear()
+            _PRE_SCORE_STATES[key] = s
+        state.write(PRE_SCORE_STATE_KEY, s)
         return SUCCESS
 
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
@@ -95,7 +113,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
             return Status.error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
         return count_intolerable_taints(
             table, rows, s.tolerations_prefer_no_schedule, TAINT_EFFECT_PREFER_NO_SCHEDULE,
-            self.enable_taint_toleration_comparison_operators,
+            self.enable_taint_toleration_comparison_operators, s.counts_key,
         )
 
     def normalize_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows, scores: Scores) -> Status:
