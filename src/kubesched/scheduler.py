@@ -593,22 +593,19 @@ class Scheduler:
     ) -> None:
         uid = assumed.uid
         try:
-            st = await fwk.wait_on_permit(assumed)
+            # Only a pod Permit parked awaits (upstream WillWaitOnPermit): no coroutine for the rest.
+            st = await fwk.wait_on_permit(assumed) if fwk.handle.waiting_pods.get(uid) is not None else SUCCESS
             if st.is_success:
                 st = await fwk.run_pre_bind(state, assumed, node)
             if st.is_success:
                 st = await fwk.run_bind(state, assumed, node)
-        except BindConflictError:
-            # Bound by someone else: the informer will account the real placement.
+        except (BindConflictError, PodGoneError) as e:
+            # Bound by someone else (the informer will account the real placement), or gone.
             fwk.run_unreserve(state, assumed, node)
             self.cache.forget(uid)
             self._in_flight.pop(uid, None)
-            return
-        except PodGoneError:
-            fwk.run_unreserve(state, assumed, node)
-            self.cache.forget(uid)
-            self._in_flight.pop(uid, None)
-            self.queue.delete(uid)
+            if isinstance(e, PodGoneError):
+                self.queue.delete(uid)
             return
         except Exception as e:  # a bug must not kill the scheduler: requeue with backoff
             st = Status.from_exception(e)

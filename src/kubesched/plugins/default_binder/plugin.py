@@ -11,10 +11,14 @@ from typing import ClassVar
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import BindConflictError, PodGoneError
 from kubesched.framework.interfaces import BindPlugin
-from kubesched.framework.status import SUCCESS, Status
+from kubesched.framework.status import Status
 from kubesched.snapshot.pod import PodInfo
 
 log = logging.getLogger(__name__)
+
+#: Success already naming this plugin: the framework's ``with_plugin`` then returns it as it is
+#: instead of building a Status per bound pod (Statuses are immutable, so one is shared).
+_BOUND = Status(plugin="DefaultBinder")
 
 
 class DefaultBinder(BindPlugin):
@@ -30,11 +34,12 @@ class DefaultBinder(BindPlugin):
         client = self.handle.client
         if client is None:
             return Status.error(f"binding pod {pod.key} to node {node_name}: no cluster client configured")
-        log.debug("binding pod %s to node %s", pod.key, node_name)
+        if log.isEnabledFor(logging.DEBUG):  # pod.key builds a string: only when it is logged
+            log.debug("binding pod %s to node %s", pod.key, node_name)
         try:
             await client.bind(pod, node_name)
         except (BindConflictError, PodGoneError):
             raise
         except Exception as e:
             return Status.error(f"binding pod {pod.key} to node {node_name}: {type(e).__name__}: {e}")
-        return SUCCESS
+        return _BOUND
