@@ -14,6 +14,7 @@ from typing import Any
 from kubesched.snapshot.pod_requests import PodResourceRequests, compute_pod_requests
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+_TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,11 @@ class PodInfo:
 
     @property
     def terminal(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
+        # ``phase`` read inline: asked several times per bind (the pod update round trip).
+        status = self.raw.get("status")
+        if not status:
+            return False
+        return status.get("phase") in _TERMINAL_PHASES
 
     def with_node(self, node_name: str) -> PodInfo:
         """A copy assigned to node_name (used when the scheduler assumes a placement)."""

@@ -449,14 +449,14 @@ class NodeTable:
             self._account_rest(row, pod, sign)
 
     def _account_rest(self, row: int, pod: PodInfo, sign: int) -> None:
-        ports = self.used_ports[row]
-        for hp in pod.host_ports:
-            n = ports.get(hp, 0) + sign
-            if n > 0:
-                ports[hp] = n
-            else:
-                ports.pop(hp, None)
-        self.has_used_ports[row] = bool(ports)
+        if pod.host_ports:  # without ports the row's ports, and so has_used_ports, stay as they are
+            ports = self.used_ports[row]
+            for hp in pod.host_ports:
+                if (n := ports.get(hp, 0) + sign) > 0:
+                    ports[hp] = n
+                else:
+                    ports.pop(hp, None)
+            self.has_used_ports[row] = bool(ports)
         for pfn, parr in self._pod_columns.values():
             parr[row] += sign * pfn(pod)
         if sign > 0:

@@ -194,6 +194,25 @@ def test_host_ports_are_reference_counted() -> None:
     assert t.used_ports[row] == {} and not t.has_used_ports[row]
 
 
+def test_pods_without_host_ports_leave_the_used_ports_flag_alone() -> None:
+    # Accounting skips the ports bookkeeping of a pod without host ports: the flag must still
+    # follow the ported pods around it, whatever order the two kinds come and go in.
+    t = table_of(node("a"))
+    row = t.row_of("a")
+    assert row is not None
+    ports = [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}]}]
+    plain1, plain2 = pod_info("plain1", node_name="a"), pod_info("plain2", node_name="a")
+    ported = pod_info("ported", node_name="a", containers=ports)
+    steps = [
+        (t.add_pod, plain1, False), (t.add_pod, ported, True), (t.add_pod, plain2, True),
+        (lambda p: t.remove_pod(p.uid), plain1, True), (lambda p: t.remove_pod(p.uid), ported, False),
+        (lambda p: t.remove_pod(p.uid), plain2, False), (t.add_pod, ported, True),
+    ]
+    for apply, p, expected in steps:
+        apply(p)
+        assert bool(t.has_used_ports[row]) is expected and bool(t.used_ports[row]) is expected
+
+
 def test_has_used_ports_follows_node_removal_and_growth() -> None:
     ports = [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}]}]
     t = table_of(node("a"))

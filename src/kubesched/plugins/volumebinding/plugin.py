@@ -384,8 +384,8 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
     # -- Reserve / Unreserve ------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         s = self._state(state)
-        row = self.handle.table.index.get(node_name)
-        if not s.has_claims or s.passed is None or row is None or not s.passed[row]:
+        row = self.handle.table.index.get(node_name) if s.has_claims else None
+        if row is None or s.passed is None or not s.passed[row]:
             s.all_bound = True
             return SUCCESS
         if self._pod_volumes_bound(pod):
