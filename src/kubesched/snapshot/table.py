@@ -5,23 +5,25 @@ Rows are stable for a node's lifetime (a removed node's row is recycled later); 
 gives the rows in scheduling order. Updates to one node or one pod touch one row: O(resources +
 indexed label keys), never a rebuild.
 
-The per-node upstream-style view (``NodeInfo``) is a thin window on one row for plugins that
-implement the simple interface.
+The per-node upstream-style view (``NodeInfo``, node_info.py) is a thin window on one row for
+plugins that implement the simple interface; node_spec.py reads the Node objects' fields.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.quantity import QuantityError, milli_value, value
 from kubesched.snapshot.images import ImageIndex
 from kubesched.snapshot.label_column import LabelColumn as LabelColumn
+from kubesched.snapshot.node_info import NodeInfo as NodeInfo
+from kubesched.snapshot.node_spec import NodeSpecError as NodeSpecError
+from kubesched.snapshot.node_spec import Taint as Taint
+from kubesched.snapshot.node_spec import node_definition_changed, parse_resource, parse_taints
 from kubesched.snapshot.pod import HostPort, PodInfo
 
 IntArray = npt.NDArray[np.int64]
@@ -38,30 +40,6 @@ def column_selector(cols: list[int]) -> slice | list[int]:
     if cols and cols == list(range(cols[0], cols[0] + len(cols))):
         return slice(cols[0], cols[0] + len(cols))
     return cols
-
-
-class NodeSpecError(ValueError):
-    """A node object that cannot be used; the message names the node and field."""
-
-
-@dataclass(frozen=True, slots=True)
-class Taint:
-    key: str
-    value: str
-    effect: str
-
-    def __str__(self) -> str:
-        # Upstream's TaintToleration reason prints the taint as {key: value}.
-        return f"{{{self.key}: {self.value}}}"
-
-
-def _parse_resource(node: str, name: str, raw: Any) -> int:
-    # From the text, as upstream's Quantity.MilliValue()/Value() on the parsed quantity: both
-    # parse and scale are cached per string (nodes of one shape repeat the same few values).
-    try:
-        return milli_value(raw) if name == "cpu" else value(raw)
-    except QuantityError as e:
-        raise NodeSpecError(f"node {node}: status.allocatable.{name}: {e}") from None
 
 
 class NodeTable:
@@ -222,8 +200,8 @@ class NodeTable:
         alloc_raw = status.get("allocatable") or status.get("capacity") or {}
         if not isinstance(alloc_raw, dict):
             raise NodeSpecError(f"node {name}: status.allocatable must be a map")
-        alloc = {str(k): _parse_resource(name, str(k), v) for k, v in alloc_raw.items()}
-        taints = _parse_taints(name, spec.get("taints") or [])
+        alloc = {str(k): parse_resource(name, str(k), v) for k, v in alloc_raw.items()}
+        taints = parse_taints(name, spec.get("taints") or [])
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
         try:
             self.images.check(self.index.get(name), status.get("images"))
@@ -232,7 +210,7 @@ class NodeTable:
 
         row = self.index.get(name)
         new = row is None
-        if row is None or _node_definition_changed(self.nodes[row], raw):
+        if row is None or node_definition_changed(self.nodes[row], raw):
             self.node_generation += 1
         if row is None:
             if self._free_rows:
@@ -560,89 +538,3 @@ class NodeTable:
         """allocatable - requested for the given rows (all resource columns)."""
         result: IntArray = self.available.take(rows, axis=0)
         return result
-
-
-class NodeInfo:
-    """Upstream-style view of one node for plugins that implement the per-node interface."""
-
-    __slots__ = ("row", "table")
-
-    def __init__(self, table: NodeTable, row: int) -> None:
-        self.table = table
-        self.row = row
-
-    @property
-    def name(self) -> str:
-        return self.table.names[self.row]
-
-    @property
-    def node(self) -> dict[str, Any]:
-        """The raw v1 Node object."""
-        return self.table.nodes[self.row]
-
-    @property
-    def labels(self) -> Mapping[str, str]:
-        return self.table.labels[self.row]
-
-    @property
-    def taints(self) -> tuple[Taint, ...]:
-        return self.table.taints(self.row)
-
-    @property
-    def unschedulable(self) -> bool:
-        return bool(self.table.unschedulable[self.row])
-
-    @property
-    def pods(self) -> list[PodInfo]:
-        return list(self.table.pods[self.row].values())
-
-    @property
-    def used_ports(self) -> Mapping[HostPort, int]:
-        return self.table.used_ports[self.row]
-
-    def allocatable(self, resource: str) -> int:
-        col = self.table.resource_index.get(resource)
-        return 0 if col is None else int(self.table.allocatable[self.row, col])
-
-    def requested(self, resource: str) -> int:
-        col = self.table.resource_index.get(resource)
-        return 0 if col is None else int(self.table.requested[self.row, col])
-
-    def __repr__(self) -> str:
-        return f"NodeInfo({self.name!r})"
-
-
-_VOLATILE_METADATA = ("resourceVersion", "managedFields")
-
-
-def _node_definition_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Whether a Node update touches what node-object filters may read: metadata (but its
-    resourceVersion and managedFields), spec, status.allocatable/capacity. Status heartbeats
-    (conditions, images, addresses, ...) do not count."""
-    if old.get("spec") != new.get("spec"):
-        return True
-    old_status, new_status = old.get("status") or {}, new.get("status") or {}
-    if old_status.get("allocatable") != new_status.get("allocatable") or (
-        old_status.get("capacity") != new_status.get("capacity")
-    ):
-        return True
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-    keys = (old_meta.keys() | new_meta.keys()).difference(_VOLATILE_METADATA)
-    return any(old_meta.get(k) != new_meta.get(k) for k in keys)
-
-
-def _parse_taints(node: str, raw: Any) -> tuple[Taint, ...]:
-    if not isinstance(raw, list):
-        raise NodeSpecError(f"node {node}: spec.taints must be a list")
-    out = []
-    for i, t in enumerate(raw):
-        if not isinstance(t, dict) or not t.get("key") or t.get("effect") not in (
-            "NoSchedule", "PreferNoSchedule", "NoExecute"
-        ):
-            raise NodeSpecError(
-                f"node {node}: spec.taints[{i}] needs a key and an effect of NoSchedule, "
-                f"PreferNoSchedule or NoExecute, got {t!r}"
-            )
-        out.append(Taint(str(t["key"]), str(t.get("value") or ""), str(t["effect"])))
-    return tuple(out)
-
