@@ -26,36 +26,18 @@ from kubesched.framework.clock import Clock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import NO_NODES_MSG, Diagnosis, fit_error_message
 from kubesched.framework.eager import start_eagerly
+from kubesched.framework.feasible_nodes import FeasibleNodeSearch
 from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError
 from kubesched.framework.interfaces import Plugin
 from kubesched.framework.objects import ObjectKind, kinds_of_plugins
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import Framework, ProfileSpec, num_feasible_nodes_to_find, plugin_error
+from kubesched.framework.runtime import Framework, ProfileSpec, plugin_error
 from kubesched.framework.score_totals import ScoredNodes
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import EVENT_POD_DELETE, ClusterEvent, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import Rows
-
-
-def _rotated(rows: Rows, start: int, lo: int, hi: int) -> tuple[Rows, bool]:
-    """Positions [lo, hi) of ``rows`` rotated left by ``start`` (hi <= len(rows)): a view unless
-    the range wraps around the end, and whether it ascends as ``rows`` do (it does not wrap)."""
-    a, b, n = start + lo, start + hi, len(rows)
-    if b <= n:
-        return rows[a:b], True
-    if a >= n:
-        return rows[a - n : b - n], True
-    return np.concatenate((rows[a:], rows[: b - n])), False
-
-
-def _position(chunk: Rows, row: int, ascending: bool) -> int:
-    """Index of ``row`` in ``chunk`` (an ascending run of rows, or two when it wrapped)."""
-    if not ascending:
-        return int((chunk == row).nonzero()[0][0])
-    first = int(chunk[0])  # consecutive rows need no search
-    return row - first if int(chunk[-1]) - first + 1 == len(chunk) else int(chunk.searchsorted(row))
 
 
 @dataclass(slots=True)
@@ -167,9 +149,8 @@ class Scheduler:
         self._tasks: set[asyncio.Task[None]] = set()
         #: Pods between pop and the end of their binding cycle; value = deleted meanwhile.
         self._in_flight: dict[str, bool] = {}
-        self._next_start_node_index = 0
-        #: Recent share of nodes passing Filter (moving average), to size the first window.
-        self._feasible_share = 0.5
+        #: The rotating start index and the recent pass rate (upstream nextStartNodeIndex).
+        self._feasible_nodes = FeasibleNodeSearch()
         #: Plugins that count finished pods (e.g. a PodGroup's succeeded/failed members) override
         #: ``Plugin.pod_terminated``: the cache drops terminal pods, so no other view shows them.
         self._terminal_hooks: list[Callable[[PodInfo], None]] = [
@@ -395,7 +376,7 @@ class Scheduler:
             if nominated is not None and fwk.filter_node(state, pod, nominated).is_success:
                 return ScheduleResult(table.names[nominated], 1, 1, None, diagnosis)
 
-        feasible, st = self._find_feasible(fwk, state, pod, rows, num_all, diagnosis)
+        feasible, st = self._feasible_nodes.find(fwk, state, pod, rows, num_all, diagnosis)
         if not st.is_success:
             return ScheduleFailure(st, plugin_error("Filter", st), diagnosis, num_all)
         evaluated = len(feasible) + len(diagnosis.node_to_status)
@@ -412,60 +393,6 @@ class Scheduler:
         if isinstance(scored, Status):
             return ScheduleFailure(scored, plugin_error("Score", scored), diagnosis, num_all)
         return ScheduleResult(table.names[self._select_host(scored)], evaluated, len(feasible), scored, diagnosis)
-
-    def _find_feasible(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, rows: Rows, num_all: int, diagnosis: Diagnosis
-    ) -> tuple[Rows, Status]:
-        """Filter nodes from a rotating start until enough feasible ones are found.
-
-        Upstream evaluates nodes in parallel from nextStartNodeIndex and stops after
-        numFeasibleNodesToFind; here whole windows are filtered as vectors. The first window is
-        sized from the share of nodes that passed recently (so it usually holds just enough), and
-        a further one from what is still missing, so a 5,000-node cluster usually costs one small
-        window.
-        """
-        n = len(rows)
-        if n == 0:
-            return rows, SUCCESS
-        to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n)
-        start = self._next_start_node_index % n
-        found: list[Rows] = []
-        count = 0
-        pos = 0
-        window = n if to_find >= n else min(n, max(int(to_find / self._feasible_share * 1.15) + 16, 64))
-        processed = n
-        first = True
-        while pos < n:
-            chunk, ascending = _rotated(rows, start, pos, min(pos + window, n))  # rows ascend (pre_filter_rows)
-            passing, st = fwk.run_filters(state, pod, chunk, diagnosis, ascending=ascending)
-            if not st.is_success:
-                return rows[:0], st
-            if first:
-                share = len(passing) / len(chunk)
-                self._feasible_share = max(0.8 * self._feasible_share + 0.2 * share, 0.02)
-                first = False
-            if count + len(passing) >= to_find:
-                need = to_find - count
-                passing = passing[:need]
-                # Nodes after the last one kept were evaluated here but would not have been
-                # upstream; the rotation resumes right after the last node kept.
-                last = _position(chunk, int(passing[-1]), ascending) if need else -1
-                processed = pos + last + 1
-                found.append(passing)
-                count += len(passing)
-                break
-            found.append(passing)
-            count += len(passing)
-            pos += len(chunk)
-            # Size the next window for what is still missing at the share seen so far (doubling
-            # would evaluate up to twice the nodes needed when the first window fell just short).
-            seen_share = max(count / pos, 0.02)
-            window = max(int((to_find - count) / seen_share * 1.15) + 16, 64)
-        self._next_start_node_index = (self._next_start_node_index + processed) % max(num_all, 1)
-        if len(found) == 1:
-            return found[0], SUCCESS
-        feasible = np.concatenate(found) if found else rows[:0]
-        return feasible, SUCCESS
 
     def _select_host(self, scored: ScoredNodes) -> int:
         """Highest total wins; ties are broken uniformly at random (upstream selectHost)."""

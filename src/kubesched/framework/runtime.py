@@ -44,11 +44,6 @@ from kubesched.snapshot.table import Rows
 _SUCCESS_CODE, _SKIP_CODE = Code.SUCCESS, Code.SKIP  # Code.X lookups cost more
 _BASE_NORMALIZE_SCORE = ScorePlugin.normalize_score
 
-#: Upstream minFeasibleNodesToFind / minFeasibleNodesPercentageToFind (schedule_one.go).
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-
-
 class FrameworkError(ValueError):
     """A profile that cannot be built (missing QueueSort/Bind, plugin at a point it does not serve)."""
 
@@ -66,19 +61,6 @@ class ProfileSpec(Protocol):
     def plugin_args(self) -> Mapping[str, Any]: ...
     @property
     def percentage_of_nodes_to_score(self) -> int | None: ...
-
-
-def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
-    """Upstream numFeasibleNodesToFind: adaptive 50 - nodes/125 % (floor 5 %), at least 100 nodes."""
-    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
-        return num_all_nodes
-    pct = percentage or 0
-    if pct == 0:
-        pct = 50 - num_all_nodes // 125
-        pct = max(pct, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-    if pct >= 100:
-        return num_all_nodes
-    return max(num_all_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
 #: How upstream's framework wraps a plugin's error, per extension point (runtime/framework.go).

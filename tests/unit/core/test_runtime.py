@@ -12,6 +12,7 @@ import pytest
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.feasible_nodes import num_feasible_nodes_to_find
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
     BindPlugin,
@@ -25,7 +26,7 @@ from kubesched.framework.interfaces import (
     Scores,
 )
 from kubesched.framework.registry import Registry, RegistryError
-from kubesched.framework.runtime import Framework, FrameworkError, num_feasible_nodes_to_find
+from kubesched.framework.runtime import Framework, FrameworkError
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilterResult, PreFilterResult, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods

@@ -1,0 +1,119 @@
+"""Which nodes a pod is scored on: upstream's numFeasibleNodesToFind and the rotating search of
+findNodesThatPassFilters (pkg/scheduler/schedule_one.go), with the Filter plugins run over whole
+windows of node-table rows instead of node by node in parallel."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.status import SUCCESS, Status
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import Rows
+
+if TYPE_CHECKING:
+    from kubesched.framework.runtime import Framework
+
+#: Upstream minFeasibleNodesToFind / minFeasibleNodesPercentageToFind (schedule_one.go).
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """Upstream numFeasibleNodesToFind: adaptive 50 - nodes/125 % (floor 5 %), at least 100 nodes."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct == 0:
+        pct = 50 - num_all_nodes // 125
+        pct = max(pct, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    if pct >= 100:
+        return num_all_nodes
+    return max(num_all_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def _rotated(rows: Rows, start: int, lo: int, hi: int) -> tuple[Rows, bool]:
+    """Positions [lo, hi) of ``rows`` rotated left by ``start`` (hi <= len(rows)): a view unless
+    the range wraps around the end, and whether it ascends as ``rows`` do (it does not wrap)."""
+    a, b, n = start + lo, start + hi, len(rows)
+    if b <= n:
+        return rows[a:b], True
+    if a >= n:
+        return rows[a - n : b - n], True
+    return np.concatenate((rows[a:], rows[: b - n])), False
+
+
+def _position(chunk: Rows, row: int, ascending: bool) -> int:
+    """Index of ``row`` in ``chunk`` (an ascending run of rows, or two when it wrapped)."""
+    if not ascending:
+        return int((chunk == row).nonzero()[0][0])
+    first = int(chunk[0])  # consecutive rows need no search
+    return row - first if int(chunk[-1]) - first + 1 == len(chunk) else int(chunk.searchsorted(row))
+
+
+class FeasibleNodeSearch:
+    """One scheduler's search state: where the next search starts (upstream nextStartNodeIndex)
+    and the recent share of nodes passing Filter (a moving average that sizes the first window)."""
+
+    __slots__ = ("feasible_share", "next_start_node_index")
+
+    def __init__(self) -> None:
+        self.next_start_node_index = 0
+        self.feasible_share = 0.5
+
+    def find(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, rows: Rows, num_all: int, diagnosis: Diagnosis
+    ) -> tuple[Rows, Status]:
+        """Filter nodes from a rotating start until enough feasible ones are found.
+
+        Upstream evaluates nodes in parallel from nextStartNodeIndex and stops after
+        numFeasibleNodesToFind; here whole windows are filtered as vectors. The first window is
+        sized from the share of nodes that passed recently (so it usually holds just enough), and
+        a further one from what is still missing, so a 5,000-node cluster usually costs one small
+        window.
+        """
+        n = len(rows)
+        if n == 0:
+            return rows, SUCCESS
+        to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n)
+        start = self.next_start_node_index % n
+        found: list[Rows] = []
+        count = 0
+        pos = 0
+        window = n if to_find >= n else min(n, max(int(to_find / self.feasible_share * 1.15) + 16, 64))
+        processed = n
+        first = True
+        while pos < n:
+            chunk, ascending = _rotated(rows, start, pos, min(pos + window, n))  # rows ascend (pre_filter_rows)
+            passing, st = fwk.run_filters(state, pod, chunk, diagnosis, ascending=ascending)
+            if not st.is_success:
+                return rows[:0], st
+            if first:
+                share = len(passing) / len(chunk)
+                self.feasible_share = max(0.8 * self.feasible_share + 0.2 * share, 0.02)
+                first = False
+            if count + len(passing) >= to_find:
+                need = to_find - count
+                passing = passing[:need]
+                # Nodes after the last one kept were evaluated here but would not have been
+                # upstream; the rotation resumes right after the last node kept.
+                last = _position(chunk, int(passing[-1]), ascending) if need else -1
+                processed = pos + last + 1
+                found.append(passing)
+                count += len(passing)
+                break
+            found.append(passing)
+            count += len(passing)
+            pos += len(chunk)
+            # Size the next window for what is still missing at the share seen so far (doubling
+            # would evaluate up to twice the nodes needed when the first window fell just short).
+            seen_share = max(count / pos, 0.02)
+            window = max(int((to_find - count) / seen_share * 1.15) + 16, 64)
+        self.next_start_node_index = (self.next_start_node_index + processed) % max(num_all, 1)
+        if len(found) == 1:
+            return found[0], SUCCESS
+        feasible = np.concatenate(found) if found else rows[:0]
+        return feasible, SUCCESS
