@@ -150,19 +150,27 @@ def test_extender_mode_schedules_through_the_extender(node: RealNode) -> None:
             "items"]), 120, 0.5, "20 pods bound")
         # An extender has no Reserve: it counts the pods its informer has seen bound, so a burst
         # can overcommit (seen here: 11 on one node when all 21 came at once). Give its watch
-        # time to see the 20 binds before the pod that must not fit.
-        time.sleep(5)
+        # time to see the 20 binds before the pod that must not fit (5 s was once too short with
+        # the 2 cores saturated by other jobs).
+        time.sleep(10)
         cluster.create_pod("u20", ns, scheduler_name="kubesched-underlay", labels=labels,
                            node_selector={"type": "kwok"})
+
+        seen: list[str] = []  # the last state, for the failure message
 
         def placed() -> list[dict[str, Any]] | None:
             got: list[dict[str, Any]] = cluster.get(f"/api/v1/namespaces/{ns}/pods")["items"]
             bound = [p for p in got if p["spec"].get("nodeName")]
             failed = [p for p in got if any(c["type"] == "PodScheduled" and c["status"] == "False"
                                             for c in p["status"].get("conditions") or [])]
+            per_node = {n: sum(p["spec"].get("nodeName") == n for p in got) for n in kwok}
+            seen[:] = [f"{len(bound)} bound {per_node}, {len(failed)} with PodScheduled=False"]
             return got if len(bound) == 20 and len(failed) == 1 else None
 
-        pods = cluster.wait_for(placed, 120, 0.5, "20 pods bound and 1 refused by the extender")
+        try:
+            pods = cluster.wait_for(placed, 120, 0.5, "20 pods bound and 1 refused by the extender")
+        except TimeoutError as e:
+            raise AssertionError(f"{e}; last seen: {seen}") from e
         per_node = [sum(p["spec"].get("nodeName") == n for p in pods) for n in kwok]
         assert per_node == [10, 10]
         (refused,) = (p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName"))
