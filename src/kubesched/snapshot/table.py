@@ -5,14 +5,14 @@ Rows are stable for a node's lifetime (a removed node's row is recycled later); 
 gives the rows in scheduling order. Updates to one node or one pod touch one row: O(resources +
 indexed label keys), never a rebuild.
 
-The per-node upstream-style view (``NodeInfo``, node_info.py) is a thin window on one row for
-plugins that implement the simple interface; node_spec.py reads the Node objects' fields.
+The per-node upstream-style view (``NodeInfo``) is a thin window on one row for plugins that
+implement the simple interface; node_spec.py reads the Node objects' fields.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,6 @@ import numpy.typing as npt
 
 from kubesched.snapshot.images import ImageIndex
 from kubesched.snapshot.label_column import LabelColumn as LabelColumn
-from kubesched.snapshot.node_info import NodeInfo as NodeInfo
 from kubesched.snapshot.node_spec import NodeSpecError as NodeSpecError
 from kubesched.snapshot.node_spec import Taint as Taint
 from kubesched.snapshot.node_spec import node_definition_changed, parse_resource, parse_taints
@@ -538,3 +537,53 @@ class NodeTable:
         """allocatable - requested for the given rows (all resource columns)."""
         result: IntArray = self.available.take(rows, axis=0)
         return result
+
+
+class NodeInfo:
+    """Upstream-style view of one node for plugins that implement the per-node interface."""
+
+    __slots__ = ("row", "table")
+
+    def __init__(self, table: NodeTable, row: int) -> None:
+        self.table = table
+        self.row = row
+
+    @property
+    def name(self) -> str:
+        return self.table.names[self.row]
+
+    @property
+    def node(self) -> dict[str, Any]:
+        """The raw v1 Node object."""
+        return self.table.nodes[self.row]
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return self.table.labels[self.row]
+
+    @property
+    def taints(self) -> tuple[Taint, ...]:
+        return self.table.taints(self.row)
+
+    @property
+    def unschedulable(self) -> bool:
+        return bool(self.table.unschedulable[self.row])
+
+    @property
+    def pods(self) -> list[PodInfo]:
+        return list(self.table.pods[self.row].values())
+
+    @property
+    def used_ports(self) -> Mapping[HostPort, int]:
+        return self.table.used_ports[self.row]
+
+    def allocatable(self, resource: str) -> int:
+        col = self.table.resource_index.get(resource)
+        return 0 if col is None else int(self.table.allocatable[self.row, col])
+
+    def requested(self, resource: str) -> int:
+        col = self.table.resource_index.get(resource)
+        return 0 if col is None else int(self.table.requested[self.row, col])
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name!r})"
