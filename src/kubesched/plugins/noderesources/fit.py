@@ -16,7 +16,7 @@ non-QueueingHint set) and the SidecarContainers-disabled PreFilter rejection (th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -107,19 +107,34 @@ class _PreScoreState:
 
 
 class _KeyCodes:
-    """Per packed key of one reasons tuple: its code in ``statuses`` (0: passes, -1: not seen)."""
+    """Per packed key of one reasons tuple: its code in ``statuses`` (0: passes, -1: not seen).
+    The one lookup from a packed key to its Status, for a batch of nodes and for one node."""
 
-    __slots__ = ("codes", "statuses")
+    __slots__ = ("codes", "reasons", "status_of", "statuses")
 
-    def __init__(self, n_reasons: int) -> None:
-        self.codes = np.full(4**n_reasons, -1, dtype=np.int32)
+    def __init__(
+        self, reasons: tuple[str, ...], status_of: Callable[[tuple[int, ...], tuple[str, ...]], Status | None]
+    ) -> None:
+        self.codes = np.full(4 ** len(reasons), -1, dtype=np.int32)
         self.codes[0] = 0
+        self.reasons = reasons
+        self.status_of = status_of
         self.statuses: list[Status] = []
 
-    def add(self, key: int, status: Status) -> None:
+    def code(self, key: int) -> int:
+        """The key's code, its Status built and appended on first sight (a key with only "too
+        big" bits sets no failing reason: it passes)."""
+        known = int(self.codes[key])
+        if known >= 0:
+            return known
+        status = self.status_of(tuple((key >> (2 * i)) & 3 for i in range(len(self.reasons))), self.reasons)
+        if status is None:
+            self.codes[key] = 0
+            return 0
         # A new list, not an append: Verdicts already handed out (and kept in Diagnosis) hold the old one.
         self.statuses = [*self.statuses, status]
         self.codes[key] = len(self.statuses)
+        return len(self.statuses)
 
 
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
@@ -149,9 +164,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self._too_big: dict[
             tuple[int, tuple[tuple[int, int], ...]], tuple[NodeTable, int, npt.NDArray[np.int32]]
         ] = {}
-        #: Filter statuses by (reasons, packed per-reason states), built on first use: for one node.
-        self._status_of_key: dict[tuple[tuple[str, ...], int], Status | None] = {}
-        #: The same for a batch of nodes, as a code table per reasons (``_verdicts_of_keys``).
+        #: Filter statuses by reasons and packed per-reason states, built on first use.
         self._key_codes: dict[tuple[str, ...], _KeyCodes] = {}
 
     # -- events -----------------------------------------------------------------------------------
@@ -277,14 +290,11 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 key |= 1 << (2 * i)
             if whole[c.column] < c.amount:
                 key |= 1 << (2 * i + 1)
-        reasons = s.reasons
-        status = self._status_of_key.get((reasons, key))
-        if status is None:
-            status = self._status_of(tuple((key >> (2 * i)) & 3 for i in range(len(reasons))), reasons)
-            if status is None:  # only "too big" bits: cannot happen for a short row, but be exact
-                return _ONE_PASSES
-            self._status_of_key[(reasons, key)] = status
-        return Verdicts(np.ones(1, dtype=np.int32), [status])
+        key_codes = self._key_codes_of(s.reasons)
+        code = key_codes.code(key)
+        if code == 0:  # only "too big" bits: cannot happen for a short row, but be exact
+            return _ONE_PASSES
+        return Verdicts(np.ones(1, dtype=np.int32), [key_codes.statuses[code - 1]])
 
     def _too_big_bits(self, table: NodeTable, s: _PreFilterState) -> npt.NDArray[np.int32]:
         """Per table row, bit ``2 * i + 1`` set where check i's amount exceeds the node's whole
@@ -320,20 +330,21 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         uses is harmless: rejections are counted per row). Keys not seen yet get their Status
         appended first; a Status depends on the reasons and the key alone, so nothing invalidates
         the table."""
-        table = self._key_codes.get(reasons)
-        if table is None:
-            if len(self._key_codes) >= 256:  # 4**len(reasons) int32 each; distinct reasons are few
-                self._key_codes.clear()
-            table = self._key_codes[reasons] = _KeyCodes(len(reasons))
-        codes = table.codes.take(keys)
+        key_codes = self._key_codes_of(reasons)
+        codes = key_codes.codes.take(keys)
         if codes.min() < 0:
             for k in np.unique(keys[codes < 0]).tolist():
-                combo = tuple((k >> (2 * i)) & 3 for i in range(len(reasons)))
-                status = self._status_of(combo, reasons)
-                assert status is not None  # k > 0 sets a bit of some reason
-                table.add(k, status)
-            codes = table.codes.take(keys)
-        return Verdicts(codes, table.statuses)
+                key_codes.code(k)
+            codes = key_codes.codes.take(keys)
+        return Verdicts(codes, key_codes.statuses)
+
+    def _key_codes_of(self, reasons: tuple[str, ...]) -> _KeyCodes:
+        key_codes = self._key_codes.get(reasons)
+        if key_codes is None:
+            if len(self._key_codes) >= 256:  # 4**len(reasons) int32 each; distinct reasons are few
+                self._key_codes.clear()
+            key_codes = self._key_codes[reasons] = _KeyCodes(reasons, self._status_of)
+        return key_codes
 
     def _group(
         self, combos: list[tuple[int, ...]], inverse: npt.NDArray[np.intp], reasons: tuple[str, ...]
