@@ -469,7 +469,7 @@ class ExtenderService:
         scored = fwk.run_score(state, pod, uniq)
         if isinstance(scored, Status):
             raise ServiceError(500, plugin_error("Score", scored))
-        weights = sum(fwk.score_weights[p] for p in scored.by_plugin)
+        weights = sum(fwk.score_weights[p] for p in scored.normalized)  # the plugins that scored
         if weights <= 0:
             return np.zeros(len(rows), dtype=np.int64)
         mapped = scored.totals * MAX_EXTENDER_PRIORITY // (MAX_NODE_SCORE * weights)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from kubesched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, Scores
 from kubesched.framework.status import Status
@@ -31,11 +32,16 @@ class ScoredNodes:
 
     @property
     def by_plugin(self) -> dict[str, Scores]:
-        """Each plugin's weighted scores, built on first use (the scheduling cycle reads only the
-        totals; explain, the extender and the simulator's records read these)."""
+        """Each plugin's weighted scores for every row, built on first use (the scheduling cycle
+        reads only the totals)."""
         if self._by_plugin is None:
             self._by_plugin = weighted_scores(self.normalized, self.weights)
         return self._by_plugin
+
+    def by_plugin_at(self, positions: npt.NDArray[np.intp]) -> dict[str, list[int]]:
+        """Each plugin's weighted scores at these positions of ``rows`` only (the simulator's
+        records show the chosen node or a top k: no whole arrays weighted for a few values)."""
+        return {name: (scores[positions] * self.weights[name]).tolist() for name, scores in self.normalized.items()}
 
 
 def weighted_totals(num_rows: int, normalized: Mapping[str, Scores], weights: Mapping[str, int]) -> Scores | Status:

@@ -183,16 +183,15 @@ class Recorder(SchedulerObserver):
         chosen = (scored.rows == self.table.row_of(result.node_name)).nonzero()[0]
         k = min(self.top_k, len(totals))
         if k == 1 and len(chosen):
-            # The default (no per-node detail): the chosen node alone, read as scalars (no arrays
-            # built per plugin for one value each).
-            i = int(chosen[0])
-            return [ScoredNode(result.node_name, int(totals[i]), {p: int(s[i]) for p, s in scored.by_plugin.items()})]
+            # The default (no per-node detail): the chosen node alone; only its values are weighted.
+            per_plugin = scored.by_plugin_at(chosen[:1])
+            return [ScoredNode(result.node_name, int(totals[chosen[0]]), {p: v[0] for p, v in per_plugin.items()})]
         idx = np.argpartition(-totals, k - 1)[:k] if len(totals) > k else np.arange(len(totals))
         idx = idx[np.argsort(-totals[idx], kind="stable")]
         if len(chosen):
             idx = np.concatenate((chosen[:1], idx[idx != chosen[0]]))[:k]
         rows = scored.rows[idx].tolist()
-        per_plugin = {p: s[idx].tolist() for p, s in scored.by_plugin.items()}
+        per_plugin = scored.by_plugin_at(idx)
         return [
             ScoredNode(names[row], int(totals[i]), {p: v[j] for p, v in per_plugin.items()})
             for j, (i, row) in enumerate(zip(idx.tolist(), rows, strict=True))
