@@ -79,11 +79,7 @@ class PodInfo:
 
     @property
     def terminal(self) -> bool:
-        # ``phase`` read inline: asked several times per bind (the pod update round trip).
-        status = self.raw.get("status")
-        if not status:
-            return False
-        return status.get("phase") in _TERMINAL_PHASES
+        return self.phase in _TERMINAL_PHASES
 
     def with_node(self, node_name: str) -> PodInfo:
         """A copy assigned to node_name (used when the scheduler assumes a placement)."""
