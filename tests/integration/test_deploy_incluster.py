@@ -143,16 +143,21 @@ def test_extender_mode_schedules_through_the_extender(node: RealNode) -> None:
         # UnderlayIP allows 10 labelled pods per node (ipsPerNode: 10): the 21st cannot fit, and
         # only the extender knows why.
         labels = {"kubesched.io/underlay": "true"}
+        # An extender has no Reserve: it counts the pods its informer has seen bound, so a burst
+        # can overcommit (seen here: 11 on one node, both when all 21 came at once and when 20
+        # did, the faster the scheduling cycle the likelier). So the pods come one at a time, each
+        # once the one before is bound, and the watch gets a moment to see the last bind before
+        # the pod that must not fit.
         for i in range(20):
             cluster.create_pod(f"u{i}", ns, scheduler_name="kubesched-underlay", labels=labels,
                                node_selector={"type": "kwok"})
-        cluster.wait_for(lambda: all(p["spec"].get("nodeName") for p in cluster.get(f"/api/v1/namespaces/{ns}/pods")[
-            "items"]), 120, 0.5, "20 pods bound")
-        # An extender has no Reserve: it counts the pods its informer has seen bound, so a burst
-        # can overcommit (seen here: 11 on one node when all 21 came at once). Give its watch
-        # time to see the 20 binds before the pod that must not fit (5 s was once too short with
-        # the 2 cores saturated by other jobs).
-        time.sleep(10)
+            try:
+                cluster.wait_for(lambda i=i: cluster.get(f"/api/v1/namespaces/{ns}/pods/u{i}")["spec"].get("nodeName"),
+                                 60, 0.1, f"u{i} bound")
+            except TimeoutError as e:
+                status = cluster.get(f"/api/v1/namespaces/{ns}/pods/u{i}").get("status")
+                raise AssertionError(f"{e}; its status: {status}") from e
+        time.sleep(5)
         cluster.create_pod("u20", ns, scheduler_name="kubesched-underlay", labels=labels,
                            node_selector={"type": "kwok"})
 

@@ -420,6 +420,7 @@ def test_kill_9_mid_burst_then_restart_binds_each_pod_once_without_overcommit(
         # Binds the apiserver had already received may still commit after the kill (it was seen
         # under load: handler timeouts, then the write lands): wait for the count to settle.
         at_kill = settled_bound_count(cp, ns)
+        bound_before_restart = {p["metadata"]["uid"] for p in pods_in(cp, ns) if p["spec"].get("nodeName")}
         creator.join(60)
         time.sleep(1.0)
         assert bound_count(cp, ns) == at_kill  # nobody binds while it is down
@@ -432,7 +433,16 @@ def test_kill_9_mid_burst_then_restart_binds_each_pod_once_without_overcommit(
         assert sum(1 for p in pods if p["spec"].get("nodeName")) == 400
         per_node = assert_no_overcommit(cp, nodes)
         assert sorted(per_node.values()) == [40] * 10
-        cp.wait_for(lambda: len(events_for(cp, ns)) >= 400, 30, 0.5, "events")
+        # Events the killed process had queued are lost with it (as upstream's broadcaster's are;
+        # 14-47 of its ~130 Scheduled events in runs here), so no total is waited for: every bind of
+        # the restarted process must be reported, and no pod reported twice.
+        bound_after_restart = {p["metadata"]["uid"] for p in pods if p["spec"].get("nodeName")} - bound_before_restart
+
+        def reported_after_restart() -> bool:
+            reported = {e["regarding"]["uid"] for e in events_for(cp, ns) if e["reason"] == "Scheduled"}
+            return bound_after_restart <= reported
+
+        cp.wait_for(reported_after_restart, 30, 0.5, "a Scheduled event for every pod bound after the restart")
         scheduled = Counter(e["regarding"]["uid"] for e in events_for(cp, ns) if e["reason"] == "Scheduled")
         assert max(scheduled.values()) == 1  # never reported (or bound) twice
         print(f"\n[live-kill9] killed with {at_kill} of 400 bound; after restart 400/500 bound, 40 per node")
