@@ -40,7 +40,7 @@ from kubesched.config.load import load_config
 from kubesched.extender.server import ExtenderServer
 from kubesched.extender.service import ExtenderService
 from kubesched.plugins.builtin import builtin_registry
-from kubesched.simulate.generator import generate_cluster
+from kubesched.simulate.inputs.generator import generate_cluster
 from kubesched.snapshot.pod import PodInfo
 
 RESULTS = Path(__file__).parent / "results"

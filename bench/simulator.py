@@ -41,10 +41,10 @@ from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.scheduler import Scheduler
-from kubesched.simulate.cluster import SimulatedCluster
-from kubesched.simulate.generator import generate_cluster
-from kubesched.simulate.inputs import ClusterInput
-from kubesched.simulate.runner import Simulation
+from kubesched.simulate.engine.cluster import SimulatedCluster
+from kubesched.simulate.engine.runner import Simulation
+from kubesched.simulate.inputs.dump import ClusterInput
+from kubesched.simulate.inputs.generator import generate_cluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node as node_builder
 from kubesched.testing import pod_manifest
@@ -211,7 +211,7 @@ def run_once(nodes: int, pods: int, seed: int, workload: str = "SchedulingBasic"
     config = load_config(None, registry)
     raw_nodes, bound, pending = build_objects(wl, nodes, init, pods, seed)
     cluster = SimulatedCluster()
-    # As `kubesched simulate` builds it (simulate/runner.py): in-memory binds, stepped eagerly.
+    # As `kubesched simulate` builds it (simulate/engine/runner.py): in-memory binds, stepped eagerly.
     sched = Scheduler.build(config.profiles, registry, FakeClock(), client=cluster, seed=seed, eager_binding=True)
     cluster.attach(sched)
     for n in raw_nodes:

@@ -158,7 +158,7 @@ _FIRST_CYCLE_PROBE = """
 import gc, json, os, sys, time
 def stamp(): return [time.monotonic(), time.process_time()]
 from kubesched.simulate.command import load_input
-from kubesched.simulate.runner import Simulation
+from kubesched.simulate.engine.runner import Simulation
 import asyncio
 t = {"imported": stamp()}
 config, registry, cluster = load_input(None, (), sys.argv[1], None, None, 0)
@@ -181,7 +181,7 @@ def dump_load(nodes: int, seed: int, rounds: int) -> dict[str, Any]:
     imports, reading and checking the dump, building the scheduler's table and queue)."""
     import orjson
 
-    from kubesched.simulate.generator import generate_cluster
+    from kubesched.simulate.inputs.generator import generate_cluster
 
     def write_dump(path: Path, n: int) -> Path:
         cluster = generate_cluster(n, 2 * n, seed, pod_topology=True)

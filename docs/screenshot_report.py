@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from kubesched.simulate.report_html import render_html  # noqa: E402
+from kubesched.simulate.report.html import render_html  # noqa: E402
 
 
 def focus(html: str, section: str) -> str:
@@ -44,9 +44,9 @@ def build(n_nodes: int, n_pods: int, seed: int = 7) -> dict[str, Any]:
 
     from kubesched.config.load import load_config
     from kubesched.plugins.builtin import builtin_registry
-    from kubesched.simulate.generator import generate_cluster
-    from kubesched.simulate.report_json import result_to_json
-    from kubesched.simulate.runner import Simulation
+    from kubesched.simulate.inputs.generator import generate_cluster
+    from kubesched.simulate.report.json_doc import result_to_json
+    from kubesched.simulate.engine.runner import Simulation
 
     registry = builtin_registry()
     sim = Simulation(load_config(None, registry), registry, generate_cluster(n_nodes, n_pods, seed), seed=seed)

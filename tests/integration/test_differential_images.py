@@ -52,8 +52,8 @@ import yaml
 
 from kubesched.app.startup import load_scheduler_config
 from kubesched.framework.registry import profiles_object_kinds
-from kubesched.simulate.inputs import load_cluster
-from kubesched.simulate.runner import Simulation
+from kubesched.simulate.engine.runner import Simulation
+from kubesched.simulate.inputs.dump import load_cluster
 from kubesched.testing.controlplane import ControlPlane
 
 from .test_differential_spread import run_both

@@ -21,7 +21,7 @@ from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.real_usage import MemRealUsageArgs, RealUsage
 from kubesched.plugins.real_usage.plugin import QUERY_FAILURES
 from kubesched.scheduler import Scheduler
-from kubesched.simulate.cluster import SimulatedCluster
+from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
 

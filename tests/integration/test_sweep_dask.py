@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from kubesched.simulate.sweep import OUTCOME_FIELDS, jobs_for
+from kubesched.simulate.whatif.sweep import OUTCOME_FIELDS, jobs_for
 from unit.simulate.test_compare import BINPACK
 
 pytestmark = pytest.mark.integration
@@ -173,7 +173,7 @@ def test_a_failing_simulation_on_a_worker_is_one_line_naming_the_file_as_given(d
 def test_a_worker_killed_in_the_middle_of_a_job_changes_nothing(dask_cluster: DaskCluster, inputs: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs last in this module: it leaves one worker."""
-    from kubesched.simulate.sweep_dask import connect
+    from kubesched.simulate.whatif.sweep_dask import connect
 
     configs = ["domain_cap/config.yaml", "binpack.yaml"]
     local = kubesched(inputs, "--plugins", "domain_cap", *(a for c in configs for a in ("--config", c)),

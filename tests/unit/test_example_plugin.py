@@ -27,9 +27,9 @@ from kubesched.framework.status import Code
 from kubesched.framework.types import EVENT_NODE_ADD, EVENT_POD_DELETE, NODE, ActionType, ClusterEvent
 from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.builtin import builtin_registry
-from kubesched.simulate.inputs import load_cluster
-from kubesched.simulate.records import SCHEDULED, UNSCHEDULABLE
-from kubesched.simulate.runner import Simulation, SimulationResult
+from kubesched.simulate.engine.records import SCHEDULED, UNSCHEDULABLE
+from kubesched.simulate.engine.runner import Simulation, SimulationResult
+from kubesched.simulate.inputs.dump import load_cluster
 from kubesched.snapshot.table import NodeTable
 from kubesched.testing import node, pod, pod_info, table_of
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from kubesched.app.startup import UserError, load_scheduler_config
 from kubesched.cli import main
-from kubesched.simulate.inputs import ClusterInputError, load_cluster
+from kubesched.simulate.inputs.dump import ClusterInputError, load_cluster
 from kubesched.testing import node, pod
 from unit.fuzz_mutation import field_paths, mutate
 

@@ -1,5 +1,5 @@
 """``kubesched capacity``: how many more replicas of a workload fit, and the fewest nodes of a
-template to add so that everything fits — each answer from full simulations (simulate/capacity.py).
+template to add so that everything fits — each answer from full simulations (simulate/whatif/capacity.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from kubesched.app.options import config_option, plugins_option
 from kubesched.app.startup import UserError
 
 if TYPE_CHECKING:
-    from kubesched.simulate.capacity import FitAnswer, NodeTemplate, ScaleAnswer
+    from kubesched.simulate.whatif.capacity import FitAnswer, NodeTemplate, ScaleAnswer
 
 __all__ = ["capacity"]
 
@@ -69,9 +69,9 @@ def capacity(
     replica fits.
     """
     from kubesched.app.render import console
-    from kubesched.simulate.capacity import fewest_nodes, how_many_fit
     from kubesched.simulate.command import check_output_path, load_input, write_json, write_report
-    from kubesched.simulate.workload import PodTemplate, WorkloadError, load_workload
+    from kubesched.simulate.inputs.workload import PodTemplate, WorkloadError, load_workload
+    from kubesched.simulate.whatif.capacity import fewest_nodes, how_many_fit
 
     if workload_path is None and not node_templates:
         raise UserError("give --workload (how many more replicas fit), --node-template (how many nodes to add), "
@@ -112,16 +112,16 @@ def capacity(
     else:
         print_capacity(console(), doc, max_rows)
     if report_path is not None:
-        from kubesched.simulate.report_capacity import render_capacity_html
+        from kubesched.simulate.report.capacity import render_capacity_html
 
         write_report(report_path, render_capacity_html(doc), err)
 
 
 def load_node_templates(path: Path) -> list[NodeTemplate]:
     """The Node objects of ``path`` as node templates (checked as a cluster's nodes are)."""
-    from kubesched.simulate.capacity import COST_ANNOTATION, NodeTemplate
-    from kubesched.simulate.inputs import ClusterInputError, load_cluster
-    from kubesched.simulate.workload import WorkloadError
+    from kubesched.simulate.inputs.dump import ClusterInputError, load_cluster
+    from kubesched.simulate.inputs.workload import WorkloadError
+    from kubesched.simulate.whatif.capacity import COST_ANNOTATION, NodeTemplate
     from kubesched.snapshot.table import NodeSpecError
 
     try:

@@ -15,7 +15,7 @@ from rich.console import Console
 from kubesched.app.fast_exit import request_fast_exit
 from kubesched.app.options import config_option, debug_option, plugins_option
 from kubesched.app.startup import UserError, load_scheduler_config
-from kubesched.simulate.gc_pause import paused_gc
+from kubesched.simulate.inputs.gc_pause import paused_gc
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from kubesched.config.load import SchedulerConfig
     from kubesched.framework.objects import ObjectKind
     from kubesched.framework.registry import Registry
-    from kubesched.simulate.inputs import ClusterInput
+    from kubesched.simulate.inputs.dump import ClusterInput
 
 
 @click.command("simulate")
@@ -113,9 +113,9 @@ def simulate(
     configuration unless --config is given).
     """
     from kubesched.app.render import console, print_explanation, print_tracebacks
-    from kubesched.simulate.report_json import result_to_json, write_jsonl
-    from kubesched.simulate.runner import Simulation
-    from kubesched.simulate.summary import print_summary
+    from kubesched.simulate.engine.runner import Simulation
+    from kubesched.simulate.report.json_doc import result_to_json, write_jsonl
+    from kubesched.simulate.report.summary import print_summary
     from kubesched.snapshot.pod import PodSpecError
     from kubesched.snapshot.table import NodeSpecError
 
@@ -123,7 +123,7 @@ def simulate(
     check_output_path("--out-cluster", out_cluster)
     draining = bool(drain_nodes) or drain_selector is not None
     if draining:
-        from kubesched.simulate.drain_budget import PDB_KIND
+        from kubesched.simulate.whatif.drain_budget import PDB_KIND
     # The input lives until the process exits: built with the cyclic GC paused and frozen, so no
     # collection ever scans it (paused_gc's docstring).
     with paused_gc(freeze=True):
@@ -131,7 +131,7 @@ def simulate(
                                                extra_kinds=[PDB_KIND] if draining else [])
         drain_plan = None
         if draining:
-            from kubesched.simulate.drain import DrainError, plan_drain_options
+            from kubesched.simulate.whatif.drain import DrainError, plan_drain_options
 
             try:
                 cluster, drain_plan = plan_drain_options(cluster, drain_nodes, drain_selector)
@@ -163,7 +163,7 @@ def simulate(
         raise UserError(f"--explain: no pod {explain_pod!r} in the cluster (give name or namespace/name)")
     data = result_to_json(result, placements=output != "jsonl" or report_path is not None)
     if drain_plan is not None:
-        from kubesched.simulate.drain import drain_to_json
+        from kubesched.simulate.whatif.drain import drain_to_json
 
         data["drain"] = drain_to_json(drain_plan, result.records)
     if output == "json":
@@ -177,7 +177,7 @@ def simulate(
     if result.explanation is not None:
         print_explanation(err if output != "text" else out, result.explanation, max_rows=max(max_rows, 50))
     if report_path is not None:
-        from kubesched.simulate.report_html import render_html
+        from kubesched.simulate.report.html import render_html
 
         write_report(report_path, render_html(data), err)
     if out_cluster is not None:
@@ -231,8 +231,8 @@ def load_cluster_input(
     cluster_path: Path | None, nodes: int | None, pods: int | None, seed: int, kinds: Sequence[ObjectKind]
 ) -> ClusterInput:
     """``--cluster`` (keeping objects of ``kinds``), a generated cluster, or the built-in demo's."""
-    from kubesched.simulate.generator import generate_cluster
-    from kubesched.simulate.inputs import ClusterInputError, load_cluster
+    from kubesched.simulate.inputs.dump import ClusterInputError, load_cluster
+    from kubesched.simulate.inputs.generator import generate_cluster
     from kubesched.snapshot.pod import PodSpecError
     from kubesched.snapshot.table import NodeSpecError
 

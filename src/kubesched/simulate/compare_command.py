@@ -1,5 +1,5 @@
 """``kubesched compare``: several scheduler configurations on the same cluster, side by side
-(terminal, ``--output json``, ``--report FILE.html``); the measures are in simulate/compare.py."""
+(terminal, ``--output json``, ``--report FILE.html``); the measures are in simulate/whatif/compare.py."""
 
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ def compare(
     from kubesched.app.render import console
     from kubesched.framework.registry import profiles_object_kinds
     from kubesched.simulate.command import check_output_path, load_cluster_input, write_json, write_report
-    from kubesched.simulate.compare import compare_doc, run_summary
-    from kubesched.simulate.runner import Simulation
+    from kubesched.simulate.engine.runner import Simulation
+    from kubesched.simulate.whatif.compare import compare_doc, run_summary
     from kubesched.snapshot.pod import PodSpecError
     from kubesched.snapshot.table import NodeSpecError
 
@@ -83,7 +83,7 @@ def compare(
     else:
         print_comparison(console(), doc, max_rows)
     if report_path is not None:
-        from kubesched.simulate.report_whatif import render_compare_html
+        from kubesched.simulate.report.whatif import render_compare_html
 
         write_report(report_path, render_compare_html(doc), err)
 

@@ -77,7 +77,7 @@ def sweep(
     from kubesched.app.render import console
     from kubesched.app.startup import load_scheduler_config
     from kubesched.simulate.command import write_json
-    from kubesched.simulate.sweep import aggregate, jobs_for, run_sweep
+    from kubesched.simulate.whatif.sweep import aggregate, jobs_for, run_sweep
 
     if not cluster_paths and not node_counts:
         raise UserError("give --cluster FILE or --nodes N[,N...] (or both)")
@@ -98,7 +98,7 @@ def sweep(
     show_progress = not (quiet or output == "json")
     doc: dict[str, Any] = {"kind": "Sweep", "schemaVersion": 1, "engine": engine}
     if engine == "dask":
-        from kubesched.simulate.sweep_dask import connect
+        from kubesched.simulate.whatif.sweep_dask import connect
 
         assert dask_address is not None
         with connect(dask_address) as cluster:

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from kubesched.api.admission import AdmissionError, admit_priority
-from kubesched.simulate.inputs import ClusterInputError, load_cluster
+from kubesched.simulate.inputs.dump import ClusterInputError, load_cluster
 
 HIGH = {"metadata": {"name": "high"}, "value": 5000}
 NEVER = {"metadata": {"name": "batch"}, "value": 10, "preemptionPolicy": "Never"}

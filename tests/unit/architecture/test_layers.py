@@ -126,3 +126,35 @@ def test_shells_name_no_plugin(shell: str) -> None:
                 if found:
                     bad.append(f"{path.relative_to(SRC)}:{node.lineno} names plugin {found.group(1)!r}")
     assert not bad, "\n".join(bad)
+
+
+#: The simulator's floors, bottom up: inputs, the engine that runs them, and beside each other the
+#: what-if questions and the reports; the click commands on top (modules directly in ``simulate/``).
+SIMULATE_FLOOR = {"inputs": 0, "engine": 1, "whatif": 2, "report": 2, "demo": 3}
+SIMULATE = SRC / "simulate"
+
+
+def test_simulate_floors_import_one_way() -> None:
+    """``simulate/`` shows its design: a floor imports only itself and floors below it, and no floor
+    imports the commands (the modules directly in ``simulate/``)."""
+    bad = []
+    for path in sorted(SIMULATE.rglob("*.py")):
+        rel = path.relative_to(SIMULATE)
+        if len(rel.parts) == 1:
+            continue  # the commands, which may import every floor
+        here = rel.parts[0]
+        for line, module in _imports(path):
+            if not module.startswith("kubesched.simulate"):
+                continue
+            parts = module.split(".")
+            there = parts[2] if len(parts) > 2 else ""
+            if there == here:
+                continue
+            if there not in SIMULATE_FLOOR or SIMULATE_FLOOR[there] >= SIMULATE_FLOOR[here]:
+                bad.append(f"simulate/{rel}:{line} ({here}) imports {module}")
+    assert not bad, "\n".join(bad)
+
+
+def test_simulate_floors_are_known() -> None:
+    floors = {p.name for p in SIMULATE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert floors <= set(SIMULATE_FLOOR), "add the new folder to SIMULATE_FLOOR (and the docstring above it)"

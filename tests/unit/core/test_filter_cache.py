@@ -20,7 +20,7 @@ from kubesched.framework.status import Status
 from kubesched.framework.types import Verdicts
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.scheduler import ScheduleFailure, Scheduler
-from kubesched.simulate.cluster import SimulatedCluster
+from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod_info
 

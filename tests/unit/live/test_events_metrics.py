@@ -17,7 +17,7 @@ from kubesched.live.metrics import SchedulerMetrics, instrument_framework
 from kubesched.live.runner import scheduling_relevant_update
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.scheduler import Scheduler
-from kubesched.simulate.cluster import SimulatedCluster
+from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod, pod_info
 

@@ -22,7 +22,7 @@ from kubesched.plugins.coscheduling import POD_GROUP_LABEL, Coscheduling, Cosche
 from kubesched.plugins.coscheduling.args import CoschedulingDeprecationWarning
 from kubesched.plugins.coscheduling.podgroup import PodGroupSpecError
 from kubesched.scheduler import Scheduler
-from kubesched.simulate.cluster import SimulatedCluster
+from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
 from unit.plugins.gang_helpers import pod_group

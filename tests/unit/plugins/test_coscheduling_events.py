@@ -16,7 +16,7 @@ from kubesched.plugins.coscheduling import POD_GROUP_LABEL, Coscheduling
 from kubesched.plugins.coscheduling.events import REPEAT_SECONDS
 from kubesched.plugins.coscheduling.podgroup import POD_GROUP_KIND
 from kubesched.scheduler import Scheduler
-from kubesched.simulate.cluster import SimulatedCluster
+from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
 from unit.plugins.gang_helpers import coscheduling_config, pod_group

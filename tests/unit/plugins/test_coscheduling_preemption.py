@@ -17,10 +17,10 @@ from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.coscheduling import POD_GROUP_LABEL, Coscheduling
 from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.scheduler import Scheduler
-from kubesched.simulate.cluster import SimulatedCluster
-from kubesched.simulate.inputs import ClusterInput
-from kubesched.simulate.report_json import result_to_json
-from kubesched.simulate.runner import Simulation
+from kubesched.simulate.engine.cluster import SimulatedCluster
+from kubesched.simulate.engine.runner import Simulation
+from kubesched.simulate.inputs.dump import ClusterInput
+from kubesched.simulate.report.json_doc import result_to_json
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
 from unit.plugins.gang_helpers import coscheduling_config, pod_group

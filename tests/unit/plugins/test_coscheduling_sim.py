@@ -12,9 +12,9 @@ import pytest
 from kubesched.config.load import load_config_text
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.coscheduling import POD_GROUP_LABEL
-from kubesched.simulate.inputs import ClusterInput
-from kubesched.simulate.records import SCHEDULED, PodRecord
-from kubesched.simulate.runner import Simulation, SimulationResult
+from kubesched.simulate.engine.records import SCHEDULED, PodRecord
+from kubesched.simulate.engine.runner import Simulation, SimulationResult
+from kubesched.simulate.inputs.dump import ClusterInput
 from kubesched.testing import node, pod
 from unit.plugins.gang_helpers import coscheduling_config, pod_group
 
@@ -286,7 +286,7 @@ def test_a_rejected_gang_waits_for_its_reservations_to_be_released_in_any_shell(
     from kubesched.framework.clock import FakeClock
     from kubesched.plugins.coscheduling import Coscheduling
     from kubesched.scheduler import Scheduler
-    from kubesched.simulate.cluster import SimulatedCluster
+    from kubesched.simulate.engine.cluster import SimulatedCluster
     from kubesched.snapshot.pod import PodInfo
 
     config = load_config_text(CONFIG.replace("BACKOFF", "10"), builtin_registry())
@@ -352,7 +352,7 @@ def test_gangs_at_scale_2000_gangs_of_8_on_1000_nodes(capsys: pytest.CaptureFixt
 
 
 def test_json_output_has_a_pod_groups_section() -> None:
-    from kubesched.simulate.report_json import result_to_json
+    from kubesched.simulate.report.json_doc import result_to_json
 
     nodes = [node("n0", cpu="4"), node("n1", cpu="4")]
     groups = [pod_group("big", 5), pod_group("small", 3, created="2026-01-01T00:00:05Z")]

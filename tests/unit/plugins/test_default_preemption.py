@@ -34,10 +34,10 @@ from kubesched.plugins.defaultpreemption import DefaultPreemption, DefaultPreemp
 from kubesched.plugins.defaultpreemption.plugin import parse_pdb
 from kubesched.plugins.helpers.label_selector import selector_from_set
 from kubesched.scheduler import Scheduler
-from kubesched.simulate.cluster import SimulatedCluster
-from kubesched.simulate.inputs import ClusterInput
-from kubesched.simulate.report_json import result_to_json
-from kubesched.simulate.runner import Simulation
+from kubesched.simulate.engine.cluster import SimulatedCluster
+from kubesched.simulate.engine.runner import Simulation
+from kubesched.simulate.inputs.dump import ClusterInput
+from kubesched.simulate.report.json_doc import result_to_json
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
 

@@ -18,7 +18,7 @@ from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.real_usage import MemRealUsage, MemRealUsageArgs, RealUsage, RealUsageArgs
 from kubesched.plugins.real_usage.prometheus import PrometheusError, node_key, parse_response
 from kubesched.scheduler import Scheduler
-from kubesched.simulate.cluster import SimulatedCluster
+from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
 

@@ -24,10 +24,10 @@ from kubesched.framework.clock import FakeClock
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.schedulinggates import SchedulingGates
 from kubesched.scheduler import Scheduler
-from kubesched.simulate.inputs import ClusterInput
-from kubesched.simulate.records import GATED, SCHEDULED
-from kubesched.simulate.report_json import result_to_json
-from kubesched.simulate.runner import Simulation
+from kubesched.simulate.engine.records import GATED, SCHEDULED
+from kubesched.simulate.engine.runner import Simulation
+from kubesched.simulate.inputs.dump import ClusterInput
+from kubesched.simulate.report.json_doc import result_to_json
 from kubesched.testing import framework_for, new_plugin, node, pod, pod_info
 
 

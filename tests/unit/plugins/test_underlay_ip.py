@@ -17,7 +17,7 @@ from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.underlay_ip import UnderlayIP, UnderlayIPArgs
 from kubesched.scheduler import Scheduler
-from kubesched.simulate.cluster import SimulatedCluster
+from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
 from kubesched.testing import node, pod

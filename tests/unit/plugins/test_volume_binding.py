@@ -305,8 +305,8 @@ def test_simulator_binds_and_provisions_in_virtual_time(tmp_path: Any) -> None:
 
     from kubesched.app.startup import load_scheduler_config
     from kubesched.framework.registry import profiles_object_kinds
-    from kubesched.simulate.inputs import load_cluster
-    from kubesched.simulate.runner import Simulation
+    from kubesched.simulate.engine.runner import Simulation
+    from kubesched.simulate.inputs.dump import load_cluster
 
     items: list[dict[str, Any]] = []
     for z in ("za", "zb"):

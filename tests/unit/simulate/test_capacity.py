@@ -1,4 +1,4 @@
-"""``kubesched capacity`` (simulate/capacity.py): every answer is checked against a brute force
+"""``kubesched capacity`` (simulate/whatif/capacity.py): every answer is checked against a brute force
 that shares none of its search — one plain simulation per candidate, replicas added one at a time
 (or nodes one at a time) until the answer flips — on clusters and templates where different
 plugins are the limit (resources, node selectors, host ports, required anti-affinity, topology
@@ -19,12 +19,12 @@ from kubesched import testing as builders
 from kubesched.cli import main
 from kubesched.config.load import load_config
 from kubesched.plugins.builtin import builtin_registry
-from kubesched.simulate.capacity import NodeTemplate, fewest_nodes, how_many_fit
-from kubesched.simulate.generator import generate_cluster
-from kubesched.simulate.inputs import ClusterInput
-from kubesched.simulate.records import SCHEDULED
-from kubesched.simulate.runner import Simulation
-from kubesched.simulate.workload import PodTemplate, latest_timestamp
+from kubesched.simulate.engine.records import SCHEDULED
+from kubesched.simulate.engine.runner import Simulation
+from kubesched.simulate.inputs.dump import ClusterInput
+from kubesched.simulate.inputs.generator import generate_cluster
+from kubesched.simulate.inputs.workload import PodTemplate, latest_timestamp
+from kubesched.simulate.whatif.capacity import NodeTemplate, fewest_nodes, how_many_fit
 from unit.simulate.test_cli_simulate import ok
 
 REGISTRY = builtin_registry()

@@ -1,4 +1,4 @@
-"""``kubesched capacity --report`` (simulate/report_capacity.py): the page shows the numbers of the
+"""``kubesched capacity --report`` (simulate/report/capacity.py): the page shows the numbers of the
 JSON answer, stays the same size whatever the cluster's node count (top nodes + a histogram), and
 renders in headless Chromium."""
 
@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kubesched.simulate.report_capacity import TOP_NODES, render_capacity_html
+from kubesched.simulate.report.capacity import TOP_NODES, render_capacity_html
 from unit.simulate.test_capacity import files, run_capacity  # noqa: F401 (the fixture)
 from unit.simulate.test_cli_simulate import ok
 from unit.simulate.test_compare import _render

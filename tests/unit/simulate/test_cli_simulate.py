@@ -27,8 +27,8 @@ from click.testing import CliRunner, Result
 from kubesched import testing as builders
 from kubesched.cli import main
 from kubesched.simulate.command import demo_dir
-from kubesched.simulate.generator import generate_cluster
-from kubesched.simulate.inputs import load_cluster
+from kubesched.simulate.inputs.dump import load_cluster
+from kubesched.simulate.inputs.generator import generate_cluster
 
 DATA = Path(__file__).parent / "data" / "cli"
 DEMO_CLUSTER = demo_dir() / "cluster.yaml"

@@ -1,4 +1,4 @@
-"""``kubesched compare`` (simulate/compare.py): each configuration's column is what ``kubesched
+"""``kubesched compare`` (simulate/whatif/compare.py): each configuration's column is what ``kubesched
 simulate`` says for that configuration alone (placements, counts, utilisation recomputed from its
 JSON), the differences are exactly the pods whose outcome differs, and a bin-packing profile shows
 as one (fewer nodes used, wider spread). The what-if HTML (compare page, drain section) renders in

@@ -1,4 +1,4 @@
-"""Drain what-if (simulate/drain.py, ``kubesched simulate --drain/--drain-selector``): which pods a
+"""Drain what-if (simulate/whatif/drain.py, ``kubesched simulate --drain/--drain-selector``): which pods a
 drain evicts, keeps or loses (kubectl's drain filters, k8s.io/kubectl/pkg/drain/filters.go), label
 selectors in kubectl's syntax (apimachinery labels.Parse), and the command end to end: evicted pods
 rescheduled on the remaining nodes without over-commit, the ones that fit nowhere named with the
@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from kubesched import testing as builders
-from kubesched.simulate.drain import LOST_UNMANAGED, STAYS_DAEMONSET, STAYS_MIRROR, DrainError, plan_drain
-from kubesched.simulate.inputs import ClusterInput
-from kubesched.simulate.selector import SelectorSyntaxError, parse_selector
+from kubesched.simulate.inputs.dump import ClusterInput
+from kubesched.simulate.inputs.selector import SelectorSyntaxError, parse_selector
+from kubesched.simulate.whatif.drain import LOST_UNMANAGED, STAYS_DAEMONSET, STAYS_MIRROR, DrainError, plan_drain
 from unit.simulate.test_cli_simulate import assert_valid_run, ok, run_cli
 
 # -- selectors ----------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Drain what-if with PodDisruptionBudgets (simulate/drain_budget.py, drain.py): the budget
+"""Drain what-if with PodDisruptionBudgets (simulate/whatif/drain_budget.py, drain.py): the budget
 arithmetic of the disruption controller, the eviction API's rules in kubectl's order, and the
 answer an SRE needs — would the drain complete, and if not, which pod, which budget, why — in the
 terminal, the JSON and the report. Every expected figure is worked out by hand in the comments."""
@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from kubesched import testing as builders
-from kubesched.simulate.drain import plan_drain
-from kubesched.simulate.drain_budget import MORE_THAN_ONE, VIOLATES, load_budgets
-from kubesched.simulate.inputs import ClusterInput
+from kubesched.simulate.inputs.dump import ClusterInput
+from kubesched.simulate.whatif.drain import plan_drain
+from kubesched.simulate.whatif.drain_budget import MORE_THAN_ONE, VIOLATES, load_budgets
 from unit.simulate.test_cli_simulate import ok, run_cli
 from unit.simulate.test_drain import owned
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from kubesched.api.quantity import milli_value, parse_quantity, value
-from kubesched.simulate.generator import PRIORITY_CLASSES, generate_cluster
-from kubesched.simulate.inputs import ClusterInput, load_cluster
+from kubesched.simulate.inputs.dump import ClusterInput, load_cluster
+from kubesched.simulate.inputs.generator import PRIORITY_CLASSES, generate_cluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.pod_requests import compute_pod_requests
 from kubesched.snapshot.table import NodeTable

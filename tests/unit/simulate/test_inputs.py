@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from kubesched.plugins.coscheduling.podgroup import POD_GROUP_KIND
-from kubesched.simulate.inputs import ClusterInput, ClusterInputError, load_cluster
+from kubesched.simulate.inputs.dump import ClusterInput, ClusterInputError, load_cluster
 from kubesched.snapshot.pod import PodInfo, parse_timestamp
 
 DATA = Path(__file__).parent / "data"

@@ -1,4 +1,4 @@
-"""Per-node rejections kept columnar (simulate/records.py Rejections, framework/diagnosis.py
+"""Per-node rejections kept columnar (simulate/engine/records.py Rejections, framework/diagnosis.py
 NodeToStatus.rejected): passed rows dropped, chunks merged, node names looked up only when the
 per-node view is asked for, equal (plugin, reason) pairs of different chunks shown once."""
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.status import Status
-from kubesched.simulate.records import Rejections
+from kubesched.simulate.engine.records import Rejections
 
 NAMES = [f"n{i}" for i in range(10)]
 

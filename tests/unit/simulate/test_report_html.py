@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kubesched.simulate.report_html import MAX_FAILED_ROWS, render_html
+from kubesched.simulate.report.html import MAX_FAILED_ROWS, render_html
 
 GI = 2**30
 CHARTS = ("utilisation", "pods-per-node", "scores", "unschedulable-reasons")

@@ -8,10 +8,10 @@ from typing import Any
 
 from kubesched.config.load import load_config
 from kubesched.plugins.builtin import builtin_registry
-from kubesched.simulate.generator import generate_cluster
-from kubesched.simulate.report_html import render_html
-from kubesched.simulate.report_json import result_to_json
-from kubesched.simulate.runner import Simulation
+from kubesched.simulate.engine.runner import Simulation
+from kubesched.simulate.inputs.generator import generate_cluster
+from kubesched.simulate.report.html import render_html
+from kubesched.simulate.report.json_doc import result_to_json
 
 
 def simulate(nodes: int, pods: int, seed: int) -> dict[str, Any]:

@@ -20,11 +20,11 @@ from kubesched.framework.status import Status
 from kubesched.framework.types import Verdicts
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.simulate.command import demo_dir
-from kubesched.simulate.generator import generate_cluster
-from kubesched.simulate.inputs import ClusterInput, load_cluster
-from kubesched.simulate.records import PENDING, PRE_BOUND, SCHEDULED, UNSCHEDULABLE
-from kubesched.simulate.report_json import result_to_json
-from kubesched.simulate.runner import Simulation, SimulationResult
+from kubesched.simulate.engine.records import PENDING, PRE_BOUND, SCHEDULED, UNSCHEDULABLE
+from kubesched.simulate.engine.runner import Simulation, SimulationResult
+from kubesched.simulate.inputs.dump import ClusterInput, load_cluster
+from kubesched.simulate.inputs.generator import generate_cluster
+from kubesched.simulate.report.json_doc import result_to_json
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable, Rows
 from kubesched.testing import node

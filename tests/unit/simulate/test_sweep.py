@@ -1,4 +1,4 @@
-"""``kubesched sweep`` (simulate/sweep.py): every combination runs once, in worker processes; the
+"""``kubesched sweep`` (simulate/whatif/sweep.py): every combination runs once, in worker processes; the
 outcomes do not depend on the number of workers, and each equals ``kubesched simulate`` for the
 same configuration, cluster and seed."""
 
@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kubesched.cli import main
-from kubesched.simulate.sweep import OUTCOME_FIELDS, jobs_for
+from kubesched.simulate.whatif.sweep import OUTCOME_FIELDS, jobs_for
 from unit.simulate.test_cli_simulate import ok, run_json
 from unit.simulate.test_compare import BINPACK, DEFAULT
 

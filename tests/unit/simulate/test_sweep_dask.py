@@ -1,4 +1,4 @@
-"""``kubesched sweep --engine dask`` (simulate/sweep_dask.py) before any simulation runs: the options,
+"""``kubesched sweep --engine dask`` (simulate/whatif/sweep_dask.py) before any simulation runs: the options,
 the missing extra, and every wrong address or cluster failing with one line in bounded time. The
 sweep itself on a real multi-process Dask cluster: tests/integration/test_sweep_dask.py."""
 
@@ -98,7 +98,7 @@ def tcp_server() -> Iterator[Callable[[bytes | None], str]]:
                          ids=["silent", "http"])
 def test_a_server_that_is_not_a_dask_scheduler_is_named_within_the_timeout(
         tcp_server: Callable[[bytes | None], str], reply: bytes | None) -> None:
-    from kubesched.simulate.sweep_dask import connect
+    from kubesched.simulate.whatif.sweep_dask import connect
 
     address = tcp_server(reply)
     start = time.monotonic()
@@ -111,7 +111,7 @@ def test_a_scheduler_without_workers_or_with_another_kubesched_is_refused(monkey
     from distributed import LocalCluster
 
     import kubesched
-    from kubesched.simulate.sweep_dask import connect
+    from kubesched.simulate.whatif.sweep_dask import connect
 
     # In this process (threads), on a real TCP port.
     with LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=":0"

@@ -1,4 +1,4 @@
-"""What a sweep sends to workers that do not share this machine's files (simulate/sweep_files.py): the
+"""What a sweep sends to workers that do not share this machine's files (simulate/whatif/sweep_files.py): the
 inputs are read here, written back on the worker's side, and the job's result (or error) is the one
 the original paths give."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.simulate.sweep import OUTCOME_FIELDS, SweepJob, jobs_for, run_job
-from kubesched.simulate.sweep_files import (
+from kubesched.simulate.whatif.sweep import OUTCOME_FIELDS, SweepJob, jobs_for, run_job
+from kubesched.simulate.whatif.sweep_files import (
     SweepJobError,
     _forget_stale_plugin_module,
     input_paths,

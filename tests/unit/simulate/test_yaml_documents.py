@@ -1,4 +1,4 @@
-"""simulate/yaml_documents.py: the same documents (and the same errors) as ``yaml.load_all`` with
+"""simulate/inputs/yaml_documents.py: the same documents (and the same errors) as ``yaml.load_all`` with
 the dump loader, whichever YAML a file uses; the direct builder handles plain cluster dumps."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.simulate import yaml_documents
-from kubesched.simulate.inputs import _Loader
-from kubesched.simulate.yaml_documents import load_documents
+from kubesched.simulate.inputs import yaml_documents
+from kubesched.simulate.inputs.dump import _Loader
+from kubesched.simulate.inputs.yaml_documents import load_documents
 
 KUBECTL_LIST = """\
 apiVersion: v1

@@ -24,7 +24,7 @@ Kubernetes v1.37.1; the batch decisions are in binder.py):
   ``volume.kubernetes.io/selected-node`` annotation through the shell's client
   (framework/objects.py ``ObjectWriter``), then waits, checking every second up to
   ``bindTimeoutSeconds``, for the PersistentVolume controller to complete the bindings (the
-  simulator completes them at once, simulate/volumes.py).
+  simulator completes them at once, simulate/engine/volumes.py).
 
 Not ported: in-tree volume plugins translated to CSI (``tryTranslatePVToCSI``: the migrated
 in-tree sources of removed cloud providers), queueing hints (every registered event retries),

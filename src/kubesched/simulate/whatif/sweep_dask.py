@@ -26,8 +26,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from kubesched.app.startup import UserError
-from kubesched.simulate.sweep import SweepJob
-from kubesched.simulate.sweep_files import input_paths, read_input, remove_sweep_dir, run_shipped_job, shipped_input
+from kubesched.simulate.whatif.sweep import SweepJob
+from kubesched.simulate.whatif.sweep_files import (
+    input_paths,
+    read_input,
+    remove_sweep_dir,
+    run_shipped_job,
+    shipped_input,
+)
 
 __all__ = ["CONNECT_TIMEOUT", "DaskSweep", "connect"]
 

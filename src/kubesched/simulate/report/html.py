@@ -1,6 +1,6 @@
 """The simulation result as one self-contained HTML page (``--report report.html``).
 
-Rendered from the JSON document of :func:`kubesched.simulate.report_json.result_to_json`, so the
+Rendered from the JSON document of :func:`kubesched.simulate.report.json_doc.result_to_json`, so the
 report, ``--output json`` and the terminal summary never disagree. Everything is inline: CSS, a few
 lines of optional JS (table filter/sort) and the charts, which are SVG drawn here in Python — the
 page opens offline, has no external URL in it, and still reads fine with scripts disabled.
@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubesched.simulate.report_charts import (
+from kubesched.simulate.report.charts import (
     _UTIL_LABELS,
     C_AFTER,
     C_BEFORE,
@@ -47,7 +47,7 @@ from kubesched.simulate.report_charts import (
     _vbars,
     _winning_score,
 )
-from kubesched.simulate.report_style import _CSS, _JS
+from kubesched.simulate.report.style import _CSS, _JS
 
 __all__ = ["render_html"]
 
@@ -365,8 +365,8 @@ def _failures(data: Mapping[str, Any], placements: Sequence[Mapping[str, Any]]) 
 def render_html(data: Mapping[str, Any]) -> str:
     """Render the simulation JSON document (``result_to_json``) as one self-contained HTML page."""
     # The what-if sections draw with this module's charts: imported here, not at the top (a cycle).
-    from kubesched.simulate.report_preemption import preemption_section
-    from kubesched.simulate.report_whatif import whatif_sections
+    from kubesched.simulate.report.preemption import preemption_section
+    from kubesched.simulate.report.whatif import whatif_sections
 
     summary: Mapping[str, Any] = data.get("summary") or {}
     nodes: list[Mapping[str, Any]] = [n for n in data.get("nodes") or [] if isinstance(n, Mapping)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubesched.simulate.report_charts import (
+from kubesched.simulate.report.charts import (
     C_AFTER,
     MAX_FAILED_ROWS,
     MAX_NODE_ROWS,

@@ -46,11 +46,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubesched.simulate.drain_budget import VIOLATES, Budget, evict, load_budgets
-from kubesched.simulate.inputs import ClusterInput
-from kubesched.simulate.records import PodRecord
-from kubesched.simulate.selector import LabelSelector, SelectorSyntaxError, parse_selector
-from kubesched.simulate.workload import latest_timestamp, rfc3339
+from kubesched.simulate.engine.records import PodRecord
+from kubesched.simulate.inputs.dump import ClusterInput
+from kubesched.simulate.inputs.selector import LabelSelector, SelectorSyntaxError, parse_selector
+from kubesched.simulate.inputs.workload import latest_timestamp, rfc3339
+from kubesched.simulate.whatif.drain_budget import VIOLATES, Budget, evict, load_budgets
 
 __all__ = ["DrainError", "DrainPlan", "drain_to_json", "plan_drain", "plan_drain_options"]
 

@@ -64,10 +64,10 @@ def run_job(job: SweepJob) -> dict[str, Any]:
 
     from kubesched.app.startup import load_scheduler_config
     from kubesched.framework.registry import profiles_object_kinds
-    from kubesched.simulate.compare import run_summary
-    from kubesched.simulate.generator import generate_cluster
-    from kubesched.simulate.inputs import load_cluster
-    from kubesched.simulate.runner import Simulation
+    from kubesched.simulate.engine.runner import Simulation
+    from kubesched.simulate.inputs.dump import load_cluster
+    from kubesched.simulate.inputs.generator import generate_cluster
+    from kubesched.simulate.whatif.compare import run_summary
 
     config, registry = load_scheduler_config(Path(job.config) if job.config else None, job.plugin_modules)
     if job.cluster is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubesched.simulate.report_charts import (
+from kubesched.simulate.report.charts import (
     C_AFTER,
     C_REASON,
     C_SCORE,
@@ -27,7 +27,7 @@ from kubesched.simulate.report_charts import (
     _num,
     _vbars,
 )
-from kubesched.simulate.report_style import _CSS, _JS
+from kubesched.simulate.report.style import _CSS, _JS
 
 __all__ = ["render_capacity_html"]
 

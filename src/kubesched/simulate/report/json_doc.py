@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 import orjson
 
 import kubesched
-from kubesched.simulate.records import (
+from kubesched.simulate.engine.records import (
     GATED,
     PENDING,
     PRE_BOUND,
@@ -26,7 +26,7 @@ from kubesched.simulate.records import (
     record_detail_json,
     record_to_json,
 )
-from kubesched.simulate.runner import SimulationResult
+from kubesched.simulate.engine.runner import SimulationResult
 from kubesched.snapshot.table import CPU, MEMORY, PODS
 
 #: 2: placements carry ``reasons`` and the chosen node's ``score``; ``filters`` and ``scores``

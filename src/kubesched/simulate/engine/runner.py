@@ -28,10 +28,10 @@ from kubesched.framework.clock import FakeClock
 from kubesched.framework.explain import Explanation, explain
 from kubesched.framework.registry import Registry
 from kubesched.scheduler import QueueSettings, Scheduler
-from kubesched.simulate.cluster import SimulatedCluster
-from kubesched.simulate.gc_pause import paused_gc
-from kubesched.simulate.inputs import ClusterInput
-from kubesched.simulate.records import GATED, PRE_BOUND, SCHEDULED, PodRecord, PreemptionRecord, Recorder
+from kubesched.simulate.engine.cluster import SimulatedCluster
+from kubesched.simulate.engine.records import GATED, PRE_BOUND, SCHEDULED, PodRecord, PreemptionRecord, Recorder
+from kubesched.simulate.inputs.dump import ClusterInput
+from kubesched.simulate.inputs.gc_pause import paused_gc
 from kubesched.snapshot.pod import PodInfo
 
 #: Pods scheduled between two chances for binding tasks and the progress callback to run.
@@ -62,7 +62,7 @@ class SimulationResult:
     objects: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     #: Unschedulable flushes simulated (each a 5-minute jump of the virtual clock).
     flushes: int = 0
-    #: Preemptions, in the order they happened (simulate/records.py PreemptionRecord).
+    #: Preemptions, in the order they happened (simulate/engine/records.py PreemptionRecord).
     preemptions: list[PreemptionRecord] = field(default_factory=list)
 
     @property

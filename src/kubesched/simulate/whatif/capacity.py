@@ -33,10 +33,10 @@ from kubesched.config.load import SchedulerConfig
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.registry import Registry
-from kubesched.simulate.inputs import ClusterInput
-from kubesched.simulate.records import PRE_BOUND, SCHEDULED
-from kubesched.simulate.runner import Simulation, SimulationResult
-from kubesched.simulate.workload import PodTemplate, latest_timestamp
+from kubesched.simulate.engine.records import PRE_BOUND, SCHEDULED
+from kubesched.simulate.engine.runner import Simulation, SimulationResult
+from kubesched.simulate.inputs.dump import ClusterInput
+from kubesched.simulate.inputs.workload import PodTemplate, latest_timestamp
 from kubesched.snapshot.pod import PodInfo
 
 __all__ = ["FitAnswer", "NodeTemplate", "ScaleAnswer", "fewest_nodes", "how_many_fit"]

@@ -23,7 +23,7 @@ from kubesched.framework.handle import BindConflictError, PodGoneError
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.framework.types import ActionType, ClusterEvent
 from kubesched.scheduler import Scheduler
-from kubesched.simulate.volumes import VolumeController
+from kubesched.simulate.engine.volumes import VolumeController
 from kubesched.snapshot.pod import PodInfo
 
 #: Upstream v1.DefaultTerminationGracePeriodSeconds.

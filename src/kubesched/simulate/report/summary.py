@@ -98,7 +98,7 @@ def print_summary(console: Console, data: dict[str, Any], max_rows: int = 25) ->
     if not unschedulable and not errors:
         console.print("[green]Every simulated pod was scheduled.[/green]")
     if data.get("drain"):
-        from kubesched.simulate.drain_output import print_drain
+        from kubesched.simulate.report.drain_terminal import print_drain
 
         print_drain(console, data["drain"], max_rows)
 

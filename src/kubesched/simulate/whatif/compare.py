@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.simulate.records import PRE_BOUND, PREEMPTED, SCHEDULED, UNSCHEDULABLE
-from kubesched.simulate.runner import SimulationResult
+from kubesched.simulate.engine.records import PRE_BOUND, PREEMPTED, SCHEDULED, UNSCHEDULABLE
+from kubesched.simulate.engine.runner import SimulationResult
 from kubesched.snapshot.table import CPU, MEMORY, PODS
 
 __all__ = ["compare_doc", "run_summary"]

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kubesched.simulate.sweep import SweepJob, run_job
+from kubesched.simulate.whatif.sweep import SweepJob, run_job
 
 __all__ = ["ShippedInput", "SweepJobError", "input_paths", "read_input", "remove_sweep_dir", "run_shipped_job",
            "shipped_input"]

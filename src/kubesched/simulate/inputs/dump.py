@@ -54,8 +54,8 @@ import yaml
 
 from kubesched.api.admission import AdmissionError, admit_priority
 from kubesched.framework.objects import ObjectKind, object_key
-from kubesched.simulate.gc_pause import paused_gc
-from kubesched.simulate.yaml_documents import load_documents
+from kubesched.simulate.inputs.gc_pause import paused_gc
+from kubesched.simulate.inputs.yaml_documents import load_documents
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.shapes import check_node_shape, check_pod_shape
 from kubesched.snapshot.table import NodeTable

@@ -60,9 +60,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kubesched.simulate.gc_pause import paused_gc
-from kubesched.simulate.inputs import ClusterInput
-from kubesched.simulate.workload_shapes import (
+from kubesched.simulate.inputs.dump import ClusterInput
+from kubesched.simulate.inputs.gc_pause import paused_gc
+from kubesched.simulate.inputs.workload_shapes import (
     ARCH_LABEL,
     EPOCH,
     GPU,

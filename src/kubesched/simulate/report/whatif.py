@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubesched.simulate.report_charts import (
+from kubesched.simulate.report.charts import (
     _UTIL_LABELS,
     MAX_FAILED_ROWS,
     _e,
@@ -17,8 +17,8 @@ from kubesched.simulate.report_charts import (
     _quantity,
     _vbars,
 )
-from kubesched.simulate.report_drain import drain_section
-from kubesched.simulate.report_style import _CSS, _JS
+from kubesched.simulate.report.drain import drain_section
+from kubesched.simulate.report.style import _CSS, _JS
 
 __all__ = ["render_compare_html", "whatif_sections"]
 
