@@ -69,6 +69,7 @@ LAZY_COMMANDS.update(
         "capacity": "kubesched.simulate.capacity_command:capacity",
         "compare": "kubesched.simulate.compare_command:compare",
         "sweep": "kubesched.simulate.sweep_command:sweep",
+        "dump": "kubesched.simulate.dump_command:dump_command",
         "run": "kubesched.live.commands:run_command",
         "explain": "kubesched.live.commands:explain_command",
         "extender": "kubesched.extender.command:extender",

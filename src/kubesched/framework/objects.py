@@ -45,8 +45,14 @@ class ObjectKind:
     @property
     def collection_path(self) -> str:
         """The list/watch path across all namespaces."""
+        return self.collection_path_in(None)
+
+    def collection_path_in(self, namespace: str | None) -> str:
+        """The list/watch path in one namespace (None, or a cluster-scoped kind: all of them)."""
         prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        return f"{prefix}/{self.resource}"
+        if namespace is None or not self.namespaced:
+            return f"{prefix}/{self.resource}"
+        return f"{prefix}/namespaces/{quote(namespace, safe='')}/{self.resource}"
 
     def object_path(self, key: str, subresource: str = "") -> str:
         """The path of one object by its key (``namespace/name``, or ``name`` for cluster-scoped)."""

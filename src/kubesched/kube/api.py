@@ -69,8 +69,11 @@ class Connection:
     namespace: str | None = None
 
 
-async def load_connection(kubeconfig: str | None = None, context: str | None = None) -> Connection:
-    """Resolve credentials: ``kubeconfig`` if given, else ``$KUBECONFIG`` / ``~/.kube/config``, else in-cluster.
+async def load_connection(
+    kubeconfig: str | None = None, context: str | None = None, *, in_cluster: bool = False
+) -> Connection:
+    """Resolve credentials: ``kubeconfig`` if given, else ``$KUBECONFIG`` / ``~/.kube/config``, else in-cluster;
+    ``in_cluster`` goes straight to the pod's service account (as kubectl in a pod without a kubeconfig).
 
     Always through kubernetes_asyncio's maintained loaders (exec and auth-provider plugins, token
     files, inline data, in-cluster): its import costs ~33 MiB of RSS, a price worth paying for not
@@ -81,9 +84,12 @@ async def load_connection(kubeconfig: str | None = None, context: str | None = N
     env_paths = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
     path = kubeconfig or os.pathsep.join(env_paths) or None
     default_path = os.path.expanduser("~/.kube/config")
+    if in_cluster and kubeconfig:
+        raise ConnectionConfigError("--in-cluster and --kubeconfig exclude each other")
     if kubeconfig and not os.path.isfile(kubeconfig):
         raise ConnectionConfigError(f"--kubeconfig {kubeconfig}: no such file")
-    if not kubeconfig and env_paths and not any(os.path.isfile(os.path.expanduser(p)) for p in env_paths):
+    env_missing = env_paths and not any(os.path.isfile(os.path.expanduser(p)) for p in env_paths)
+    if not in_cluster and not kubeconfig and env_missing:
         raise ConnectionConfigError(f"KUBECONFIG {os.pathsep.join(env_paths)}: no such file")
 
     from kubernetes_asyncio import config as k8s_config
@@ -93,7 +99,12 @@ async def load_connection(kubeconfig: str | None = None, context: str | None = N
     loader: Any = None
     namespace: str | None = None
     try:
-        if path or os.path.exists(default_path):
+        if in_cluster:
+            if not os.environ.get("KUBERNETES_SERVICE_HOST"):
+                raise ConnectionConfigError("--in-cluster: not in a pod (KUBERNETES_SERVICE_HOST is not set)")
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            namespace = _read_first_line(SERVICE_ACCOUNT_NAMESPACE_FILE)
+        elif path or os.path.exists(default_path):
             loader = await k8s_config.load_kube_config(
                 config_file=path, context=context, client_configuration=cfg, persist_config=False
             )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kubesched.framework.objects import ObjectKind
@@ -90,16 +90,30 @@ class ObjectInformers:
 async def list_all(api: ApiClient, path: str, page_size: int = 500) -> list[dict[str, Any]]:
     """Every object of a collection, listed in pages (a one-off read, e.g. ``kubesched explain``)."""
     items: list[dict[str, Any]] = []
-    cont = None
+    async for page in list_pages(api, path, page_size):
+        items.extend(page)
+    return items
+
+
+async def list_pages(
+    api: ApiClient, path: str, page_size: int = 500
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """The items of a collection one page at a time (``limit``/``continue``), so a caller that
+    handles each page before asking for the next (``kubesched dump``) holds one page in memory.
+    The pages are one consistent snapshot: the apiserver serves every continuation at the first
+    page's resourceVersion. A continuation that expired (HTTP 410: the snapshot was compacted
+    away while the pages were read) raises :class:`ApiError` like any other failure; resuming
+    from a newer snapshot would mix two states of the cluster in one list."""
+    cont: str | None = None
     while True:
         params: dict[str, object] = {"limit": page_size}
         if cont:
             params["continue"] = cont
         page = await api.request("GET", path, params=params, timeout=120)
-        items.extend(page.get("items") or [])
+        yield page.get("items") or []
         cont = (page.get("metadata") or {}).get("continue")
         if not cont:
-            return items
+            return
 
 
 def rbac_rules(kinds: Iterable[ObjectKind]) -> list[dict[str, Any]]:
