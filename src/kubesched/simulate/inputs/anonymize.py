@@ -9,17 +9,17 @@ looked up in a list of likely names.
 
 What is hashed (``x`` and 16 hex digits, a valid name and label value):
 
-* object names and namespaces; ``ownerReferences`` names; ``spec.nodeName``,
+* object names, namespaces and uids; ``ownerReferences`` names and uids; ``spec.nodeName``,
   ``status.nominatedNodeName``, ``priorityClassName``, claim, volume and storage class names,
   service accounts, the identifiers of in-tree and CSI volumes (disk names, volume IDs, handles);
 * label and annotation values (keys are kept: plugins read labels by key), and with them the
   values in every label selector, node selector and affinity term, ``nodeSelector``, toleration
   values, taint values, and the namespaces an affinity term lists;
-* image names (after upstream's ``:latest`` normalisation, so ImageLocality still matches the
-  images a node reports).
+* image names (after upstream's ``:latest`` normalisation, and tagged ``:latest`` again, so
+  ImageLocality still matches the images a node reports).
 
 What is kept: resource quantities, ports, taint and label keys, priorities, phases, timestamps,
-uids, scheduler names, topology keys, CSI driver names; the values of keys in the
+scheduler names, topology keys, CSI driver names; the values of keys in the
 ``kubernetes.io`` and ``k8s.io`` domains (zone, region, os, arch, instance type, binding state:
 they describe the platform, not the workload) except those that hold an object's name
 (``kubernetes.io/hostname``, ``kubernetes.io/metadata.name``, the selected node, ...); values that
@@ -57,6 +57,7 @@ NAME_VALUED_KEYS = frozenset(
         "volume.beta.kubernetes.io/storage-class",
         "statefulset.kubernetes.io/pod-name",
         "batch.kubernetes.io/job-name",
+        "batch.kubernetes.io/controller-uid",
         "kubernetes.io/service-name",
         "kubectl.kubernetes.io/last-applied-configuration",
     }
@@ -135,7 +136,11 @@ class Anonymizer:
         return self.name(text)
 
     def image(self, reference: str) -> str:
-        return self.name(normalized_image_name(reference))
+        """An image reference: the hash of its normalised form, tagged ``:latest`` because a node
+        reports its images by tagged names (the CRI's RepoTags), compared as they are."""
+        if not reference:
+            return reference
+        return self.name(normalized_image_name(reference)) + ":latest"
 
     # -- objects -----------------------------------------------------------------------------------
 
@@ -161,14 +166,14 @@ class Anonymizer:
             meta.pop(key, None)
         if isinstance(meta.get("name"), str) and not keep_name:
             meta["name"] = self.name(meta["name"])
-        if isinstance(meta.get("namespace"), str):
-            meta["namespace"] = self.name(meta["namespace"])
+        _rename(meta, "namespace", self.name)
+        _rename(meta, "uid", self.name)  # a uid also appears in logs and events: it would link back
         for field_name in ("labels", "annotations"):
             if isinstance(meta.get(field_name), dict):
                 meta[field_name] = self._labels(meta[field_name])
         for ref in _dicts(meta.get("ownerReferences")):
-            if isinstance(ref.get("name"), str):
-                ref["name"] = self.name(ref["name"])
+            _rename(ref, "name", self.name)
+            _rename(ref, "uid", self.name)
 
     def _labels(self, labels: Mapping[str, Any]) -> dict[str, Any]:
         return {k: self.value(k, v) if isinstance(v, str) else v for k, v in labels.items()}
@@ -264,6 +269,8 @@ class Anonymizer:
                             self._metadata(template["metadata"])
                         if isinstance(template.get("spec"), dict):
                             self._pvc_spec(template["spec"])
+                elif source_name == "image" and isinstance(source, dict):  # an OCI image volume
+                    _rename(source, "reference", self.image)
                 elif source_name != "name" and isinstance(source, dict):
                     self._volume_source(source)
 
@@ -338,8 +345,8 @@ class Anonymizer:
             return
         claim = spec.get("claimRef")
         if isinstance(claim, dict):
-            _rename(claim, "name", self.name)
-            _rename(claim, "namespace", self.name)
+            for key in ("name", "namespace", "uid"):
+                _rename(claim, key, self.name)
         _rename(spec, "storageClassName", self.name)
         for key in ("mountOptions",):
             spec.pop(key, None)
