@@ -57,6 +57,7 @@ class DumpCounts:
 
     def summary(self) -> str:
         text = ", ".join(f"{n} {kind}" for kind, n in self.written.items())
+        text += f" ({self.pages} list page{'s' if self.pages != 1 else ''})"
         if self.not_served:
             text += f"; not served by this cluster: {', '.join(self.not_served)}"
         return text
