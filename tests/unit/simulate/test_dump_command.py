@@ -32,6 +32,8 @@ class FakeApiserver:
     def __init__(self) -> None:
         self.collections: dict[str, list[dict[str, Any]]] = {}
         self.forbidden: set[str] = set()
+        #: Paths whose continuation has expired (the apiserver compacted the list's snapshot).
+        self.expired: set[str] = set()
         self.requests: list[tuple[str, dict[str, str]]] = []
 
     async def handle(self, request: web.Request) -> web.Response:
@@ -40,6 +42,9 @@ class FakeApiserver:
         if request.path in self.forbidden:
             return web.json_response({"kind": "Status", "reason": "Forbidden", "code": 403,
                                       "message": "forbidden"}, status=403)
+        if request.path in self.expired and "continue" in q:
+            return web.json_response({"kind": "Status", "reason": "Expired", "code": 410,
+                                      "message": "The provided continue parameter is too old"}, status=410)
         items = self.collections.get(request.path)
         if items is None:
             return web.json_response({"kind": "Status", "reason": "NotFound", "code": 404}, status=404)
@@ -140,6 +145,17 @@ async def test_a_refused_list_names_the_kind_and_the_rbac_to_grant(fake: tuple[F
     assert str(e.value).startswith("listing priorityclasses (PriorityClass, scheduling.k8s.io/v1): forbidden "
                                    "(HTTP 403)")
     assert "kubesched run --print-rbac" in str(e.value)
+
+
+async def test_an_expired_continuation_is_an_error_not_a_mixed_snapshot(
+    fake: tuple[FakeApiserver, ApiClient]
+) -> None:
+    apiserver, api = fake
+    apiserver.collections["/api/v1/pods"] = [pod(f"p{i}") for i in range(4)]
+    apiserver.expired.add("/api/v1/pods")
+    with pytest.raises(DumpError) as e:
+        await dump_cluster(api, [POD], DumpWriter(io.BytesIO(), "yaml"), page_size=2)
+    assert "listing pods (Pod, v1): the list expired while it was read (HTTP 410" in str(e.value)
 
 
 def test_dump_kinds_follow_the_configuration_nodes_first_pods_last() -> None:
