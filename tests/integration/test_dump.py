@@ -25,6 +25,7 @@ from kubesched.app.startup import load_scheduler_config
 from kubesched.cli import main
 from kubesched.kube.api import ApiClient, load_connection
 from kubesched.live.explain import explain_live
+from kubesched.simulate.inputs.anonymize import Anonymizer
 from kubesched.simulate.inputs.dump import load_cluster
 from kubesched.testing.controlplane import ApiError, ControlPlane
 
@@ -184,3 +185,24 @@ def _compare(cp: ControlPlane, ns: str, base: str, tmp_path: Path) -> None:
     for expected in ("Insufficient cpu", "untolerated taint", 'persistentvolumeclaim "nope-0" not found',
                      "anti-affinity", "unbound immediate PersistentVolumeClaims"):
         assert expected in reasons, expected
+
+    # Anonymised, the same cluster schedules the same: the same pods pending for the same reasons.
+    anon_dump = tmp_path / "anon.json"
+    result = runner.invoke(main, ["dump", "--kubeconfig", str(cp.kubeconfig), "--config", str(config),
+                                  "-o", str(anon_dump), "--anonymize", "--salt", "pepper"])
+    assert result.exit_code == 0, result.output
+    text = anon_dump.read_text()
+    # Not as a namespace nor as a label value; the profile's schedulerName (dump-<ns>) is kept.
+    assert f'"{ns}"' not in text and base not in text and f"{ns}-z0-" not in text and "base-1" not in text
+    sim = runner.invoke(main, ["simulate", "--cluster", str(anon_dump), "--config", str(config), "--output", "json",
+                               "--strict-scheduler-name"])
+    assert sim.exit_code == 0, sim.output
+    anonymised = {p["pod"]: p for p in json.loads(sim.stdout)["placements"]}
+    anon = Anonymizer("pepper")
+    for key, placement in simulated.items():
+        name = key.split("/")[1]
+        got = anonymised[f"{anon.name(ns)}/{anon.name(name)}"]
+        message = placement["message"]
+        for i in range(5):  # the one name a reason shows
+            message = message.replace(f'"nope-{i}"', f'"{anon.name(f"nope-{i}")}"')
+        assert (got["status"], got["message"]) == (placement["status"], message), key
