@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Mapping
 
@@ -11,15 +12,19 @@ from rich.table import Table
 
 from kubesched.framework.explain import Explanation
 
-#: Width for output that is not a terminal (a pipe, a file): wide enough that no table is cut or
-#: wrapped, so `| less -S`, `grep` and files see whole rows.
-PIPE_WIDTH = 1000
+#: Width for output that is not a terminal (a pipe, a file) when ``COLUMNS`` does not say: the
+#: width of a common terminal, so `| less` and a file read like the terminal does (long messages
+#: wrap inside their cell instead of making every row 300+ characters wide).
+PIPE_WIDTH = 100
 
 
 def console(stderr: bool = False) -> Console:
-    """A rich console: the terminal's width on a terminal, else :data:`PIPE_WIDTH`."""
+    """A rich console as wide as the terminal; ``COLUMNS`` when set (rich reads it, on a terminal
+    or not); else :data:`PIPE_WIDTH`."""
     c = Console(stderr=stderr)
-    return c if c.is_terminal else Console(stderr=stderr, width=PIPE_WIDTH)
+    if c.is_terminal or os.environ.get("COLUMNS", "").strip().isdigit():
+        return c
+    return Console(stderr=stderr, width=PIPE_WIDTH)
 
 
 def print_explanation(console: Console, ex: Explanation, max_rows: int = 50) -> None:

@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubesched.api.readable import readable_quantity
 from kubesched.simulate.report.charts import (
     _UTIL_LABELS,
     C_AFTER,
@@ -40,7 +41,6 @@ from kubesched.simulate.report.charts import (
     _num,
     _pct,
     _pct0,
-    _quantity,
     _status_bar,
     _trunc,
     _util_histogram,
@@ -187,7 +187,7 @@ def _util_cell(node: Mapping[str, Any], r: str) -> tuple[str, float]:
     b = ub or 0.0
     alloc = _num((node.get("allocatable") or {}).get(r))
     used = _num((node.get("requestedAfter") or {}).get(r)) if r != "pods" else _num(node.get("podsAfter"))
-    tip = f"{_quantity(r, used)} / {_quantity(r, alloc)} (before {_pct(b)})"
+    tip = f"{readable_quantity(r, used)} / {readable_quantity(r, alloc)} (before {_pct(b)})"
     cls = " hot" if ua > 0.9 else ""
     return (
         f'<td class="n" data-v="{ua:.4f}" title="{_e(tip)}"><div class="meter{cls}">'

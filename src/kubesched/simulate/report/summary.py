@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.api.quantity import format_bytes, format_milli_cpu
+from kubesched.api.readable import readable_bytes, readable_milli_cpu
 
 
 def _pct(x: float) -> str:
@@ -71,8 +71,8 @@ def print_summary(console: Console, data: dict[str, Any], max_rows: int = 25) ->
         a, before, after = n["allocatable"], n["requestedBefore"], n["requestedAfter"]
         table.add_row(
             n["name"] + (" [dim](cordoned)[/dim]" if n["unschedulable"] else ""),
-            f"{format_milli_cpu(after['cpu'])}/{format_milli_cpu(a['cpu'])}",
-            f"{format_bytes(after['memory'])}/{format_bytes(a['memory'])}",
+            f"{readable_milli_cpu(after['cpu'])}/{readable_milli_cpu(a['cpu'])}",
+            f"{readable_bytes(after['memory'])}/{readable_bytes(a['memory'])}",
             f"{n['podsAfter']}/{a['pods']}",
             f"{_ratio(before.get('cpu', 0), a['cpu'])} → {_ratio(after['cpu'], a['cpu'])}",
             f"{_ratio(before.get('memory', 0), a['memory'])} → {_ratio(after['memory'], a['memory'])}",
