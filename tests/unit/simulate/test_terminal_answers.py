@@ -199,3 +199,51 @@ def test_demo_summary_has_a_section_per_profile() -> None:
     assert [c.strip() for c in blueking.strip("│").split("│")][1:4] == ["70", "64", "6"]
     default_at, blueking_at = out.index("profile default-scheduler ─"), out.index("profile blueking-ip-scheduler ─")
     assert default_at < out.index("analytics/bigmem-1") < blueking_at < out.index("trading/gateway-65")
+
+
+# -- --explain: near misses first -----------------------------------------------------------------------
+
+
+def _gpu_node(name: str, gpus: int, tainted: bool = False) -> dict[str, Any]:
+    node = _node(name, cpu="16")
+    if gpus:
+        node["status"]["allocatable"]["nvidia.com/gpu"] = str(gpus)
+        node["status"]["capacity"]["nvidia.com/gpu"] = str(gpus)
+    if tainted:
+        node["spec"] = {"taints": [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]}
+    return node
+
+
+def _gpu_pod(name: str, gpus: int, node: str | None = None) -> dict[str, Any]:
+    pod = _pod(name, "1", node)
+    pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = str(gpus)
+    pod["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": str(gpus)}
+    return pod
+
+
+@pytest.fixture(scope="module")
+def gpu_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A pod wanting 8 GPUs: 20 CPU-only nodes; gpu-busy (2 of 8 free), gpu-full (1 of 8 free),
+    gpu-tainted (8 free, tainted) and cpu-tainted (tainted, no GPU)."""
+    items = [_gpu_node(f"cpu-{i:02d}", 0) for i in range(20)]
+    items += [_gpu_node("gpu-busy", 8), _gpu_node("gpu-full", 8), _gpu_node("gpu-tainted", 8, tainted=True),
+              _gpu_node("cpu-tainted", 0, tainted=True)]
+    items += [_gpu_pod("busy", 6, "gpu-busy"), _gpu_pod("full", 7, "gpu-full"), _gpu_pod("trainer", 8)]
+    path = tmp_path_factory.mktemp("gpu") / "dump.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+def test_explain_shows_the_nodes_that_came_closest_first_then_counts_the_rest(gpu_dump: Path) -> None:
+    out = run("--cluster", gpu_dump, "--explain", "trainer", columns=200).stdout
+    text = out[out.index("Explain default/trainer"):]
+    assert "Nodes that came closest (10 of 24)" in text
+    rows = [line for line in text.splitlines() if line.startswith("│ ") and "┃" not in line]
+    order = [r.strip("│ ").split("│")[0].strip() for r in rows]
+    # One failing plugin and nothing short, then 6 of 8 GPUs short, then 7, then the CPU-only nodes.
+    assert order[:3] == ["gpu-tainted", "gpu-busy", "gpu-full"], order
+    assert "nvidia.com/gpu 6" in rows[1] and "nvidia.com/gpu 7" in rows[2]
+    assert all(n.startswith("cpu-") and n != "cpu-tainted" for n in order[3:10]), order
+    rest = text[text.index("The other 14 rejected nodes, by reason"):]
+    assert re.search(r"│\s+13 │ NodeResourcesFit: Insufficient nvidia.com/gpu\s+│", rest), rest
+    assert re.search(r"│\s+1 │ TaintToleration: node\(s\) had untolerated taint\(s\); NodeResourcesFit", rest), rest
