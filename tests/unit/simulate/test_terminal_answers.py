@@ -161,7 +161,9 @@ def test_wide_lists_each_pod_with_its_node_and_score_and_the_pods_it_preempted(p
     out = out[out.index("Pods: 6"):]  # the urgent pod and its five victims (pre-bound pods are not listed)
     row = next(line for line in out.splitlines() if line.startswith("│ default/urgent"))
     cells = [c.strip() for c in row.strip("│").split("│")]
-    assert cells[:3] == ["default/urgent", "n1", str(urgent["score"]["total"])]
+    # The only node, so it was chosen without scoring: no score rather than a 0.
+    assert urgent["score"]["plugins"] == {}
+    assert cells[:3] == ["default/urgent", "n1", "-"]
     assert "evicted 5: default/low-0" in cells[3]
     victim = next(line for line in out.splitlines() if line.startswith("│ default/low-4"))
     assert "Preempted" in victim

@@ -84,7 +84,10 @@ def print_pod_list(
     for p in ordered[:max_rows]:
         status = str(p.get("status", ""))
         score = p.get("score")
-        total = str(score.get("total", "")) if isinstance(score, Mapping) and status == "Scheduled" else ""
+        # No per-plugin scores: the only feasible node, chosen without scoring ("-", not a score of 0).
+        total = ""
+        if isinstance(score, Mapping) and status == "Scheduled":
+            total = str(score.get("total", "")) if score.get("plugins") else "-"
         note = f"[{_STYLE.get(status, 'yellow')}]{status}[/]"
         victims = evicted_by.get(str(p.get("pod", "")))
         if victims:
