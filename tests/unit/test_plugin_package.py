@@ -28,7 +28,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     pip = _run(sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                "--target", str(site), str(root / "rackcap"))
     assert pip.returncode == 0, pip.stderr
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     return root / "rackcap", env
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 import yaml
+from click.core import ParameterSource
 from rich.console import Console
 
 from kubesched.app.fast_exit import request_fast_exit
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
     from kubesched.simulate.inputs.dump import ClusterInput
 
 
+#: Pods listed per profile by ``-o wide`` when ``--max-rows`` is not given.
+WIDE_POD_ROWS = 500
+
+
 @click.command("simulate")
 @config_option()
 @click.option(
@@ -38,11 +43,14 @@ if TYPE_CHECKING:
 @click.option("--pods", type=click.IntRange(min=0), help="Generate this many pods (with --nodes).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
 @click.option(
+    "-o",
     "--output",
-    type=click.Choice(["text", "json", "jsonl"]),
+    type=click.Choice(["text", "wide", "json", "jsonl"]),
     default="text",
     show_default=True,
-    help="text: a summary; json: one document, each pod's verdict, reasons and the chosen node's score; "
+    help="text: a summary; wide: the summary and each pod → node with its score and the pods it preempted "
+    f"(--max-rows pods per profile, {WIDE_POD_ROWS} unless given); "
+    "json: one document, each pod's verdict, reasons and the chosen node's score; "
     "jsonl: JSON Lines, the document then one pod per line with every evaluated node's verdict and the "
     "top-scored nodes. json and jsonl go to stdout.",
 )
@@ -141,7 +149,8 @@ def simulate(
     out = console()
     for warning in cluster.warnings:
         click.echo(f"warning: {warning}", err=True)
-    progress_cb, stop_progress = _progress(err, quiet or output != "text")
+    text = output in ("text", "wide")
+    progress_cb, stop_progress = _progress(err, quiet or not text)
     sim = Simulation(
         config,
         registry,
@@ -171,11 +180,15 @@ def simulate(
     elif output == "jsonl":
         write_jsonl(data, result, sys.stdout.buffer)
     else:
-        print_summary(out, data, max_rows)
+        pod_rows = None
+        if output == "wide":
+            given = click.get_current_context().get_parameter_source("max_rows") == ParameterSource.COMMANDLINE
+            pod_rows = max_rows if given else WIDE_POD_ROWS
+        print_summary(out, data, max_rows, pod_rows)
     if debug:
         print_tracebacks(err, sim.recorder.exceptions)
     if result.explanation is not None:
-        print_explanation(err if output != "text" else out, result.explanation, max_rows=max(max_rows, 50))
+        print_explanation(out if text else err, result.explanation, max_rows=max(max_rows, 50))
     if report_path is not None:
         from kubesched.simulate.report.html import render_html
 
