@@ -139,8 +139,6 @@ def simulate(
                 raise UserError(str(e)) from None
     err = console(stderr=True)
     out = console()
-    for warning in cluster.warnings:
-        click.echo(f"warning: {warning}", err=True)
     progress_cb, stop_progress = _progress(err, quiet or output != "text")
     sim = Simulation(
         config,
@@ -252,6 +250,8 @@ def load_cluster_input(
     if cluster_path is not None and not cluster.nodes and not cluster.pods:
         skipped = ", ".join(f"{n} {kind}" for kind, n in cluster.skipped.items()) or "nothing"
         raise UserError(f"--cluster {cluster_path}: no Node or Pod objects found (read: {skipped})")
+    for warning in cluster.warnings:  # once, for every what-if command (and in the JSON: inputWarnings)
+        click.echo(f"warning: {warning}", err=True)
     return cluster
 
 

@@ -335,3 +335,37 @@ def test_a_pod_bound_to_a_node_not_in_the_input_is_reported(tmp_path: Path) -> N
     )
     (warning,) = load_cluster(path).warnings
     assert warning.startswith(f"{path}: document 1 (Pod shop/web): bound to node 'ghost', which is not in the input")
+
+
+# -- kinds a dump lacks -------------------------------------------------------------------------------
+
+
+def test_kinds_the_pods_need_but_the_dump_lacks_are_named_once_each(tmp_path: Path) -> None:
+    from kubesched.plugins.defaultpreemption import DefaultPreemption
+    from kubesched.plugins.volumebinding.storage import PV_KIND, PVC_KIND, STORAGE_CLASS_KIND
+
+    (pdb_kind,) = DefaultPreemption.object_kinds
+    claim = "  volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]\n"
+    gang = "  labels: {scheduling.x-k8s.io/pod-group: g}\n"
+    docs = [
+        POD.format(name="db-0", namespace="shop", cpu="1") + claim,
+        POD.format(name="db-1", namespace="shop", cpu="1") + claim,
+        POD.format(name="w-0", namespace="shop", cpu="1").replace("  namespace: shop\n", "  namespace: shop\n" + gang),
+        POD.format(name="urgent", namespace="shop", cpu="1") + "  priority: 1000\n",
+    ]
+    path = write(tmp_path, "dump.yaml", "---\n".join(docs))
+    kinds = [PVC_KIND, PV_KIND, STORAGE_CLASS_KIND, POD_GROUP_KIND, pdb_kind]
+    assert load_cluster(path, kinds).warnings == [
+        "no PersistentVolumeClaims in the input: pods with claims wait for them (2 pods affected)",
+        "no PersistentVolumes in the input: claims have no volume to be bound to (2 pods affected)",
+        "no StorageClasses in the input: claims have no class to provision from (2 pods affected)",
+        "no PodGroups in the input: pods that name a group wait for it (1 pod affected)",
+        "no PodDisruptionBudgets in the input: preemption respects no disruption budget (1 pod affected)",
+    ]
+    # Kinds no configured plugin declares are not asked for; a kind that is present is not missing.
+    assert load_cluster(path).warnings == []
+    pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: shop}\n"
+    path = write(tmp_path, "dump2.yaml", "---\n".join([*docs[:2], pvc]))
+    assert [w.split(":")[0] for w in load_cluster(path, kinds).warnings] == [
+        "no PersistentVolumes in the input", "no StorageClasses in the input"
+    ]

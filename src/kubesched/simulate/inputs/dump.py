@@ -52,7 +52,7 @@ from typing import Any
 import orjson
 import yaml
 
-from kubesched.api.admission import AdmissionError, admit_priority
+from kubesched.api.admission import SYSTEM_PRIORITY_CLASSES, AdmissionError, admit_priority, carried_priority_note
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.simulate.inputs.gc_pause import paused_gc
 from kubesched.simulate.inputs.yaml_documents import load_documents
@@ -369,19 +369,58 @@ class _Builder:
         self.object_at[(kind, key)] = where
         self.objects.setdefault(kind, {})[key] = obj
 
-    def finish(self, source: str) -> ClusterInput:
+    def _admit(self) -> list[str]:
+        """Priority admission of the pods that carry no ``spec.priority`` (api/admission.py); the
+        warnings about those that do and whose class does not account for it: one line when the
+        input has no PriorityClass at all, else one per reason naming the first pod."""
         classes = self.objects.get(PRIORITY_CLASS_KIND, {})
+        notes: dict[str, list[str]] = {}
+        naming_a_class = 0
         for pod in self.pods:
+            spec = pod.get("spec")
+            carried = isinstance(spec, dict) and spec.get("priority") is not None
+            meta = pod["metadata"]
+            key = f"{meta['namespace']}/{meta['name']}"
             try:
                 admit_priority(pod, classes)
             except AdmissionError as e:
-                meta = pod["metadata"]
-                key = f"{meta['namespace']}/{meta['name']}"
                 raise ClusterInputError(f"{self.pod_at[key]} (Pod {key}): {e}") from None
+            if not carried:
+                continue
+            assert isinstance(spec, dict)
+            if not classes:
+                name = spec.get("priorityClassName")
+                naming_a_class += bool(name) and str(name) not in SYSTEM_PRIORITY_CLASSES
+            elif (note := carried_priority_note(spec, classes)) is not None:
+                notes.setdefault(note, []).append(key)
+        if naming_a_class:
+            return ["no PriorityClasses in the input: priorities taken from the pods"]
+        return [
+            f"{self.pod_at[keys[0]]} (Pod {keys[0]}): {note}: the priority the pod carries is kept"
+            + (f" (so for {len(keys) - 1} more pod{'s' if len(keys) > 2 else ''})" if len(keys) > 1 else "")
+            for note, keys in notes.items()
+        ]
+
+    def _missing_kinds(self) -> list[str]:
+        """One line per declared kind the input has no object of while some pod needs it."""
+        out = []
+        for declared in self.kinds.values():
+            if declared.needed_by is None or self.objects.get(declared.kind):
+                continue
+            needing = sum(1 for pod in self.pods if declared.needed_by(pod))
+            if needing:
+                plural = declared.kind + ("es" if declared.kind.endswith("s") else "s")
+                out.append(f"no {plural} in the input: {declared.when_missing} "
+                           f"({needing} pod{'s' if needing != 1 else ''} affected)")
+        return out
+
+    def finish(self, source: str) -> ClusterInput:
+        warnings = self._admit()
+        warnings += self._missing_kinds()
         base = _DEFAULT_BASE_TS if self.latest_ts is None else math.ceil(self.latest_ts)
         for k, meta in enumerate(self.unstamped, start=1):
             meta["creationTimestamp"] = datetime.fromtimestamp(base + k, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        warnings = [
+        warnings += [
             f"{self.pod_at[key]} (Pod {key}): bound to node {node!r}, which is not in the input: it is left "
             "out of every node's usage (add the Node, or drop spec.nodeName to schedule the pod)"
             for key, node in self.bound_to.items()
