@@ -385,7 +385,8 @@ INVALID_POD_CASES = {
         'spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0',
     ),
     "negative limit": (
-        POD.format(name="web", namespace="shop", cpu="1").replace("requests:", "limits: {memory: -1Gi}\n      requests:"),
+        POD.format(name="web", namespace="shop", cpu="1").replace("requests:",
+                                                                   "limits: {memory: -1Gi}\n      requests:"),
         'spec.containers[0].resources.limits[memory]: Invalid value: "-1Gi": must be greater than or equal to 0',
     ),
     "negative overhead": (
@@ -481,7 +482,8 @@ def test_a_node_the_apiserver_would_refuse_gets_one_line(tmp_path: Path, case: s
 
 def test_a_node_with_capacity_only_is_sized_by_it(tmp_path: Path) -> None:
     # SetDefaults_NodeStatus: allocatable defaults to capacity.
-    path = write(tmp_path, "n.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {capacity: {cpu: '2'}}\n")
+    node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {capacity: {cpu: '2'}}\n"
+    path = write(tmp_path, "n.yaml", node)
     assert names(load_cluster(path).nodes) == ["n1"]
 
 
@@ -518,3 +520,66 @@ def test_lenient_skips_invalid_objects_with_a_count(tmp_path: Path) -> None:
     assert "(Pod shop/neg): spec.containers[0].resources.requests[cpu]" in skipped
     assert "(Pod shop/gold): spec.priorityClassName: no PriorityClass with name gold was found" in skipped
     assert bound.startswith(f"{path}: document 7 (Pod shop/bound): bound to node 'n2', which is not in the input")
+
+
+# -- the commands: one line and exit 1, or --lenient ---------------------------------------------------
+
+
+def _invoke(*args: str | Path) -> Any:
+    from click.testing import CliRunner
+
+    from kubesched.cli import main
+
+    return CliRunner().invoke(main, [*map(str, args)], env={"COLUMNS": "200"}, catch_exceptions=False)
+
+
+def test_simulate_refuses_a_node_without_status_and_lenient_skips_it(tmp_path: Path) -> None:
+    # The case: a Node without status showed 3250m/0 and a cluster CPU of 106 %.
+    docs = [NODE.format(name="n1"), "apiVersion: v1\nkind: Node\nmetadata: {name: bare}\n",
+            POD.format(name="web", namespace="shop", cpu="1")]
+    path = write(tmp_path, "dump.yaml", "---\n".join(docs))
+    result = _invoke("simulate", "-q", "--cluster", path)
+    assert result.exit_code != 0
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {path}: document 2 (Node bare): status.allocatable: Required value: the Node has neither "
+        "status.allocatable nor status.capacity, so nothing would fit on it (dump Nodes as the apiserver returns them)"
+    ]
+    result = _invoke("simulate", "-q", "--lenient", "--cluster", path, "--output", "json")
+    assert result.exit_code == 0, result.output
+    warning = f"skipped 1 invalid object (--lenient): {path}: document 2 (Node bare): status.allocatable: Required"
+    assert [line for line in result.stderr.splitlines() if line.startswith("warning: ")] == [
+        "warning: " + json.loads(result.stdout)["inputWarnings"][0]
+    ]
+    assert json.loads(result.stdout)["inputWarnings"][0].startswith(warning)
+    assert json.loads(result.stdout)["summary"]["nodes"] == 1
+
+
+def test_simulate_takes_a_dump_without_priority_classes_with_one_warning(tmp_path: Path) -> None:
+    low = "  priorityClassName: low\n  priority: 100\n  preemptionPolicy: PreemptLowerPriority\n"
+    docs = [NODE.format(name="n1"), POD.format(name="a", namespace="shop", cpu="1") + low,
+            POD.format(name="b", namespace="shop", cpu="1") + low]
+    result = _invoke("simulate", "-q", "--cluster", write(tmp_path, "dump.yaml", "---\n".join(docs)))
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        "warning: no PriorityClasses in the input: priorities taken from the pods",
+        # Pending pods of priority 100 may preempt: DefaultPreemption would read budgets.
+        "warning: no PodDisruptionBudgets in the input: preemption respects no disruption budget (2 pods affected)",
+    ]
+
+
+def test_compare_capacity_and_sweep_take_lenient(tmp_path: Path) -> None:
+    docs = [NODE.format(name="n1"), NODE.format(name="n2").replace('cpu: "4"', 'cpu: "-4"'),
+            POD.format(name="web", namespace="shop", cpu="1")]
+    path = write(tmp_path, "dump.yaml", "---\n".join(docs))
+    config = write(tmp_path, "c.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    workload = write(tmp_path, "w.yaml", POD.format(name="more", namespace="shop", cpu="1"))
+    commands = [
+        ["compare", "-q", "--config", config, "--config", config, "--cluster", path],
+        ["capacity", "-q", "--cluster", path, "--workload", workload],
+        ["sweep", "-q", "--workers", "1", "--cluster", path],
+    ]
+    for argv in commands:
+        refused = _invoke(*argv)
+        assert refused.exit_code != 0 and "(Node n2): status.allocatable[cpu]: Invalid value" in refused.output, argv
+        result = _invoke(*argv, "--lenient")
+        assert result.exit_code == 0, (argv, result.output)
