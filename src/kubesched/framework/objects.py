@@ -36,6 +36,13 @@ class ObjectKind:
     #: Checks one object as the plugin will read it; raises ValueError naming the field (without
     #: the object: callers prefix file/object). The simulator runs it on every loaded object.
     validate: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False, repr=False)
+    #: Whether a pod (raw, after Priority admission) needs objects of this kind, e.g. a pod with a
+    #: claim needs PVCs. A cluster dump holding such pods but no object of the kind gets one
+    #: warning, ``no <kind>s in the input: <when_missing>`` (``kubectl get`` lists only the kinds
+    #: it is asked for, so the kind was most likely not dumped).
+    needed_by: Callable[[dict[str, Any]], bool] | None = field(default=None, compare=False, repr=False)
+    #: What the plugin does without objects of the kind, for that warning.
+    when_missing: str = field(default="", compare=False)
 
     @property
     def api_version(self) -> str:

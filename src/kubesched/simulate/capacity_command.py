@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kubesched.app.options import config_option, plugins_option
+from kubesched.app.options import config_option, lenient_option, plugins_option
 from kubesched.app.startup import UserError
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ __all__ = ["capacity"]
               help="Write a self-contained HTML page with the answers (charts of where replicas go and why the next "
               "one does not fit; every step of the node search).")
 @plugins_option
+@lenient_option
 @click.option("--max-rows", type=click.IntRange(min=1), default=15, show_default=True, help="Rows per table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 def capacity(
@@ -59,6 +60,7 @@ def capacity(
     output: str,
     report_path: Path | None,
     plugin_modules: tuple[str, ...],
+    lenient: bool,
     max_rows: int,
     quiet: bool,
 ) -> None:
@@ -78,7 +80,8 @@ def capacity(
         raise UserError("give --workload (how many more replicas fit), --node-template (how many nodes to add), "
                         "or both")
     check_output_path("--report", report_path)
-    config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed)
+    config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed,
+                                           lenient=lenient)
     templates: list[PodTemplate] = []
     try:
         if workload_path is not None:

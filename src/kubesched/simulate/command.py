@@ -14,7 +14,7 @@ from click.core import ParameterSource
 from rich.console import Console
 
 from kubesched.app.fast_exit import request_fast_exit
-from kubesched.app.options import config_option, debug_option, plugins_option
+from kubesched.app.options import config_option, debug_option, lenient_option, plugins_option
 from kubesched.app.startup import UserError, load_scheduler_config
 from kubesched.simulate.inputs.gc_pause import paused_gc
 
@@ -94,6 +94,7 @@ WIDE_POD_ROWS = 500
     help="Drain the nodes this label selector matches (kubectl syntax: 'pool=old,zone in (a,b)').",
 )
 @plugins_option
+@lenient_option
 @click.option("--max-rows", type=click.IntRange(min=1), default=25, show_default=True, help="Rows per summary table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @debug_option
@@ -111,6 +112,7 @@ def simulate(
     drain_nodes: tuple[str, ...],
     drain_selector: str | None,
     plugin_modules: tuple[str, ...],
+    lenient: bool,
     max_rows: int,
     quiet: bool,
     debug: bool,
@@ -136,7 +138,7 @@ def simulate(
     # collection ever scans it (paused_gc's docstring).
     with paused_gc(freeze=True):
         config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed,
-                                               extra_kinds=[PDB_KIND] if draining else [])
+                                               extra_kinds=[PDB_KIND] if draining else [], lenient=lenient)
         drain_plan = None
         if draining:
             from kubesched.simulate.whatif.drain import DrainError, plan_drain_options
@@ -147,8 +149,6 @@ def simulate(
                 raise UserError(str(e)) from None
     err = console(stderr=True)
     out = console()
-    for warning in cluster.warnings:
-        click.echo(f"warning: {warning}", err=True)
     text = output in ("text", "wide")
     progress_cb, stop_progress = _progress(err, quiet or not text)
     sim = Simulation(
@@ -226,22 +226,24 @@ def write_output(option: str, path: Path, text: str) -> None:
 
 def load_input(
     config_path: Path | None, plugin_modules: tuple[str, ...], cluster_path: Path | None, nodes: int | None,
-    pods: int | None, seed: int, extra_kinds: Sequence[ObjectKind] = (),
+    pods: int | None, seed: int, extra_kinds: Sequence[ObjectKind] = (), lenient: bool = False,
 ) -> tuple[SchedulerConfig, Registry, ClusterInput]:
     """The configuration and the cluster of a what-if command: ``--cluster``, a generated one
     (``--nodes``/``--pods``), or the built-in demo (with its configuration unless ``--config``).
-    ``extra_kinds``: objects the command itself reads from the dump (the drain's budgets)."""
+    ``extra_kinds``: objects the command itself reads from the dump (the drain's budgets); ``lenient``:
+    skip the dump's invalid objects (``--lenient``)."""
     from kubesched.framework.registry import profiles_object_kinds
 
     if cluster_path is None and nodes is None and config_path is None:
         config_path = demo_dir() / "config.yaml"
     config, registry = load_scheduler_config(config_path, plugin_modules)
     kinds = [*profiles_object_kinds(registry, config.profiles), *extra_kinds]
-    return config, registry, load_cluster_input(cluster_path, nodes, pods, seed, kinds)
+    return config, registry, load_cluster_input(cluster_path, nodes, pods, seed, kinds, lenient)
 
 
 def load_cluster_input(
-    cluster_path: Path | None, nodes: int | None, pods: int | None, seed: int, kinds: Sequence[ObjectKind]
+    cluster_path: Path | None, nodes: int | None, pods: int | None, seed: int, kinds: Sequence[ObjectKind],
+    lenient: bool = False,
 ) -> ClusterInput:
     """``--cluster`` (keeping objects of ``kinds``), a generated cluster, or the built-in demo's."""
     from kubesched.simulate.inputs.dump import ClusterInputError, load_cluster
@@ -255,7 +257,7 @@ def load_cluster_input(
         raise UserError("--pods needs --nodes")
     try:
         if cluster_path is not None:
-            cluster = load_cluster(cluster_path, kinds)
+            cluster = load_cluster(cluster_path, kinds, lenient)
         elif nodes is not None:
             cluster = generate_cluster(nodes, pods if pods is not None else nodes * 2, seed, pod_topology=True)
         else:
@@ -265,6 +267,8 @@ def load_cluster_input(
     if cluster_path is not None and not cluster.nodes and not cluster.pods:
         skipped = ", ".join(f"{n} {kind}" for kind, n in cluster.skipped.items()) or "nothing"
         raise UserError(f"--cluster {cluster_path}: no Node or Pod objects found (read: {skipped})")
+    for warning in cluster.warnings:  # once, for every what-if command (and in the JSON: inputWarnings)
+        click.echo(f"warning: {warning}", err=True)
     return cluster
 
 

@@ -137,6 +137,7 @@ def result_to_json(result: SimulationResult, placements: bool = True) -> dict[st
             },
         },
         "skippedObjects": dict(result.input.skipped),
+        "inputWarnings": list(result.input.warnings),
         "reassignedSchedulerNames": dict(result.reassigned),
         "unschedulableReasons": dict(reasons.most_common()),
         "nodes": nodes,
