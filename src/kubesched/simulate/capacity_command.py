@@ -151,8 +151,9 @@ def load_node_templates(path: Path) -> list[NodeTemplate]:
 
 
 #: What a template node must state so that its copies can be sized: the scheduler reads a node's
-#: room from status.allocatable only (upstream NodeInfo.Allocatable), and a node without it would
-#: take no pod at all ("Too many pods").
+#: room from status.allocatable (upstream NodeInfo.Allocatable; defaulted from status.capacity, as
+#: SetDefaults_NodeStatus does and as the node table reads it), and a node without pods would take
+#: no pod at all ("Too many pods"). A Node with neither is refused by the dump loader already.
 SIZED_BY = ("cpu", "memory", "pods")
 
 
@@ -160,16 +161,15 @@ def _check_sized(path: Path, name: str, raw: dict[str, Any]) -> None:
     from kubesched.simulate.inputs.workload import WorkloadError
 
     status = raw.get("status")
-    allocatable = status.get("allocatable") if isinstance(status, dict) else None
+    room = (status.get("allocatable") or status.get("capacity")) if isinstance(status, dict) else None
     where = f"--node-template {path} (Node {name})"
-    if not isinstance(allocatable, dict) or not allocatable:
-        field_name = "status" if not isinstance(status, dict) else "status.allocatable"
-        hint = " (copy status.capacity to it)" if isinstance(status, dict) and status.get("capacity") else ""
-        raise WorkloadError(f"{where}: {field_name} is missing: a template node is sized by its status.allocatable "
-                            f"{', '.join(SIZED_BY)}{hint}")
-    missing = [r for r in SIZED_BY if r not in allocatable]
+    if not isinstance(room, dict) or not room:
+        raise WorkloadError(f"{where}: status.allocatable is missing: a template node is sized by its "
+                            f"status.allocatable {', '.join(SIZED_BY)}")
+    missing = [r for r in SIZED_BY if r not in room]
     if missing:
-        raise WorkloadError(f"{where}: status.allocatable.{missing[0]} is missing: a template node is sized by its "
+        field_name = "allocatable" if status.get("allocatable") else "capacity"  # type: ignore[union-attr]
+        raise WorkloadError(f"{where}: status.{field_name}.{missing[0]} is missing: a template node is sized by its "
                             f"status.allocatable {', '.join(SIZED_BY)}")
 
 
