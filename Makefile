@@ -3,7 +3,10 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
+# --no-compile: Python writes the bytecode of what is imported on first import; compiling every installed
+# module up front (kubernetes_asyncio's generated client alone is 20 MB of .pyc that only `kubesched run`
+# imports) costs seconds of install time and 50 MB of venv.
+PIP := $(BIN)/python -m pip install -q --disable-pip-version-check --no-compile
 # Two stamps: running needs kubesched and its runtime dependencies only (`make run`: a small venv, quickly);
 # the checks add the dev extras on top (`make test` after `make run` installs just those).
 STAMP := $(VENV)/.installed
