@@ -32,6 +32,8 @@ from typing import Any
 
 import celpy
 from celpy import celtypes
+from celpy.celparser import CELParseError
+from celpy.evaluation import CELEvalError
 
 from kubesched.api.quantity import QuantityError, parse_quantity
 
@@ -97,7 +99,7 @@ class Semver:
             return 0
         if not self.pre or not other.pre:  # a release is greater than its pre-releases
             return 1 if not self.pre else -1
-        return -1 if self.pre < other.pre else 1  # type: ignore[operator]  # (0,int) < (1,str) by tag first
+        return -1 if self.pre < other.pre else 1  # (0, int) < (1, str): the tag decides first
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Semver) and self.compare(other) == 0
@@ -288,11 +290,11 @@ class CompiledSelector:
             raise CelError(self.error or "not compiled")
         try:
             result = self.program.evaluate({"device": device})
-        except celpy.CELEvalError as e:
+        except CELEvalError as e:
             raise CelError(_error_text(e)) from None
         except (TypeError, ValueError, KeyError, ZeroDivisionError) as e:
             raise CelError(str(e)) from None
-        if isinstance(result, celpy.CELEvalError):
+        if isinstance(result, CELEvalError):
             raise CelError(_error_text(result))
         if not isinstance(result, celtypes.BoolType | bool):
             raise CelError(f"CEL result of type {type(result).__name__} could not be converted to bool")
@@ -307,5 +309,5 @@ def compile_selector(expression: str) -> CompiledSelector:
     try:
         ast = _ENV.compile(expression)
         return CompiledSelector(expression, _ENV.program(ast, functions=FUNCTIONS))
-    except celpy.CELParseError as e:
+    except CELParseError as e:
         return CompiledSelector(expression, None, f"compilation failed: {str(e).splitlines()[0]}")
