@@ -494,7 +494,7 @@ class _Run:
                 if raw.get("name") in wanted or full in wanted:
                     config.append({"source": "FromClaim", "requests": wanted, **body})
                     break
-        names = {self._chosen(ci, ri).request for ri in range(len(self.requests[ci]))}
+        names = [self._chosen(ci, ri).request for ri in range(len(self.requests[ci]))]
         for entry in config:
             reqs = entry.get("requests")
             if reqs and all(r.full_name in reqs or (r.parent or r.name) in reqs for r in names):
