@@ -23,10 +23,7 @@ pytestmark = pytest.mark.integration
 
 #: Upstream default plugins kubesched does not implement (yet). Shrink it as they land; a name
 #: listed here that kubesched registers, or one missing here that it lacks, fails the test.
-NOT_IMPLEMENTED = {
-    # Dynamic Resource Allocation needs ResourceClaims, DeviceClasses and ResourceSlices: its own issue.
-    "DynamicResources",
-}
+NOT_IMPLEMENTED: set[str] = set()
 
 
 @pytest.fixture(scope="module")
