@@ -411,8 +411,8 @@ class _Run:
                 if not compiled.matches(self.a.device_var(cand)):
                     return False
             except CelError as e:
-                raise AllocationError(
-                    f"{owner}: selector #{i} on device {'/'.join(cand.id)}: CEL runtime error: {e}") from None
+                raise AllocationError(f"{owner}: selector #{i} on device {'/'.join(cand.id)}: CEL runtime error: "
+                                      f"{_enhance_runtime_error(str(e))}") from None
         return True
 
     # -- allocateDevice ----------------------------------------------------------------------------
@@ -525,6 +525,15 @@ class _Run:
         if fields:
             term["matchFields"] = fields
         return {"nodeSelectorTerms": [term]}
+
+
+def _enhance_runtime_error(message: str) -> str:
+    """cel.EnhanceRuntimeError (k8s.io/dynamic-resource-allocation/cel/errors.go, v0.37.1): the hint
+    upstream adds to a "no such key" error, word for word."""
+    if "no such key:" not in message:
+        return message
+    return (f"{message}. consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
+            "with has() for optional fields")
 
 
 def _merge(source: Sequence[dict[str, Any]], into: list[dict[str, Any]]) -> None:

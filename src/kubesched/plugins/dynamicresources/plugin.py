@@ -313,10 +313,16 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
                             claim = await client.update_object(RESOURCE_CLAIM, claim)
                         except Exception as e:
                             raise _Retry(e, f"add finalizer to claim {key}: {e}") from e
-                    alloc = {**alloc, "allocationTimestamp": _now_rfc3339(self.handle.clock.now())}
                 status = dict(claim.get("status") or {})
                 if alloc is not None:
                     status["allocation"] = alloc
+                if status.get("allocation") is None:
+                    raise ClaimError(f"claim {key} got deallocated elsewhere in the meantime")
+                if not status["allocation"].get("allocationTimestamp"):
+                    # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on in v1.37:
+                    # every claim PreBind reserves gets the timestamp, already allocated ones too.
+                    status["allocation"] = {**status["allocation"],
+                                            "allocationTimestamp": _now_rfc3339(self.handle.clock.now())}
                 status["reservedFor"] = [*(status.get("reservedFor") or []),
                                          {"resource": "pods", "name": pod.name, "uid": pod.uid}]
                 try:
