@@ -45,8 +45,11 @@ RESOURCE_CLAIM_TEMPLATE = ObjectKind("ResourceClaimTemplate", GROUP, "v1", "reso
                                      validate=_check_metadata)
 RESOURCE_SLICE = ObjectKind("ResourceSlice", GROUP, "v1", "resourceslices", namespaced=False, validate=_check_slice)
 DEVICE_CLASS = ObjectKind("DeviceClass", GROUP, "v1", "deviceclasses", namespaced=False, validate=_check_metadata)
-#: Alpha in v1.37 (DRADeviceTaintRules, off by default): only read, to refuse what it would change.
-DEVICE_TAINT_RULE = ObjectKind("DeviceTaintRule", GROUP, "v1alpha3", "devicetaintrules",
+#: Only read, to refuse what it would change (device taints are not implemented). v1, as upstream's
+#: scheduler watches it (pkg/scheduler/scheduler.go: ``Resource().V1().DeviceTaintRules()`` when
+#: DRADeviceTaintRules is on, GA and on by default in v1.37, pkg/features/kube_features.go); v1 is
+#: served by default (v1alpha3, off by default, would be a 404 on every informer retry).
+DEVICE_TAINT_RULE = ObjectKind("DeviceTaintRule", GROUP, "v1", "devicetaintrules",
                                namespaced=False, validate=_check_metadata)
 
 #: resourceapi.Finalizer
