@@ -95,6 +95,3 @@ def pod_claim_fields(p: PodSpec, templates: bool) -> dict[str, Any]:
               else {"resourceClaimName": p.claim})
     return {"resourceClaims": [{"name": "gpu", **source}]}
 
-
-def claims_by_name() -> dict[str, ClaimSpec]:
-    return {c.name: c for c in CLAIMS}
