@@ -260,3 +260,20 @@ async def test_bind_holds_even_when_filter_and_prioritize_do_not(registry: Regis
     assert await bind(svc, a, "n1") == ""
     assert used_ips(cluster, "n1") == 1
     assert call(svc, "filter", b, ["n1", "n2"])["NodeNames"] == ["n2"]
+
+
+def test_metrics_show_pods_in_flight_and_why_holds_ended(registry: Registry) -> None:
+    from prometheus_client import generate_latest
+
+    from kubesched.extender.server import ExtenderServer
+
+    svc, cluster = make(registry, {"n1": 10, "n2": 10})
+    metrics = ExtenderServer(svc).metrics
+    a, b = ip_pod("a"), ip_pod("b")
+    schedule(svc, a, ["n1", "n2"])
+    schedule(svc, b, ["n1", "n2"])
+    cluster.cache.add_or_update_pod(bound(a, "n1"))
+    text = generate_latest(metrics.registry).decode()
+    assert "kubesched_extender_pods_in_flight 1.0" in text
+    assert 'kubesched_extender_in_flight_ended{reason="confirmed"} 1.0' in text
+    assert 'kubesched_extender_in_flight_ended{reason="expired"} 0.0' in text
