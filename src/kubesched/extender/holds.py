@@ -44,6 +44,7 @@ from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import IntArray
 
 log = logging.getLogger("kubesched.extender")
 
@@ -160,3 +161,19 @@ class InFlightHolds:
             self.ended["confirmed"] += 1
             return  # the cache swaps the real pod in for the assumed one
         self.release(assumed.uid, "deleted" if real is None else "elsewhere")
+
+
+def prefer(scores: IntArray, best: int) -> None:
+    """Make ``scores[best]`` the only top score: the nodes tied with it get one less (or it one
+    more, when the tie is at 0). The pod is held on ``best``; kube-scheduler adds its own scores and
+    breaks ties at random, so without this it would bind a tied node elsewhere about half the time
+    and the node it chose would be under-counted until the watch saw the bind."""
+    top = scores[best]
+    tied = scores == top
+    if int(np.count_nonzero(tied)) < 2:
+        return
+    if top > 0:
+        scores[tied] -= 1
+        scores[best] = top
+    else:
+        scores[best] = 1

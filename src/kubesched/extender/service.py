@@ -49,7 +49,7 @@ import numpy.typing as npt
 import orjson
 
 from kubesched.backend.cache import SchedulerCache
-from kubesched.extender.holds import InFlightHolds
+from kubesched.extender.holds import InFlightHolds, prefer
 from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT
 from kubesched.extender.wire import (
     MAX_EXTENDER_PRIORITY,
@@ -179,22 +179,6 @@ def unique_rows(rows: Rows, inverse: bool = False) -> tuple[Rows, Rows | None]:
         return uniq, None
     seen[uniq] = np.arange(len(uniq), dtype=np.intp)
     return uniq, seen[rows]
-
-
-def prefer(scores: IntArray, best: int) -> None:
-    """Make ``scores[best]`` the only top score: the nodes tied with it get one less (or it one
-    more, when the tie is at 0). The pod is held on ``best``; kube-scheduler adds its own scores and
-    breaks ties at random, so without this it would bind a tied node elsewhere about half the time
-    and the node it chose would be under-counted until the watch saw the bind."""
-    top = scores[best]
-    tied = scores == top
-    if int(np.count_nonzero(tied)) < 2:
-        return
-    if top > 0:
-        scores[tied] -= 1
-        scores[best] = top
-    else:
-        scores[best] = 1
 
 
 def rows_in(rows: Rows, members: Rows) -> npt.NDArray[np.bool_]:

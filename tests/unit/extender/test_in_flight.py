@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 import orjson
 
-from kubesched.extender.holds import InFlightHolds
-from kubesched.extender.service import Deadline, ExtenderService, prefer
+from kubesched.extender.holds import InFlightHolds, prefer
+from kubesched.extender.service import Deadline, ExtenderService
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import ReservePlugin
 from kubesched.framework.registry import Registry
