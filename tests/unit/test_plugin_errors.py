@@ -107,6 +107,7 @@ def _cli(tmp_path: Path, *extra: str) -> tuple[int, str, str]:
         ["simulate", "--plugins", str(tmp_path / "rackcap.py"), "--config", str(tmp_path / "config.yaml"),
          "--cluster", str(cluster), *extra],
         catch_exceptions=False,
+        env={"COLUMNS": "200"},  # whole lines to search (piped output is otherwise 100 wide)
     )
     return result.exit_code, result.stdout, result.stderr
 

@@ -28,7 +28,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     pip = _run(sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                "--target", str(site), str(root / "rackcap"))
     assert pip.returncode == 0, pip.stderr
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     return root / "rackcap", env
 
 
@@ -60,3 +60,14 @@ def test_new_plugin_refuses_bad_names_and_existing_directories(tmp_path: Path) -
     (tmp_path / "taken").mkdir()
     taken = _run(*KUBESCHED, "new-plugin", "RackCap", "--dir", str(tmp_path / "taken"))
     assert taken.returncode == 2 and "already exists" in taken.stderr
+
+
+def test_next_steps_use_kubescheds_own_interpreter(tmp_path: Path) -> None:
+    """The printed install command works whether or not kubesched's venv is active: it names the
+    interpreter running kubesched, not whatever `pip` comes first on PATH."""
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # no venv on PATH, as in a fresh shell
+    made = _run(*KUBESCHED, "new-plugin", "RackCap", "--dir", str(tmp_path / "rackcap"), env=env)
+    assert made.returncode == 0, made.stderr
+    next_line = made.stdout.splitlines()[-1]
+    assert next_line.startswith(f"next: cd {tmp_path / 'rackcap'} && {sys.executable} -m pip install -e '.[test]' && ")
+    assert f"{sys.executable} -m pytest tests" in next_line

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from kubesched.framework.labels import LabelSelector
+from kubesched.framework import LabelSelector
 
 #: A Kubernetes label key: an optional DNS-subdomain prefix and "/", then a name of at most 63
 #: characters (alphanumerics, '-', '_', '.'; starting and ending alphanumeric).

@@ -27,21 +27,29 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.handle import Handle
-from kubesched.framework.interfaces import (
+from kubesched.framework import (
+    NODE,
+    POD,
+    SUCCESS,
+    ActionType,
+    ClusterEvent,
+    CycleState,
     FilterPlugin,
+    Handle,
+    NodeInfo,
+    NodeTable,
+    PodInfo,
     PreFilterExtensions,
     PreFilterPlugin,
+    PreFilterResult,
     PreScorePlugin,
+    Rows,
     ScorePlugin,
     Scores,
+    Status,
+    Verdicts,
+    default_normalize_score,
 )
-from kubesched.framework.status import SUCCESS, Status
-from kubesched.framework.types import NODE, POD, ActionType, ClusterEvent, PreFilterResult, Verdicts
-from kubesched.plugins.helpers.normalize import default_normalize_score
-from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
 
 from .args import DomainCapArgs
 

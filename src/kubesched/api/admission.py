@@ -15,13 +15,18 @@ Rules, as upstream:
 * no ``priorityClassName``: the ``globalDefault`` class (the lowest value if several claim it,
   as upstream's ``getDefaultPriorityClass``) gives name, value and policy; without one, priority 0
   and ``PreemptLowerPriority``.
-* a pod that already carries ``spec.priority`` (every pod of a dump of a real cluster) is admitted
-  only if it agrees with its class, as the apiserver checks.
 
-One leniency, on purpose: a pod that names no class while the input has no ``globalDefault``
-class keeps the ``priority`` and ``preemptionPolicy`` it carries (the apiserver would insist on 0
-and ``PreemptLowerPriority``) — hand-written what-if inputs say "priority: 1000" without writing a
-PriorityClass, and refusing them would help nobody.
+Admission runs once, when a pod is created; a pod that already carries ``spec.priority`` went
+through it (every pod of ``kubectl get pods -o yaml``) and keeps what it carries, as kube-scheduler
+reads it: its class need not be in the input (``kubectl get pods`` never lists PriorityClasses),
+and a class whose value changed since (classes can be deleted and recreated) does not change it.
+:func:`carried_priority_note` says when the class does not account for the number, so the
+simulator can warn. Only ``preemptionPolicy``, when missing, is filled (from the class if the
+input has it, else ``PreemptLowerPriority``, what the scheduler assumes for an unset policy).
+
+One leniency follows from that, on purpose: a hand-written pod that says ``priority: 1000``
+without a PriorityClass keeps it (the apiserver would refuse to create it); refusing such what-if
+inputs would help nobody.
 """
 
 from __future__ import annotations
@@ -60,7 +65,11 @@ def admit_priority(pod: dict[str, Any], classes: Mapping[str, Mapping[str, Any]]
     if not isinstance(spec, dict):
         return
     name = spec.get("priorityClassName")
-    given = spec.get("priority")
+    if spec.get("priority") is not None:  # admitted when it was created: kept as it is
+        if spec.get("preemptionPolicy") is None:
+            pc = classes.get(str(name)) if name else None
+            spec["preemptionPolicy"] = str((pc or {}).get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY)
+        return
     if name:
         pc = classes.get(str(name))
         if pc is not None:
@@ -75,17 +84,11 @@ def admit_priority(pod: dict[str, Any], classes: Mapping[str, Mapping[str, Any]]
     else:
         default = _default_class(classes)
         if default is None:
-            # No class and no default: 0, unless the input already says (kubesched's own inputs).
-            spec.setdefault("priority", 0)
+            spec["priority"] = 0
             spec.setdefault("preemptionPolicy", PREEMPT_LOWER_PRIORITY)
             return
         name, value, policy = default
         spec["priorityClassName"] = name
-    if given is not None and given != value:
-        raise AdmissionError(
-            f"spec.priority: the integer value of priority ({given}) must not be provided in pod spec; "
-            f"priority admission controller computed {value} from the given PriorityClass name"
-        )
     current_policy = spec.get("preemptionPolicy")
     if current_policy is not None and current_policy != policy:
         raise AdmissionError(
@@ -97,4 +100,26 @@ def admit_priority(pod: dict[str, Any], classes: Mapping[str, Mapping[str, Any]]
     spec["preemptionPolicy"] = policy
 
 
-__all__ = ["PREEMPT_LOWER_PRIORITY", "SYSTEM_PRIORITY_CLASSES", "AdmissionError", "admit_priority"]
+def carried_priority_note(spec: Mapping[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """For a pod that carried ``spec.priority`` into :func:`admit_priority`: why its
+    ``priorityClassName`` does not account for that number (the class is not in ``classes``, or
+    gives another value), as the end of a warning; None when it does, or names no class."""
+    name = spec.get("priorityClassName")
+    if not name or (str(name) in SYSTEM_PRIORITY_CLASSES and str(name) not in classes):
+        return None
+    pc = classes.get(str(name))
+    if pc is None:
+        return f"spec.priorityClassName: no PriorityClass with name {name} in the input"
+    value = int(pc.get("value") or 0)
+    if spec.get("priority") != value:
+        return f"spec.priority {spec.get('priority')} is not PriorityClass {name}'s value {value}"
+    return None
+
+
+__all__ = [
+    "PREEMPT_LOWER_PRIORITY",
+    "SYSTEM_PRIORITY_CLASSES",
+    "AdmissionError",
+    "admit_priority",
+    "carried_priority_note",
+]

@@ -40,7 +40,7 @@ def plugins_command(plugin_modules: tuple[str, ...]) -> None:
 def new_plugin_command(name: str, directory: Path | None) -> None:
     """Write a pip-installable plugin package NAME (CamelCase): plugin and args model, tests with
     kubesched.testing, a configuration example, and the `kubesched.plugins` entry point."""
-    from kubesched.app.scaffold import check_name, snake, write
+    from kubesched.app.scaffold import check_name, next_steps, snake, write
 
     problem = check_name(name)
     if problem:
@@ -50,4 +50,4 @@ def new_plugin_command(name: str, directory: Path | None) -> None:
         raise UserError(f"{target}: already exists; pick another --dir")
     for path in write(name, target):
         click.echo(f"wrote {path}")
-    click.echo(f"next: cd {target} && pip install -e . && pytest tests && kubesched plugins")
+    click.echo(next_steps(target))

@@ -43,6 +43,16 @@ def plugins_option(f: F) -> F:
     )(f)
 
 
+def lenient_option(f: F) -> F:
+    """``--lenient`` → ``lenient``: skip the invalid objects of a ``--cluster`` dump instead of stopping."""
+    return click.option(
+        "--lenient",
+        is_flag=True,
+        help="Skip the objects of --cluster the apiserver would refuse (negative quantities, unknown enum "
+        "values, Nodes without a size, duplicates, ...) and say how many, instead of stopping at the first.",
+    )(f)
+
+
 def context_option(f: F) -> F:
     """``--context NAME`` → ``context``: the kubeconfig context to use, as kubectl's ``--context``."""
     return click.option(

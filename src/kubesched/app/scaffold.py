@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import keyword
 import re
+import shlex
+import sys
 from pathlib import Path
 
 _NAME = re.compile(r"[A-Z][A-Za-z0-9]*")
@@ -168,3 +170,16 @@ def write(name: str, target: Path) -> list[Path]:
         path.write_text(content, encoding="utf-8")
         written.append(path)
     return written
+
+
+def next_steps(target: Path) -> str:
+    """What to run after writing the package, with this kubesched's own interpreter: a bare ``pip``
+    installs into whatever environment is first on PATH (often not kubesched's: ``.venv`` is
+    rarely activated), and then no command finds the plugin. ``sys.executable`` is the venv's
+    interpreter as invoked (not resolved, which would escape the venv); the ``kubesched`` script
+    next to it is the one that will see the entry point."""
+    python = shlex.quote(sys.executable)
+    script = Path(sys.executable).with_name("kubesched")
+    kubesched = shlex.quote(str(script)) if script.is_file() else "kubesched"
+    return (f"next: cd {shlex.quote(str(target))} && {python} -m pip install -e '.[test]' && "
+            f"{python} -m pytest tests && {kubesched} plugins")

@@ -10,6 +10,7 @@ ClusterEvent the queue uses to retry unschedulable pods.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kubesched.framework.types import NODE, POD, ActionType, ClusterEvent
@@ -22,6 +23,10 @@ class SchedulerCache:
         self.table = table if table is not None else NodeTable()
         #: uid → assumed PodInfo (with node_name set) awaiting confirmation from the cluster.
         self.assumed: dict[str, PodInfo] = {}
+        #: Called with (the assumed pod, the cluster's pod or None when it is gone) when the
+        #: cluster's view of an assumed pod arrives, before it is applied: the extender releases
+        #: what it holds for that pod there (extender/holds.py). The callee may forget the pod.
+        self.assumed_observer: Callable[[PodInfo, PodInfo | None], None] | None = None
 
     # -- assumed pods -----------------------------------------------------------------------------
     def assume(self, pod: PodInfo, node_name: str) -> PodInfo:
@@ -46,6 +51,8 @@ class SchedulerCache:
         if pod.terminal:
             # Terminated pods release their resources (upstream skips them in the cache).
             return self.remove_pod(pod.uid)
+        if self.assumed_observer is not None and pod.uid in self.assumed:
+            self.assumed_observer(self.assumed[pod.uid], pod)
         self.assumed.pop(pod.uid, None)
         existing = self.table.pod(pod.uid)
         if existing is pod:
@@ -65,6 +72,8 @@ class SchedulerCache:
         return None
 
     def remove_pod(self, uid: str) -> ClusterEvent | None:
+        if self.assumed_observer is not None and uid in self.assumed:
+            self.assumed_observer(self.assumed[uid], None)
         self.assumed.pop(uid, None)
         if self.table.remove_pod(uid) is None:
             return None

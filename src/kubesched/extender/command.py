@@ -15,7 +15,7 @@ import click
 import yaml
 
 from kubesched.app.options import config_option, plugins_option
-from kubesched.extender.limits import DEFAULT_MAX_BODY, DEFAULT_TIMEOUT, normalize_prefix
+from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_TIMEOUT, normalize_prefix
 
 log = logging.getLogger("kubesched.extender")
 
@@ -123,6 +123,9 @@ def extender_stanza(
               help="Largest request body accepted, in bytes.")
 @click.option("--table-cache", type=click.IntRange(min=1), default=8, show_default=True,
               help="Node tables kept (LRU, keyed by the nodes' resourceVersions) for nodeCacheCapable: false.")
+@click.option("--in-flight-timeout", type=click.FloatRange(min=0), default=DEFAULT_HOLD_TIMEOUT, show_default=True,
+              help="Seconds a pod approved by filter/prioritize counts on its node until the watch sees it "
+              "bound (needs a cluster connection; 0: only the bind verb holds pods).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               show_default=True)
 @click.option("--only", "only", multiple=True, metavar="PLUGIN",
@@ -157,6 +160,7 @@ def extender(
     timeout: float,
     max_body: int,
     table_cache: int,
+    in_flight_timeout: float,
     log_level: str,
     only: tuple[str, ...],
     print_config: bool,
@@ -237,7 +241,7 @@ def extender(
             raise UserError(f"TLS: {e}") from None
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(profile, registry, host, port, url_prefix, ssl_context, kubeconfig, in_cluster,
-                           timeout, max_body, table_cache))
+                           timeout, max_body, table_cache, in_flight_timeout))
 
 
 async def _serve(
@@ -252,6 +256,7 @@ async def _serve(
     timeout: float,
     max_body: int,
     table_cache: int,
+    in_flight_timeout: float,
 ) -> None:
     from kubesched.app.startup import UserError
     from kubesched.extender.server import ExtenderServer, start_server
@@ -272,7 +277,9 @@ async def _serve(
         await cluster.start()
     try:
         try:
-            service = ExtenderService(profile, registry, cluster, table_cache_size=table_cache)
+            service = ExtenderService(
+                profile, registry, cluster, table_cache_size=table_cache, hold_timeout=in_flight_timeout
+            )
         except FrameworkError as e:
             raise UserError(str(e)) from None
         await service.start_plugins()

@@ -14,6 +14,10 @@ HEADER_TIMEOUT = 10.0
 #: closes an idle connection first and never sends a POST into one the server is closing. It is
 #: also the bound on slow headers of a later request on a kept-alive connection.
 IDLE_TIMEOUT = 100.0
+#: Seconds a pod approved by filter/prioritize stays held on its node when neither the extender's
+#: bind nor its watch settles it (extender/holds.py): long past any bind, short enough that a pod
+#: the scheduler dropped without a retry does not keep its node's resources for long.
+DEFAULT_HOLD_TIMEOUT = 30.0
 
 
 def normalize_prefix(prefix: str) -> str:

@@ -21,6 +21,7 @@ slow-loris clients cannot hold connections open for long.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import ssl
 import time
@@ -72,6 +73,21 @@ class Metrics:
             registry=self.registry,
         )
         hits.set_function(lambda: service.table_hits)
+        holds = service.holds
+        if holds is not None:
+            in_flight = Gauge(
+                "kubesched_extender_pods_in_flight",
+                "Pods held on the node the extender approved until its watch sees them bound.",
+                registry=self.registry,
+            )
+            in_flight.set_function(lambda: len(holds))
+            ended = Gauge(
+                "kubesched_extender_in_flight_ended",
+                "Holds ended, by why: confirmed, elsewhere, deleted, retried, bind_failed, expired.",
+                ["reason"], registry=self.registry,
+            )
+            for reason in holds.ended:
+                ended.labels(reason).set_function(functools.partial(holds.ended.__getitem__, reason))
         # labels() takes a lock and validates on every call; the children are resolved once.
         self._requests: dict[tuple[str, str], Counter] = {}
         self._latency: dict[str, Histogram] = {}

@@ -18,6 +18,11 @@
   answer is always ``NodeNameToMetaVictims`` (UIDs), as upstream expects.
 * bind — POST pods/binding through the cluster client (needs ``--kubeconfig`` / in-cluster).
 
+In flight: with a cluster attached, the pod prioritize scored best on a node (or filter's only
+passing node) is held there — assumed in the cache, Reserve run — until the watch sees it bound,
+elsewhere or gone, a new filter call for it, or ``hold_timeout``; bind holds (and re-checks) the
+pod on its node before binding and releases it when the bind fails (extender/holds.py).
+
 Nodes: with ``Nodes`` (nodeCacheCapable: false) the node table is built from the request's Node
 objects — kept in an LRU keyed by every node's (name, resourceVersion) so repeated calls over the
 same nodes cost a dictionary lookup. With ``NodeNames`` (nodeCacheCapable: true) the extender's own
@@ -44,6 +49,8 @@ import numpy.typing as npt
 import orjson
 
 from kubesched.backend.cache import SchedulerCache
+from kubesched.extender.holds import InFlightHolds, prefer
+from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT
 from kubesched.extender.wire import (
     MAX_EXTENDER_PRIORITY,
     ExtenderArgs,
@@ -223,6 +230,7 @@ class ExtenderService:
         remembered_pods: int = 4096,
         remembered_nodes: int = 100_000,
         parsed_pods: int = 8,
+        hold_timeout: float = DEFAULT_HOLD_TIMEOUT,
     ) -> None:
         self.profile = profile
         self.registry = registry
@@ -251,6 +259,10 @@ class ExtenderService:
         self._row_entries = RowEntries()
         self.table_builds = 0
         self.table_hits = 0
+        #: Pods approved and maybe being bound (needs the cluster's cache). hold_timeout 0: only
+        #: the bind verb holds.
+        self.holds = InFlightHolds(cluster.cache, hold_timeout) if cluster is not None else None
+        self._hold_approved = hold_timeout > 0
         # Built up front: a profile whose plugins cannot be built fails at start, not per request.
         # Its plugins are the ones started (background work); later frameworks share their state.
         self._primary = self._build_framework(NodeTable())
@@ -398,10 +410,28 @@ class ExtenderService:
         entry, rows = self._cached_rows(args.node_names)
         return entry, rows, args.node_names
 
+    # -- pods in flight (extender/holds.py) ---------------------------------------------------------
+    def _settle_holds(self, pod: PodInfo) -> None:
+        """Before a filter/prioritize answer: expired holds go, and so does this pod's own (the
+        scheduler asking again means its previous attempt did not bind)."""
+        if self.holds is not None:
+            self.holds.expire()
+            self.holds.release(pod.uid, "retried")
+
+    def _hold(self, pod: PodInfo, node: str) -> bool:
+        """Hold ``pod`` on ``node``, the node the scheduler will most likely bind it to."""
+        if self.holds is None or not self._hold_approved:
+            return False
+        st = self.holds.hold(self.live_framework(), pod, node)
+        if not st.is_success:
+            log.debug("extender: not holding %s on %s: %s", pod.key, node, st.message)
+        return st.is_success
+
     # -- verbs ---------------------------------------------------------------------------------------
     def filter(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_extender_args(data)
         pod = self._parse_pod(args.pod)
+        self._settle_holds(pod)
         entry, rows, names = self._view(args, deadline)
         self._remember_pod(pod)
         fwk, table = entry.framework, entry.table
@@ -425,6 +455,9 @@ class ExtenderService:
         # sent passed, and the request's list is the answer as it is.
         passing = None if len(ok_rows) == len(candidates) else rows_in(rows, ok_rows)
         deadline.check("filter")
+        if len(ok_rows) == 1:
+            # The scheduler skips prioritize with one feasible node: this is the one it binds.
+            self._hold(pod, node_names[int(ok_rows[0])])
         if args.nodes is not None:
             out_nodes = args.nodes if passing is None else list(compress(args.nodes, passing.tolist()))
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
@@ -437,9 +470,14 @@ class ExtenderService:
     def prioritize(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_extender_args(data)
         pod = self._parse_pod(args.pod)
+        self._settle_holds(pod)
         entry, rows, names = self._view(args, deadline)
         self._remember_pod(pod)
         scores = self.extender_scores(entry.framework, pod, rows, deadline)
+        if len(rows):
+            best = int(np.argmax(scores))  # the first of the best, in request order
+            if self._hold(pod, names[best]):
+                prefer(scores, best)
         if args.node_names is not None and len(rows) and scores.min() >= 0 and scores.max() <= MAX_EXTENDER_PRIORITY:
             return Reply(200, self._row_entries.encode(entry.table, rows, scores))
         return Reply(200, encode_extender_scores(names, scores))
@@ -546,17 +584,27 @@ class ExtenderService:
             return Reply(200, encode_binding_result(
                 "kubesched extender: bind needs a cluster connection (start it with --kubeconfig or in-cluster)"
             ), "no_cluster")
+        assert self.holds is not None  # made with the cluster
+        holds = self.holds
+        holds.expire()
+        if holds.node_of(args.pod_uid) != args.node:
+            # Not held here (prioritize's best was another node, or the pod is unknown): hold it
+            # here now, which re-checks that it fits, so two binds never take the last IP.
+            holds.release(args.pod_uid, "elsewhere")
+            raw = self._recent_pods.get(args.pod_uid)
+            if raw is not None:
+                st = holds.hold(self.live_framework(), PodInfo.from_raw(raw), args.node)
+                if not st.is_success:
+                    msg = f"binding {args.pod_namespace}/{args.pod_name} to {args.node}: {st.message}"
+                    return Reply(200, encode_binding_result(msg), "bind")
+        # Bound or not, the hold no longer expires while this bind is in flight (upstream does not
+        # expire an assumed pod before FinishBinding): the watch or the failure settles it.
+        holds.pin(args.pod_uid)
         try:
             await self.cluster.bind(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
         except Exception as e:
+            holds.release(args.pod_uid, "bind_failed")
             msg = f"binding {args.pod_namespace}/{args.pod_name} to {args.node}: {e}"
             return Reply(200, encode_binding_result(msg), "bind")
-        raw = self._recent_pods.pop(args.pod_uid, None)
-        if raw is not None:
-            # Account the placement now rather than when the informer sees it, so the next
-            # filter/prioritize counts it (the informer's update then replaces it).
-            try:
-                self.cluster.cache.add_or_update_pod(PodInfo.from_raw(raw).with_node(args.node))
-            except Exception:  # pragma: no cover - the pod parsed before; never fail a done bind
-                log.exception("accounting bound pod %s/%s", args.pod_namespace, args.pod_name)
+        self._recent_pods.pop(args.pod_uid, None)
         return Reply(200, encode_binding_result())

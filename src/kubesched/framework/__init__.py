@@ -31,6 +31,8 @@ from kubesched.framework.interfaces import (
     ScorePlugin,
     Scores,
 )
+from kubesched.framework.labels import LabelSelector
+from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.objects import ObjectKind
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import (
@@ -71,6 +73,7 @@ __all__ = [
     "Handle",
     "HostPort",
     "IntArray",
+    "LabelSelector",
     "NodeInfo",
     "NodeTable",
     "ObjectKind",
@@ -98,4 +101,5 @@ __all__ = [
     "Status",
     "Taint",
     "Verdicts",
+    "default_normalize_score",
 ]

@@ -33,9 +33,20 @@ class ObjectKind:
     #: Verbs the plugin uses on the objects themselves besides list/watch (e.g. ``("update",)``
     #: for VolumeBinding's PreBind, which updates PVs and PVCs through an :class:`ObjectWriter`).
     writes: tuple[str, ...] = ()
+    #: Verbs the plugin uses on the ``status`` subresource itself, synchronously, through a
+    #: :class:`StatusWriter` (e.g. ``("update",)`` for DynamicResources' PreBind, which PUTs a
+    #: ResourceClaim's allocation as kube-scheduler does); ``writes_status`` grants ``patch``.
+    status_writes: tuple[str, ...] = ()
     #: Checks one object as the plugin will read it; raises ValueError naming the field (without
     #: the object: callers prefix file/object). The simulator runs it on every loaded object.
     validate: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False, repr=False)
+    #: Whether a pod (raw, after Priority admission) needs objects of this kind, e.g. a pod with a
+    #: claim needs PVCs. A cluster dump holding such pods but no object of the kind gets one
+    #: warning, ``no <kind>s in the input: <when_missing>`` (``kubectl get`` lists only the kinds
+    #: it is asked for, so the kind was most likely not dumped).
+    needed_by: Callable[[dict[str, Any]], bool] | None = field(default=None, compare=False, repr=False)
+    #: What the plugin does without objects of the kind, for that warning.
+    when_missing: str = field(default="", compare=False)
 
     @property
     def api_version(self) -> str:
@@ -74,6 +85,20 @@ class ObjectWriter(Protocol):
     async def update_object(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
         """Replace the object (an HTTP PUT, ``metadata.resourceVersion`` as the precondition) and
         return it as stored. Raises on a conflict or another API error."""
+        ...
+
+
+@runtime_checkable
+class StatusWriter(Protocol):
+    """Optional, for plugins that write the status of a kind they declare with ``status_writes``
+    in the cycle itself (not through the leader's periodic merge-patches, ``status_updates``): a
+    shell's ClusterClient that also offers ``update_object_status`` (the live client and the
+    simulator's do). Upstream plugins call the clientset (``UpdateStatus``) directly."""
+
+    async def update_object_status(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
+        """Replace the object's ``status`` (an HTTP PUT on the status subresource,
+        ``metadata.resourceVersion`` as the precondition) and return the object as stored. Raises
+        on a conflict or another API error."""
         ...
 
 
@@ -126,7 +151,9 @@ def merge_object_kinds(declared: Iterable[ObjectKind]) -> list[ObjectKind]:
         if ok.writes_status and not have.writes_status:
             merged[ok.kind] = have = replace(have, writes_status=True)
         if not set(ok.writes) <= set(have.writes):
-            merged[ok.kind] = replace(have, writes=tuple(sorted({*have.writes, *ok.writes})))
+            merged[ok.kind] = have = replace(have, writes=tuple(sorted({*have.writes, *ok.writes})))
+        if not set(ok.status_writes) <= set(have.status_writes):
+            merged[ok.kind] = replace(have, status_writes=tuple(sorted({*have.status_writes, *ok.status_writes})))
     return list(merged.values())
 
 

@@ -118,17 +118,20 @@ async def list_pages(
 
 def rbac_rules(kinds: Iterable[ObjectKind]) -> list[dict[str, Any]]:
     """ClusterRole rules for the declared kinds: list/watch (what an informer does), the verbs a
-    plugin writes the objects with (``ObjectKind.writes``), and patch of the status subresource of
-    kinds a plugin writes status of. One rule per API group, resources
-    sorted, so the output is stable and diffable against a committed manifest."""
+    plugin writes the objects with (``ObjectKind.writes``), and patch (plus
+    ``ObjectKind.status_writes``) of the status subresource of kinds a plugin writes status of. One
+    rule per API group and verb set, resources sorted, so the output is stable and diffable against a
+    committed manifest."""
     read: dict[str, set[str]] = {}
-    status: dict[str, set[str]] = {}
+    #: (group, verbs) -> status subresources.
+    status: dict[tuple[str, tuple[str, ...]], set[str]] = {}
     #: (group, verbs) -> resources a plugin writes (ObjectKind.writes, e.g. PVs updated at PreBind).
     written: dict[tuple[str, tuple[str, ...]], set[str]] = {}
     for k in kinds:
         read.setdefault(k.group, set()).add(k.resource)
-        if k.writes_status:
-            status.setdefault(k.group, set()).add(f"{k.resource}/status")
+        if k.writes_status or k.status_writes:
+            verbs = tuple(sorted({"patch", *k.status_writes}))
+            status.setdefault((k.group, verbs), set()).add(f"{k.resource}/status")
         if k.writes:
             written.setdefault((k.group, tuple(sorted(k.writes))), set()).add(k.resource)
     rules: list[dict[str, Any]] = []
@@ -136,6 +139,6 @@ def rbac_rules(kinds: Iterable[ObjectKind]) -> list[dict[str, Any]]:
         rules.append({"apiGroups": [group], "resources": sorted(read[group]), "verbs": ["list", "watch"]})
     for (group, verbs), resources in sorted(written.items()):
         rules.append({"apiGroups": [group], "resources": sorted(resources), "verbs": list(verbs)})
-    for group in sorted(status):
-        rules.append({"apiGroups": [group], "resources": sorted(status[group]), "verbs": ["patch"]})
+    for (group, verbs), resources in sorted(status.items()):
+        rules.append({"apiGroups": [group], "resources": sorted(resources), "verbs": list(verbs)})
     return rules

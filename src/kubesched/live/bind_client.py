@@ -37,6 +37,10 @@ class MeteredBindClient:
         selected-node) would fail every pod with an unbound claim."""
         return await self.client.update_object(kind, obj)
 
+    async def update_object_status(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
+        """StatusWriter, passed through (DynamicResources' PreBind writes claims' allocations)."""
+        return await self.client.update_object_status(kind, obj)
+
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         if not self.node_exists(node_name):
             self.metrics.bind("node_gone")

@@ -57,6 +57,13 @@ class LiveClusterClient:
         stored = await self.api.request("PUT", path, obj)
         return stored if isinstance(stored, dict) else obj
 
+    async def update_object_status(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
+        """PUT a declared object's status subresource (framework/objects.py StatusWriter), e.g.
+        DynamicResources' ResourceClaim allocation; its resourceVersion makes a stale write a 409."""
+        path = kind.object_path(object_key(obj, kind.namespaced), "status")
+        stored = await self.api.request("PUT", path, obj)
+        return stored if isinstance(stored, dict) else obj
+
     async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
         """Preempt ``pod`` as upstream's executor does (framework/preemption/executor.go): the
         ``DisruptionTarget`` condition on its status, then a graceful delete with a UID

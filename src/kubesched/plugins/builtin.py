@@ -10,6 +10,7 @@ def builtin_registry() -> Registry:
     from kubesched.plugins.coscheduling import Coscheduling
     from kubesched.plugins.default_binder import DefaultBinder
     from kubesched.plugins.defaultpreemption import DefaultPreemption
+    from kubesched.plugins.dynamicresources import DynamicResources
     from kubesched.plugins.imagelocality import ImageLocality
     from kubesched.plugins.interpodaffinity import InterPodAffinity
     from kubesched.plugins.node_affinity import NodeAffinity
@@ -44,6 +45,7 @@ def builtin_registry() -> Registry:
             NodeVolumeLimits,
             VolumeBinding,
             VolumeZone,
+            DynamicResources,
             PodTopologySpread,
             InterPodAffinity,
             DefaultPreemption,

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from kubesched.app.options import config_option, plugins_option
+from kubesched.app.options import config_option, lenient_option, plugins_option
 from kubesched.app.startup import UserError
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ __all__ = ["capacity"]
               help="Write a self-contained HTML page with the answers (charts of where replicas go and why the next "
               "one does not fit; every step of the node search).")
 @plugins_option
+@lenient_option
 @click.option("--max-rows", type=click.IntRange(min=1), default=15, show_default=True, help="Rows per table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 def capacity(
@@ -58,6 +60,7 @@ def capacity(
     output: str,
     report_path: Path | None,
     plugin_modules: tuple[str, ...],
+    lenient: bool,
     max_rows: int,
     quiet: bool,
 ) -> None:
@@ -77,7 +80,8 @@ def capacity(
         raise UserError("give --workload (how many more replicas fit), --node-template (how many nodes to add), "
                         "or both")
     check_output_path("--report", report_path)
-    config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed)
+    config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed,
+                                           lenient=lenient)
     templates: list[PodTemplate] = []
     try:
         if workload_path is not None:
@@ -88,7 +92,7 @@ def capacity(
     err = console(stderr=True)
     doc: dict[str, Any] = {
         "kind": "Capacity",
-        "schemaVersion": 1,
+        "schemaVersion": 2,
         "source": cluster.source,
         "profiles": [p.scheduler_name for p in config.profiles],
         "clusterNodes": len(cluster.nodes),
@@ -141,8 +145,32 @@ def load_node_templates(path: Path) -> list[NodeTemplate]:
         if not cost >= 0:
             raise WorkloadError(f"--node-template {path} (Node {name}): annotation {COST_ANNOTATION} must be a "
                                 f"non-negative number, got {cost_text!r}")
+        _check_sized(path, name, raw)
         out.append(NodeTemplate(name, raw, cost, str(path)))
     return out
+
+
+#: What a template node must state so that its copies can be sized: the scheduler reads a node's
+#: room from status.allocatable (upstream NodeInfo.Allocatable; defaulted from status.capacity, as
+#: SetDefaults_NodeStatus does and as the node table reads it), and a node without pods would take
+#: no pod at all ("Too many pods"). A Node with neither is refused by the dump loader already.
+SIZED_BY = ("cpu", "memory", "pods")
+
+
+def _check_sized(path: Path, name: str, raw: dict[str, Any]) -> None:
+    from kubesched.simulate.inputs.workload import WorkloadError
+
+    status = raw.get("status")
+    room = (status.get("allocatable") or status.get("capacity")) if isinstance(status, dict) else None
+    where = f"--node-template {path} (Node {name})"
+    if not isinstance(room, dict) or not room:
+        raise WorkloadError(f"{where}: status.allocatable is missing: a template node is sized by its "
+                            f"status.allocatable {', '.join(SIZED_BY)}")
+    missing = [r for r in SIZED_BY if r not in room]
+    if missing:
+        field_name = "allocatable" if status.get("allocatable") else "capacity"  # type: ignore[union-attr]
+        raise WorkloadError(f"{where}: status.{field_name}.{missing[0]} is missing: a template node is sized by its "
+                            f"status.allocatable {', '.join(SIZED_BY)}")
 
 
 def _fit_json(a: FitAnswer) -> dict[str, Any]:
@@ -154,6 +182,7 @@ def _fit_json(a: FitAnswer) -> dict[str, Any]:
         "limit": {"message": a.message, "reasons": a.reasons},
         "slotsExhausted": a.slots_exhausted,
         "clusterUnplaced": a.cluster_unplaced,
+        "victims": [v.to_json() for v in a.victims],
         "seconds": round(a.seconds, 3),
     }
 
@@ -166,12 +195,14 @@ def _scale_json(a: ScaleAnswer) -> dict[str, Any]:
         "totalCost": a.cost,
         "lowerBound": a.lower_bound,
         "simulations": [
-            {"nodes": p.nodes, "unplaced": p.unplaced, "preemptions": p.preemptions, "seconds": round(p.seconds, 3)}
+            {"nodes": p.nodes, "unplaced": p.unplaced, "preemptions": p.preemptions, "victims": p.victims,
+             "fits": p.fits, "seconds": round(p.seconds, 3)}
             for p in a.probes
         ],
         "cannotHelp": a.hopeless,
+        "saturatedAt": a.saturated_at,
         "unplaced": a.unplaced,
-        "stuck": a.stuck,
+        "victims": [v.to_json() for v in a.victims],
         "addedNodeUsage": a.added_usage,
     }
 
@@ -188,38 +219,59 @@ def print_capacity(console: Console, doc: dict[str, Any], max_rows: int) -> None
             stop = f["limit"]["message"] or "every free pod slot is used"
             t.add_row(f["workload"], f"{f['fits']:,}", f"{f['nodesUsed']:,}", top, stop)
         console.print(t)
-        for f in doc["replicasThatFit"]:
-            if f["clusterUnplaced"]:
-                console.print(f"[dim]{f['clusterUnplaced']} pending pod(s) of the cluster itself did not fit "
-                              "(placed first, before the replicas)[/dim]")
-                break
+        first = doc["replicasThatFit"][0]  # the cluster's own pods are placed alike before each workload
+        if first["clusterUnplaced"]:
+            console.print(f"[dim]{first['clusterUnplaced']} pending pod(s) of the cluster itself did not fit "
+                          "(placed first, before the replicas)[/dim]")
+        _print_victims(console, "the cluster's pending pods", first["victims"], max_rows)
     if doc["scaleUp"]:
         t = Table(title="Fewest nodes to add so that every pending pod and workload replica fits")
         for col in ("node template", "nodes", "cost", "simulations", "note"):
             t.add_column(col, justify="right" if col in ("nodes", "cost", "simulations") else "left",
                          overflow="fold")
         for s in doc["scaleUp"]:
-            note = "[green]cheapest[/green]" if s["template"] == doc["cheapest"] and len(doc["scaleUp"]) > 1 else ""
-            if s["nodes"] is None and s["stuck"]:
-                note = f"[red]more such nodes cannot place {len(s['unplaced'])} pod(s)[/red]"
-            elif s["nodes"] is None:
-                note = f"[red]not within {max(p['nodes'] for p in s['simulations']):,} nodes[/red]"
-            elif s["cannotHelp"]:
-                note = (note + " " if note else "") + f"{len(s['cannotHelp'])} pod(s) no such node can take"
             t.add_row(s["template"], "–" if s["nodes"] is None else f"{s['nodes']:,}",
                       "–" if s["totalCost"] is None else f"{s['totalCost']:,.2f}".rstrip("0").rstrip("."),
-                      str(len(s["simulations"])), note)
+                      str(len(s["simulations"])), scale_note(s, doc["cheapest"], len(doc["scaleUp"])))
         console.print(t)
-        if all(s["nodes"] == 0 for s in doc["scaleUp"]):
+        if all(s["nodes"] == 0 and not s["cannotHelp"] for s in doc["scaleUp"]):
             console.print("[green]Every pending pod and workload replica fits without adding a node.[/green]")
         for s in doc["scaleUp"]:
-            left = "that more such nodes cannot place" if s["stuck"] else "still unplaced at the largest count tried"
-            for title, pods in (("no node of this template can take (left out)", s["cannotHelp"]),
-                                (left, s["unplaced"])):
+            for title, pods in (("no node of this template can take, even empty (left out)", s["cannotHelp"]),
+                                ("still not running at the largest count tried (more nodes may help)",
+                                 s["unplaced"])):
                 if pods:
                     console.print(f"[yellow]{s['template']}: {len(pods)} pod(s) {title}:[/yellow]")
                     for pod, why in list(pods.items())[:max_rows]:
-                        console.print(f"  {pod}: {why}")
+                        console.print(f"  {escape(pod)}: {escape(why)}")
+            _print_victims(console, f"{s['template']} (+{s['nodes'] if s['nodes'] is not None else '?'})",
+                           s["victims"], max_rows)
+
+
+def scale_note(s: dict[str, Any], cheapest: str | None, templates: int) -> str:
+    """The answer's note, in the terminal's markup (the HTML report says the same in its cards)."""
+    tried = max(p["nodes"] for p in s["simulations"])
+    if s["nodes"] is None:
+        return f"[red]not within {tried:,} nodes[/red]"
+    parts = ["[green]cheapest[/green]"] if s["template"] == cheapest and templates > 1 else []
+    if s["cannotHelp"]:
+        parts.append(f"{len(s['cannotHelp'])} pod(s) no such node can take")
+    if s["saturatedAt"] is not None:
+        parts.append(f"from +{s['saturatedAt']:,} more such nodes change nothing")
+    rescheduled = sum(1 for v in s["victims"] if v["fate"] == "rescheduled")
+    if rescheduled:
+        parts.append(f"{rescheduled} preemption victim(s) rescheduled")
+    return "; ".join(parts)
+
+
+def _print_victims(console: Console, whose: str, victims: list[dict[str, str]], max_rows: int) -> None:
+    from kubesched.simulate.report.capacity import victim_fate
+
+    if not victims:
+        return
+    console.print(f"[yellow]{whose}: {len(victims)} pod(s) evicted by preemption:[/yellow]")
+    for v in victims[:max_rows]:
+        console.print(escape(f"  {v['pod']}: {victim_fate(v)}"))
 
 
 @contextmanager

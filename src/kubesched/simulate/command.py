@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 import yaml
+from click.core import ParameterSource
 from rich.console import Console
 
 from kubesched.app.fast_exit import request_fast_exit
-from kubesched.app.options import config_option, debug_option, plugins_option
+from kubesched.app.options import config_option, debug_option, lenient_option, plugins_option
 from kubesched.app.startup import UserError, load_scheduler_config
 from kubesched.simulate.inputs.gc_pause import paused_gc
 
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from kubesched.framework.objects import ObjectKind
     from kubesched.framework.registry import Registry
     from kubesched.simulate.inputs.dump import ClusterInput
+
+
+#: Pods listed per profile by ``-o wide`` when ``--max-rows`` is not given.
+WIDE_POD_ROWS = 500
 
 
 @click.command("simulate")
@@ -38,11 +43,14 @@ if TYPE_CHECKING:
 @click.option("--pods", type=click.IntRange(min=0), help="Generate this many pods (with --nodes).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
 @click.option(
+    "-o",
     "--output",
-    type=click.Choice(["text", "json", "jsonl"]),
+    type=click.Choice(["text", "wide", "json", "jsonl"]),
     default="text",
     show_default=True,
-    help="text: a summary; json: one document, each pod's verdict, reasons and the chosen node's score; "
+    help="text: a summary; wide: the summary and each pod → node with its score and the pods it preempted "
+    f"(--max-rows pods per profile, {WIDE_POD_ROWS} unless given); "
+    "json: one document, each pod's verdict, reasons and the chosen node's score; "
     "jsonl: JSON Lines, the document then one pod per line with every evaluated node's verdict and the "
     "top-scored nodes. json and jsonl go to stdout.",
 )
@@ -86,6 +94,7 @@ if TYPE_CHECKING:
     help="Drain the nodes this label selector matches (kubectl syntax: 'pool=old,zone in (a,b)').",
 )
 @plugins_option
+@lenient_option
 @click.option("--max-rows", type=click.IntRange(min=1), default=25, show_default=True, help="Rows per summary table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @debug_option
@@ -103,6 +112,7 @@ def simulate(
     drain_nodes: tuple[str, ...],
     drain_selector: str | None,
     plugin_modules: tuple[str, ...],
+    lenient: bool,
     max_rows: int,
     quiet: bool,
     debug: bool,
@@ -128,7 +138,7 @@ def simulate(
     # collection ever scans it (paused_gc's docstring).
     with paused_gc(freeze=True):
         config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed,
-                                               extra_kinds=[PDB_KIND] if draining else [])
+                                               extra_kinds=[PDB_KIND] if draining else [], lenient=lenient)
         drain_plan = None
         if draining:
             from kubesched.simulate.whatif.drain import DrainError, plan_drain_options
@@ -139,9 +149,8 @@ def simulate(
                 raise UserError(str(e)) from None
     err = console(stderr=True)
     out = console()
-    for warning in cluster.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    progress_cb, stop_progress = _progress(err, quiet or output != "text")
+    text = output in ("text", "wide")
+    progress_cb, stop_progress = _progress(err, quiet or not text)
     sim = Simulation(
         config,
         registry,
@@ -171,11 +180,15 @@ def simulate(
     elif output == "jsonl":
         write_jsonl(data, result, sys.stdout.buffer)
     else:
-        print_summary(out, data, max_rows)
+        pod_rows = None
+        if output == "wide":
+            given = click.get_current_context().get_parameter_source("max_rows") == ParameterSource.COMMANDLINE
+            pod_rows = max_rows if given else WIDE_POD_ROWS
+        print_summary(out, data, max_rows, pod_rows)
     if debug:
         print_tracebacks(err, sim.recorder.exceptions)
     if result.explanation is not None:
-        print_explanation(err if output != "text" else out, result.explanation, max_rows=max(max_rows, 50))
+        print_explanation(out if text else err, result.explanation, max_rows=max(max_rows, 50))
     if report_path is not None:
         from kubesched.simulate.report.html import render_html
 
@@ -213,22 +226,24 @@ def write_output(option: str, path: Path, text: str) -> None:
 
 def load_input(
     config_path: Path | None, plugin_modules: tuple[str, ...], cluster_path: Path | None, nodes: int | None,
-    pods: int | None, seed: int, extra_kinds: Sequence[ObjectKind] = (),
+    pods: int | None, seed: int, extra_kinds: Sequence[ObjectKind] = (), lenient: bool = False,
 ) -> tuple[SchedulerConfig, Registry, ClusterInput]:
     """The configuration and the cluster of a what-if command: ``--cluster``, a generated one
     (``--nodes``/``--pods``), or the built-in demo (with its configuration unless ``--config``).
-    ``extra_kinds``: objects the command itself reads from the dump (the drain's budgets)."""
+    ``extra_kinds``: objects the command itself reads from the dump (the drain's budgets); ``lenient``:
+    skip the dump's invalid objects (``--lenient``)."""
     from kubesched.framework.registry import profiles_object_kinds
 
     if cluster_path is None and nodes is None and config_path is None:
         config_path = demo_dir() / "config.yaml"
     config, registry = load_scheduler_config(config_path, plugin_modules)
     kinds = [*profiles_object_kinds(registry, config.profiles), *extra_kinds]
-    return config, registry, load_cluster_input(cluster_path, nodes, pods, seed, kinds)
+    return config, registry, load_cluster_input(cluster_path, nodes, pods, seed, kinds, lenient)
 
 
 def load_cluster_input(
-    cluster_path: Path | None, nodes: int | None, pods: int | None, seed: int, kinds: Sequence[ObjectKind]
+    cluster_path: Path | None, nodes: int | None, pods: int | None, seed: int, kinds: Sequence[ObjectKind],
+    lenient: bool = False,
 ) -> ClusterInput:
     """``--cluster`` (keeping objects of ``kinds``), a generated cluster, or the built-in demo's."""
     from kubesched.simulate.inputs.dump import ClusterInputError, load_cluster
@@ -242,7 +257,7 @@ def load_cluster_input(
         raise UserError("--pods needs --nodes")
     try:
         if cluster_path is not None:
-            cluster = load_cluster(cluster_path, kinds)
+            cluster = load_cluster(cluster_path, kinds, lenient)
         elif nodes is not None:
             cluster = generate_cluster(nodes, pods if pods is not None else nodes * 2, seed, pod_topology=True)
         else:
@@ -252,6 +267,8 @@ def load_cluster_input(
     if cluster_path is not None and not cluster.nodes and not cluster.pods:
         skipped = ", ".join(f"{n} {kind}" for kind, n in cluster.skipped.items()) or "nothing"
         raise UserError(f"--cluster {cluster_path}: no Node or Pod objects found (read: {skipped})")
+    for warning in cluster.warnings:  # once, for every what-if command (and in the JSON: inputWarnings)
+        click.echo(f"warning: {warning}", err=True)
     return cluster
 
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kubesched.api.quantity import format_bytes, format_milli_cpu
-from kubesched.app.options import plugins_option
+from kubesched.app.options import lenient_option, plugins_option
 from kubesched.app.startup import UserError, load_scheduler_config
 
 __all__ = ["compare"]
@@ -33,6 +33,7 @@ __all__ = ["compare"]
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a self-contained HTML page with the comparison.")
 @plugins_option
+@lenient_option
 @click.option("--max-rows", type=click.IntRange(min=1), default=25, show_default=True, help="Rows per table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 def compare(
@@ -44,6 +45,7 @@ def compare(
     output: str,
     report_path: Path | None,
     plugin_modules: tuple[str, ...],
+    lenient: bool,
     max_rows: int,
     quiet: bool,
 ) -> None:
@@ -63,7 +65,7 @@ def compare(
     loaded = [load_scheduler_config(path, plugin_modules) for path in config_paths]
     kinds = {(k.api_version, k.kind): k for config, registry in loaded
              for k in profiles_object_kinds(registry, config.profiles)}
-    cluster = load_cluster_input(cluster_path, nodes, pods, seed, list(kinds.values()))
+    cluster = load_cluster_input(cluster_path, nodes, pods, seed, list(kinds.values()), lenient)
     labels = _labels(config_paths)
     err = console(stderr=True)
     runs = []

@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.app.options import plugins_option
+from kubesched.app.options import lenient_option, plugins_option
 from kubesched.app.startup import UserError
 
 __all__ = ["sweep"]
@@ -56,6 +56,7 @@ def _int_list(text: str, option: str) -> list[int]:
               "(default: $DASK_SCHEDULER_ADDRESS).")
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @plugins_option
+@lenient_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def sweep(
     config_paths: tuple[Path, ...],
@@ -68,6 +69,7 @@ def sweep(
     dask_address: str | None,
     output: str,
     plugin_modules: tuple[str, ...],
+    lenient: bool,
     quiet: bool,
 ) -> None:
     """Run every configuration on every cluster with every seed, in parallel worker processes (on this
@@ -94,7 +96,8 @@ def sweep(
     configs: list[str | None] = [str(p) for p in config_paths] or [None]
     for c in configs:  # fail here, once, with the command's own error, not in every worker
         load_scheduler_config(Path(c) if c else None, plugin_modules)
-    jobs = jobs_for(configs, plugin_modules, [str(p) for p in cluster_paths], sizes, _int_list(seeds, "--seeds"))
+    jobs = jobs_for(configs, plugin_modules, [str(p) for p in cluster_paths], sizes, _int_list(seeds, "--seeds"),
+                    lenient)
     show_progress = not (quiet or output == "json")
     doc: dict[str, Any] = {"kind": "Sweep", "schemaVersion": 1, "engine": engine}
     if engine == "dask":

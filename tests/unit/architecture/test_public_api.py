@@ -8,12 +8,14 @@ import kubesched.framework as framework
 PUBLIC = {
     "ActionType", "BindConflictError", "BindPlugin", "Clock", "ClusterClient", "ClusterEvent", "Code",
     "CycleState", "EVENT_NODE_ADD", "EVENT_POD_DELETE", "EVENT_WILDCARD", "FakeClock", "FilterPlugin",
-    "Handle", "HostPort", "IntArray", "MAX_NODE_SCORE", "MIN_NODE_SCORE", "NODE", "NodeInfo", "NodeTable",
+    "Handle", "HostPort", "IntArray", "LabelSelector",
+    "MAX_NODE_SCORE", "MIN_NODE_SCORE", "NODE", "NodeInfo", "NodeTable",
     "ObjectKind", "POD", "PermitPlugin", "Plugin", "PodGoneError", "PodInfo", "PostBindPlugin",
     "PostFilterPlugin", "PostFilterResult", "PreBindPlugin", "PreEnqueuePlugin", "PreFilterExtensions",
     "PreFilterPlugin",
     "PreFilterResult", "PreScorePlugin", "QueueSortPlugin", "QueuedPodInfo", "RealClock", "ReservePlugin",
     "Rows", "SUCCESS", "ScorePlugin", "Scores", "StateData", "Status", "Taint", "Verdicts",
+    "default_normalize_score",
 }
 
 

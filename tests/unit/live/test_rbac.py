@@ -20,7 +20,8 @@ from kubesched.plugins.builtin import builtin_registry
 
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy" / "scheduler"
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+#: The example configurations (examples/ also holds a dump, a workload and a node template).
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.yaml") if "kind: KubeSchedulerConfiguration" in p.read_text())
 
 
 def _deploy_docs() -> list[dict[str, Any]]:

@@ -183,13 +183,16 @@ def test_fewest_nodes_names_the_pods_no_such_node_can_take() -> None:
 
 def test_fewest_nodes_stops_when_more_such_nodes_cannot_help() -> None:
     """Spread over zones, the template in zone z1 only: once zone z0 is full, z1 may hold at most one
-    more; the search stops there (it does not double up to max_nodes) and says why."""
+    more; the doubling stops there (it does not go on up to max_nodes), says why, and the answer is
+    the fewest nodes that reach that outcome."""
     cluster = small_cluster()
     spread = [replace(TEMPLATES["spread"], replicas=40)]
     nt = node_template("z", "2", "4Gi", labels={"zone": "z1", "disk": "hdd"})
     answer = asyncio.run(fewest_nodes(CONFIG, REGISTRY, cluster, spread, nt, seed=1))
-    assert answer.nodes is None and answer.stuck and len(answer.probes) <= 4
-    assert answer.unplaced and all("PodTopologySpread" in why for why in answer.unplaced.values())
+    assert answer.saturated_at is not None and answer.saturated_at <= 4 and len(answer.probes) <= 5
+    assert answer.hopeless and all("PodTopologySpread" in why for why in answer.hopeless.values())
+    assert not answer.unplaced
+    assert answer.nodes == brute_force_nodes(cluster, spread, nt, 1, set(answer.hopeless))
 
 
 def test_fewest_nodes_gives_up_at_max_nodes() -> None:
@@ -197,6 +200,70 @@ def test_fewest_nodes_gives_up_at_max_nodes() -> None:
     many = [replace(TEMPLATES["cpu"], replicas=60)]
     answer = asyncio.run(fewest_nodes(CONFIG, REGISTRY, cluster, many, node_template("c1", "1", "8Gi"), 1, max_nodes=8))
     assert answer.nodes is None and answer.unplaced and answer.cost is None
+    assert max(p.nodes for p in answer.probes) == 8 and not answer.hopeless
+
+
+# -- preemption: victims are evicted, then rescheduled or not ------------------------------------------
+
+
+def owned(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "low",
+                                           "uid": "rs-low", "controller": True}]
+    return pod
+
+
+def preempting_cluster(bare_victims: bool = False) -> ClusterInput:
+    """Two 4-CPU nodes full of low-priority pods (owned by a ReplicaSet, or bare), and pending: a
+    3-CPU high-priority pod (it preempts two of them) and three 1-CPU pods."""
+    nodes = [builders.node(f"n{i}", cpu="4", memory="8Gi", pods=20) for i in range(2)]
+    low = [builders.pod(f"low-{i}", cpu="1500m", memory="1Gi", node_name=f"n{i % 2}", priority=0) for i in range(4)]
+    pods = [p if bare_victims else owned(p) for p in low]
+    pods.append(builders.pod("high", cpu="3", memory="1Gi", priority=1000))
+    pods += [builders.pod(f"w-{i}", cpu="1", memory="512Mi", priority=0) for i in range(3)]
+    return ClusterInput(nodes=nodes, pods=pods, objects={}, skipped={}, source="test")
+
+
+def test_a_preemptor_no_template_node_holds_does_not_stall_the_search() -> None:
+    """The issue's case: the high-priority pod fits on no 2-CPU template node, so it preempts in
+    every probe. Its victims were counted as unplaced for ever (the search doubled to the maximum
+    and answered "not within"); they are evicted, recreated by their ReplicaSet, and rescheduled on
+    the added nodes: the answer is the count where they run again, as trying counts one by one says."""
+    from unit.simulate.test_capacity_brute_force import not_running
+
+    cluster = preempting_cluster()
+    two = node_template("t2", "2", "8Gi")
+    answer = asyncio.run(fewest_nodes(CONFIG, REGISTRY, cluster, [], two, max_nodes=1000))
+    first = next(n for n in range(12) if not not_running(cluster, two, n, 0))
+    # A search, not a scan: doubling (0, then 1, 2, 4, 8) then bisection (6, 5).
+    assert answer.nodes == first == 5 and len(answer.probes) <= 7 and not answer.hopeless
+    assert {(v.pod, v.preemptor, v.fate) for v in answer.victims} == {
+        ("default/low-1", "default/high", "rescheduled"), ("default/low-3", "default/high", "rescheduled")}
+    assert all(v.detail.startswith("on node t2-") for v in answer.victims)
+    # A 4-CPU template node holds the high-priority pod: one node, no preemption at all.
+    four = asyncio.run(fewest_nodes(CONFIG, REGISTRY, cluster, [], node_template("t4", "4", "8Gi")))
+    assert four.nodes == 1 and not four.victims and four.probes[-1].preemptions == 0
+
+
+def test_bare_victims_are_deleted_for_good_and_named() -> None:
+    """Victims without a controller are not recreated: no number of 2-CPU nodes brings them back (the
+    preemptor fits none), so they are named with why, and the answer places everything else."""
+    cluster = preempting_cluster(bare_victims=True)
+    answer = asyncio.run(fewest_nodes(CONFIG, REGISTRY, cluster, [], node_template("t2", "2", "8Gi")))
+    assert answer.nodes is not None and answer.saturated_at is not None
+    assert set(answer.hopeless) == {"default/low-1", "default/low-3"}
+    assert all("evicted by default/high" in why and "Insufficient cpu" in why for why in answer.hopeless.values())
+    assert {v.fate for v in answer.victims} == {"deleted for good"}
+
+
+def test_how_many_fit_counts_victims_as_victims() -> None:
+    """The cluster's high-priority pod evicts two pods: they were counted as "pending pods that did
+    not fit"; they are victims (recreated, then not rescheduled: the cluster is full), and only the
+    pending pod that found no room is counted as not fitting."""
+    answer = asyncio.run(how_many_fit(CONFIG, REGISTRY, preempting_cluster(), template("x", {"containers": [
+        container("100m")]})))
+    assert answer.cluster_unplaced == 1
+    assert [(v.pod, v.fate) for v in answer.victims] == [("default/low-1", "not rescheduled"),
+                                                         ("default/low-3", "not rescheduled")]
 
 
 # -- the command ----------------------------------------------------------------------------------------
@@ -279,3 +346,59 @@ def test_capacity_needs_a_question_and_a_sane_cost(files: dict[str, Path], tmp_p
     bad.write_text(yaml.safe_dump(builders.node("x", annotations={"kubesched.io/cost": "cheap"})))
     result = run_capacity("--cluster", files["cluster"], "--node-template", bad)
     assert result.exit_code == 2 and "kubesched.io/cost" in result.output and "'cheap'" in result.output
+
+
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        (None, ": document 1 (Node bare): status.allocatable: Required value: the Node has neither "
+               "status.allocatable nor status.capacity"),
+        ({"capacity": {"cpu": "4", "memory": "8Gi"}}, "(Node bare): status.capacity.pods is missing"),
+        ({"allocatable": {"cpu": "4", "memory": "8Gi"}}, "(Node bare): status.allocatable.pods is missing"),
+    ],
+)
+def test_a_template_node_that_cannot_be_sized_is_refused(files: dict[str, Path], tmp_path: Path,
+                                                         status: dict[str, Any] | None, message: str) -> None:
+    """A template without allocatable answered "nodes 0 ... every pending pod fits" above a list of
+    pods no such node can take: it is refused, in one line naming the file, the Node and the field."""
+    node = builders.node("bare")
+    node.pop("status")
+    if status is not None:
+        node["status"] = status
+    bad = tmp_path / "bare.yaml"
+    bad.write_text(yaml.safe_dump(node))
+    result = run_capacity("--cluster", files["cluster"], "--node-template", bad)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"--node-template {bad}{message if message.startswith(':') else ' ' + message}" \
+        in lines[0], result.output
+
+
+def test_terminal_json_and_report_agree_on_victims(tmp_path: Path) -> None:
+    """The preempting cluster through the command: the JSON's answer and victims, the same in the
+    terminal and on the page."""
+    c = preempting_cluster()
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": c.nodes + c.pods}))
+    nodes = tmp_path / "t2.yaml"
+    nodes.write_text(yaml.safe_dump(builders.node("t2", cpu="2", memory="8Gi", pods=20)))
+    args = ("--cluster", cluster, "--node-template", nodes)
+    doc = json.loads(ok(run_capacity(*args, "--output", "json")).stdout)
+    (scale,) = doc["scaleUp"]
+    assert scale["nodes"] >= 2 and {v["fate"] for v in scale["victims"]} == {"rescheduled"}
+    assert scale["simulations"][-1]["fits"] and not scale["simulations"][0]["fits"]
+    assert scale["simulations"][0]["victims"]["evicted"] == 2
+    text = ok(run_capacity(*args)).stdout
+    row = next(line for line in text.splitlines() if line.startswith("│ t2 "))
+    assert [cell.strip() for cell in row.split("│")[1:-1]] == [
+        "t2", str(scale["nodes"]), str(scale["nodes"]), str(len(scale["simulations"])),
+        "2 preemption victim(s) rescheduled"]
+    for v in scale["victims"]:
+        assert v["node"] == "n1" and v["detail"].startswith("on node t2-")
+        assert f"{v['pod']}: evicted by default/high on node n1, rescheduled {v['detail']}" in text
+    page = tmp_path / "capacity.html"
+    ok(run_capacity(*args, "--report", page))
+    html = page.read_text()
+    assert f'<div class="val">+{scale["nodes"]:,}</div>' in html
+    for v in scale["victims"]:
+        assert f"<code>{v['pod']}</code>: evicted by default/high on node n1, rescheduled {v['detail']}" in html

@@ -417,7 +417,8 @@ def test_demo_text_summary_names_both_profiles_and_the_ip_budget_failures() -> N
     result = ok(run_cli())
     out = result.stdout
     assert "default-scheduler" in out and "blueking-ip-scheduler" in out
-    assert "Unschedulable pods: 9" in out
+    assert "Unschedulable pods (profile default-scheduler): 3" in out
+    assert "Unschedulable pods (profile blueking-ip-scheduler): 6" in out
     assert "no free underlay IP" in out
     assert "analytics/bigmem-1" in out and "Insufficient memory" in out
     assert "Traceback" not in result.output

@@ -26,7 +26,7 @@ def test_explain_shows_domain_counts_and_skew(tmp_path: Path) -> None:
     cluster = tmp_path / "cluster.json"
     cluster.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     result = CliRunner().invoke(main, ["simulate", "--cluster", str(cluster), "--explain", "web-new"],
-                                catch_exceptions=False)
+                                catch_exceptions=False, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "PodTopologySpread: topology.kubernetes.io/zone=za: 2 matching, skew 3 > 1" in out
@@ -43,7 +43,7 @@ def test_explain_shows_inter_pod_affinity_counts(tmp_path: Path) -> None:
     cluster = tmp_path / "cluster.json"
     cluster.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     result = CliRunner().invoke(main, ["simulate", "--cluster", str(cluster), "--explain", "db-1"],
-                                catch_exceptions=False)
+                                catch_exceptions=False, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "InterPodAffinity: anti-affinity kubernetes.io/hostname=a1: 1 matching" in result.stdout
     assert "InterPodAffinity: anti-affinity kubernetes.io/hostname=b1: 0 matching" in result.stdout

@@ -335,3 +335,251 @@ def test_a_pod_bound_to_a_node_not_in_the_input_is_reported(tmp_path: Path) -> N
     )
     (warning,) = load_cluster(path).warnings
     assert warning.startswith(f"{path}: document 1 (Pod shop/web): bound to node 'ghost', which is not in the input")
+
+
+# -- kinds a dump lacks -------------------------------------------------------------------------------
+
+
+def test_kinds_the_pods_need_but_the_dump_lacks_are_named_once_each(tmp_path: Path) -> None:
+    from kubesched.plugins.defaultpreemption import DefaultPreemption
+    from kubesched.plugins.volumebinding.storage import PV_KIND, PVC_KIND, STORAGE_CLASS_KIND
+
+    (pdb_kind,) = DefaultPreemption.object_kinds
+    claim = "  volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]\n"
+    gang = "  labels: {scheduling.x-k8s.io/pod-group: g}\n"
+    docs = [
+        POD.format(name="db-0", namespace="shop", cpu="1") + claim,
+        POD.format(name="db-1", namespace="shop", cpu="1") + claim,
+        POD.format(name="w-0", namespace="shop", cpu="1").replace("  namespace: shop\n", "  namespace: shop\n" + gang),
+        POD.format(name="urgent", namespace="shop", cpu="1") + "  priority: 1000\n",
+    ]
+    path = write(tmp_path, "dump.yaml", "---\n".join(docs))
+    kinds = [PVC_KIND, PV_KIND, STORAGE_CLASS_KIND, POD_GROUP_KIND, pdb_kind]
+    assert load_cluster(path, kinds).warnings == [
+        "no PersistentVolumeClaims in the input: pods with claims wait for them (2 pods affected)",
+        "no PersistentVolumes in the input: claims have no volume to be bound to (2 pods affected)",
+        "no StorageClasses in the input: claims have no class to provision from (2 pods affected)",
+        "no PodGroups in the input: pods that name a group wait for it (1 pod affected)",
+        "no PodDisruptionBudgets in the input: preemption respects no disruption budget (1 pod affected)",
+    ]
+    # Kinds no configured plugin declares are not asked for; a kind that is present is not missing.
+    assert load_cluster(path).warnings == []
+    pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: shop}\n"
+    path = write(tmp_path, "dump2.yaml", "---\n".join([*docs[:2], pvc]))
+    assert [w.split(":")[0] for w in load_cluster(path, kinds).warnings] == [
+        "no PersistentVolumes in the input", "no StorageClasses in the input"
+    ]
+
+
+# -- objects the apiserver would refuse (api/validation.py), one line each -----------------------------
+
+
+def _pod_with(tmp_path: Path, spec_yaml: str) -> str:
+    """The load error of pod shop/web whose spec has ``spec_yaml`` added (indented by 2)."""
+    return load_error(write(tmp_path, "pod.yaml", POD.format(name="web", namespace="shop", cpu="1") + spec_yaml))
+
+
+INVALID_POD_CASES = {
+    "negative request": (
+        POD.format(name="web", namespace="shop", cpu="-1"),
+        'spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0',
+    ),
+    "negative limit": (
+        POD.format(name="web", namespace="shop", cpu="1").replace("requests:",
+                                                                   "limits: {memory: -1Gi}\n      requests:"),
+        'spec.containers[0].resources.limits[memory]: Invalid value: "-1Gi": must be greater than or equal to 0',
+    ),
+    "negative overhead": (
+        POD.format(name="web", namespace="shop", cpu="1") + "  overhead: {cpu: -250m}\n",
+        'spec.overhead[cpu]: Invalid value: "-250m": must be greater than or equal to 0',
+    ),
+    "whenUnsatisfiable": (
+        POD.format(name="web", namespace="shop", cpu="1")
+        + "  topologySpreadConstraints:\n  - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: Sometimes}\n",
+        'spec.topologySpreadConstraints[0].whenUnsatisfiable: Unsupported value: "Sometimes": supported values: '
+        '"DoNotSchedule", "ScheduleAnyway"',
+    ),
+    "maxSkew": (
+        POD.format(name="web", namespace="shop", cpu="1")
+        + "  topologySpreadConstraints:\n  - {maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}\n",
+        "spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero",
+    ),
+    "node affinity operator": (
+        POD.format(name="web", namespace="shop", cpu="1")
+        + "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+        "        nodeSelectorTerms:\n        - matchExpressions: [{key: zone, operator: Equals, values: [a]}]\n",
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+        '.matchExpressions[0].operator: Invalid value: "Equals": not a valid selector operator',
+    ),
+    "pod affinity operator": (
+        POD.format(name="web", namespace="shop", cpu="1")
+        + "  affinity:\n    podAntiAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n"
+        "      - weight: 1\n        podAffinityTerm:\n          topologyKey: zone\n"
+        "          labelSelector: {matchExpressions: [{key: app, operator: Gt, values: ['1']}]}\n",
+        "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm"
+        '.labelSelector.matchExpressions[0].operator: Invalid value: "Gt": not a valid selector operator',
+    ),
+    "toleration operator": (
+        POD.format(name="web", namespace="shop", cpu="1") + "  tolerations: [{key: gpu, operator: Contains}]\n",
+        'spec.tolerations[0].operator: Unsupported value: "Contains": supported values: "Equal", "Exists"',
+    ),
+    "toleration effect": (
+        POD.format(name="web", namespace="shop", cpu="1")
+        + "  tolerations: [{key: gpu, operator: Exists, effect: NoScheduling}]\n",
+        'spec.tolerations[0].effect: Unsupported value: "NoScheduling": supported values: "NoSchedule", '
+        '"PreferNoSchedule", "NoExecute"',
+    ),
+    "preemptionPolicy": (
+        POD.format(name="web", namespace="shop", cpu="1") + "  preemptionPolicy: Sometimes\n",
+        'spec.preemptionPolicy: Unsupported value: "Sometimes": supported values: "PreemptLowerPriority", "Never"',
+    ),
+    "restartPolicy": (
+        POD.format(name="web", namespace="shop", cpu="1") + "  restartPolicy: Forever\n",
+        'spec.restartPolicy: Unsupported value: "Forever": supported values: "Always", "OnFailure", "Never"',
+    ),
+}
+
+
+@pytest.mark.parametrize("case", INVALID_POD_CASES)
+def test_a_pod_the_apiserver_would_refuse_gets_one_line(tmp_path: Path, case: str) -> None:
+    body, error = INVALID_POD_CASES[case]
+    path = write(tmp_path, "pods.yaml", POD.format(name="ok", namespace="shop", cpu="1") + "---\n" + body)
+    assert load_error(path) == f"{path}: document 2 (Pod shop/web): {error}"
+
+
+INVALID_NODE_CASES = {
+    "no status": (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n2}\n",
+        "status.allocatable: Required value: the Node has neither status.allocatable nor status.capacity, so "
+        "nothing would fit on it (dump Nodes as the apiserver returns them)",
+    ),
+    "negative allocatable": (
+        NODE.format(name="n2").replace('cpu: "4"', 'cpu: "-1"'),
+        'status.allocatable[cpu]: Invalid value: "-1": must be greater than or equal to 0',
+    ),
+    "negative capacity": (
+        NODE.format(name="n2") + "  capacity: {memory: -8Gi}\n",
+        'status.capacity[memory]: Invalid value: "-8Gi": must be greater than or equal to 0',
+    ),
+    "taint effect": (
+        NODE.format(name="n2") + "spec:\n  taints: [{key: gpu, effect: NoScheduling}]\n",
+        'spec.taints[0].effect: Unsupported value: "NoScheduling": supported values: "NoSchedule", '
+        '"PreferNoSchedule", "NoExecute"',
+    ),
+    "taint without effect": (
+        NODE.format(name="n2") + "spec:\n  taints: [{key: gpu}]\n",
+        "spec.taints[0].effect: Required value",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", INVALID_NODE_CASES)
+def test_a_node_the_apiserver_would_refuse_gets_one_line(tmp_path: Path, case: str) -> None:
+    body, error = INVALID_NODE_CASES[case]
+    path = write(tmp_path, "nodes.yaml", NODE.format(name="n1") + "---\n" + body)
+    assert load_error(path) == f"{path}: document 2 (Node n2): {error}"
+
+
+def test_a_node_with_capacity_only_is_sized_by_it(tmp_path: Path) -> None:
+    # SetDefaults_NodeStatus: allocatable defaults to capacity.
+    node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {capacity: {cpu: '2'}}\n"
+    path = write(tmp_path, "n.yaml", node)
+    assert names(load_cluster(path).nodes) == ["n1"]
+
+
+def test_several_errors_in_one_object_are_one_line(tmp_path: Path) -> None:
+    body = POD.format(name="web", namespace="shop", cpu="-1") + "  preemptionPolicy: Sometimes\n  restartPolicy: X\n"
+    path = write(tmp_path, "pods.yaml", body)
+    assert load_error(path) == (
+        f'{path}: document 1 (Pod shop/web): spec.containers[0].resources.requests[cpu]: Invalid value: "-1": '
+        "must be greater than or equal to 0 (and 2 more errors)"
+    )
+
+
+def test_lenient_skips_invalid_objects_with_a_count(tmp_path: Path) -> None:
+    docs = [
+        NODE.format(name="n1"),
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n2}\n",  # no status
+        NODE.format(name="n1"),  # duplicate
+        POD.format(name="ok", namespace="shop", cpu="1"),
+        POD.format(name="neg", namespace="shop", cpu="-1"),
+        POD.format(name="gold", namespace="shop", cpu="1") + "  priorityClassName: gold\n",  # refused by admission
+        POD.format(name="bound", namespace="shop", cpu="1") + "  nodeName: n2\n",
+    ]
+    path = write(tmp_path, "dump.yaml", "---\n".join(docs))
+    with pytest.raises(ClusterInputError):
+        load_cluster(path)
+    c = load_cluster(path, lenient=True)
+    assert names(c.nodes) == ["n1"]
+    assert names(c.pods) == ["shop/ok", "shop/bound"]
+    skipped, bound = c.warnings
+    assert skipped.startswith(
+        f"skipped 4 invalid objects (--lenient): {path}: document 2 (Node n2): status.allocatable: Required value: "
+    )
+    assert f"{path}: document 3 (Node n1): duplicate Node n1, first defined at {path}: document 1" in skipped
+    assert "(Pod shop/neg): spec.containers[0].resources.requests[cpu]" in skipped
+    assert "(Pod shop/gold): spec.priorityClassName: no PriorityClass with name gold was found" in skipped
+    assert bound.startswith(f"{path}: document 7 (Pod shop/bound): bound to node 'n2', which is not in the input")
+
+
+# -- the commands: one line and exit 1, or --lenient ---------------------------------------------------
+
+
+def _invoke(*args: str | Path) -> Any:
+    from click.testing import CliRunner
+
+    from kubesched.cli import main
+
+    return CliRunner().invoke(main, [*map(str, args)], env={"COLUMNS": "200"}, catch_exceptions=False)
+
+
+def test_simulate_refuses_a_node_without_status_and_lenient_skips_it(tmp_path: Path) -> None:
+    # The issue's case: a Node without status showed 3250m/0 and a cluster CPU of 106 %.
+    docs = [NODE.format(name="n1"), "apiVersion: v1\nkind: Node\nmetadata: {name: bare}\n",
+            POD.format(name="web", namespace="shop", cpu="1")]
+    path = write(tmp_path, "dump.yaml", "---\n".join(docs))
+    result = _invoke("simulate", "-q", "--cluster", path)
+    assert result.exit_code != 0
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {path}: document 2 (Node bare): status.allocatable: Required value: the Node has neither "
+        "status.allocatable nor status.capacity, so nothing would fit on it (dump Nodes as the apiserver returns them)"
+    ]
+    result = _invoke("simulate", "-q", "--lenient", "--cluster", path, "--output", "json")
+    assert result.exit_code == 0, result.output
+    warning = f"skipped 1 invalid object (--lenient): {path}: document 2 (Node bare): status.allocatable: Required"
+    assert [line for line in result.stderr.splitlines() if line.startswith("warning: ")] == [
+        "warning: " + json.loads(result.stdout)["inputWarnings"][0]
+    ]
+    assert json.loads(result.stdout)["inputWarnings"][0].startswith(warning)
+    assert json.loads(result.stdout)["summary"]["nodes"] == 1
+
+
+def test_simulate_takes_a_dump_without_priority_classes_with_one_warning(tmp_path: Path) -> None:
+    low = "  priorityClassName: low\n  priority: 100\n  preemptionPolicy: PreemptLowerPriority\n"
+    docs = [NODE.format(name="n1"), POD.format(name="a", namespace="shop", cpu="1") + low,
+            POD.format(name="b", namespace="shop", cpu="1") + low]
+    result = _invoke("simulate", "-q", "--cluster", write(tmp_path, "dump.yaml", "---\n".join(docs)))
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        "warning: no PriorityClasses in the input: priorities taken from the pods",
+        # Pending pods of priority 100 may preempt: DefaultPreemption would read budgets.
+        "warning: no PodDisruptionBudgets in the input: preemption respects no disruption budget (2 pods affected)",
+    ]
+
+
+def test_compare_capacity_and_sweep_take_lenient(tmp_path: Path) -> None:
+    docs = [NODE.format(name="n1"), NODE.format(name="n2").replace('cpu: "4"', 'cpu: "-4"'),
+            POD.format(name="web", namespace="shop", cpu="1")]
+    path = write(tmp_path, "dump.yaml", "---\n".join(docs))
+    config = write(tmp_path, "c.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    workload = write(tmp_path, "w.yaml", POD.format(name="more", namespace="shop", cpu="1"))
+    commands = [
+        ["compare", "-q", "--config", config, "--config", config, "--cluster", path],
+        ["capacity", "-q", "--cluster", path, "--workload", workload],
+        ["sweep", "-q", "--workers", "1", "--cluster", path],
+    ]
+    for argv in commands:
+        refused = _invoke(*argv)
+        assert refused.exit_code != 0 and "(Node n2): status.allocatable[cpu]: Invalid value" in refused.output, argv
+        result = _invoke(*argv, "--lenient")
+        assert result.exit_code == 0, (argv, result.output)

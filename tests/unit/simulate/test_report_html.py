@@ -306,3 +306,39 @@ def test_renders_in_headless_chromium(tmp_path: Path) -> None:
     # ... and painted a non-trivial page.
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert png.stat().st_size > 20_000
+
+
+def two_profile_doc() -> dict[str, Any]:
+    """small_doc with a second profile whose four pods score 40-43 (the first profile's: 250-256)."""
+    data = small_doc()
+    data["profiles"] = ["default-scheduler", "ip-scheduler"]
+    for i in range(4):
+        p = _scheduled(200 + i, "node-1", 40 + i)
+        p["profile"] = "ip-scheduler"
+        p["score"]["plugins"] = {"UnderlayIP": 40 + i}
+        data["placements"].append(p)
+    data["preemptions"] = [{"preemptor": "default/web-200", "profile": "ip-scheduler", "node": "node-1",
+                            "victims": ["default/web-1"], "reason": "", "time": 1.0, "clearedNominations": []}]
+    return data
+
+
+def test_two_profiles_get_a_profiles_table_and_a_score_section_each() -> None:
+    html = render_html(two_profile_doc())
+    table = re.search(r'<section id="profiles">.*?</section>', html, re.S)
+    assert table is not None
+    rows = re.findall(r"<tr><td class=\"name\">.*?</tr>", table.group(0), re.S)
+    cells = [re.findall(r'<td class="n">([^<]*)</td>', r) for r in rows]
+    assert cells[0] == ["9", "7", "2", "0", "0", "253.0"]  # default-scheduler: 7 scheduled scoring 250-256
+    assert cells[1] == ["4", "4", "0", "0", "1", "41.5"]
+    for profile, plugin, other in (("default-scheduler", "NodeResourcesFit", "UnderlayIP"),
+                                   ("ip-scheduler", "UnderlayIP", "NodeResourcesFit")):
+        section = re.search(rf'<section id="scores-{profile}">.*?</section>', html, re.S)
+        assert section is not None, profile
+        assert f"Scores — profile {profile}" in section.group(0)
+        assert plugin in section.group(0) and other not in section.group(0)
+    assert html.count('data-chart="scores"') == 2
+
+
+def test_one_profile_keeps_one_score_section_and_no_profiles_table() -> None:
+    html = render_html(small_doc())
+    assert '<section id="scores">' in html and 'id="profiles"' not in html

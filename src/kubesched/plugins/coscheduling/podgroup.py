@@ -83,7 +83,13 @@ def validate_pod_group(raw: dict[str, Any]) -> None:
         raise PodGroupSpecError(message.split(": ", 1)[1] if ": " in message else message) from None
 
 
+def names_a_group(raw_pod: dict[str, Any]) -> bool:
+    """Whether a raw pod carries the PodGroup label."""
+    return bool(((raw_pod.get("metadata") or {}).get("labels") or {}).get(POD_GROUP_LABEL))
+
+
 #: Declared by Coscheduling: read in every shell, status written by the live leader.
 POD_GROUP_KIND = ObjectKind(
-    KIND, API_GROUP, "v1alpha1", "podgroups", namespaced=True, writes_status=True, validate=validate_pod_group
+    KIND, API_GROUP, "v1alpha1", "podgroups", namespaced=True, writes_status=True, validate=validate_pod_group,
+    needed_by=names_a_group, when_missing="pods that name a group wait for it",
 )

@@ -87,11 +87,21 @@ def parse_pdb(raw: dict[str, Any]) -> PodDisruptionBudget:
     )
 
 
+def may_preempt(raw_pod: dict[str, Any]) -> bool:
+    """Whether a raw (admitted) pod is pending with a priority above 0 and may preempt: a dump with
+    such pods but no PodDisruptionBudget is most likely missing them."""
+    spec = raw_pod.get("spec") or {}
+    phase = (raw_pod.get("status") or {}).get("phase")
+    return (not spec.get("nodeName") and phase not in ("Succeeded", "Failed")
+            and (spec.get("priority") or 0) > 0 and spec.get("preemptionPolicy") != "Never")
+
+
 class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     name: ClassVar[str] = NAME
     args_model: ClassVar[type[Any] | None] = DefaultPreemptionArgs
     object_kinds: ClassVar[tuple[ObjectKind, ...]] = (
-        ObjectKind(PDB_KIND, "policy", "v1", "poddisruptionbudgets", validate=_check_pdb),
+        ObjectKind(PDB_KIND, "policy", "v1", "poddisruptionbudgets", validate=_check_pdb,
+                   needed_by=may_preempt, when_missing="preemption respects no disruption budget"),
     )
 
     def __init__(self, args: Any, handle: Handle) -> None:

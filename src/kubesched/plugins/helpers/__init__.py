@@ -1,5 +1,6 @@
 """Helpers shared by plugins: score normalisation, toleration matching, node selector matching."""
 
+from kubesched.framework.normalize import default_normalize_score
 from kubesched.plugins.helpers.node_selector import (
     NodeSelector,
     NodeSelectorTerm,
@@ -14,7 +15,6 @@ from kubesched.plugins.helpers.node_selector import (
     node_matches_terms,
     score_preferred,
 )
-from kubesched.plugins.helpers.normalize import default_normalize_score
 from kubesched.plugins.helpers.taints import (
     Toleration,
     count_intolerable_taints,

@@ -36,6 +36,7 @@ from kubesched.framework.interfaces import (
     ScorePlugin,
     Scores,
 )
+from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, ActionType, ClusterEvent, PreFilterResult, Verdicts
 from kubesched.plugins.helpers.node_selector import (
@@ -47,7 +48,6 @@ from kubesched.plugins.helpers.node_selector import (
     compile_preferred_terms,
     score_preferred,
 )
-from kubesched.plugins.helpers.normalize import default_normalize_score
 from kubesched.plugins.node_affinity.args import NodeAffinityArgs
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable, Rows

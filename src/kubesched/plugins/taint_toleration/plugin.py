@@ -26,9 +26,9 @@ from kubesched.framework.interfaces import (
     ScorePlugin,
     Scores,
 )
+from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, ActionType, ClusterEvent, Verdicts
-from kubesched.plugins.helpers.normalize import default_normalize_score
 from kubesched.plugins.helpers.taints import (
     TAINT_EFFECT_PREFER_NO_SCHEDULE,
     Toleration,

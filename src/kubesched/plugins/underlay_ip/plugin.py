@@ -27,9 +27,9 @@ from kubesched.framework.interfaces import (
     ScorePlugin,
     Scores,
 )
+from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, POD, ActionType, ClusterEvent, PreFilterResult, Verdicts
-from kubesched.plugins.helpers.normalize import default_normalize_score
 from kubesched.plugins.underlay_ip.args import UnderlayIPArgs
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable, Rows

@@ -51,9 +51,19 @@ def _check_pv(raw: dict[str, Any]) -> None:
             raise ValueError(f"spec.capacity.storage: {e}") from None
 
 
-PVC_KIND = ObjectKind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", validate=_check_pvc)
-PV_KIND = ObjectKind("PersistentVolume", "", "v1", "persistentvolumes", namespaced=False, validate=_check_pv)
-STORAGE_CLASS_KIND = ObjectKind("StorageClass", "storage.k8s.io", "v1", "storageclasses", namespaced=False)
+def uses_claims(pod: Mapping[str, Any]) -> bool:
+    """Whether a raw pod has a ``persistentVolumeClaim`` or ``ephemeral`` volume (the pods for which
+    a dump without claims, volumes or classes is incomplete)."""
+    vols = (pod.get("spec") or {}).get("volumes") or ()
+    return any(isinstance(v, dict) and (v.get("persistentVolumeClaim") or v.get("ephemeral")) for v in vols)
+
+
+PVC_KIND = ObjectKind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", validate=_check_pvc,
+                      needed_by=uses_claims, when_missing="pods with claims wait for them")
+PV_KIND = ObjectKind("PersistentVolume", "", "v1", "persistentvolumes", namespaced=False, validate=_check_pv,
+                     needed_by=uses_claims, when_missing="claims have no volume to be bound to")
+STORAGE_CLASS_KIND = ObjectKind("StorageClass", "storage.k8s.io", "v1", "storageclasses", namespaced=False,
+                                needed_by=uses_claims, when_missing="claims have no class to provision from")
 CSI_NODE_KIND = ObjectKind("CSINode", "storage.k8s.io", "v1", "csinodes", namespaced=False)
 CSI_DRIVER_KIND = ObjectKind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", namespaced=False)
 CSI_STORAGE_CAPACITY_KIND = ObjectKind("CSIStorageCapacity", "storage.k8s.io", "v1", "csistoragecapacities")

@@ -164,6 +164,21 @@ class SimulatedCluster:
         self.volumes.react(kind.kind, stored)
         return self.objects.get(kind.kind, {}).get(key, stored)
 
+    async def update_object_status(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
+        """StatusWriter: PUT on the status subresource, so only ``status`` changes (the stored
+        metadata and spec stay); the same version precondition as ``update_object``."""
+        key = object_key(obj, kind.namespaced)
+        current = self.objects.get(kind.kind, {}).get(key)
+        if current is None:
+            raise LookupError(f'{kind.resource} "{key.rpartition("/")[2]}" not found')
+        have = (current.get("metadata") or {}).get("resourceVersion")
+        want = (obj.get("metadata") or {}).get("resourceVersion")
+        if want is not None and have is not None and str(want) != str(have):
+            raise RuntimeError(
+                f'Operation cannot be fulfilled on {kind.resource} "{key.rpartition("/")[2]}": the object has been '
+                "modified; please apply your changes to the latest version and try again")
+        return self.volumes.write(kind.kind, key, {**current, "status": obj.get("status") or {}})
+
     def _object_written(self, kind: str, key: str, obj: dict[str, Any]) -> None:
         if self.scheduler is not None:
             self.scheduler.queue.move_all_to_active_or_backoff(

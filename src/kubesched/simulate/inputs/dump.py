@@ -52,7 +52,8 @@ from typing import Any
 import orjson
 import yaml
 
-from kubesched.api.admission import AdmissionError, admit_priority
+from kubesched.api.admission import SYSTEM_PRIORITY_CLASSES, AdmissionError, admit_priority, carried_priority_note
+from kubesched.api.validation import validate_node, validate_pod
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.simulate.inputs.gc_pause import paused_gc
 from kubesched.simulate.inputs.yaml_documents import load_documents
@@ -63,6 +64,8 @@ from kubesched.snapshot.table import NodeTable
 __all__ = ["ClusterInput", "ClusterInputError", "load_cluster"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
+#: --lenient: how many of the skipped objects' errors the warning quotes.
+_SHOWN_ERRORS = 5
 PRIORITY_CLASS_API_VERSION = "scheduling.k8s.io/v1"
 PRIORITY_CLASS_KIND = "PriorityClass"
 
@@ -122,8 +125,9 @@ class ClusterInput:
         return text
 
 
-def load_cluster(path: str | Path, kinds: Sequence[ObjectKind] = ()) -> ClusterInput:
-    """Load Nodes, Pods and objects of ``kinds`` from a file or a directory (see the module docstring)."""
+def load_cluster(path: str | Path, kinds: Sequence[ObjectKind] = (), lenient: bool = False) -> ClusterInput:
+    """Load Nodes, Pods and objects of ``kinds`` from a file or a directory (see the module docstring).
+    ``lenient``: skip invalid objects (counted in one warning) instead of raising on the first."""
     root = Path(path)
     if root.is_dir():
         files = _find_files(root)
@@ -135,7 +139,7 @@ def load_cluster(path: str | Path, kinds: Sequence[ObjectKind] = ()) -> ClusterI
         source = str(root)
     else:
         raise ClusterInputError(f"{root}: no such file or directory")
-    builder = _Builder(kinds={(k.api_version, k.kind): k for k in kinds})
+    builder = _Builder(kinds={(k.api_version, k.kind): k for k in kinds}, lenient=lenient)
     # Millions of small dicts, none of them garbage: with the cyclic GC on, its collections would
     # scan them again and again (decoding a 200 MB dump of 50,000 nodes took 6.9 s of CPU with it,
     # 1.1 s without; the whole load 9.2 s -> 3.7 s).
@@ -215,6 +219,12 @@ def _strip_prefix(message: str, prefix: str) -> str:
     return message[1:] if message.startswith(".") else message
 
 
+def _first(errors: list[str]) -> str:
+    """One line for an object the apiserver would refuse: its first error, and how many more."""
+    more = len(errors) - 1
+    return errors[0] + (f" (and {more} more error{'s' if more > 1 else ''})" if more else "")
+
+
 @dataclass
 class _Builder:
     nodes: list[dict[str, Any]] = field(default_factory=list)
@@ -231,6 +241,9 @@ class _Builder:
     uid_at: dict[str, tuple[str, str]] = field(default_factory=dict)
     latest_ts: float | None = None
     unstamped: list[dict[str, Any]] = field(default_factory=list)
+    lenient: bool = False
+    #: --lenient: the error of every object skipped.
+    invalid: list[str] = field(default_factory=list)
 
     def add_document(self, file: str, doc_no: int, doc: Any) -> None:
         if doc is None:
@@ -256,19 +269,25 @@ class _Builder:
             raise ClusterInputError(f"{where}: apiVersion and kind must be strings")
         if "items" in obj and kind.endswith("List"):
             self._add_list(where, obj, api_version, kind)
-        elif api_version == "v1" and kind == "Node":
-            self._add_node(where, obj)
-        elif api_version == "v1" and kind == "Pod":
-            self._add_pod(where, obj)
-        elif api_version == PRIORITY_CLASS_API_VERSION and kind == PRIORITY_CLASS_KIND:
-            # Always read, whatever the plugins declare: the apiserver's Priority admission
-            # plugin needs them (finish() admits every pod).
-            self._add_object(where, self.kinds.get((api_version, kind), _PRIORITY_CLASS), obj)
-        elif (api_version, kind) in self.kinds:
-            self._add_object(where, self.kinds[api_version, kind], obj)
-        else:
-            key = f"{api_version} {kind}"
-            self.skipped[key] = self.skipped.get(key, 0) + 1
+            return
+        try:
+            if api_version == "v1" and kind == "Node":
+                self._add_node(where, obj)
+            elif api_version == "v1" and kind == "Pod":
+                self._add_pod(where, obj)
+            elif api_version == PRIORITY_CLASS_API_VERSION and kind == PRIORITY_CLASS_KIND:
+                # Always read, whatever the plugins declare: the apiserver's Priority admission
+                # plugin needs them (finish() admits every pod).
+                self._add_object(where, self.kinds.get((api_version, kind), _PRIORITY_CLASS), obj)
+            elif (api_version, kind) in self.kinds:
+                self._add_object(where, self.kinds[api_version, kind], obj)
+            else:
+                key = f"{api_version} {kind}"
+                self.skipped[key] = self.skipped.get(key, 0) + 1
+        except ClusterInputError as e:
+            if not self.lenient:
+                raise
+            self.invalid.append(str(e))
 
     def _add_list(self, where: str, obj: dict[str, Any], api_version: str, kind: str) -> None:
         items = obj.get("items")
@@ -315,6 +334,8 @@ class _Builder:
             raise ClusterInputError(f"{what}: duplicate Node {name}, first defined at {first}")
         try:
             check_node_shape(obj, "")  # the object is named already: paths start at ".metadata"
+            if errors := validate_node(obj):
+                raise ValueError(_first(errors))
             self.table.upsert_node(obj)
         except (ValueError, TypeError, AttributeError) as e:
             raise ClusterInputError(f"{what}: {_strip_prefix(str(e), f'node {name}: ')}") from None
@@ -330,6 +351,8 @@ class _Builder:
             raise ClusterInputError(f"{what}: duplicate Pod {key}, first defined at {first}")
         try:
             check_pod_shape(obj, "")
+            if errors := validate_pod(obj):
+                raise ValueError(_first(errors))
             info = PodInfo.from_raw(obj)
         except (ValueError, TypeError, AttributeError) as e:
             raise ClusterInputError(f"{what}: {_strip_prefix(str(e), f'pod {key}: ')}") from None
@@ -369,19 +392,88 @@ class _Builder:
         self.object_at[(kind, key)] = where
         self.objects.setdefault(kind, {})[key] = obj
 
-    def finish(self, source: str) -> ClusterInput:
+    def _admit(self) -> list[str]:
+        """Priority admission of the pods that carry no ``spec.priority`` (api/admission.py); the
+        warnings about those that do and whose class does not account for it: one line when the
+        input has no PriorityClass at all, else one per reason naming the first pod."""
         classes = self.objects.get(PRIORITY_CLASS_KIND, {})
+        notes: dict[str, list[str]] = {}
+        naming_a_class = 0
+        refused: list[dict[str, Any]] = []
         for pod in self.pods:
+            spec = pod.get("spec")
+            carried = isinstance(spec, dict) and spec.get("priority") is not None
+            meta = pod["metadata"]
+            key = f"{meta['namespace']}/{meta['name']}"
             try:
                 admit_priority(pod, classes)
             except AdmissionError as e:
-                meta = pod["metadata"]
-                key = f"{meta['namespace']}/{meta['name']}"
-                raise ClusterInputError(f"{self.pod_at[key]} (Pod {key}): {e}") from None
+                error = f"{self.pod_at[key]} (Pod {key}): {e}"
+                if not self.lenient:
+                    raise ClusterInputError(error) from None
+                self.invalid.append(error)
+                refused.append(pod)
+                continue
+            if not carried:
+                continue
+            assert isinstance(spec, dict)
+            if not classes:
+                name = spec.get("priorityClassName")
+                naming_a_class += bool(name) and str(name) not in SYSTEM_PRIORITY_CLASSES
+            elif (note := carried_priority_note(spec, classes)) is not None:
+                notes.setdefault(note, []).append(key)
+        if refused:
+            self._drop_pods(refused)
+        if naming_a_class:
+            return ["no PriorityClasses in the input: priorities taken from the pods"]
+        return [
+            f"{self.pod_at[keys[0]]} (Pod {keys[0]}): {note}: the priority the pod carries is kept"
+            + (f" (so for {len(keys) - 1} more pod{'s' if len(keys) > 2 else ''})" if len(keys) > 1 else "")
+            for note, keys in notes.items()
+        ]
+
+    def _drop_pods(self, dropped: list[dict[str, Any]]) -> None:
+        """--lenient: forget pods refused after they were read (by admission)."""
+        ids = {id(p) for p in dropped}
+        self.pods = [p for p in self.pods if id(p) not in ids]
+        for pod in dropped:
+            meta = pod["metadata"]
+            key = f"{meta['namespace']}/{meta['name']}"
+            self.bound_to.pop(key, None)
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                self.terminal_pods -= 1
+        metas = {id(p["metadata"]) for p in dropped}
+        self.unstamped = [m for m in self.unstamped if id(m) not in metas]
+
+    def _skipped_invalid(self) -> list[str]:
+        """--lenient: one line for every object skipped, with the first few errors."""
+        if not self.invalid:
+            return []
+        n, shown = len(self.invalid), self.invalid[:_SHOWN_ERRORS]
+        more = f"; and {n - len(shown)} more" if n > len(shown) else ""
+        return [f"skipped {n} invalid object{'s' if n != 1 else ''} (--lenient): " + "; ".join(shown) + more]
+
+    def _missing_kinds(self) -> list[str]:
+        """One line per declared kind the input has no object of while some pod needs it."""
+        out = []
+        for declared in self.kinds.values():
+            if declared.needed_by is None or self.objects.get(declared.kind):
+                continue
+            needing = sum(1 for pod in self.pods if declared.needed_by(pod))
+            if needing:
+                plural = declared.kind + ("es" if declared.kind.endswith("s") else "s")
+                out.append(f"no {plural} in the input: {declared.when_missing} "
+                           f"({needing} pod{'s' if needing != 1 else ''} affected)")
+        return out
+
+    def finish(self, source: str) -> ClusterInput:
+        warnings = self._admit()
+        warnings[:0] = self._skipped_invalid()
+        warnings += self._missing_kinds()
         base = _DEFAULT_BASE_TS if self.latest_ts is None else math.ceil(self.latest_ts)
         for k, meta in enumerate(self.unstamped, start=1):
             meta["creationTimestamp"] = datetime.fromtimestamp(base + k, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        warnings = [
+        warnings += [
             f"{self.pod_at[key]} (Pod {key}): bound to node {node!r}, which is not in the input: it is left "
             "out of every node's usage (add the Node, or drop spec.nodeName to schedule the pod)"
             for key, node in self.bound_to.items()

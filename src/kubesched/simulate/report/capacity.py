@@ -29,7 +29,7 @@ from kubesched.simulate.report.charts import (
 )
 from kubesched.simulate.report.style import _CSS, _JS
 
-__all__ = ["render_capacity_html"]
+__all__ = ["render_capacity_html", "victim_fate"]
 
 #: Nodes drawn in a workload's "most replicas" chart; the rest are in the histogram.
 TOP_NODES = 15
@@ -86,6 +86,7 @@ def _fit(i: int, f: Mapping[str, Any], cluster_nodes: int) -> str:
     if f.get("clusterUnplaced"):
         note += (f'<p class="muted">{int(_num(f["clusterUnplaced"])):,} pending pod(s) of the cluster itself did not '
                  "fit (placed first, before the replicas).</p>")
+    note += _pods_list("Evicted by the preemptions of the cluster's pending pods", _victims(f))
     return (
         f'<div class="capacity-fit" id="capacity-fit-{i}"><h3>{_e(f.get("workload", ""))}</h3>'
         f'<div class="cards">{"".join(cards)}</div>'
@@ -103,42 +104,63 @@ def _pods_list(title: str, pods: Mapping[str, Any]) -> str:
     return f'<p class="muted">{_e(title)} ({len(pods):,}):</p><ul class="notes">{items}{more}</ul>'
 
 
+def victim_fate(v: Mapping[str, Any]) -> str:
+    """What became of a preemption victim, in the words of the terminal and the page alike."""
+    fate = f"{v.get('fate')} {v.get('detail')}" if v.get("fate") == "rescheduled" else \
+        f"{v.get('fate')}: {v.get('detail')}"
+    return f"evicted by {v.get('preemptor')} on node {v.get('node')}, {fate}"
+
+
+def _victims(answer: Mapping[str, Any]) -> dict[str, str]:
+    return {str(v.get("pod")): victim_fate(v) for v in _rows(answer.get("victims"))}
+
+
 def _scale(i: int, s: Mapping[str, Any], cheapest: bool) -> str:
     probes = _rows(s.get("simulations"))
     nodes = s.get("nodes")
     rows = []
     for p in probes:
         unplaced, pre = int(_num(p.get("unplaced"))), int(_num(p.get("preemptions")))
-        fits = unplaced <= len(s.get("cannotHelp") or {}) and not pre
+        victims = p.get("victims") or {}
+        evicted, back = int(_num(victims.get("evicted"))), int(_num(victims.get("rescheduled")))
+        fits = bool(p.get("fits"))
         rows.append(
             f'<tr><td class="n">{int(_num(p.get("nodes"))):,}</td><td class="n">{unplaced:,}</td>'
-            f'<td class="n">{pre:,}</td><td class="n">{_e(_duration(_num(p.get("seconds"))))}</td>'
+            f'<td class="n">{pre:,}</td><td class="n">{evicted:,}</td><td class="n">{back:,}</td>'
+            f'<td class="n">{_e(_duration(_num(p.get("seconds"))))}</td>'
             f'<td><span class="st st-{"Scheduled" if fits else "Unschedulable"}">'
             f'{"everything fits" if fits else "not enough"}</span></td></tr>'
         )
     steps = (
         '<div class="scroll"><table id="capacity-steps-' + str(i) + '"><caption>Each simulation of the search, in '
-        'order</caption><thead><tr><th class="n">Nodes added</th><th class="n">Pods unplaced</th>'
-        '<th class="n">Preemptions</th><th class="n">Time</th><th>Outcome</th></tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
+        'order (pods not running: unplaced, or evicted and not rescheduled)</caption><thead><tr>'
+        '<th class="n">Nodes added</th><th class="n">Pods not running</th><th class="n">Preemptions</th>'
+        '<th class="n">Evicted</th><th class="n">Rescheduled</th><th class="n">Time</th><th>Outcome</th></tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
-    chart = _vbars(f"capacity-search-{i}", "Pods left unplaced per simulation",
+    chart = _vbars(f"capacity-search-{i}", "Pods not running per simulation",
                    [f"+{int(_num(p.get('nodes'))):,}" for p in probes],
-                   [("pods unplaced", C_REASON, [_num(p.get("unplaced")) for p in probes])],
+                   [("pods not running", C_REASON, [_num(p.get("unplaced")) for p in probes])],
                    x_label="nodes added (in search order)", y_label="pods", value_labels=True, height=260) \
-        if probes else _empty(f"capacity-search-{i}", "Pods left unplaced per simulation", "No simulation")
+        if probes else _empty(f"capacity-search-{i}", "Pods not running per simulation", "No simulation")
+    hopeless = s.get("cannotHelp") or {}
     if nodes is None:
-        answer = (f"more such nodes cannot place {len(s.get('unplaced') or {}):,} pod(s)" if s.get("stuck")
-                  else f"not within {max((int(_num(p.get('nodes'))) for p in probes), default=0):,} nodes")
+        answer = f"not within {max((int(_num(p.get('nodes'))) for p in probes), default=0):,} nodes"
         value, cls = "–", "bad"
     else:
         answer = "nothing to add" if nodes == 0 else f"cost {_num(s.get('totalCost')):,.2f}".rstrip("0").rstrip(".")
-        value, cls = (f"+{int(nodes):,}" if nodes else "0"), "ok"
+        if hopeless:
+            answer += f"; {len(hopeless):,} pod(s) no such node can take"
+        value, cls = (f"+{int(nodes):,}" if nodes else "0"), "warn" if hopeless else "ok"
+    saturated = s.get("saturatedAt")
+    search = "doubling, then bisection"
+    if saturated is not None:
+        search = f"doubling stopped at +{int(_num(saturated)):,}: more such nodes change nothing"
     cards = [
         _card("Nodes to add", value, _e(answer), cls),
         _card("Cost per node", f"{_num(s.get('costPerNode')):g}", "cheapest template" if cheapest else ""),
         _card("Lower bound", f"{int(_num(s.get('lowerBound'))):,}", "from the summed requests"),
-        _card("Simulations", f"{len(probes):,}", "doubling, then bisection"),
+        _card("Simulations", f"{len(probes):,}", _e(search)),
     ]
     usage = s.get("addedNodeUsage") or {}
     usage_chart = ""
@@ -146,10 +168,10 @@ def _scale(i: int, s: Mapping[str, Any], cheapest: bool) -> str:
         labels, hist, _ = _int_bins([int(_num(v)) for v in usage.values()], [])
         usage_chart = _vbars(f"capacity-added-{i}", "Added nodes by the pods they run", labels,
                              [("nodes", C_AFTER, hist)], x_label="pods on the added node", y_label="nodes", height=260)
-    lists = (_pods_list("No node of this template can take, even empty (left out of the question)",
-                        s.get("cannotHelp") or {})
-             + _pods_list("More such nodes cannot place" if s.get("stuck") else "Still unplaced at the largest count",
-                          s.get("unplaced") or {}))
+    lists = (_pods_list("No node of this template can take, even empty (left out of the question)", hopeless)
+             + _pods_list("Still not running at the largest count tried (more nodes may help)",
+                          s.get("unplaced") or {})
+             + _pods_list("Evicted by preemption in the answering simulation", _victims(s)))
     badge = ' <span class="chip">cheapest</span>' if cheapest else ""
     return (
         f'<div class="capacity-scale" id="capacity-scale-{i}"><h3>{_e(s.get("template", ""))}{badge}</h3>'
@@ -197,7 +219,7 @@ def render_capacity_html(doc: Mapping[str, Any]) -> str:
             + "".join(_fit(i, f, cluster_nodes) for i, f in enumerate(fits)) + "</section>"
         )
     if scale:
-        every_zero = all(s.get("nodes") == 0 for s in scale)
+        every_zero = all(s.get("nodes") == 0 and not s.get("cannotHelp") for s in scale)
         intro = ('<p class="muted ok">Every pending pod and workload replica fits without adding a node.</p>'
                  if every_zero else _scale_summary(scale, doc.get("cheapest")) if len(scale) > 1 else "")
         sections.append(

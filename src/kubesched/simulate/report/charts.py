@@ -78,17 +78,6 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes} min"
 
 
-def _quantity(resource: str, v: float) -> str:
-    if resource == "cpu":
-        return f"{v / 1000:.2f}".rstrip("0").rstrip(".")
-    if resource in ("memory", "ephemeral-storage"):
-        for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-            if v >= size:
-                return f"{v / size:.1f}{unit}"
-        return f"{v:.0f}"
-    return _int(v)
-
-
 def _trunc(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 

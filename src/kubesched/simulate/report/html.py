@@ -12,17 +12,15 @@ Every string that comes from the data (pod and node names, labels, messages) is 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubesched.api.readable import readable_quantity
 from kubesched.simulate.report.charts import (
     _UTIL_LABELS,
     C_AFTER,
     C_BEFORE,
-    C_PLUGIN,
     C_REASON,
-    C_SCORE,
     MAX_FAILED_ROWS,
     MAX_NODE_ROWS,
     MAX_REASONS,
@@ -33,20 +31,17 @@ from kubesched.simulate.report.charts import (
     _e,
     _empty,
     _hbars,
-    _int,
     _int_bins,
-    _nice_step,
     _node_util,
     _num,
     _pct,
     _pct0,
-    _quantity,
     _status_bar,
     _trunc,
     _util_histogram,
     _vbars,
-    _winning_score,
 )
+from kubesched.simulate.report.scores import profiles_section, scores_sections
 from kubesched.simulate.report.style import _CSS, _JS
 
 __all__ = ["render_html"]
@@ -102,6 +97,14 @@ def _notes(data: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
             '<li class="warn"><b>Interrupted.</b> The run was stopped before every pod was decided; '
             "pods still pending are counted as <i>Pending</i>.</li>"
         )
+    terminal = int(_num(summary.get("terminal")))
+    if terminal:
+        items.append(f"<li><b>{terminal:,} terminal pods</b> (Succeeded or Failed) in the input: not scheduled, "
+                     "and they use no node's capacity.</li>")
+    missing = int(_num(summary.get("preBoundOnMissingNodes")))
+    if missing:
+        items.append(f'<li class="warn"><b>{missing:,} pre-bound pods on nodes not in the input</b>: counted as '
+                     "pre-bound, in no node's usage.</li>")
     skipped = data.get("skippedObjects") or {}
     if skipped:
         lst = ", ".join(f"<code>{_e(k)}</code> × {int(_num(v)):,}" for k, v in sorted(skipped.items()))
@@ -187,7 +190,7 @@ def _util_cell(node: Mapping[str, Any], r: str) -> tuple[str, float]:
     b = ub or 0.0
     alloc = _num((node.get("allocatable") or {}).get(r))
     used = _num((node.get("requestedAfter") or {}).get(r)) if r != "pods" else _num(node.get("podsAfter"))
-    tip = f"{_quantity(r, used)} / {_quantity(r, alloc)} (before {_pct(b)})"
+    tip = f"{readable_quantity(r, used)} / {readable_quantity(r, alloc)} (before {_pct(b)})"
     cls = " hot" if ua > 0.9 else ""
     return (
         f'<td class="n" data-v="{ua:.4f}" title="{_e(tip)}"><div class="meter{cls}">'
@@ -252,57 +255,6 @@ def _nodes(nodes: Sequence[Mapping[str, Any]]) -> str:
     return (
         '<section id="nodes"><h2>Nodes</h2>'
         f'<div class="grid nodes"><figure>{chart}</figure><div class="scroll">{table}</div></div></section>'
-    )
-
-
-def _scores(placements: Sequence[Mapping[str, Any]]) -> str:
-    totals: list[float] = []
-    plugin_sum: dict[str, float] = {}
-    for p in placements:
-        if p.get("status") != "Scheduled":
-            continue
-        win = _winning_score(p)
-        if win is None:
-            continue
-        totals.append(_num(win.get("total")))
-        for plugin, v in (win.get("plugins") or {}).items():
-            plugin_sum[str(plugin)] = plugin_sum.get(str(plugin), 0.0) + _num(v)
-    if totals:
-        lo, hi = min(totals), max(totals)
-        width = max(1.0, _nice_step(hi - lo, 20)) if hi > lo else 1.0
-        start = math.floor(lo / width) * width
-        nbins = int((hi - start) // width) + 1
-        counts = [0.0] * nbins
-        for t in totals:
-            counts[min(int((t - start) // width), nbins - 1)] += 1
-        labels = [_int(start + i * width) for i in range(nbins)]
-        hist = _vbars(
-            "scores",
-            f"Winning node's total score ({len(totals):,} scheduled pods)",
-            labels,
-            [("pods", C_SCORE, counts)],
-            x_label="total score of the chosen node" + (f" (bins of {_int(width)})" if width > 1 else ""),
-            y_label="pods",
-        )
-    else:
-        hist = _empty("scores", "Winning node's total score", "No scored placements", height=320)
-    if plugin_sum and totals:
-        n = len(totals)
-        rows = sorted(((k, v / n) for k, v in plugin_sum.items()), key=lambda kv: (-kv[1], kv[0]))
-        plugins = _hbars(
-            "scores-plugins",
-            "Average weighted score contribution per plugin",
-            rows,
-            colour=C_PLUGIN,
-            x_label="average weighted score on the chosen node",
-            value_fmt=lambda v: f"{v:,.1f}",
-            label_chars=34,
-        )
-    else:
-        plugins = _empty("scores-plugins", "Average score contribution per plugin", "No per-plugin scores", height=320)
-    return (
-        '<section id="scores"><h2>Scores</h2>'
-        f'<div class="grid two"><figure>{hist}</figure><figure>{plugins}</figure></div></section>'
     )
 
 
@@ -386,7 +338,8 @@ def render_html(data: Mapping[str, Any]) -> str:
         *whatif_sections(data),
         _utilisation(summary, nodes),
         _nodes(nodes),
-        _scores(placements),
+        profiles_section(data, placements),
+        *scores_sections(data, placements),
         _failures(data, placements),
         preemption_section(data, _hbars),
         "<footer>Generated by kubesched simulate. Self-contained: no network access needed.</footer>",

@@ -82,6 +82,9 @@ def result_to_json(result: SimulationResult, placements: bool = True) -> dict[st
     ]
     records = list(result.records.values())
     status_counts = Counter(rec.status for rec in records)
+    in_table = {n["name"] for n in nodes}
+    # Pods bound to a node the input lacks (the loader warned about each): pre-bound, in no node's usage.
+    on_missing_nodes = sum(1 for rec in records if rec.status == PRE_BOUND and rec.node not in in_table)
     reasons: Counter[str] = Counter()
     for rec in records:
         if rec.status == UNSCHEDULABLE:
@@ -104,6 +107,9 @@ def result_to_json(result: SimulationResult, placements: bool = True) -> dict[st
             "nodes": len(alive),
             "pods": len(records),
             "preBound": status_counts[PRE_BOUND],
+            "preBoundOnMissingNodes": on_missing_nodes,
+            # Succeeded/Failed pods of the input: neither scheduled nor using capacity, not in ``pods``.
+            "terminal": result.input.terminal_pods,
             "simulated": simulated,
             "scheduled": status_counts[SCHEDULED],
             "unschedulable": status_counts[UNSCHEDULABLE],
@@ -131,6 +137,7 @@ def result_to_json(result: SimulationResult, placements: bool = True) -> dict[st
             },
         },
         "skippedObjects": dict(result.input.skipped),
+        "inputWarnings": list(result.input.warnings),
         "reassignedSchedulerNames": dict(result.reassigned),
         "unschedulableReasons": dict(reasons.most_common()),
         "nodes": nodes,

@@ -8,13 +8,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubesched.api.readable import readable_quantity
 from kubesched.simulate.report.charts import (
     _UTIL_LABELS,
     MAX_FAILED_ROWS,
     _e,
     _num,
     _pct,
-    _quantity,
     _vbars,
 )
 from kubesched.simulate.report.drain import drain_section
@@ -43,7 +43,8 @@ def _compare_table(configs: Sequence[Mapping[str, Any]]) -> str:
     def free(f: Any) -> str:
         if not isinstance(f, Mapping):
             return "–"
-        return (f"{_quantity('cpu', _num(f.get('cpu')))} cpu, {_quantity('memory', _num(f.get('memory')))}"
+        cpu, memory = readable_quantity("cpu", _num(f.get("cpu"))), readable_quantity("memory", _num(f.get("memory")))
+        return (f"{cpu} cpu, {memory}"
                 f"<br><span class='muted'>{_e(f.get('node', ''))}</span>")
 
     rows: list[tuple[str, list[str]]] = [

@@ -2,21 +2,26 @@
 included), never by arithmetic on requests:
 
 * ``how_many_fit``: how many more replicas of a pod template fit on the cluster (the question of
-  kubernetes-sigs/cluster-capacity). The cluster's own pending pods are scheduled first; then
+  kubernetes-sigs/cluster-capacity). The cluster's own pending pods are scheduled first (and the
+  victims of their preemptions, recreated by their controllers, rescheduled or not); then
   replicas are fed in growing batches (64, 128, ... 4,096) into the same run until one does not
   fit. Replicas are identical, so once one fails every later one would fail the same way: the
   rest of its batch is dropped unscheduled. The answer: the count, each node's share, and the
   first failure's FitError (the limiting reason). Replicas never preempt (``preemptionPolicy:
   Never``): the question is what fits in the capacity that is free.
-* ``fewest_nodes``: the fewest nodes of a template to add so that every pending pod of the cluster
-  and every replica of the workload is placed, with no preemption (cluster-autoscaler's question).
-  A search over node counts: a lower bound from the summed requests, doubling until everything
-  fits, then bisection; each probe a full simulation. Pods that an empty node of the template would
-  refuse (checked as cluster-autoscaler checks a pending pod against a node group's template node:
-  PreFilter and Filter against one empty template node added to the probe's final state) cannot be
-  helped by such nodes: refused on the cluster as it is, they are left out of the question and
-  named; refused later in the search (say, a zone spread that the other zones cap), the search
-  stops there and names them.
+* ``fewest_nodes``: the fewest nodes of a template to add so that every pod runs — every pending
+  pod of the cluster, every replica of the workload, and every preemption victim (evicted, then
+  rescheduled by its controller) — except the pods no node of the template can help
+  (cluster-autoscaler's question). Preemption is what the scheduler does, so it is simulated, and
+  its victims count as what they are (capacity_outcome.py): rescheduled, not rescheduled (more
+  nodes may help), or deleted for good (a bare pod). A search over node counts: a lower bound from
+  the summed requests, doubling until everything runs, then bisection; each probe a full
+  simulation. Pods that an empty node of the template refuses (checked as cluster-autoscaler
+  checks a pending pod against a node group's template node) cannot be helped by such nodes: those
+  refused on the cluster as it is are left out of the question from the start and named with the
+  filter's reason; when, later in the doubling, every pod still not running is refused so, adding
+  nodes no longer changes the outcome: the doubling stops there, those pods are named too, and
+  the bisection finds the fewest nodes that reach that outcome.
 """
 
 from __future__ import annotations
@@ -30,13 +35,18 @@ from typing import Any
 
 from kubesched.api.quantity import milli_value, value
 from kubesched.config.load import SchedulerConfig
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.registry import Registry
-from kubesched.simulate.engine.records import PRE_BOUND, SCHEDULED
+from kubesched.simulate.engine.records import SCHEDULED
 from kubesched.simulate.engine.runner import Simulation, SimulationResult
 from kubesched.simulate.inputs.dump import ClusterInput
 from kubesched.simulate.inputs.workload import PodTemplate, latest_timestamp
+from kubesched.simulate.whatif.capacity_outcome import (
+    Outcome,
+    Victim,
+    VictimReplacements,
+    outcome_of,
+    refused_by_empty_template,
+)
 from kubesched.snapshot.pod import PodInfo
 
 __all__ = ["FitAnswer", "NodeTemplate", "ScaleAnswer", "fewest_nodes", "how_many_fit"]
@@ -69,16 +79,21 @@ class FitAnswer:
     seconds: float
     #: Pending pods of the cluster itself that did not fit (scheduled before the replicas).
     cluster_unplaced: int = 0
+    #: Pods the cluster's pending pods preempted, and whether their controllers' replacements were
+    #: rescheduled (before the replicas came).
+    victims: list[Victim] = field(default_factory=list)
 
 
 class _ReplicaFeed:
     """Feeds replicas of one template to a simulation in growing batches; on the first failure,
-    drops the rest of the batch (identical pods, same state: they would fail alike)."""
+    drops the rest of the batch (identical pods, same state: they would fail alike). Victims of
+    preemption, recreated by their controllers, go first whenever there are any."""
 
     def __init__(self, template: PodTemplate, cluster: ClusterInput, limit: int) -> None:
         self.template = template
         self.classes = _classes(cluster)
         self.created = latest_timestamp(cluster.pods) + 1.0
+        self.victims = VictimReplacements(cluster.pods, self.created)
         self.limit = limit
         self.next_index = 0
         self.batch = FIRST_BATCH
@@ -89,6 +104,9 @@ class _ReplicaFeed:
 
     def __call__(self, sim: Simulation) -> list[PodInfo]:
         self.sim = sim
+        replacements = self.victims(sim)
+        if replacements:
+            return replacements
         if self.failed_uid is not None or self.next_index >= self.limit:
             return []
         n = min(self.batch, self.limit - self.next_index)
@@ -100,6 +118,7 @@ class _ReplicaFeed:
             self.uids.add(pod.uid)
             self.unattempted[pod.uid] = None
         self.next_index += n
+        self.victims.know(pods)
         return pods
 
     def on_attempt(self, pod: PodInfo, profile: str, node: str | None) -> None:
@@ -143,10 +162,7 @@ async def how_many_fit(
         if rec is not None and rec.status == SCHEDULED and rec.node is not None:
             placed[rec.node] += 1
     failed = result.records.get(feed.failed_uid) if feed.failed_uid is not None else None
-    cluster_unplaced = sum(
-        1 for uid, rec in result.records.items()
-        if uid not in feed.uids and rec.status not in (SCHEDULED, PRE_BOUND)
-    )
+    outcome = outcome_of(result, feed.victims, ignore=feed.uids)
     return FitAnswer(
         template=template,
         fits=sum(placed.values()),
@@ -155,7 +171,8 @@ async def how_many_fit(
         reasons=dict(failed.reasons) if failed is not None else {},
         slots_exhausted=failed is None,
         seconds=time.perf_counter() - started,
-        cluster_unplaced=cluster_unplaced,
+        cluster_unplaced=len(outcome.unplaced),
+        victims=outcome.victims,
     )
 
 
@@ -186,12 +203,18 @@ class NodeTemplate:
 
 @dataclass
 class Probe:
-    """One simulation of the search: nodes added, pods left unplaced, preemptions."""
+    """One simulation of the search: nodes added, pods that do not run at the end (unplaced, or
+    evicted and not rescheduled), preemptions, and whether everything that can run does."""
 
     nodes: int
     unplaced: int
     preemptions: int
     seconds: float
+    #: Victims of those preemptions: evicted, rescheduled (by their controllers), not rescheduled,
+    #: deleted for good (see Outcome.counts).
+    victims: dict[str, int] = field(default_factory=dict)
+    #: Every pod runs but those no node of the template can help (as the search ended knowing them).
+    fits: bool = False
 
 
 @dataclass
@@ -200,16 +223,22 @@ class ScaleAnswer:
     #: The fewest nodes to add (None: no number up to ``max_nodes`` places everything).
     nodes: int | None
     probes: list[Probe] = field(default_factory=list)
-    #: Pods no node of this template would take even empty (pod → why), left out of the question.
+    #: Pods no node of this template can help (pod → why: the filter's reason on an empty node of
+    #: the template), left out of the question: refused on the cluster as it is, or refused once
+    #: adding nodes stopped changing the outcome (``saturated_at``).
     hopeless: dict[str, str] = field(default_factory=dict)
-    #: Pods unplaced at the largest count tried (pod → why), when the search ended without an answer:
-    #: ``max_nodes`` reached, or (``stuck``) an empty node of the template refuses every one of them.
+    #: Pods that do not run at the largest count tried (pod → why), when ``max_nodes`` was reached
+    #: first: more nodes might help them.
     unplaced: dict[str, str] = field(default_factory=dict)
-    stuck: bool = False
+    #: The node count at which every pod not running was one no node of the template can help:
+    #: adding nodes no longer changes the outcome, so the doubling stopped there (None: it did not).
+    saturated_at: int | None = None
     #: Lower bound from the summed requests (no simulation needed to rule out fewer nodes).
     lower_bound: int = 0
-    #: Added node → pods the fitting run placed on it.
+    #: Added node → pods the answering run placed on it.
     added_usage: dict[str, int] = field(default_factory=dict)
+    #: The preemption victims of the answering run (or of the largest count tried), and their fate.
+    victims: list[Victim] = field(default_factory=list)
 
     @property
     def cost(self) -> float | None:
@@ -225,15 +254,19 @@ def _requests(pod: PodInfo) -> dict[str, int]:
 
 def _lower_bound(cluster: ClusterInput, pending: Sequence[PodInfo], template: NodeTemplate) -> int:
     """Fewest template nodes that can hold what the pending pods ask beyond the cluster's free
-    capacity, summed per resource: a necessary condition, so fewer nodes need not be simulated."""
+    capacity, summed per resource: a necessary condition, so fewer nodes need not be simulated.
+    A running pod that a pending pod may preempt counts as free room (its victim may be deleted for
+    good, or be one no template node can take, and then its room is the preemptor's for nothing)."""
     need: Counter[str] = Counter()
     for pod in pending:
         need.update(_requests(pod))
+    preempting = max((p.priority for p in pending if p.spec.get("preemptionPolicy") != "Never"), default=None)
     used: dict[str, Counter[str]] = {}
     for raw in cluster.pods:
         node = (raw.get("spec") or {}).get("nodeName")
-        if node:
-            used.setdefault(node, Counter()).update(_requests(PodInfo.from_raw(raw)))
+        pod = PodInfo.from_raw(raw)
+        if node and not (preempting is not None and pod.priority < preempting):
+            used.setdefault(node, Counter()).update(_requests(pod))
     free: Counter[str] = Counter()
     for n in cluster.nodes:
         if (n.get("spec") or {}).get("unschedulable"):
@@ -256,37 +289,16 @@ def _with_nodes(cluster: ClusterInput, template: NodeTemplate, count: int, extra
                    pods=[*cluster.pods, *extra_pods], warnings=[])
 
 
-def _unplaced(result: SimulationResult) -> dict[str, str]:
-    return {rec.key: rec.message for rec in result.records.values() if rec.status not in (SCHEDULED, PRE_BOUND)}
-
-
-def _refused_by_empty_template(result: SimulationResult, template: NodeTemplate) -> dict[str, str]:
-    """The unplaced pods that an empty node of ``template``, added to the final state of ``result``,
-    would refuse too (cluster-autoscaler's check of a pod against a node group's template node):
-    adding such nodes cannot help them. Pod → the rejection."""
-    sched = result.scheduler
-    name = f"{template.name}-probe"
-    result.cluster.add_node(template.named(name))
-    table = sched.cache.table
-    row = table.row_of(name)
-    out: dict[str, str] = {}
-    for rec in result.records.values():
-        if rec.status in (SCHEDULED, PRE_BOUND):
-            continue
-        pod = result.cluster.pods.get(rec.uid)
-        fwk = sched.frameworks.get(rec.profile)
-        if pod is None or fwk is None or row is None:
-            continue
-        state, diagnosis = CycleState(), Diagnosis()
-        rows, st = fwk.pre_filter_rows(state, pod, table.alive_rows(), diagnosis)
-        if st.is_success and row in set(rows.tolist()):
-            st = fwk.filter_node(state, pod, row)
-        elif st.is_success:
-            st = diagnosis.node_to_status.get(row) or st
-        if not st.is_success:
-            out[rec.key] = f"{st.plugin}: {st.message}" if st.plugin else st.message
-    result.cluster.delete_node(name)
-    return out
+async def simulate_with_nodes(
+    config: SchedulerConfig, registry: Registry, cluster: ClusterInput, template: NodeTemplate, count: int,
+    extra_pods: list[dict[str, Any]], seed: int = 0,
+) -> tuple[SimulationResult, Outcome]:
+    """One probe: the cluster with ``count`` nodes of ``template`` added and ``extra_pods`` pending,
+    preemption victims recreated by their controllers; its result and how it ends, pod by pod."""
+    with_nodes = _with_nodes(cluster, template, count, extra_pods)
+    victims = VictimReplacements(with_nodes.pods, latest_timestamp(with_nodes.pods) + 1.0)
+    result = await Simulation(config, registry, with_nodes, seed=seed, feed=victims).run()
+    return result, outcome_of(result, victims)
 
 
 async def fewest_nodes(
@@ -299,53 +311,88 @@ async def fewest_nodes(
     for t in workload:
         for i in range(t.replicas):
             extra.append(t.replica(i, created + len(extra), classes))
-    pending = [PodInfo.from_raw(p) for p in [*cluster.pods, *extra] if not (p.get("spec") or {}).get("nodeName")]
-    answer = ScaleAnswer(template, None, lower_bound=_lower_bound(cluster, pending, template))
-    results: dict[int, SimulationResult] = {}
+    answer = ScaleAnswer(template, None)
+    runs: dict[int, tuple[SimulationResult, Outcome]] = {}
 
-    async def fits(count: int) -> bool:
+    async def probe(count: int) -> Outcome:
         if progress is not None:
             progress(f"{template.name}: simulating with {count:,} node(s) added")
         started = time.perf_counter()
-        result = await Simulation(config, registry, _with_nodes(cluster, template, count, extra), seed=seed).run()
-        left = _unplaced(result)
-        answer.probes.append(Probe(count, len(left), len(result.preemptions), time.perf_counter() - started))
-        results[count] = result
-        ok = not (set(left) - set(answer.hopeless)) and not result.preemptions
-        if not ok and count and not result.preemptions:
-            # Pods that even an empty node of the template refuses now: more of them cannot help.
-            refused = _refused_by_empty_template(result, template)
-            if set(left) - set(answer.hopeless) <= set(refused):
-                answer.stuck = True
-                answer.unplaced = {pod: refused[pod] for pod in left if pod not in answer.hopeless}
-        return ok
+        result, outcome = await simulate_with_nodes(config, registry, cluster, template, count, extra, seed)
+        answer.probes.append(Probe(count, len(outcome.not_running), len(result.preemptions),
+                                   time.perf_counter() - started, outcome.counts()))
+        runs[count] = (result, outcome)
+        return outcome
 
-    if await fits(0):
-        answer.nodes = 0
-        return answer
-    answer.hopeless = _refused_by_empty_template(results[0], template)
-    if not set(_unplaced(results[0])) - set(answer.hopeless) and not results[0].preemptions:
-        answer.nodes = 0  # no node of this template helps any pod that is left
-        return answer
-    lo, hi = 0, max(1, answer.lower_bound)  # lo: known not to be enough
-    while not await fits(hi):
-        if answer.stuck:
-            return answer
-        lo, hi = hi, hi * 2
-        if hi > max_nodes:
-            answer.unplaced = _unplaced(results[lo])
-            return answer
+    def fits(count: int) -> bool:
+        return set(runs[count][1].not_running) <= set(answer.hopeless)
+
+    def added_usage(count: int) -> dict[str, int]:
+        table = runs[count][0].scheduler.cache.table
+        rows = {name: table.row_of(name) for name in (template.node(i)["metadata"]["name"] for i in range(count))}
+        return {name: len(table.pods[row]) if row is not None else 0 for name, row in rows.items()}
+
+    def saturated(count: int, fewer: int | None) -> dict[str, str]:
+        """Pod → why, when adding nodes no longer changes the outcome at ``count``: an empty node of
+        the template refuses every pod that does not run, and either an added node stays empty (no
+        pod took it, so none would take one more) or the same pods did not run with ``fewer``
+        (half as many: doubling the nodes changed nothing). Else {}. (An empty template node
+        refusing a pod is not enough alone: more nodes can still help it indirectly, by taking the
+        pods that keep it off a cluster node.)"""
+        result, outcome = runs[count]
+        left = list(outcome.not_running)
+        unchanged = fewer is not None and set(runs[fewer][1].not_running) == set(left)
+        if not count or not (unchanged or 0 in added_usage(count).values()):
+            return {}
+        refused = refused_by_empty_template(result, template, outcome, left)
+        return refused if len(refused) == len(left) else {}
+
+    first = await probe(0)
+    if not first.not_running:
+        return _finish(answer, 0, runs[0][1], {}, fits)
+    # The lower bound leaves out the pods an empty template node refuses now: they need no room on
+    # such nodes (and a pod no node can hold would inflate it past the answer).
+    refused_now = refused_by_empty_template(runs[0][0], template, first, list(first.not_running))
+    helped = [PodInfo.from_raw(p) for p in [*cluster.pods, *extra]
+              if not (p.get("spec") or {}).get("nodeName") and _key(p) not in refused_now]
+    answer.lower_bound = _lower_bound(cluster, helped, template)
+    hi, fewer = min(max(1, answer.lower_bound), max_nodes), None
+    while True:  # doubling: up to a count where every pod runs, or where more nodes change nothing
+        outcome = await probe(hi)
+        if not outcome.not_running:
+            break
+        hopeless = saturated(hi, fewer)
+        if hopeless:
+            answer.hopeless, answer.saturated_at = hopeless, hi
+            break
+        if hi >= max_nodes:
+            answer.unplaced = outcome.not_running
+            return _finish(answer, None, outcome, {}, fits)
+        hi, fewer = min(hi * 2, max_nodes), hi
+    # Bisection between the largest count known not to reach that outcome and the smallest known to
+    # (the counts below were probed before the hopeless pods were known: judge them again).
+    hi = min(n for n in runs if fits(n))
+    lo = max((n for n in runs if n < hi and not fits(n)), default=-1)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if await fits(mid):
+        await probe(mid)
+        if fits(mid):
             hi = mid
         else:
             lo = mid
-    answer.stuck, answer.unplaced = False, {}  # a probe below the answer may have looked stuck
-    answer.nodes = hi
-    table = results[hi].scheduler.cache.table
-    for i in range(hi):
-        name = template.node(i)["metadata"]["name"]
-        row = table.row_of(name)
-        answer.added_usage[name] = len(table.pods[row]) if row is not None else 0
+    return _finish(answer, hi, runs[hi][1], added_usage(hi), fits)
+
+
+def _finish(answer: ScaleAnswer, nodes: int | None, outcome: Outcome, usage: dict[str, int],
+            fits: Callable[[int], bool]) -> ScaleAnswer:
+    answer.nodes = nodes
+    for p in answer.probes:
+        p.fits = fits(p.nodes)
+    answer.victims = outcome.victims
+    answer.added_usage = usage
     return answer
+
+
+def _key(raw: dict[str, Any]) -> str:
+    meta = raw.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"

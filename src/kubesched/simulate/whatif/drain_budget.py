@@ -86,7 +86,9 @@ def _check_pdb(raw: dict[str, Any]) -> None:
 
 
 #: The kind the drain what-if reads from ``--cluster`` dumps, whatever the configured plugins declare.
-PDB_KIND = ObjectKind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", validate=_check_pdb)
+PDB_KIND = ObjectKind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", validate=_check_pdb,
+                      needed_by=lambda pod: bool((pod.get("spec") or {}).get("nodeName")),
+                      when_missing="the drain evicts pods no budget protects")
 
 
 def _ready_condition(pod: Mapping[str, Any]) -> bool | None:

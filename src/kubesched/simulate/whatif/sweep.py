@@ -33,6 +33,8 @@ class SweepJob:
     nodes: int | None
     pods: int | None
     seed: int
+    #: --lenient: skip the cluster file's invalid objects.
+    lenient: bool = False
 
     @property
     def config_label(self) -> str:
@@ -44,7 +46,7 @@ class SweepJob:
 
 
 def jobs_for(configs: Sequence[str | None], plugin_modules: tuple[str, ...], clusters: Sequence[str],
-             sizes: Sequence[tuple[int, int]], seeds: Sequence[int]) -> list[SweepJob]:
+             sizes: Sequence[tuple[int, int]], seeds: Sequence[int], lenient: bool = False) -> list[SweepJob]:
     """Every combination, configurations outermost, seeds innermost."""
     targets: list[tuple[str | None, int | None, int | None]] = [(c, None, None) for c in clusters]
     targets += [(None, n, p) for n, p in sizes]
@@ -52,7 +54,7 @@ def jobs_for(configs: Sequence[str | None], plugin_modules: tuple[str, ...], clu
     for config in configs:
         for cluster, nodes, pods in targets:
             for seed in seeds:
-                out.append(SweepJob(len(out), config, plugin_modules, cluster, nodes, pods, seed))
+                out.append(SweepJob(len(out), config, plugin_modules, cluster, nodes, pods, seed, lenient))
     return out
 
 
@@ -71,7 +73,7 @@ def run_job(job: SweepJob) -> dict[str, Any]:
 
     config, registry = load_scheduler_config(Path(job.config) if job.config else None, job.plugin_modules)
     if job.cluster is not None:
-        cluster = load_cluster(job.cluster, profiles_object_kinds(registry, config.profiles))
+        cluster = load_cluster(job.cluster, profiles_object_kinds(registry, config.profiles), job.lenient)
     else:
         assert job.nodes is not None
         cluster = generate_cluster(job.nodes, job.pods if job.pods is not None else 2 * job.nodes, job.seed,

@@ -1,4 +1,4 @@
-"""Score normalisation shared by score plugins.
+"""Score normalisation for score plugins (public: `kubesched.framework.default_normalize_score`).
 
 Port of pkg/scheduler/framework/plugins/helper/normalize_score.go (DefaultNormalizeScore).
 """

@@ -1,0 +1,229 @@
+"""DynamicResources, differential: issue 27's GPU cluster (tests/unit/plugins/dynamicresources/
+gpu_scenario.py: 4 KWOK nodes, 5 GPUs in ResourceSlices, 9 pods with claims) scheduled by the real
+kube-scheduler (the oracle, same release, DynamicResources in its default profile, resource.k8s.io/v1
+served by default) and by `kubesched run` with its default profile, one after the other on the same
+nodes, with kube-controller-manager creating ``t4``'s claim from its ResourceClaimTemplate.
+
+Compared: the pods bound (6) and pending (3), every bound pod's claim allocated (``status.allocation``
+with devices of the pod's node, the pod in ``reservedFor``), no device given twice, the two users of
+the shared claim on one node, where the A100 and big-memory pods land, and the PodScheduled message of
+each pending pod, word for word. Between the runs the claims are deallocated and deleted (what
+kube-controller-manager does once their pods are gone), so the second run finds the GPUs free.
+
+Also checked: `kubesched run` syncs every DRA kind it declares without a warning (DeviceTaintRules
+are watched in resource.k8s.io/v1, as kube-scheduler does; v1alpha3 is not served by default).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubesched.testing import pod_manifest
+from kubesched.testing.controlplane import ApiError, ControlPlane
+from unit.plugins.dynamicresources import gpu_scenario as s
+
+from .test_differential_spread import _clear
+from .test_live_scheduler import InProcess, pods_in, write_config
+from .test_live_scheduler import sa_kubeconfig as sa_kubeconfig  # fixture: deploy/scheduler RBAC identity
+
+pytestmark = pytest.mark.integration
+
+GROUP = "kubesched.test/group"
+RESOURCE = "/apis/resource.k8s.io/v1"
+
+
+def _run_both(cp: ControlPlane, ns: str, tmp_path: Path, kubeconfig: Path,
+              scenario: Callable[[str], dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """test_differential_spread.run_both, with DynamicResources named in kubesched's profile (it is
+    withheld from kubesched's default profile until this test passes: config/defaults.py)."""
+    oracle_name = f"ks-{ns}"
+    ks = cp.start_kube_scheduler(cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=(oracle_name,)))
+    try:
+        oracle = scenario(oracle_name)
+    finally:
+        cp.stop_component(ks)
+    _clear(cp, ns)
+    ours_name = f"kst-{ns}"
+    config = write_config(tmp_path / "kst.json", ours_name)
+    doc = json.loads(config.read_text())
+    doc["profiles"][0]["plugins"] = {"multiPoint": {"enabled": [{"name": "DynamicResources", "weight": 2}]}}
+    config.write_text(json.dumps(doc))
+    sched = InProcess(config, kubeconfig).start()
+    try:
+        ours = scenario(ours_name)
+    finally:
+        assert sched.stop() == 0
+    return oracle, ours
+
+
+def _nodes(cp: ControlPlane, ns: str, cleanup: list[str]) -> list[str]:
+    names = cp.create_nodes(4, prefix=f"{ns}-gpu-", cpu="8", memory="32Gi", labels={GROUP: ns}, wait_ready=False)
+    cleanup += names
+    cp.wait_for(lambda: set(names) <= cp.ready_nodes(), 60, 0.2, "nodes Ready")
+    for i, name in enumerate(names, 1):
+        cp.api("POST", f"{RESOURCE}/resourceslices", s.resource_slice(name, i, prefix=f"{ns}-"))
+    return names
+
+
+def _claims(cp: ControlPlane, ns: str) -> dict[str, dict[str, Any]]:
+    return {c["metadata"]["name"]: c for c in cp.get(f"{RESOURCE}/namespaces/{ns}/resourceclaims")["items"]}
+
+
+def _release_claims(cp: ControlPlane, ns: str) -> None:
+    """Deallocate and delete the namespace's claims once their pods are gone (kube-controller-manager's
+    resourceclaim controller does the same, in its own time)."""
+    for name, c in _claims(cp, ns).items():
+        path = f"{RESOURCE}/namespaces/{ns}/resourceclaims/{name}"
+        try:
+            if c.get("status"):
+                c = cp.api("PUT", f"{path}/status", {**c, "status": {}})
+            if c["metadata"].get("finalizers"):
+                cp.api("PUT", path, {**c, "metadata": {**c["metadata"], "finalizers": []}})
+            cp.api("DELETE", path)
+        except ApiError as e:
+            if e.status != 404:  # gone meanwhile (a template's claim, deleted by the controller)
+                raise
+    cp.wait_for(lambda: not _claims(cp, ns), 60, 0.2, "claims deleted")
+
+
+def _create_pod(cp: ControlPlane, ns: str, scheduler: str, p: s.PodSpec, run: str) -> None:
+    fields = s.pod_claim_fields(p, templates=True)
+    source = fields["resourceClaims"][0]
+    for key in ("resourceClaimName", "resourceClaimTemplateName"):
+        if key in source:
+            source[key] = f"{run}-{source[key]}"
+    body = pod_manifest(p.name, ns, scheduler_name=scheduler, requests={"cpu": "100m"},
+                        node_selector={GROUP: ns}, extra_spec=fields)
+    body["spec"]["containers"][0].setdefault("resources", {})["claims"] = [{"name": "gpu"}]
+    cp.api("POST", f"/api/v1/namespaces/{ns}/pods", body)
+
+
+def _reason(pod: dict[str, Any]) -> str:
+    for c in pod.get("status", {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return str(c.get("message") or "")
+    return ""
+
+
+def _claim_of(pod: dict[str, Any]) -> str:
+    """The claim's name: named by the pod, or created from its template (pod status)."""
+    source = pod["spec"]["resourceClaims"][0]
+    if source.get("resourceClaimName"):
+        return str(source["resourceClaimName"])
+    statuses = pod.get("status", {}).get("resourceClaimStatuses") or []
+    return str(statuses[0].get("resourceClaimName") or "") if statuses else ""
+
+
+def _scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -> dict[str, Any]:
+    _release_claims(cp, ns)  # the previous run's
+    run = scheduler.split("-")[0]  # "ks" (kube-scheduler) or "kst" (kubesched): claim names per run
+    templated = {p.claim for p in s.PODS if p.template}
+    for c in s.CLAIMS:
+        named = s.ClaimSpec(f"{run}-{c.name}", c.count, c.selector, c.device_class)
+        if c.name in templated:
+            cp.api("POST", f"{RESOURCE}/namespaces/{ns}/resourceclaimtemplates", s.claim_template(named, ns))
+        else:
+            cp.api("POST", f"{RESOURCE}/namespaces/{ns}/resourceclaims", s.resource_claim(named, ns))
+
+    def by_name() -> dict[str, dict[str, Any]]:
+        return {p["metadata"]["name"]: p for p in pods_in(cp, ns)}
+
+    for p in s.PODS:
+        if p.wave == 1:
+            _create_pod(cp, ns, scheduler, p, run)
+    cp.wait_for(lambda: all(by_name()[p.name]["spec"].get("nodeName") for p in s.PODS if p.wave == 1),
+                60, 0.2, "wave 1 bound")
+    for p in s.PODS:
+        if p.wave == 2:
+            _create_pod(cp, ns, scheduler, p, run)
+
+    def settled() -> dict[str, dict[str, Any]] | None:
+        pods = by_name()
+        bound = {n for n, p in pods.items() if p["spec"].get("nodeName")}
+        told = {n for n, p in pods.items() if not p["spec"].get("nodeName") and _reason(p)}
+        return pods if len(pods) == len(s.PODS) and bound == s.BOUND and told == s.PENDING else None
+
+    try:
+        cp.wait_for(settled, 90, 0.3, "6 pods bound, 3 told why")
+    except TimeoutError as e:
+        state = {n: (p["spec"].get("nodeName"), _reason(p)) for n, p in by_name().items()}
+        raise AssertionError(f"{e}\npods: {state}\nclaims: {_claims(cp, ns)}") from e
+    time.sleep(2.0)  # nothing else happens
+    pods = by_name()
+    claims = _claims(cp, ns)
+    node_of = {n: p["spec"].get("nodeName") for n, p in pods.items()}
+    index = {name: i for i, name in enumerate(nodes, 1)}
+    problems, devices = [], Counter[tuple[str, str]]()
+    for name in sorted(s.BOUND):
+        claim = claims.get(_claim_of(pods[name])) or {}
+        alloc = (claim.get("status") or {}).get("allocation")
+        if not alloc:
+            problems.append(f"{name}: claim {_claim_of(pods[name])!r} not allocated")
+            continue
+        pools = {r["pool"] for r in alloc["devices"]["results"]}
+        if pools != {node_of[name]}:
+            problems.append(f"{name} on {node_of[name]} has devices of {pools}")
+        if pods[name]["metadata"]["uid"] not in {r["uid"] for r in claim["status"].get("reservedFor") or []}:
+            problems.append(f"{name} not in its claim's reservedFor")
+        if name != "shared-b":
+            devices.update((r["pool"], r["device"]) for r in alloc["devices"]["results"])
+    return {
+        "bound": sorted(n for n, node in node_of.items() if node),
+        "node_index": {n: index[node] for n, node in sorted(node_of.items()) if node and n != "shared-b"},
+        "shared_together": node_of["shared-a"] == node_of["shared-b"],
+        "problems": problems,
+        "devices_twice": sorted(d for d, k in devices.items() if k > 1),
+        "devices_used": sum(devices.values()),
+        "pending_claims_allocated": sorted(n for n in s.PENDING
+                                           if ((claims.get(_claim_of(pods[n])) or {}).get("status") or {})
+                                           .get("allocation")),
+        "reasons": {n: _reason(pods[n]) for n in sorted(s.PENDING)},
+    }
+
+
+def test_dynamic_resources_match_kube_scheduler(
+    control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str],
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    cp, ns = control_plane, cp_namespace
+    served = {r["name"] for r in cp.get(RESOURCE)["resources"]}
+    assert {"resourceclaims", "resourceclaimtemplates", "resourceslices", "deviceclasses",
+            "devicetaintrules"} <= served
+    nodes = _nodes(cp, ns, nodes_to_delete)
+    cp.api("POST", f"{RESOURCE}/deviceclasses", s.device_class())
+    caplog.set_level(logging.WARNING, logger="kubesched")
+    started = time.monotonic()
+    try:
+        oracle, ours = _run_both(cp, ns, tmp_path, sa_kubeconfig, lambda name: _scenario(cp, ns, nodes, name))
+    finally:
+        for p in pods_in(cp, ns):
+            cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
+        cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
+        _release_claims(cp, ns)
+        for name in nodes:
+            cp.api("DELETE", f"{RESOURCE}/resourceslices/{ns}-{name}-gpus")
+        cp.api("DELETE", f"{RESOURCE}/deviceclasses/{s.CLASS}")
+    print(f"\n[differential-dra] {time.monotonic() - started:.1f}s\n[differential-dra] kube-scheduler: {oracle}"
+          f"\n[differential-dra] kubesched:      {ours}")
+    assert oracle["bound"] == ours["bound"] == sorted(s.BOUND)
+    assert oracle["problems"] == ours["problems"] == []
+    assert oracle["devices_twice"] == ours["devices_twice"] == []
+    assert oracle["devices_used"] == ours["devices_used"] == 5
+    assert oracle["shared_together"] and ours["shared_together"]
+    expected = {"a100-0": 1, "a100-1": 1, "big-mem": 2}
+    assert {n: oracle["node_index"][n] for n in expected} == {n: ours["node_index"][n] for n in expected} == expected
+    assert oracle["pending_claims_allocated"] == ours["pending_claims_allocated"] == []
+    assert ours["reasons"] == oracle["reasons"]
+    assert "cannot allocate all claims" in ours["reasons"]["three-gpus"]
+    assert f"device class {s.MISSING_CLASS} does not exist" in ours["reasons"]["no-class"]
+    noisy = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+             and ("objects_not_synced" in r.getMessage() or "DeviceTaintRule" in r.getMessage())]
+    assert noisy == []
