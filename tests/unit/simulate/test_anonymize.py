@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import yaml
 
 from kubesched.config.load import load_config
 from kubesched.framework.registry import profiles_object_kinds
@@ -120,7 +121,8 @@ def cluster_objects() -> list[dict[str, Any]]:
     return objs
 
 
-async def simulate(objs: list[dict[str, Any]], tmp: Path, name: str) -> dict[str, tuple[str, str | None, str]]:
+async def simulate(objs: list[dict[str, Any]], tmp: Path, name: str,
+                   config_path: Path | None = None) -> dict[str, tuple[str, str | None, str]]:
     """pod key → (status, node, message), through a dump file as `kubesched dump` writes it."""
     path = tmp / f"{name}.yaml"
     with path.open("wb") as out:
@@ -129,7 +131,7 @@ async def simulate(objs: list[dict[str, Any]], tmp: Path, name: str) -> dict[str
             writer.write(obj)
         writer.close()
     registry = builtin_registry()
-    config = load_config(None, registry)
+    config = load_config(config_path, registry)
     cluster = load_cluster(path, profiles_object_kinds(registry, config.profiles))
     result = await Simulation(config, registry, cluster).run()
     return {r.key: (r.status, r.node, r.message) for r in result.records.values()}
@@ -207,3 +209,27 @@ def test_the_dump_writer_json_list_and_yaml_stream_load_back(tmp_path: Path) -> 
         assert [p["metadata"]["name"] for p in loaded.pods] == ["p1"]
         # Timestamps stay strings and are read back as the same string.
         assert loaded.pods[0]["metadata"]["creationTimestamp"] == objs[1]["metadata"]["creationTimestamp"]
+
+
+async def test_an_anonymised_gpu_cluster_allocates_as_the_original(tmp_path: Path) -> None:
+    """Dynamic resources (issue 27's GPU cluster): claims, DeviceClasses and node-named pools hashed,
+    devices and their attributes kept — the same pods bound to the same nodes, the same left pending."""
+    from unit.plugins.dynamicresources import test_simulate as gpu
+
+    gpu.dump(tmp_path / "gpu.yaml")
+    original = yaml.safe_load((tmp_path / "gpu.yaml").read_text())["items"]
+    anon = Anonymizer("s3cret")
+    anonymised = [anon.anonymize(copy.deepcopy(o)) for o in original]
+    (tmp_path / "config.yaml").write_text(gpu.CONFIG)
+
+    async def run(objs: list[dict[str, Any]], name: str) -> dict[str, tuple[str, str | None, str]]:
+        return await simulate(objs, tmp_path, name, tmp_path / "config.yaml")
+
+    before, after = await run(original, "gpu-before"), await run(anonymised, "gpu-after")
+    assert {k.split("/")[1] for k, v in before.items() if v[0] == SCHEDULED} == gpu.s.BOUND
+    missing_class = gpu.s.MISSING_CLASS
+    assert after == {
+        f"{anon.name(k.split('/')[0])}/{anon.name(k.split('/')[1])}": (
+            status, anon.name(node) if node else node, message.replace(missing_class, anon.name(missing_class)))
+        for k, (status, node, message) in before.items()
+    }

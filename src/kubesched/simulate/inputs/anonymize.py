@@ -32,6 +32,9 @@ environment, probes and mounts (a container keeps its name, image, resources, po
 resize policy), pod hostnames and IPs, node addresses, machine and boot IDs, provider IDs, pod
 CIDRs, condition messages, StorageClass parameters, CSI volume attributes, Service IPs.
 
+Dynamic resources: claim, template and DeviceClass names and pools (often named after their node)
+are hashed; devices, drivers, attributes and capacities kept (CEL selectors compare them).
+
 Kinds this module does not know (a plugin's own, e.g. PodGroups) get their metadata anonymised
 and the rest kept as it is.
 """
@@ -40,7 +43,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
+
+from kubesched.simulate.inputs import anonymize_volumes as volumes
+from kubesched.simulate.inputs.anonymize_volumes import dicts, rename
 
 __all__ = ["Anonymizer"]
 
@@ -65,18 +72,6 @@ NAME_VALUED_KEYS = frozenset(
 #: What a container keeps.
 CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy", "resizePolicy")
 CONTAINER_STATUS_FIELDS = ("name", "ready", "started", "restartCount", "allocatedResources", "resources")
-#: Fields of a volume source (pod volume or PersistentVolume) that identify a disk, share or object.
-VOLUME_IDENTIFIERS = frozenset(
-    {
-        "claimName", "secretName", "name", "pdName", "volumeID", "diskName", "diskURI", "image", "pool",
-        "iqn", "targetPortal", "server", "path", "volumeHandle", "shareName", "datasetName", "user",
-        "keyring", "secretFile", "volumePath", "storagePolicyName", "registry", "volume", "gateway",
-        "system", "protectionDomain", "storagePool", "volumeName", "datasetUUID", "fsName",
-    }
-)
-VOLUME_LIST_IDENTIFIERS = frozenset({"monitors", "portals", "targetWWNs", "wwids"})
-#: Dropped wherever they appear in a volume source.
-VOLUME_DROPPED = frozenset({"volumeAttributes", "items", "sources", "options"})
 
 
 def _is_int(text: str) -> bool:
@@ -107,18 +102,22 @@ class Anonymizer:
         self._kinds: dict[str, Callable[[dict[str, Any]], None]] = {
             "Pod": self._pod,
             "Node": self._node,
-            "PersistentVolumeClaim": self._pvc,
-            "PersistentVolume": self._pv,
-            "StorageClass": self._storage_class,
-            "CSINode": self._csi_node,
-            "CSIStorageCapacity": self._csi_storage_capacity,
-            "VolumeAttachment": self._volume_attachment,
+            "PersistentVolumeClaim": partial(volumes.pvc, self),
+            "PersistentVolume": partial(volumes.pv, self),
+            "StorageClass": partial(volumes.storage_class, self),
+            "CSINode": partial(volumes.csi_node, self),
+            "CSIStorageCapacity": partial(volumes.csi_storage_capacity, self),
+            "VolumeAttachment": partial(volumes.volume_attachment, self),
             "PodDisruptionBudget": self._pdb,
             "PriorityClass": self._drop_description,
             "Service": self._service,
             "ReplicationController": self._replication_controller,
             "ReplicaSet": self._workload,
             "StatefulSet": self._workload,
+            "ResourceClaim": partial(volumes.resource_claim, self),
+            "ResourceClaimTemplate": partial(volumes.resource_claim_template, self),
+            "ResourceSlice": partial(volumes.resource_slice, self),
+            "DeviceTaintRule": partial(volumes.device_taint_rule, self),
         }
 
     # -- the hashes --------------------------------------------------------------------------------
@@ -150,7 +149,7 @@ class Anonymizer:
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             ephemeral = _ephemeral_claim(meta) if kind == "PersistentVolumeClaim" else None
-            self._metadata(meta, keep_name=kind == "CSIDriver")  # a CSIDriver is named by its driver
+            self.object_metadata(meta, keep_name=kind == "CSIDriver")  # a CSIDriver is named by its driver
             if ephemeral is not None:
                 # A generic ephemeral volume's claim is named <pod>-<volume> (upstream
                 # ephemeral.VolumeClaimName): only the pod's part is hashed, so the claim name
@@ -161,19 +160,19 @@ class Anonymizer:
             handler(obj)
         return obj
 
-    def _metadata(self, meta: dict[str, Any], keep_name: bool = False) -> None:
+    def object_metadata(self, meta: dict[str, Any], keep_name: bool = False) -> None:
         for key in ("generateName", "selfLink", "managedFields"):
             meta.pop(key, None)
         if isinstance(meta.get("name"), str) and not keep_name:
             meta["name"] = self.name(meta["name"])
-        _rename(meta, "namespace", self.name)
-        _rename(meta, "uid", self.name)  # a uid also appears in logs and events: it would link back
+        rename(meta, "namespace", self.name)
+        rename(meta, "uid", self.name)  # a uid also appears in logs and events: it would link back
         for field_name in ("labels", "annotations"):
             if isinstance(meta.get(field_name), dict):
                 meta[field_name] = self._labels(meta[field_name])
-        for ref in _dicts(meta.get("ownerReferences")):
-            _rename(ref, "name", self.name)
-            _rename(ref, "uid", self.name)
+        for ref in dicts(meta.get("ownerReferences")):
+            rename(ref, "name", self.name)
+            rename(ref, "uid", self.name)
 
     def _labels(self, labels: Mapping[str, Any]) -> dict[str, Any]:
         return {k: self.value(k, v) if isinstance(v, str) else v for k, v in labels.items()}
@@ -187,7 +186,7 @@ class Anonymizer:
         self._requirements(selector.get("matchExpressions"))
 
     def _requirements(self, requirements: Any) -> None:
-        for req in _dicts(requirements):
+        for req in dicts(requirements):
             key = str(req.get("key") or "")
             if isinstance(req.get("values"), list):
                 req["values"] = [self.value(key, v) if isinstance(v, str) else v for v in req["values"]]
@@ -196,14 +195,14 @@ class Anonymizer:
         if not isinstance(term, dict):
             return
         self._requirements(term.get("matchExpressions"))
-        for req in _dicts(term.get("matchFields")):  # the only field is metadata.name
+        for req in dicts(term.get("matchFields")):  # the only field is metadata.name
             if isinstance(req.get("values"), list):
                 req["values"] = [self.name(v) if isinstance(v, str) else v for v in req["values"]]
 
     def node_selector(self, selector: Any) -> None:
         """A v1.NodeSelector (``nodeSelectorTerms``), in place."""
         if isinstance(selector, dict):
-            for term in _dicts(selector.get("nodeSelectorTerms")):
+            for term in dicts(selector.get("nodeSelectorTerms")):
                 self.node_selector_term(term)
 
     def _affinity_term(self, term: Any) -> None:
@@ -221,85 +220,77 @@ class Anonymizer:
             self.pod_spec(pod["spec"])
         status = pod.get("status")
         if isinstance(status, dict):
-            for key in ("podIP", "podIPs", "hostIP", "hostIPs", "message", "resourceClaimStatuses"):
+            for key in ("podIP", "podIPs", "hostIP", "hostIPs", "message"):
                 status.pop(key, None)
-            _rename(status, "nominatedNodeName", self.name)
-            self._conditions(status)
+            for claim_status in dicts(status.get("resourceClaimStatuses")):  # a template's claim
+                rename(claim_status, "resourceClaimName", self.name)
+            rename(status, "nominatedNodeName", self.name)
+            self.conditions(status)
             for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
                 if isinstance(status.get(key), list):
-                    status[key] = [_only(s, CONTAINER_STATUS_FIELDS) for s in _dicts(status[key])]
+                    status[key] = [_only(s, CONTAINER_STATUS_FIELDS) for s in dicts(status[key])]
 
     def pod_spec(self, spec: dict[str, Any]) -> None:
         """A v1.PodSpec (of a pod or a pod template), in place."""
         for key in ("hostname", "subdomain", "hostAliases", "dnsConfig"):
             spec.pop(key, None)
         for key in ("nodeName", "priorityClassName", "serviceAccountName", "serviceAccount"):
-            _rename(spec, key, self.name)
+            rename(spec, key, self.name)
         if isinstance(spec.get("nodeSelector"), dict):
             spec["nodeSelector"] = self._labels(spec["nodeSelector"])
-        for ref in _dicts(spec.get("imagePullSecrets")):
-            _rename(ref, "name", self.name)
+        for ref in dicts(spec.get("imagePullSecrets")):
+            rename(ref, "name", self.name)
+        for claim in dicts(spec.get("resourceClaims")):
+            rename(claim, "resourceClaimName", self.name)
+            rename(claim, "resourceClaimTemplateName", self.name)
         affinity = spec.get("affinity")
         if isinstance(affinity, dict):
             node_affinity = affinity.get("nodeAffinity")
             if isinstance(node_affinity, dict):
                 self.node_selector(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
-                for pref in _dicts(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")):
+                for pref in dicts(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")):
                     self.node_selector_term(pref.get("preference"))
             for kind in ("podAffinity", "podAntiAffinity"):
                 terms = affinity.get(kind)
                 if not isinstance(terms, dict):
                     continue
-                for term in _dicts(terms.get("requiredDuringSchedulingIgnoredDuringExecution")):
+                for term in dicts(terms.get("requiredDuringSchedulingIgnoredDuringExecution")):
                     self._affinity_term(term)
-                for pref in _dicts(terms.get("preferredDuringSchedulingIgnoredDuringExecution")):
+                for pref in dicts(terms.get("preferredDuringSchedulingIgnoredDuringExecution")):
                     self._affinity_term(pref.get("podAffinityTerm"))
-        for constraint in _dicts(spec.get("topologySpreadConstraints")):
+        for constraint in dicts(spec.get("topologySpreadConstraints")):
             self.label_selector(constraint.get("labelSelector"))
         self._tolerations_or_taints(spec.get("tolerations"))
         for key in ("containers", "initContainers", "ephemeralContainers"):
             if isinstance(spec.get(key), list):
-                spec[key] = [self._container(c) for c in _dicts(spec[key])]
-        for volume in _dicts(spec.get("volumes")):
+                spec[key] = [self._container(c) for c in dicts(spec[key])]
+        for volume in dicts(spec.get("volumes")):
             for source_name, source in list(volume.items()):
                 if source_name == "ephemeral" and isinstance(source, dict):
                     template = source.get("volumeClaimTemplate")
                     if isinstance(template, dict):
                         if isinstance(template.get("metadata"), dict):
-                            self._metadata(template["metadata"])
+                            self.object_metadata(template["metadata"])
                         if isinstance(template.get("spec"), dict):
-                            self._pvc_spec(template["spec"])
+                            volumes.pvc_spec(self, template["spec"])
                 elif source_name == "image" and isinstance(source, dict):  # an OCI image volume
-                    _rename(source, "reference", self.image)
+                    rename(source, "reference", self.image)
                 elif source_name != "name" and isinstance(source, dict):
-                    self._volume_source(source)
+                    volumes.volume_source(self, source)
 
     def _container(self, container: dict[str, Any]) -> dict[str, Any]:
         kept = _only(container, CONTAINER_FIELDS)
-        _rename(kept, "image", self.image)
+        rename(kept, "image", self.image)
         return kept
 
     def _tolerations_or_taints(self, items: Any) -> None:
-        for item in _dicts(items):
+        for item in dicts(items):
             if isinstance(item.get("value"), str):
                 item["value"] = self.value(str(item.get("key") or ""), item["value"])
 
-    def _conditions(self, status: dict[str, Any]) -> None:
-        for condition in _dicts(status.get("conditions")):
+    def conditions(self, status: dict[str, Any]) -> None:
+        for condition in dicts(status.get("conditions")):
             condition.pop("message", None)
-
-    def _volume_source(self, source: dict[str, Any]) -> None:
-        """An in-tree or CSI volume source (of a pod or a PV), in place: identifiers hashed."""
-        for key in list(source):
-            value = source[key]
-            if key in VOLUME_DROPPED:
-                del source[key]
-            elif isinstance(value, str) and key in VOLUME_IDENTIFIERS:
-                source[key] = self.name(value)
-            elif isinstance(value, list) and key in VOLUME_LIST_IDENTIFIERS:
-                source[key] = [self.name(v) if isinstance(v, str) else v for v in value]
-            elif isinstance(value, dict):  # secretRef, nodeStageSecretRef, ...
-                self._volume_source(value)
 
     # -- nodes -------------------------------------------------------------------------------------
 
@@ -313,80 +304,20 @@ class Anonymizer:
         if isinstance(status, dict):
             for key in ("addresses", "volumesAttached", "volumesInUse", "config", "daemonEndpoints"):
                 status.pop(key, None)
-            self._conditions(status)
+            self.conditions(status)
             info = status.get("nodeInfo")
             if isinstance(info, dict):
                 for key in ("machineID", "systemUUID", "bootID"):
                     info.pop(key, None)
-            for image in _dicts(status.get("images")):
+            for image in dicts(status.get("images")):
                 if isinstance(image.get("names"), list):
                     image["names"] = [self.image(n) if isinstance(n, str) else n for n in image["names"]]
 
     # -- storage -----------------------------------------------------------------------------------
 
-    def _pvc(self, pvc: dict[str, Any]) -> None:
-        if isinstance(pvc.get("spec"), dict):
-            self._pvc_spec(pvc["spec"])
-        if isinstance(pvc.get("status"), dict):
-            self._conditions(pvc["status"])
-
-    def _pvc_spec(self, spec: dict[str, Any]) -> None:
-        for key in ("volumeName", "storageClassName"):
-            _rename(spec, key, self.name)
-        self.label_selector(spec.get("selector"))
-        for key in ("dataSource", "dataSourceRef"):
-            if isinstance(spec.get(key), dict):
-                _rename(spec[key], "name", self.name)
-                _rename(spec[key], "namespace", self.name)
-
-    def _pv(self, pv: dict[str, Any]) -> None:
-        spec = pv.get("spec")
-        if not isinstance(spec, dict):
-            return
-        claim = spec.get("claimRef")
-        if isinstance(claim, dict):
-            for key in ("name", "namespace", "uid"):
-                _rename(claim, key, self.name)
-        _rename(spec, "storageClassName", self.name)
-        for key in ("mountOptions",):
-            spec.pop(key, None)
-        node_affinity = spec.get("nodeAffinity")
-        if isinstance(node_affinity, dict):
-            self.node_selector(node_affinity.get("required"))
-        for key, source in spec.items():
-            if key not in ("claimRef", "nodeAffinity", "capacity") and isinstance(source, dict):
-                self._volume_source(source)
-
-    def _storage_class(self, sc: dict[str, Any]) -> None:
-        sc.pop("parameters", None)
-        sc.pop("mountOptions", None)
-        for term in _dicts(sc.get("allowedTopologies")):
-            for req in _dicts(term.get("matchLabelExpressions")):
-                key = str(req.get("key") or "")
-                if isinstance(req.get("values"), list):
-                    req["values"] = [self.value(key, v) if isinstance(v, str) else v for v in req["values"]]
-
-    def _csi_node(self, csi_node: dict[str, Any]) -> None:
-        spec = csi_node.get("spec")
-        if isinstance(spec, dict):
-            for driver in _dicts(spec.get("drivers")):
-                _rename(driver, "nodeID", self.name)
-
-    def _csi_storage_capacity(self, capacity: dict[str, Any]) -> None:
-        _rename(capacity, "storageClassName", self.name)
-        self.label_selector(capacity.get("nodeTopology"))
-
-    def _volume_attachment(self, attachment: dict[str, Any]) -> None:
-        spec = attachment.get("spec")
-        if isinstance(spec, dict):
-            _rename(spec, "nodeName", self.name)
-            source = spec.get("source")
-            if isinstance(source, dict):
-                _rename(source, "persistentVolumeName", self.name)
-                inline = source.get("inlineVolumeSpec")
-                if isinstance(inline, dict):
-                    self._pv({"spec": inline})
-        attachment.pop("status", None)  # attach metadata and error messages
+    # -- dynamic resources -------------------------------------------------------------------------
+    # Device names, drivers, attributes and capacities are kept (CEL selectors compare them);
+    # pools are hashed as names (a node-local pool is named after its node).
 
     # -- the rest ----------------------------------------------------------------------------------
 
@@ -395,7 +326,7 @@ class Anonymizer:
             self.label_selector(pdb["spec"].get("selector"))
         status = pdb.get("status")
         if isinstance(status, dict):
-            self._conditions(status)
+            self.conditions(status)
             if isinstance(status.get("disruptedPods"), dict):
                 status["disruptedPods"] = {self.name(k): v for k, v in status["disruptedPods"].items()}
 
@@ -425,18 +356,18 @@ class Anonymizer:
         if isinstance(spec, dict):
             self.label_selector(spec.get("selector"))
             self._template(spec.get("template"))
-            _rename(spec, "serviceName", self.name)
-            for claim in _dicts(spec.get("volumeClaimTemplates")):
+            rename(spec, "serviceName", self.name)
+            for claim in dicts(spec.get("volumeClaimTemplates")):
                 if isinstance(claim.get("metadata"), dict):
-                    self._metadata(claim["metadata"])
+                    self.object_metadata(claim["metadata"])
                 if isinstance(claim.get("spec"), dict):
-                    self._pvc_spec(claim["spec"])
+                    volumes.pvc_spec(self, claim["spec"])
                 claim.pop("status", None)
 
     def _template(self, template: Any) -> None:
         if isinstance(template, dict):
             if isinstance(template.get("metadata"), dict):
-                self._metadata(template["metadata"])
+                self.object_metadata(template["metadata"])
             if isinstance(template.get("spec"), dict):
                 self.pod_spec(template["spec"])
 
@@ -446,7 +377,7 @@ def _ephemeral_claim(meta: Mapping[str, Any]) -> tuple[str, str] | None:
     name = meta.get("name")
     if not isinstance(name, str):
         return None
-    for ref in _dicts(meta.get("ownerReferences")):
+    for ref in dicts(meta.get("ownerReferences")):
         owner = ref.get("name")
         if ref.get("kind") == "Pod" and isinstance(owner, str) and name.startswith(owner + "-"):
             volume = name[len(owner) + 1 :]
@@ -455,16 +386,7 @@ def _ephemeral_claim(meta: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _dicts(items: Any) -> list[dict[str, Any]]:
-    """The mappings of a list field (anything else, e.g. a missing field, gives none)."""
-    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
 def _only(obj: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     return {k: obj[k] for k in fields if k in obj}
-
-
-def _rename(obj: dict[str, Any], key: str, how: Callable[[str], str]) -> None:
-    value = obj.get(key)
-    if isinstance(value, str):
-        obj[key] = how(value)
