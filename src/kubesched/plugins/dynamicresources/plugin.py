@@ -322,7 +322,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
                     # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on in v1.37:
                     # every claim PreBind reserves gets the timestamp, already allocated ones too.
                     status["allocation"] = {**status["allocation"],
-                                            "allocationTimestamp": _now_rfc3339(self.handle.clock.now())}
+                                            "allocationTimestamp": _now_rfc3339(self.handle.clock.wall())}
                 status["reservedFor"] = [*(status.get("reservedFor") or []),
                                          {"resource": "pods", "name": pod.name, "uid": pod.uid}]
                 try:
