@@ -17,7 +17,6 @@ are watched in resource.k8s.io/v1, as kube-scheduler does; v1alpha3 is not serve
 from __future__ import annotations
 
 import datetime
-import json
 import logging
 import time
 from collections import Counter
@@ -31,38 +30,14 @@ from kubesched.testing import pod_manifest
 from kubesched.testing.controlplane import ApiError, ControlPlane
 from unit.plugins.dynamicresources import gpu_scenario as s
 
-from .test_differential_spread import _clear
-from .test_live_scheduler import InProcess, pods_in, write_config
+from .test_differential_spread import run_both
+from .test_live_scheduler import pods_in
 from .test_live_scheduler import sa_kubeconfig as sa_kubeconfig  # fixture: deploy/scheduler RBAC identity
 
 pytestmark = pytest.mark.integration
 
 GROUP = "kubesched.test/group"
 RESOURCE = "/apis/resource.k8s.io/v1"
-
-
-def _run_both(cp: ControlPlane, ns: str, tmp_path: Path, kubeconfig: Path,
-              scenario: Callable[[str], dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """test_differential_spread.run_both, with DynamicResources named in kubesched's profile (it is
-    withheld from kubesched's default profile until this test passes: config/defaults.py)."""
-    oracle_name = f"ks-{ns}"
-    ks = cp.start_kube_scheduler(cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=(oracle_name,)))
-    try:
-        oracle = scenario(oracle_name)
-    finally:
-        cp.stop_component(ks)
-    _clear(cp, ns)
-    ours_name = f"kst-{ns}"
-    config = write_config(tmp_path / "kst.json", ours_name)
-    doc = json.loads(config.read_text())
-    doc["profiles"][0]["plugins"] = {"multiPoint": {"enabled": [{"name": "DynamicResources", "weight": 2}]}}
-    config.write_text(json.dumps(doc))
-    sched = InProcess(config, kubeconfig).start()
-    try:
-        ours = scenario(ours_name)
-    finally:
-        assert sched.stop() == 0
-    return oracle, ours
 
 
 def _nodes(cp: ControlPlane, ns: str, cleanup: list[str]) -> list[str]:
@@ -211,7 +186,7 @@ def test_dynamic_resources_match_kube_scheduler(
     caplog.set_level(logging.WARNING, logger="kubesched")
     started = time.monotonic()
     try:
-        oracle, ours = _run_both(cp, ns, tmp_path, sa_kubeconfig, lambda name: _scenario(cp, ns, nodes, name))
+        oracle, ours = run_both(cp, ns, tmp_path, sa_kubeconfig, lambda name: _scenario(cp, ns, nodes, name))
     finally:
         for p in pods_in(cp, ns):
             cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
