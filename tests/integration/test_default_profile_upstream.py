@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.config import DEFAULT_MULTI_POINT, UPSTREAM_NOT_IMPLEMENTED, WITHHELD_FROM_DEFAULT_PROFILE, load_config
+from kubesched.config import DEFAULT_MULTI_POINT, UPSTREAM_NOT_IMPLEMENTED, load_config
 from kubesched.config.defaults import implements
 from kubesched.plugins.builtin import builtin_registry
 
@@ -24,12 +24,6 @@ pytestmark = pytest.mark.integration
 #: Upstream default plugins kubesched does not implement (yet). Shrink it as they land; a name
 #: listed here that kubesched registers, or one missing here that it lacks, fails the test.
 NOT_IMPLEMENTED: set[str] = set()
-#: Upstream default plugins kubesched registers but leaves out of its default profile until their
-#: differential test passes (config/defaults.py WITHHELD_FROM_DEFAULT_PROFILE).
-WITHHELD = {
-    # Dynamic Resource Allocation: tests/integration/test_differential_dra.py has not passed yet.
-    "DynamicResources",
-}
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +61,6 @@ def test_kubesched_lacks_exactly_the_named_plugins(upstream: dict[str, Any]) -> 
     missing = {name for name, _ in multi_point(upstream) if name not in registry}
     assert missing == NOT_IMPLEMENTED
     assert NOT_IMPLEMENTED <= UPSTREAM_NOT_IMPLEMENTED  # so a config naming one is accepted with a warning
-    assert WITHHELD_FROM_DEFAULT_PROFILE == WITHHELD
 
 
 def test_the_resolved_default_profile_runs_upstreams_plugins_in_order_with_its_weights(
@@ -78,8 +71,7 @@ def test_the_resolved_default_profile_runs_upstreams_plugins_in_order_with_its_w
     assert resolved.scheduler_name == upstream["profiles"][0]["schedulerName"] == "default-scheduler"
     listed = multi_point(upstream)
     for point, names in resolved.plugins.items():
-        want = [n for n, _ in listed
-                if (cls := registry.get(n)) is not None and n not in WITHHELD and implements(cls, point)]
+        want = [n for n, _ in listed if (cls := registry.get(n)) is not None and implements(cls, point)]
         assert names == want, point
     weights = {n: w or 1 for n, w in listed if n in resolved.score_weights}
     assert resolved.score_weights == weights

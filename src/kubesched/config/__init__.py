@@ -5,12 +5,7 @@ profiles are resolved exactly as upstream resolves them (default plugins, multiP
 Score weights, validated plugin args); invalid input raises :class:`ConfigError`.
 """
 
-from kubesched.config.defaults import (
-    DEFAULT_MULTI_POINT,
-    REMOVED_IN_V1,
-    UPSTREAM_NOT_IMPLEMENTED,
-    WITHHELD_FROM_DEFAULT_PROFILE,
-)
+from kubesched.config.defaults import DEFAULT_MULTI_POINT, REMOVED_IN_V1, UPSTREAM_NOT_IMPLEMENTED
 from kubesched.config.errors import ConfigError
 from kubesched.config.load import ResolvedProfile, SchedulerConfig, load_config, load_config_text
 from kubesched.config.models import KubeSchedulerConfiguration, parse_go_duration
@@ -19,7 +14,6 @@ __all__ = [
     "DEFAULT_MULTI_POINT",
     "REMOVED_IN_V1",
     "UPSTREAM_NOT_IMPLEMENTED",
-    "WITHHELD_FROM_DEFAULT_PROFILE",
     "ConfigError",
     "KubeSchedulerConfiguration",
     "ResolvedProfile",

@@ -49,7 +49,6 @@ __all__ = [
     "UPSTREAM_IN_TREE",
     "UPSTREAM_NOT_IMPLEMENTED",
     "V1BETA2_DEFAULT_PLUGINS",
-    "WITHHELD_FROM_DEFAULT_PROFILE",
     "default_plugin_sets",
     "implements",
     "merge_plugin_set",
@@ -82,13 +81,6 @@ DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("DefaultBinder", None),
     ("NodeDeclaredFeatures", None),
 )
-
-#: Upstream default plugins kubesched registers but leaves out of its default profile until they are
-#: proven against the real kube-scheduler (a differential test on the control plane): enabled only
-#: where a configuration names them (``multiPoint: {enabled: [{name: DynamicResources, weight: 2}]}``).
-#: DynamicResources: its unit and simulator tests pass; tests/integration/test_differential_dra.py
-#: has not run yet (see plugins/dynamicresources/README.md).
-WITHHELD_FROM_DEFAULT_PROFILE: Final[frozenset[str]] = frozenset({"DynamicResources"})
 
 #: v1beta2 getDefaultPlugins(): config point name -> [(name, weight or None)], with the gates of its
 #: last release (1.27): PodSchedulingReadiness (beta, on) adds SchedulingGates at PreEnqueue;
@@ -236,8 +228,7 @@ def default_plugin_sets(registry: Registry, api_version: str) -> dict[str, Plugi
             sets[point] = PluginSet(enabled=refs)
     else:
         sets["multiPoint"] = PluginSet(
-            enabled=[PluginRef(name=n, weight=w) for n, w in DEFAULT_MULTI_POINT
-                     if n in reg and n not in WITHHELD_FROM_DEFAULT_PROFILE]
+            enabled=[PluginRef(name=n, weight=w) for n, w in DEFAULT_MULTI_POINT if n in reg]
         )
     return sets
 

@@ -9,10 +9,10 @@ matched against upstream documentation and issues. Values are rendered by
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
+from kubesched.api.duration import go_duration
 from kubesched.api.validation import field_invalid, go_value
 
 __all__ = ["ConfigError", "duplicate", "go_duration", "go_value", "invalid", "required"]
@@ -51,35 +51,6 @@ def _shared_note(errors: Sequence[str]) -> tuple[list[str], str]:
         return list(errors), ""
     (tail,) = tails
     return [e.removesuffix(tail) for e in errors], "\n" + tail.removeprefix("; ")
-
-
-def go_duration(seconds: float) -> str:
-    """Seconds as Go's ``time.Duration.String()`` (``1m30s``, ``100ms``, ``0s``)."""
-    ns = round(seconds * 1e9)
-    if ns == 0:
-        return "0s"
-    sign = "-" if ns < 0 else ""
-    ns = abs(ns)
-    if ns < 1_000:
-        return f"{sign}{ns}ns"
-    if ns < 1_000_000:
-        return f"{sign}{_trim(ns / 1e3)}µs"
-    if ns < 1_000_000_000:
-        return f"{sign}{_trim(ns / 1e6)}ms"
-    h, rem = divmod(ns, 3_600_000_000_000)
-    m, rem = divmod(rem, 60_000_000_000)
-    out = sign
-    if h:
-        out += f"{h}h"
-    if h or m:
-        out += f"{m}m"
-    return out + f"{_trim(rem / 1e9)}s"
-
-
-def _trim(x: float) -> str:
-    if math.isclose(x, round(x)):
-        return str(round(x))
-    return f"{x:.9f}".rstrip("0").rstrip(".")
 
 
 def invalid(path: str, value: Any, detail: str, *, raw: bool = False) -> str:

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from kubesched.api.duration import GoDuration, parse_go_duration
 
 __all__ = [
     "CURRENT_API_VERSION",
@@ -58,61 +59,6 @@ _INT64_MAX: Final = 2**63 - 1
 Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
 Int64 = Annotated[int, Field(ge=_INT64_MIN, le=_INT64_MAX)]
 
-# -- Go durations ---------------------------------------------------------------------------------
-
-# time.ParseDuration units, in seconds.
-_UNITS: Final[dict[str, float]] = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,  # U+00B5 micro sign
-    "μs": 1e-6,  # U+03BC Greek mu
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-_DURATION_PART: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_go_duration(value: str) -> float:
-    """Seconds in a Go ``time.ParseDuration`` string such as ``"15s"``, ``"1m30s"``, ``"-1.5h"``.
-
-    As Go, a unit is required on every number except for a bare ``"0"``.
-    """
-    s = value
-    sign = 1.0
-    if s[:1] in "+-" and s:
-        sign = -1.0 if s[0] == "-" else 1.0
-        s = s[1:]
-    if s == "0":
-        return 0.0
-    if not s:
-        raise ValueError(f"invalid duration {value!r}")
-    total = 0.0
-    pos = 0
-    while pos < len(s):
-        m = _DURATION_PART.match(s, pos)
-        if m is None:
-            raise ValueError(f"invalid duration {value!r}")
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    return sign * total
-
-
-_DURATION_HINT: Final = 'expected a Go duration string such as "15s", "1m30s" or "100ms" (units ns, us, ms, s, m, h)'
-
-
-def _duration(v: Any) -> Any:
-    if isinstance(v, bool) or not isinstance(v, str):
-        raise ValueError(_DURATION_HINT)
-    try:
-        return parse_go_duration(v)
-    except ValueError:
-        raise ValueError(_DURATION_HINT) from None
-
-
-#: A Go ``metav1.Duration`` in configuration, held as seconds.
-GoDuration = Annotated[float, BeforeValidator(_duration)]
 
 
 def _base64_bytes(v: Any) -> Any:

@@ -11,10 +11,18 @@ class Clock(Protocol):
         """Seconds, monotonic within one run."""
         ...
 
+    def wall(self) -> float:
+        """Seconds since the Unix epoch, for timestamps written to the API (upstream's
+        ``time.Now()`` there, e.g. a ResourceClaim's ``allocationTimestamp``)."""
+        ...
+
 
 class RealClock:
     def now(self) -> float:
         return time.monotonic()
+
+    def wall(self) -> float:
+        return time.time()
 
 
 class FakeClock:
@@ -24,6 +32,10 @@ class FakeClock:
         self._now = start
 
     def now(self) -> float:
+        return self._now
+
+    def wall(self) -> float:
+        """The virtual time, read as seconds since the epoch (0: 1970-01-01T00:00:00Z)."""
         return self._now
 
     def advance(self, seconds: float) -> None:

@@ -37,6 +37,11 @@ class ObjectKind:
     #: :class:`StatusWriter` (e.g. ``("update",)`` for DynamicResources' PreBind, which PUTs a
     #: ResourceClaim's allocation as kube-scheduler does); ``writes_status`` grants ``patch``.
     status_writes: tuple[str, ...] = ()
+    #: Verbs on subresources the apiserver authorizes a write against, as ``(subresource, verbs)``
+    #: pairs: e.g. ``(("binding", ("update",)),)`` for ResourceClaims, whose ``status.allocation``
+    #: and ``status.reservedFor`` v1.37 lets only a caller with ``update`` on the synthetic
+    #: ``resourceclaims/binding`` change (pkg/registry/resource/utils.go AuthorizedForBinding).
+    subresource_writes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: Checks one object as the plugin will read it; raises ValueError naming the field (without
     #: the object: callers prefix file/object). The simulator runs it on every loaded object.
     validate: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False, repr=False)
@@ -153,7 +158,11 @@ def merge_object_kinds(declared: Iterable[ObjectKind]) -> list[ObjectKind]:
         if not set(ok.writes) <= set(have.writes):
             merged[ok.kind] = have = replace(have, writes=tuple(sorted({*have.writes, *ok.writes})))
         if not set(ok.status_writes) <= set(have.status_writes):
-            merged[ok.kind] = replace(have, status_writes=tuple(sorted({*have.status_writes, *ok.status_writes})))
+            merged[ok.kind] = have = replace(
+                have, status_writes=tuple(sorted({*have.status_writes, *ok.status_writes})))
+        if not set(ok.subresource_writes) <= set(have.subresource_writes):
+            merged[ok.kind] = replace(
+                have, subresource_writes=tuple(sorted({*have.subresource_writes, *ok.subresource_writes})))
     return list(merged.values())
 
 

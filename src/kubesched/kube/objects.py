@@ -118,7 +118,8 @@ async def list_pages(
 
 def rbac_rules(kinds: Iterable[ObjectKind]) -> list[dict[str, Any]]:
     """ClusterRole rules for the declared kinds: list/watch (what an informer does), the verbs a
-    plugin writes the objects with (``ObjectKind.writes``), and patch (plus
+    plugin writes the objects with (``ObjectKind.writes``) and subresources it must be authorized for
+    (``ObjectKind.subresource_writes``), and patch (plus
     ``ObjectKind.status_writes``) of the status subresource of kinds a plugin writes status of. One
     rule per API group and verb set, resources sorted, so the output is stable and diffable against a
     committed manifest."""
@@ -134,6 +135,8 @@ def rbac_rules(kinds: Iterable[ObjectKind]) -> list[dict[str, Any]]:
             status.setdefault((k.group, verbs), set()).add(f"{k.resource}/status")
         if k.writes:
             written.setdefault((k.group, tuple(sorted(k.writes))), set()).add(k.resource)
+        for subresource, verbs in k.subresource_writes:
+            written.setdefault((k.group, tuple(sorted(verbs))), set()).add(f"{k.resource}/{subresource}")
     rules: list[dict[str, Any]] = []
     for group in sorted(read):
         rules.append({"apiGroups": [group], "resources": sorted(read[group]), "verbs": ["list", "watch"]})

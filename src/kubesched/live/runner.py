@@ -61,15 +61,24 @@ from kubesched.snapshot.table import NodeSpecError
 log = logging.getLogger(__name__)
 
 _IGNORED_META = ("resourceVersion", "managedFields", "generation")
+#: The status fields that do matter to an unassigned pod: the claims kube-controller-manager created
+#: from its ResourceClaimTemplates (upstream's UpdatePodGeneratedResourceClaim event,
+#: pkg/scheduler/framework/events.go extractPodGeneratedResourceClaimChange), which lift
+#: DynamicResources' PreEnqueue gate ("ResourceClaim not created yet").
+_RELEVANT_STATUS = ("resourceClaimStatuses", "extendedResourceClaimStatus")
 
 
 def scheduling_relevant_update(old: Obj, new: Obj) -> bool:
     """Whether an update of a pod may change its scheduling (upstream isPodUpdated): for a pod that
     stays unassigned, changes to status or bookkeeping metadata only (e.g. our own PodScheduled
-    condition patch) must not requeue it. Assigned pods always count (phase frees resources)."""
+    condition patch) must not requeue it, except its generated claims (``_RELEVANT_STATUS``).
+    Assigned pods always count (phase frees resources)."""
     if (old.get("spec") or {}).get("nodeName") or (new.get("spec") or {}).get("nodeName"):
         return True
     if old.get("spec") != new.get("spec"):
+        return True
+    os_, ns_ = old.get("status") or {}, new.get("status") or {}
+    if any(os_.get(k) != ns_.get(k) for k in _RELEVANT_STATUS):
         return True
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
     keys = (set(om) | set(nm)).difference(_IGNORED_META)

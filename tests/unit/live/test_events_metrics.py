@@ -140,6 +140,10 @@ def test_status_only_updates_of_pending_pods_are_not_scheduling_relevant() -> No
     assert scheduling_relevant_update(old, respec)
     bound = {**old, "spec": {**old["spec"], "nodeName": "n1"}}
     assert scheduling_relevant_update(old, bound)
+    # kube-controller-manager created the pod's claim from its template: DynamicResources' gate lifts
+    claimed = {**new, "status": {**new["status"],
+                                 "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x1"}]}}
+    assert scheduling_relevant_update(new, claimed)
 
 
 def test_parse_addr() -> None:

@@ -39,8 +39,13 @@ def _check_slice(obj: dict[str, Any]) -> None:
         raise ValueError("spec.devices: must be a list")
 
 
+#: PreBind updates a claim (its finalizer) and its status (allocation, reservedFor); v1.37's
+#: apiserver lets a status write change allocation or reservedFor only with ``update`` on
+#: ``resourceclaims/binding`` (DRAResourceClaimGranularStatusAuthorization, on by default; upstream's
+#: system:kube-scheduler role has it: plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go).
 RESOURCE_CLAIM = ObjectKind("ResourceClaim", GROUP, "v1", "resourceclaims", writes_status=True,
-                            writes=("update",), status_writes=("update",), validate=_check_claim)
+                            writes=("update",), status_writes=("update",),
+                            subresource_writes=(("binding", ("update",)),), validate=_check_claim)
 RESOURCE_CLAIM_TEMPLATE = ObjectKind("ResourceClaimTemplate", GROUP, "v1", "resourceclaimtemplates",
                                      validate=_check_metadata)
 RESOURCE_SLICE = ObjectKind("ResourceSlice", GROUP, "v1", "resourceslices", namespaced=False, validate=_check_slice)

@@ -42,6 +42,7 @@ from kubesched.framework.objects import ObjectWriter, StatusWriter
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, ActionType, ClusterEvent, PreFilterResult
 from kubesched.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNodeError, claim_requests
+from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs
 from kubesched.plugins.dynamicresources.claims import (
     DEVICE_CLASS,
     DEVICE_TAINT_RULE,
@@ -97,9 +98,11 @@ class _State:
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
     name: ClassVar[str] = NAME
     object_kinds = (RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, RESOURCE_SLICE, DEVICE_CLASS, DEVICE_TAINT_RULE)
+    args_model = DynamicResourcesArgs
 
-    def __init__(self, args: Any, handle: Handle) -> None:
+    def __init__(self, args: DynamicResourcesArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
+        self.args: DynamicResourcesArgs = args or DynamicResourcesArgs()
         #: claim uid -> the claim with the allocation Reserve made, until PreBind wrote it or
         #: Unreserve dropped it (upstream inFlightAllocations), with the pods sharing it.
         self._in_flight: dict[str, tuple[dict[str, Any], set[str]]] = {}
@@ -322,7 +325,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
                     # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on in v1.37:
                     # every claim PreBind reserves gets the timestamp, already allocated ones too.
                     status["allocation"] = {**status["allocation"],
-                                            "allocationTimestamp": _now_rfc3339(self.handle.clock.now())}
+                                            "allocationTimestamp": _now_rfc3339(self.handle.clock.wall())}
                 status["reservedFor"] = [*(status.get("reservedFor") or []),
                                          {"resource": "pods", "name": pod.name, "uid": pod.uid}]
                 try:

@@ -17,15 +17,6 @@ from kubesched.testing import node, pod
 from unit.plugins.dynamicresources import gpu_scenario as s
 
 NODES = [f"gpu-node-{i}" for i in range(1, 5)]
-#: DynamicResources is withheld from the default profile (config/defaults.py): named to enable it.
-CONFIG = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    multiPoint:
-      enabled: [{name: DynamicResources, weight: 2}]
-"""
 NOT_HELPFUL = "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
 
 
@@ -47,9 +38,7 @@ def dump(path: Path) -> None:
 def test_gpu_cluster_allocates_claims_on_their_pods_nodes(tmp_path: Path) -> None:
     dump(tmp_path / "dump.yaml")
     out = tmp_path / "out.yaml"
-    (tmp_path / "config.yaml").write_text(CONFIG)
-    result = CliRunner().invoke(main, ["simulate", "--config", str(tmp_path / "config.yaml"),
-                                       "--cluster", str(tmp_path / "dump.yaml"), "--output", "json",
+    result = CliRunner().invoke(main, ["simulate", "--cluster", str(tmp_path / "dump.yaml"), "--output", "json",
                                        "--out-cluster", str(out), "-q"])
     assert result.exit_code == 0, result.output
     doc = orjson.loads(result.stdout)
