@@ -33,7 +33,7 @@ import yaml
 
 from kubesched.simulate.inputs.workload import rfc3339
 
-__all__ = ["NODE_ACTIONS", "NodeEvent", "PodArrival", "Scenario", "ScenarioError", "load_scenario"]
+__all__ = ["NODE_ACTIONS", "NodeEvent", "PodArrival", "Scenario", "ScenarioError", "load_replay", "load_scenario"]
 
 NodeAction = Literal["add", "remove", "cordon", "uncordon"]
 NODE_ACTIONS: tuple[NodeAction, ...] = ("add", "remove", "cordon", "uncordon")
@@ -180,3 +180,33 @@ def load_scenario(path: str | Path) -> Scenario:
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise ScenarioError(f"{p}: cannot read: {e}") from None
     return parse_scenario(doc, str(p))
+
+
+def load_replay(scenario_path: str | Path | None, trace: str | None, arrivals: str = "trace",
+                inflate_to: float | None = None, gpu_nodes_only: bool = False, seed: int = 0) -> Scenario:
+    """What ``--scenario``/``--trace`` (with ``--arrivals``, ``--inflate``, ``--gpu-nodes-only``)
+    ask for: the scenario, in the reference's sequential order if asked, inflated, all drawn from
+    one generator seeded with ``seed`` (inputs/inflation.py)."""
+    import numpy as np
+
+    from kubesched.simulate.inputs.inflation import inflate, sequential
+    from kubesched.simulate.inputs.openb import load_openb
+
+    if (scenario_path is None) == (trace is None):
+        raise ScenarioError("give either --scenario FILE or --trace openb:PATH")
+    if trace is not None:
+        kind, _, path = trace.partition(":")
+        if kind != "openb" or not path:
+            raise ScenarioError(f"--trace {trace}: expected openb:PATH (the only trace format read)")
+        scenario = load_openb(path, gpu_nodes_only=gpu_nodes_only)
+    else:
+        assert scenario_path is not None
+        if gpu_nodes_only:
+            raise ScenarioError("--gpu-nodes-only applies to --trace only")
+        scenario = load_scenario(scenario_path)
+    rng = np.random.default_rng(seed)
+    if arrivals == "sequential":
+        scenario = sequential(scenario, rng)
+    if inflate_to is not None:
+        scenario = inflate(scenario, inflate_to, rng)
+    return scenario
