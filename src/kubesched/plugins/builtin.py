@@ -11,6 +11,7 @@ def builtin_registry() -> Registry:
     from kubesched.plugins.default_binder import DefaultBinder
     from kubesched.plugins.defaultpreemption import DefaultPreemption
     from kubesched.plugins.dynamicresources import DynamicResources
+    from kubesched.plugins.gpushare import GpuShare
     from kubesched.plugins.imagelocality import ImageLocality
     from kubesched.plugins.interpodaffinity import InterPodAffinity
     from kubesched.plugins.node_affinity import NodeAffinity
@@ -57,5 +58,6 @@ def builtin_registry() -> Registry:
             Coscheduling,
             RealUsage,
             MemRealUsage,
+            GpuShare,
         ]
     )
