@@ -24,9 +24,9 @@ def gpu_node(name: str, gpus: int = 8, model: str = "V100", cpu: str = "96", mem
 
 def gpu_pod(
     name: str, milli: int | None = None, count: int = 1, model: str | None = None, cpu: str = "4",
-    node_name: str = "", index: str | None = None, **kw: Any,
+    node_name: str = "", index: str | None = None, scheduler_name: str = PROFILE, **kw: Any,
 ) -> dict[str, Any]:
-    raw = pod(name, cpu=cpu, memory="1Gi", node_name=node_name, scheduler_name=PROFILE, **kw)
+    raw = pod(name, cpu=cpu, memory="1Gi", node_name=node_name, scheduler_name=scheduler_name, **kw)
     ann: dict[str, str] = {}
     if milli is not None:
         ann["alibabacloud.com/gpu-milli"] = str(milli)
