@@ -41,7 +41,7 @@ from kubesched.plugins.gpu_policies.common import (
 )
 from kubesched.plugins.gpu_policies.fragmentation import NodeStates, fragmentation
 from kubesched.plugins.gpu_policies.typical_pods import TypicalPod, typical_pods
-from kubesched.plugins.gpushare.model import MILLI, GpuRequest
+from kubesched.plugins.gpushare.model import GPU_MODEL, MILLI, GpuRequest
 from kubesched.plugins.gpushare.selection import exclusive_gpus
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
@@ -75,6 +75,8 @@ class FGD(ScorePlugin):
         super().__init__(args or FGDArgs(), handle)
         self.args: FGDArgs = self.args
         self._typical: list[TypicalPod] | None = list(self.args.typical_pods) if self.args.typical_pods else None
+        self._access_key: tuple[int, int] | None = None
+        self._access_lut = np.zeros((0, 0), dtype=np.bool_)
 
     def typical_pods(self, current: PodInfo | None = None) -> list[TypicalPod]:
         """The target workload: the args', or computed once from the known pods."""
@@ -85,17 +87,25 @@ class FGD(ScorePlugin):
                                          a.include_cpu_pods, a.gpu_res_weight)
         return self._typical
 
-    def _access(self, table: NodeTable, model_codes: IntArray, pods: Sequence[TypicalPod]) -> np.ndarray:
-        if not pods:
-            return np.zeros((len(model_codes), 0), dtype=np.bool_)
-        return np.column_stack([accessible(table, model_codes, t.gpu_model) for t in pods])
+    def _access(self, table: NodeTable, pods: Sequence[TypicalPod]) -> np.ndarray:
+        """``access[code + 1, t]``: whether GPU model ``code`` (-1: none) accepts typical pod t;
+        kept until a new model appears."""
+        col = table.label_column(GPU_MODEL)
+        key = (id(pods), len(col.values))
+        if self._access_key != key:
+            codes = np.arange(-1, len(col.values), dtype=np.int64)
+            self._access_lut = np.zeros((len(codes), len(pods)), dtype=np.bool_)
+            for t, typical in enumerate(pods):
+                self._access_lut[:, t] = accessible(table, codes, typical.gpu_model)
+            self._access_key = key
+        return self._access_lut
 
     def _scores(self, table: NodeTable, pod: PodInfo, res: NodeResources) -> tuple[IntArray, IntArray]:
         """(score per row, the best GPU per row for a share pod, -1 otherwise)."""
         shape = pod_shape(pod)
         pods = self.typical_pods(pod)
-        access = self._access(table, res.model_codes, pods)
-        before = fragmentation(NodeStates(res.cpu_left, res.free, access), pods)
+        access = self._access(table, pods)
+        before = fragmentation(NodeStates(res.cpu_left, res.free, res.model_codes, access), pods)
         rows = res.free.shape[0]
         best = np.full(rows, -1, dtype=np.int64)
         if shape.shared:
@@ -103,8 +113,8 @@ class FGD(ScorePlugin):
             fit_rows, fit_gpus = np.nonzero(res.exists & (res.free >= shape.milli_gpu))
             after_free = res.free[fit_rows].copy()
             after_free[np.arange(len(fit_rows)), fit_gpus] -= shape.milli_gpu
-            after = fragmentation(
-                NodeStates(res.cpu_left[fit_rows] - shape.milli_cpu, after_free, access[fit_rows]), pods)
+            after_cpu = res.cpu_left[fit_rows] - shape.milli_cpu
+            after = fragmentation(NodeStates(after_cpu, after_free, res.model_codes[fit_rows], access), pods)
             per_gpu = (sigmoid((before[fit_rows] - after) / 1000) * MAX_NODE_SCORE).astype(np.int64)
             scores = np.zeros(rows, dtype=np.int64)
             # The first GPU with the highest score wins (fgd_score.go: strictly greater replaces).
@@ -114,7 +124,7 @@ class FGD(ScorePlugin):
             best[fit_rows[first]] = fit_gpus[first]
         else:
             after_cpu, after_free = _sub(res, shape)
-            after = fragmentation(NodeStates(after_cpu, after_free, access), pods)
+            after = fragmentation(NodeStates(after_cpu, after_free, res.model_codes, access), pods)
             scores = (sigmoid((before - after) / 1000) * MAX_NODE_SCORE).astype(np.int64)
         scores[~accessible(table, res.model_codes, shape.gpu_model)] = 0
         return scores, best

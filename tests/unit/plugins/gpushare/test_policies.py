@@ -21,6 +21,7 @@ from kubesched.plugins.gpu_policies import (
     typical_pods,
 )
 from kubesched.plugins.gpu_policies.common import PodShape
+from kubesched.plugins.gpu_policies.fragmentation import NodeStates, fragmentation
 from kubesched.plugins.gpushare import GpuLedger, parse_gpu_request
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
@@ -151,3 +152,21 @@ def test_random_fit_gives_one_feasible_node_100_and_is_seeded() -> None:
         assert sorted(out.tolist()) == [0, 0, 0, 100]
         picks.append(int(np.argmax(out)))
     assert picks[0] == picks[1] and len(set(picks)) > 1
+
+
+def test_fragmentation_of_many_states_equals_each_measured_alone() -> None:
+    """Identical states are measured once: the result is each state's own measure, bit for bit."""
+    rng = np.random.default_rng(3)
+    n, g = 400, 8
+    free = rng.choice([0, 100, 250, 500, 1000], size=(n, g)).astype(np.int64)
+    free[rng.random(n) < 0.5] = 1000  # many identical idle nodes
+    cpu = rng.choice([0, 2000, 8000, 32000], size=n).astype(np.int64)
+    codes = rng.choice([-1, 0, 1], size=n).astype(np.int64)
+    pods = [TypicalPod(milli_cpu=int(c), milli_gpu=int(m), gpu_count=k, gpu_model=model, frequency=f)
+            for c, m, k, model, f in [(1000, 500, 1, "", 0.3), (4000, 1000, 2, "A", 0.2), (8000, 0, 0, "", 0.1),
+                                      (2000, 250, 1, "B", 0.25), (16000, 1000, 8, "", 0.15)]]
+    access = np.array([[t.gpu_model in ("", model) for t in pods] for model in ("", "A", "B")])
+    states = NodeStates(cpu, free, codes, access)
+    together = fragmentation(states, pods)
+    alone = [fragmentation(NodeStates(cpu[i:i + 1], free[i:i + 1], codes[i:i + 1], access), pods)[0] for i in range(n)]
+    assert together.tolist() == alone
