@@ -1,17 +1,21 @@
 """The structured allocator: devices from a node's ResourceSlices for a pod's unallocated claims.
 
-Port of k8s.io/dynamic-resource-allocation/structured/internal/stable/allocator_stable.go
-(v0.37.1) for ``ExactCount`` and ``All`` requests, ``firstAvailable`` subrequests (prioritized
-list, GA in 1.37), DeviceClass and request CEL selectors, devices already allocated to other
-claims, ``matchAttribute`` constraints, the claim's and the classes' configuration, and the
-allocation's node selector. The search is upstream's: claims, requests and devices in order,
-depth first, first full solution wins; a constraint or an allocated device makes it backtrack.
+Port of k8s.io/dynamic-resource-allocation/structured/internal/stable/allocator_stable.go and, for
+what v1.37 runs beyond it (DRAConsumableCapacity and DRADeviceBindingConditions are beta and on, so
+upstream picks the ``incubating`` allocator), internal/incubating/allocator_incubating.go (v0.37.1):
+``ExactCount`` and ``All`` requests, ``firstAvailable`` subrequests (prioritized list, GA in 1.37),
+DeviceClass and request CEL selectors, devices already allocated to other claims, ``matchAttribute``
+and ``distinctAttribute`` constraints (constraints.py), admin access, device taints and request
+tolerations (taints.py, DeviceTaintRules applied to the slices), partitionable devices (shared
+counters: pools.py, counters.py), the claim's and the classes' configuration, and the allocation's
+node selector. The search is upstream's: claims, requests and devices in order, depth first, first
+full solution wins; a constraint, a taint, an exhausted counter or an allocated device makes it
+backtrack.
 
-Features of v1.37 not implemented here never pass silently: a request asking for one
-(``adminAccess``, ``capacity``, ``tolerations``) raises ``UnsupportedFeatureError``; devices that
-need one (``taints``, ``bindingConditions``, ``consumesCounters``, ``allowMultipleAllocations``)
-and slices of partitionable pools are not allocated, and when no allocation is found the features
-that were skipped are reported (``Allocation.skipped``) so the plugin names them.
+Features of v1.37 not implemented here never pass silently: a request asking for one (``capacity``)
+raises ``UnsupportedFeatureError``; devices that need one (``bindingConditions``,
+``allowMultipleAllocations``) are not allocated, and when no allocation is found the features that
+were skipped are reported (``Allocator.skipped``) so the plugin names them.
 
 Errors: ``AllocationError`` is what upstream returns as an error from Allocate (a broken claim or
 class: the pod's attempt ends with an Error status), with upstream's text; ``FailedOnNodeError`` is
@@ -27,12 +31,12 @@ from typing import Any
 from celpy import celtypes
 
 from kubesched.plugins.dynamicresources.cel import CelError, compile_selector, device_variable
+from kubesched.plugins.dynamicresources.constraints import Constraint, DistinctAttribute, MatchAttribute
+from kubesched.plugins.dynamicresources.counters import CounterLedger, PoolKey
 from kubesched.plugins.dynamicresources.pools import (
-    ADMIN_ACCESS,
     BINDING_CONDITIONS,
     CONSUMABLE_CAPACITY,
-    DEVICE_TAINTS,
-    PARTITIONABLE,
+    CounterSets,
     NodeRef,
     Pool,
     UnsupportedFeatureError,
@@ -40,6 +44,7 @@ from kubesched.plugins.dynamicresources.pools import (
     slice_spec,
     unsupported_message,
 )
+from kubesched.plugins.dynamicresources.taints import apply_taint_rules, taint_prevents_allocation
 
 #: resourceapi.AllocationResultsMaxSize
 ALLOCATION_RESULTS_MAX_SIZE = 32
@@ -72,6 +77,7 @@ class _Request:
     count: int
     selectors: tuple[dict[str, Any], ...]
     tolerations: tuple[dict[str, Any], ...]
+    admin_access: bool
 
     @property
     def full_name(self) -> str:
@@ -79,16 +85,13 @@ class _Request:
 
 
 def _request(raw: Mapping[str, Any], parent: str, where: str) -> _Request:
-    if raw.get("adminAccess") is not None:
-        raise UnsupportedFeatureError(f"{where}: {unsupported_message(ADMIN_ACCESS)}")
     if raw.get("capacity"):
         raise UnsupportedFeatureError(f"{where}: {unsupported_message(CONSUMABLE_CAPACITY)}")
-    if raw.get("tolerations"):
-        raise UnsupportedFeatureError(f"{where}: {unsupported_message(DEVICE_TAINTS)}")
     return _Request(
         name=str(raw.get("name", "")), parent=parent, class_name=str(raw.get("deviceClassName") or ""),
         mode=str(raw.get("allocationMode") or "ExactCount"), count=int(raw.get("count") or 1),
         selectors=tuple(raw.get("selectors") or ()), tolerations=tuple(raw.get("tolerations") or ()),
+        admin_access=raw.get("adminAccess") is True,
     )
 
 
@@ -113,6 +116,7 @@ class _Candidate:
     id: DeviceID
     device: dict[str, Any]
     slice: dict[str, Any]
+    pool: Pool
 
 
 @dataclass(slots=True)
@@ -129,62 +133,9 @@ class _Result:
     candidate: _Candidate
 
 
-class _MatchAttribute:
-    """matchAttributeConstraint: every device of the named requests (all, when none are named) has
-    the same value of the attribute."""
-
-    def __init__(self, requests: Sequence[str], attribute: str) -> None:
-        self.requests = set(requests)
-        self.attribute = attribute
-        self.value: tuple[str, Any] | None = None
-        self.num = 0
-
-    def _applies(self, req: _Request) -> bool:
-        if not self.requests:
-            return True
-        return req.full_name in self.requests or (req.parent or req.name) in self.requests
-
-    def add(self, req: _Request, cand: _Candidate) -> bool:
-        if not self._applies(req):
-            return True
-        value = _lookup_attribute(cand, self.attribute)
-        if value is None:
-            return False
-        if self.num == 0:
-            self.value, self.num = value, 1
-            return True
-        if value != self.value:
-            return False
-        self.num += 1
-        return True
-
-    def remove(self, req: _Request) -> None:
-        if self._applies(req):
-            self.num -= 1
-
-
-def _lookup_attribute(cand: _Candidate, name: str) -> tuple[str, Any] | None:
-    """lookupAttribute: the fully qualified name, or the short name when the domain is the driver's."""
-    attrs = cand.device.get("attributes") or {}
-    attr = attrs.get(name)
-    if attr is None:
-        domain, sep, ident = name.partition("/")
-        if not sep or domain != cand.id[0]:
-            return None
-        attr = attrs.get(ident)
-    if not attr:
-        return None
-    for kind in ("string", "int", "bool", "version"):
-        if kind in attr:
-            return kind, attr[kind]
-    return None
-
-
 #: Device fields of features not implemented: such a device is not allocated (see module doc).
 _DEVICE_FEATURES = (
-    ("taints", DEVICE_TAINTS),
     ("bindingConditions", BINDING_CONDITIONS),
-    ("consumesCounters", PARTITIONABLE),
     ("allowMultipleAllocations", CONSUMABLE_CAPACITY),
 )
 
@@ -193,10 +144,13 @@ class Allocator:
     """NewAllocator: built once per pod (PreFilter) and asked once per node (Filter)."""
 
     def __init__(self, allocated: set[DeviceID], classes: Mapping[str, dict[str, Any]],
-                 slices: Sequence[dict[str, Any]]) -> None:
+                 slices: Sequence[dict[str, Any]], taint_rules: Sequence[dict[str, Any]] = ()) -> None:
         self.allocated = allocated
         self.classes = classes
-        self.slices = slices
+        #: The slices as the scheduler sees them: DeviceTaintRules' taints on their devices.
+        self.slices = apply_taint_rules(slices, taint_rules)
+        #: Per pool: its counters less what allocated devices consume (counters.py).
+        self.available_counters: dict[PoolKey, CounterSets] = {}
         self._device_vars: dict[int, celtypes.MapType] = {}
         #: Features skipped on the last allocate() (for the failure message).
         self.skipped: set[str] = set()
@@ -226,13 +180,14 @@ class _Run:
         self.requests: list[list[list[_Request]]] = []
         self.data: dict[tuple[int, int, int], _RequestData] = {}
         self.selected_sub: dict[tuple[int, int], int] = {}
-        self.constraints: list[list[_MatchAttribute]] = []
+        self.constraints: list[list[Constraint]] = []
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
+        self.counters = CounterLedger(alloc.available_counters, alloc.allocated)
 
     def allocate(self) -> list[dict[str, Any]] | None:
-        self.pools = gather_pools(self.a.slices, self.node, self.a.skipped.add)
+        self.pools = gather_pools(self.a.slices, self.node)
         for ci, claim in enumerate(self.claims):
             ref = claim_ref(claim)
             reqs = claim_requests(claim)
@@ -251,13 +206,12 @@ class _Run:
                         f"claim {ref}, request {name}: adding {least} devices exceeds the claim limit of "
                         f"{ALLOCATION_RESULTS_MAX_SIZE}, with {min_devices} already accounted for")
                 min_devices += least
-            constraints: list[_MatchAttribute] = []
+            constraints: list[Constraint] = []
             for i, c in enumerate(((claim.get("spec") or {}).get("devices") or {}).get("constraints") or []):
                 if c.get("matchAttribute"):
-                    constraints.append(_MatchAttribute(c.get("requests") or (), str(c["matchAttribute"])))
+                    constraints.append(MatchAttribute(c.get("requests") or (), str(c["matchAttribute"])))
                 elif c.get("distinctAttribute"):
-                    raise UnsupportedFeatureError(
-                        f"claim {ref}, constraint #{i}: {unsupported_message(CONSUMABLE_CAPACITY)}")
+                    constraints.append(DistinctAttribute(c.get("requests") or (), str(c["distinctAttribute"])))
                 else:
                     raise AllocationError(
                         f"claim {ref}, constraint #{i}: empty constraint (unsupported constraint type?)")
@@ -310,7 +264,7 @@ class _Run:
         out = []
         for s in pool.slices:
             for device in slice_spec(s).get("devices") or []:
-                out.append(_Candidate((pool.driver, pool.pool, str(device.get("name", ""))), device, s))
+                out.append(_Candidate((pool.driver, pool.pool, str(device.get("name", ""))), device, s, pool))
         return out
 
     # -- allocateOne -----------------------------------------------------------------------------
@@ -360,7 +314,12 @@ class _Run:
             if pool.incomplete or pool.invalid:
                 continue
             for cand in self._candidates(pool):
-                if self._in_use(cand.id):
+                # Checking for "in use" is cheap and thus gets done first; admin access may
+                # use a device allocated elsewhere, only not twice in one claim.
+                if rd.request.admin_access:
+                    if ci in self.allocating.get(cand.id, ()):
+                        continue
+                elif self._in_use(cand.id):
                     continue
                 if not self._selectable(ci, ri, si, rd, cand):
                     continue
@@ -391,6 +350,9 @@ class _Run:
             ok = self._selectors_match(ci, cand, selectors, str((rd.cls.get("metadata") or {}).get("name", "")))
         if ok:
             ok = self._selectors_match(ci, cand, rd.request.selectors, None)
+        if ok and slice_spec(cand.slice).get("perDeviceNodeSelection"):
+            d = cand.device
+            ok = self.node.matches(str(d.get("nodeName") or ""), bool(d.get("allNodes")), d.get("nodeSelector"))
         if ok:
             for fieldname, feature in _DEVICE_FEATURES:
                 if cand.device.get(fieldname):
@@ -417,16 +379,28 @@ class _Run:
 
     # -- allocateDevice ----------------------------------------------------------------------------
     def _allocate_device(self, ci: int, ri: int, si: int, cand: _Candidate, must: bool) -> Callable[[], None] | None:
-        """Mark the device as allocated for the claim if no constraint objects; the returned function
-        undoes it (None: not usable)."""
-        if self._in_use(cand.id):
-            return None
+        """Mark the device as allocated for the claim if it is free (admin access: not yet in this
+        claim), its counters suffice, its taints are tolerated and no constraint objects; the
+        returned function undoes it (None: not usable). Each rejection undoes what was done so far."""
         req = self.data[(ci, ri, si)].request
-        added: list[_MatchAttribute] = []
+        if req.admin_access:
+            if ci in self.allocating.get(cand.id, ()):
+                return None
+        elif self._in_use(cand.id):
+            return None
+        device_name = cand.id[2]
+        if not self.counters.reserve(cand.pool, device_name):
+            return None
+        if taint_prevents_allocation(cand.device, req.tolerations):
+            self.counters.release(cand.pool, device_name)
+            return None
+        base, sub = (req.parent, req.name) if req.parent else (req.name, "")
+        added: list[Constraint] = []
         for c in self.constraints[ci]:
-            if not c.add(req, cand):
+            if not c.add(base, sub, cand.id[0], cand.device):
                 for done in reversed(added):
-                    done.remove(req)
+                    done.remove(base, sub)
+                self.counters.release(cand.pool, device_name)
                 if must:
                     raise AllocationError(f"claim {claim_ref(self.claims[ci])}, request {req.name}: cannot add device "
                                           f"{'/'.join(cand.id)} because a claim constraint would not be satisfied")
@@ -439,7 +413,8 @@ class _Run:
             self.results[ci].pop()
             self.allocating[cand.id].discard(ci)
             for done in reversed(added):
-                done.remove(req)
+                done.remove(base, sub)
+            self.counters.release(cand.pool, device_name)
         return undo
 
     # -- the AllocationResult ------------------------------------------------------------------------
@@ -448,6 +423,8 @@ class _Run:
         for r in self.results[ci]:
             entry: dict[str, Any] = {"request": r.request.full_name, "driver": r.candidate.id[0],
                                      "pool": r.candidate.id[1], "device": r.candidate.id[2]}
+            if r.request.admin_access:
+                entry["adminAccess"] = True
             if r.request.tolerations:
                 entry["tolerations"] = list(r.request.tolerations)
             results.append(entry)
@@ -502,16 +479,19 @@ class _Run:
         return config
 
     def _node_selector(self, results: Sequence[_Result]) -> dict[str, Any] | None:
-        """createNodeSelector: a node name pins the allocation to that node, else the slices' node
-        selectors' requirements are merged into one term; nothing when available everywhere."""
+        """createNodeSelector (incubating): a node name pins the allocation to the node allocated for,
+        else the slices' (or, with perDeviceNodeSelection, the devices') node selectors' requirements
+        are merged into one term; nothing when available everywhere."""
         fields: list[dict[str, Any]] = []
         expressions: list[dict[str, Any]] = []
         for r in results:
             spec = slice_spec(r.candidate.slice)
-            if spec.get("nodeName"):
+            # A slice with perDeviceNodeSelection: each device says where it is available.
+            where = r.candidate.device if spec.get("perDeviceNodeSelection") else spec
+            if where.get("nodeName"):
                 return {"nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": [str(spec["nodeName"])]}]}]}
-            terms = (spec.get("nodeSelector") or {}).get("nodeSelectorTerms") or []
+                    {"key": "metadata.name", "operator": "In", "values": [self.node.name]}]}]}
+            terms = (where.get("nodeSelector") or {}).get("nodeSelectorTerms") or []
             if len(terms) > 1:
                 raise AllocationError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
             if terms:

@@ -50,7 +50,7 @@ RESOURCE_CLAIM_TEMPLATE = ObjectKind("ResourceClaimTemplate", GROUP, "v1", "reso
                                      validate=_check_metadata)
 RESOURCE_SLICE = ObjectKind("ResourceSlice", GROUP, "v1", "resourceslices", namespaced=False, validate=_check_slice)
 DEVICE_CLASS = ObjectKind("DeviceClass", GROUP, "v1", "deviceclasses", namespaced=False, validate=_check_metadata)
-#: Only read, to refuse what it would change (device taints are not implemented). v1, as upstream's
+#: Only read: its taints are added to the devices it selects (taints.py). v1, as upstream's
 #: scheduler watches it (pkg/scheduler/scheduler.go: ``Resource().V1().DeviceTaintRules()`` when
 #: DRADeviceTaintRules is on, GA and on by default in v1.37, pkg/features/kube_features.go); v1 is
 #: served by default (v1alpha3, off by default, would be a 404 on every informer retry).
@@ -127,12 +127,15 @@ def resource_version(obj: Mapping[str, Any]) -> str:
 
 
 def allocated_devices(claims: Mapping[str, Any]) -> set[tuple[str, str, str]]:
-    """Every device in an allocation of these claims (ListAllAllocatedDevices)."""
+    """Every device in an allocation of these claims but those with admin access
+    (ListAllAllocatedDevices; pkg/scheduler/framework/plugins/dynamicresources/allocateddevices.go)."""
     out: set[tuple[str, str, str]] = set()
     for claim in claims.values():
         alloc = allocation(claim)
         if alloc is None:
             continue
         for r in (alloc.get("devices") or {}).get("results") or []:
+            if r.get("adminAccess") is True:
+                continue  # foreachAllocatedDevice: admin access does not count as allocated
             out.add((str(r.get("driver", "")), str(r.get("pool", "")), str(r.get("device", ""))))
     return out
