@@ -44,6 +44,7 @@ from kubesched.plugins.dynamicresources.pools import (
     slice_spec,
     unsupported_message,
 )
+from kubesched.plugins.dynamicresources.results import UnsupportedNodeSelectorError, claim_config, node_selector
 from kubesched.plugins.dynamicresources.taints import apply_taint_rules, taint_prevents_allocation
 
 #: resourceapi.AllocationResultsMaxSize
@@ -442,69 +443,15 @@ class _Run:
         return self.data[(ci, ri, self.selected_sub.get((ci, ri), 0))]
 
     def _config(self, ci: int, claim: Mapping[str, Any]) -> list[dict[str, Any]]:
-        config: list[dict[str, Any]] = []
-        by_class: dict[str, tuple[int, int]] = {}
-        for ri in range(len(self.requests[ci])):
-            rd = self._chosen(ci, ri)
-            cls = rd.cls
-            if cls is None:
-                continue
-            name = str((cls.get("metadata") or {}).get("name", ""))
-            if name in by_class:
-                start, end = by_class[name]
-                for i in range(start, end):
-                    config[i]["requests"].append(rd.request.full_name)
-                continue
-            start = len(config)
-            for c in (cls.get("spec") or {}).get("config") or []:
-                config.append({"source": "FromClass", "requests": [rd.request.full_name], **c})
-            by_class[name] = (start, len(config))
-        spec_requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
-        for c in ((claim.get("spec") or {}).get("devices") or {}).get("config") or []:
-            wanted = list(c.get("requests") or [])
-            body = {k: v for k, v in c.items() if k != "requests"}
-            if not wanted:
-                config.append({"source": "FromClaim", **body})
-                continue
-            for ri, raw in enumerate(spec_requests):
-                full = self._chosen(ci, ri).request.full_name
-                if raw.get("name") in wanted or full in wanted:
-                    config.append({"source": "FromClaim", "requests": wanted, **body})
-                    break
-        names = [self._chosen(ci, ri).request for ri in range(len(self.requests[ci]))]
-        for entry in config:
-            reqs = entry.get("requests")
-            if reqs and all(r.full_name in reqs or (r.parent or r.name) in reqs for r in names):
-                del entry["requests"]  # applies to all: "empty means all"
-        return config
+        chosen = [self._chosen(ci, ri) for ri in range(len(self.requests[ci]))]
+        return claim_config([(rd.request.full_name, rd.request.parent or rd.request.name, rd.cls) for rd in chosen],
+                            claim)
 
     def _node_selector(self, results: Sequence[_Result]) -> dict[str, Any] | None:
-        """createNodeSelector (incubating): a node name pins the allocation to the node allocated for,
-        else the slices' (or, with perDeviceNodeSelection, the devices') node selectors' requirements
-        are merged into one term; nothing when available everywhere."""
-        fields: list[dict[str, Any]] = []
-        expressions: list[dict[str, Any]] = []
-        for r in results:
-            spec = slice_spec(r.candidate.slice)
-            # A slice with perDeviceNodeSelection: each device says where it is available.
-            where = r.candidate.device if spec.get("perDeviceNodeSelection") else spec
-            if where.get("nodeName"):
-                return {"nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": [self.node.name]}]}]}
-            terms = (where.get("nodeSelector") or {}).get("nodeSelectorTerms") or []
-            if len(terms) > 1:
-                raise AllocationError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
-            if terms:
-                _merge(terms[0].get("matchFields") or [], fields)
-                _merge(terms[0].get("matchExpressions") or [], expressions)
-        if not fields and not expressions:
-            return None
-        term: dict[str, Any] = {}
-        if expressions:
-            term["matchExpressions"] = expressions
-        if fields:
-            term["matchFields"] = fields
-        return {"nodeSelectorTerms": [term]}
+        try:
+            return node_selector([(r.candidate.slice, r.candidate.device) for r in results], self.node.name)
+        except UnsupportedNodeSelectorError as e:
+            raise AllocationError(str(e)) from None
 
 
 def _enhance_runtime_error(message: str) -> str:
@@ -514,14 +461,6 @@ def _enhance_runtime_error(message: str) -> str:
         return message
     return (f"{message}. consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
             "with has() for optional fields")
-
-
-def _merge(source: Sequence[dict[str, Any]], into: list[dict[str, Any]]) -> None:
-    for req in source:
-        values = set(req.get("values") or [])
-        if not any(r.get("key") == req.get("key") and r.get("operator") == req.get("operator")
-                   and set(r.get("values") or []) == values for r in into):
-            into.append(req)
 
 
 class _MaxSizeExceededError(Exception):
