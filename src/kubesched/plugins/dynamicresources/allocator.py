@@ -7,15 +7,15 @@ upstream picks the ``incubating`` allocator), internal/incubating/allocator_incu
 DeviceClass and request CEL selectors, devices already allocated to other claims, ``matchAttribute``
 and ``distinctAttribute`` constraints (constraints.py), admin access, device taints and request
 tolerations (taints.py, DeviceTaintRules applied to the slices), partitionable devices (shared
-counters: pools.py, counters.py), the claim's and the classes' configuration, and the allocation's
-node selector. The search is upstream's: claims, requests and devices in order, depth first, first
-full solution wins; a constraint, a taint, an exhausted counter or an allocated device makes it
-backtrack.
+counters: pools.py, counters.py), consumable capacity (capacity.py: devices with
+``allowMultipleAllocations`` shared by several claims, request ``capacity``, request policies), the
+claim's and the classes' configuration, and the allocation's node selector. The search is
+upstream's: claims, requests and devices in order, depth first, first full solution wins; a
+constraint, a taint, an exhausted counter or capacity or an allocated device makes it backtrack.
 
-Features of v1.37 not implemented here never pass silently: a request asking for one (``capacity``)
-raises ``UnsupportedFeatureError``; devices that need one (``bindingConditions``,
-``allowMultipleAllocations``) are not allocated, and when no allocation is found the features that
-were skipped are reported (``Allocator.skipped``) so the plugin names them.
+Features of v1.37 not implemented here never pass silently: devices that need one
+(``bindingConditions``) are not allocated, and when no allocation is found the features that were
+skipped are reported (``Allocator.skipped``) so the plugin names them.
 
 Errors: ``AllocationError`` is what upstream returns as an error from Allocate (a broken claim or
 class: the pod's attempt ends with an Error status), with upstream's text; ``FailedOnNodeError`` is
@@ -24,26 +24,39 @@ upstream's ``ErrFailedAllocationOnNode`` (only this node fails).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from celpy import celtypes
 
+from kubesched.plugins.dynamicresources.capacity import (
+    AllocatedState,
+    Capacity,
+    CapacityError,
+    consumed_capacity,
+    fits,
+    format_quantity,
+    quantity,
+    share_id,
+)
 from kubesched.plugins.dynamicresources.cel import CelError, compile_selector, device_variable
 from kubesched.plugins.dynamicresources.constraints import Constraint, DistinctAttribute, MatchAttribute
 from kubesched.plugins.dynamicresources.counters import CounterLedger, PoolKey
 from kubesched.plugins.dynamicresources.pools import (
     BINDING_CONDITIONS,
-    CONSUMABLE_CAPACITY,
     CounterSets,
     NodeRef,
     Pool,
-    UnsupportedFeatureError,
     gather_pools,
     slice_spec,
-    unsupported_message,
 )
+from kubesched.plugins.dynamicresources.requests import DeviceRequest as _Request
+
+# claim_requests is the plugin's too (PreFilter checks the classes before any node is tried).
+from kubesched.plugins.dynamicresources.requests import claim_ref
+from kubesched.plugins.dynamicresources.requests import claim_requests as claim_requests
 from kubesched.plugins.dynamicresources.results import UnsupportedNodeSelectorError, claim_config, node_selector
 from kubesched.plugins.dynamicresources.taints import apply_taint_rules, taint_prevents_allocation
 
@@ -61,57 +74,6 @@ class FailedOnNodeError(AllocationError):
     """ErrFailedAllocationOnNode: not fatal, other nodes may succeed."""
 
 
-def claim_ref(claim: Mapping[str, Any]) -> str:
-    """klog.KObj: ``namespace/name``."""
-    meta = claim.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
-
-
-@dataclass(frozen=True, slots=True)
-class _Request:
-    """requestAccessor: a request with ``exactly``, or one subrequest of ``firstAvailable``."""
-
-    name: str
-    parent: str  # the request's name for a subrequest, else ""
-    class_name: str
-    mode: str
-    count: int
-    selectors: tuple[dict[str, Any], ...]
-    tolerations: tuple[dict[str, Any], ...]
-    admin_access: bool
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.parent}/{self.name}" if self.parent else self.name
-
-
-def _request(raw: Mapping[str, Any], parent: str, where: str) -> _Request:
-    if raw.get("capacity"):
-        raise UnsupportedFeatureError(f"{where}: {unsupported_message(CONSUMABLE_CAPACITY)}")
-    return _Request(
-        name=str(raw.get("name", "")), parent=parent, class_name=str(raw.get("deviceClassName") or ""),
-        mode=str(raw.get("allocationMode") or "ExactCount"), count=int(raw.get("count") or 1),
-        selectors=tuple(raw.get("selectors") or ()), tolerations=tuple(raw.get("tolerations") or ()),
-        admin_access=raw.get("adminAccess") is True,
-    )
-
-
-def claim_requests(claim: Mapping[str, Any]) -> list[list[_Request]]:
-    """Per request of the claim: ``[request]`` for ``exactly``, the subrequests for ``firstAvailable``.
-    Raises UnsupportedFeatureError for fields of features kubesched does not implement."""
-    out: list[list[_Request]] = []
-    ref = claim_ref(claim)
-    for raw in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
-        name = str(raw.get("name", ""))
-        if raw.get("firstAvailable"):
-            out.append([_request(sub, name, f"claim {ref}, request {name}/{sub.get('name', '')}")
-                        for sub in raw["firstAvailable"]])
-        else:
-            exactly = {**(raw.get("exactly") or {}), "name": name}
-            out.append([_request(exactly, "", f"claim {ref}, request {name}")])
-    return out
-
-
 @dataclass(slots=True)
 class _Candidate:
     id: DeviceID
@@ -126,27 +88,31 @@ class _RequestData:
     cls: dict[str, Any] | None
     num_devices: int
     all_devices: list[_Candidate] = field(default_factory=list)
+    capacity: Capacity | None = None
 
 
 @dataclass(slots=True)
 class _Result:
     request: _Request
     candidate: _Candidate
+    share_id: str | None = None
+    consumed: Capacity = field(default_factory=dict)
 
 
 #: Device fields of features not implemented: such a device is not allocated (see module doc).
 _DEVICE_FEATURES = (
     ("bindingConditions", BINDING_CONDITIONS),
-    ("allowMultipleAllocations", CONSUMABLE_CAPACITY),
 )
 
 
 class Allocator:
     """NewAllocator: built once per pod (PreFilter) and asked once per node (Filter)."""
 
-    def __init__(self, allocated: set[DeviceID], classes: Mapping[str, dict[str, Any]],
+    def __init__(self, allocated: set[DeviceID] | AllocatedState, classes: Mapping[str, dict[str, Any]],
                  slices: Sequence[dict[str, Any]], taint_rules: Sequence[dict[str, Any]] = ()) -> None:
-        self.allocated = allocated
+        self.state = allocated if isinstance(allocated, AllocatedState) else AllocatedState(set(allocated))
+        #: Devices given whole to a claim (upstream AllocatedDevices).
+        self.allocated = self.state.devices
         self.classes = classes
         #: The slices as the scheduler sees them: DeviceTaintRules' taints on their devices.
         self.slices = apply_taint_rules(slices, taint_rules)
@@ -185,7 +151,9 @@ class _Run:
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
-        self.counters = CounterLedger(alloc.available_counters, alloc.allocated)
+        self.counters = CounterLedger(alloc.available_counters, alloc.state)
+        #: Per shared device: the capacity each share picked in this search consumes.
+        self.allocating_capacity: dict[DeviceID, list[Capacity]] = {}
 
     def allocate(self) -> list[dict[str, Any]] | None:
         self.pools = gather_pools(self.a.slices, self.node)
@@ -242,6 +210,11 @@ class _Run:
                 f"claim {ref}, request {req.name}: could not retrieve device class {req.class_name}: "
                 f'deviceclass.resource.k8s.io "{req.class_name}" not found')
         rd = _RequestData(req, cls, 0)
+        if req.capacity is not None:
+            try:
+                rd.capacity = {k: quantity(v, f"capacity request {k}") for k, v in req.capacity}
+            except CapacityError as e:
+                raise AllocationError(f"claim {ref}, request {req.name}: {e}") from None
         if req.mode == "ExactCount":
             rd.num_devices = req.count
         elif req.mode == "All":
@@ -253,7 +226,7 @@ class _Run:
                     raise AllocationError(f"claim {ref}, request {req.name}: asks for all devices, but resource pool "
                                           f"{pool.pool_id} is currently invalid")
                 for cand in self._candidates(pool):
-                    if self._selectable(ci, ri, si, rd, cand):
+                    if self._selectable(ci, ri, si, rd, cand) and self._fits(ci, rd, cand, (), cand.id[2]):
                         rd.all_devices.append(cand)
             rd.num_devices = len(rd.all_devices)
         else:
@@ -324,6 +297,8 @@ class _Run:
                     continue
                 if not self._selectable(ci, ri, si, rd, cand):
                     continue
+                if not self._fits(ci, rd, cand, self._consumed(cand.id), "/".join(cand.id)):
+                    continue
                 undo = self._allocate_device(ci, ri, si, cand, must=False)
                 if undo is None:
                     continue
@@ -338,6 +313,23 @@ class _Run:
 
     def _in_use(self, device_id: DeviceID) -> bool:
         return device_id in self.a.allocated or bool(self.allocating.get(device_id))
+
+    # -- consumable capacity (capacity.py) ---------------------------------------------------------
+    def _consumed(self, device_id: DeviceID) -> list[Capacity]:
+        """What allocated shares and the shares picked in this search consume of the device."""
+        return [self.a.state.consumed.get(device_id, {}), *self.allocating_capacity.get(device_id, ())]
+
+    def _capacity_in_use(self, device_id: DeviceID) -> bool:
+        """deviceCapacityInUse: a share of the device is allocated or picked."""
+        return (device_id in self.a.state.consumed or device_id in self.a.state.shared
+                or bool(self.allocating_capacity.get(device_id)))
+
+    def _fits(self, ci: int, rd: _RequestData, cand: _Candidate, consumed: Sequence[Capacity], name: str) -> bool:
+        try:
+            return fits(rd.capacity, cand.device, consumed)
+        except CapacityError as e:
+            raise AllocationError(f"claim {claim_ref(self.claims[ci])}, request {rd.request.name}: checking capacity "
+                                  f"for device {name}: {e}") from None
 
     # -- isSelectable / selectorsMatch -------------------------------------------------------------
     def _selectable(self, ci: int, ri: int, si: int, rd: _RequestData, cand: _Candidate) -> bool:
@@ -381,42 +373,64 @@ class _Run:
     # -- allocateDevice ----------------------------------------------------------------------------
     def _allocate_device(self, ci: int, ri: int, si: int, cand: _Candidate, must: bool) -> Callable[[], None] | None:
         """Mark the device as allocated for the claim if it is free (admin access: not yet in this
-        claim), its counters suffice, its taints are tolerated and no constraint objects; the
-        returned function undoes it (None: not usable). Each rejection undoes what was done so far."""
-        req = self.data[(ci, ri, si)].request
+        claim; a device allowing multiple allocations: its capacity suffices), its counters suffice,
+        its taints are tolerated and no constraint objects; the returned function undoes it (None:
+        not usable). Each rejection undoes what was done so far, in reverse order."""
+        rd = self.data[(ci, ri, si)]
+        req = rd.request
+        multiple = cand.device.get("allowMultipleAllocations") is True
         if req.admin_access:
-            if ci in self.allocating.get(cand.id, ()):
+            if not multiple and ci in self.allocating.get(cand.id, ()):
                 return None
         elif self._in_use(cand.id):
             return None
+        undo_steps: list[Callable[[], None]] = []
+
+        def rollback() -> None:
+            for step in reversed(undo_steps):
+                step()
+            undo_steps.clear()
+
         device_name = cand.id[2]
-        if not self.counters.reserve(cand.pool, device_name):
-            return None
+        # A further share of a shared device does not consume its counters again.
+        if not (multiple and self._capacity_in_use(cand.id)):
+            if not self.counters.reserve(cand.pool, device_name):
+                return None
+            undo_steps.append(lambda: self.counters.release(cand.pool, device_name))
         if taint_prevents_allocation(cand.device, req.tolerations):
-            self.counters.release(cand.pool, device_name)
+            rollback()
             return None
         base, sub = (req.parent, req.name) if req.parent else (req.name, "")
-        added: list[Constraint] = []
         for c in self.constraints[ci]:
             if not c.add(base, sub, cand.id[0], cand.device):
-                for done in reversed(added):
-                    done.remove(base, sub)
-                self.counters.release(cand.pool, device_name)
+                rollback()
                 if must:
                     raise AllocationError(f"claim {claim_ref(self.claims[ci])}, request {req.name}: cannot add device "
                                           f"{'/'.join(cand.id)} because a claim constraint would not be satisfied")
                 return None
-            added.append(c)
-        self.allocating.setdefault(cand.id, set()).add(ci)
-        self.results[ci].append(_Result(req, cand))
-
-        def undo() -> None:
-            self.results[ci].pop()
-            self.allocating[cand.id].discard(ci)
-            for done in reversed(added):
-                done.remove(base, sub)
-            self.counters.release(cand.pool, device_name)
-        return undo
+            undo_steps.append(functools.partial(c.remove, base, sub))
+        if not multiple:
+            self.allocating.setdefault(cand.id, set()).add(ci)
+            undo_steps.append(lambda: self.allocating[cand.id].discard(ci))
+        if not self._fits(ci, rd, cand, self._consumed(cand.id), "/".join(cand.id)):
+            rollback()
+            return None
+        result = _Result(req, cand)
+        if multiple:
+            try:
+                result.consumed = consumed_capacity(rd.capacity, cand.device)
+            except CapacityError as e:
+                rollback()
+                raise AllocationError(f"claim {claim_ref(self.claims[ci])}, request {req.name}: computing consumed "
+                                      f"capacity for device {'/'.join(cand.id)}: {e}") from None
+            shares = self.allocating_capacity.setdefault(cand.id, [])
+            shares.append(result.consumed)
+            undo_steps.append(lambda: _drop_last(shares))
+            claim_uid = str((self.claims[ci].get("metadata") or {}).get("uid") or claim_ref(self.claims[ci]))
+            result.share_id = share_id(claim_uid, req.full_name, cand.id, len(self.results[ci]))
+        self.results[ci].append(result)
+        undo_steps.append(lambda: _drop_last(self.results[ci]))
+        return rollback
 
     # -- the AllocationResult ------------------------------------------------------------------------
     def _result(self, ci: int, claim: Mapping[str, Any]) -> dict[str, Any]:
@@ -428,6 +442,10 @@ class _Run:
                 entry["adminAccess"] = True
             if r.request.tolerations:
                 entry["tolerations"] = list(r.request.tolerations)
+            if r.share_id is not None:
+                entry["shareID"] = r.share_id
+            if r.consumed:
+                entry["consumedCapacity"] = {k: format_quantity(v) for k, v in r.consumed.items()}
             results.append(entry)
         devices: dict[str, Any] = {"results": results}
         config = self._config(ci, claim)
@@ -452,6 +470,10 @@ class _Run:
             return node_selector([(r.candidate.slice, r.candidate.device) for r in results], self.node.name)
         except UnsupportedNodeSelectorError as e:
             raise AllocationError(str(e)) from None
+
+
+def _drop_last(items: list[Any]) -> None:
+    items.pop()
 
 
 def _enhance_runtime_error(message: str) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubesched.framework.objects import ObjectKind
+from kubesched.plugins.dynamicresources.capacity import AllocatedState, CapacityError
 from kubesched.snapshot.pod import PodInfo
 
 GROUP = "resource.k8s.io"
@@ -126,16 +127,18 @@ def resource_version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
-def allocated_devices(claims: Mapping[str, Any]) -> set[tuple[str, str, str]]:
-    """Every device in an allocation of these claims but those with admin access
-    (ListAllAllocatedDevices; pkg/scheduler/framework/plugins/dynamicresources/allocateddevices.go)."""
-    out: set[tuple[str, str, str]] = set()
+def allocated_devices(claims: Mapping[str, Any]) -> AllocatedState:
+    """What the allocations of these claims hold (GatherAllocatedState): devices given whole but
+    those with admin access, shared devices and the capacity their shares consume
+    (pkg/scheduler/framework/plugins/dynamicresources/allocateddevices.go foreachAllocatedDevice)."""
+    state = AllocatedState()
     for claim in claims.values():
         alloc = allocation(claim)
         if alloc is None:
             continue
         for r in (alloc.get("devices") or {}).get("results") or []:
-            if r.get("adminAccess") is True:
-                continue  # foreachAllocatedDevice: admin access does not count as allocated
-            out.add((str(r.get("driver", "")), str(r.get("pool", "")), str(r.get("device", ""))))
-    return out
+            try:
+                state.add_result(r)
+            except CapacityError:
+                continue  # kube-apiserver validates consumedCapacity; a broken one counts as nothing
+    return state

@@ -20,7 +20,6 @@ from kubesched.api.quantity import QuantityError, parse_quantity
 from kubesched.plugins.helpers.node_selector import compile_node_selector
 
 #: Features of v1.37's DRA kubesched does not implement yet, by the name the messages use.
-CONSUMABLE_CAPACITY = "consumable capacity (device allowMultipleAllocations, request capacity)"
 BINDING_CONDITIONS = "binding conditions (device bindingConditions)"
 EXTENDED_RESOURCES = "extended resources backed by DRA (DeviceClass extendedResourceName)"
 

@@ -19,9 +19,11 @@ partitionable-devices-no-capacity-available and partitionable-devices-overalloca
 incomplete and the case passes without reaching the counters), partitionable-devices-multiple-devices,
 partitionable-devices-per-device-node-selection-nodename.
 
+Consumable capacity: test_allocator_capacity.py.
+
 Not ported, and why: the ``*-disabled`` variants (the gates are on in v1.37 and kubesched has no
-switch for them), partitionable-*-binding-conditions* and partitionable-consumable-capacity-* (binding
-conditions and consumable capacity are not implemented), compatibility-groups-* (alpha),
+switch for them), partitionable-*-binding-conditions* (binding conditions are not implemented),
+compatibility-groups-* (alpha),
 partitionable-devices-counter-cache-not-crossed-between-driver-schemas and
 -counter-quantities-are-not-modified (Go aliasing of resource.Quantity; Python's Fractions are
 immutable), the remaining partitionable-* cases (multiple pools, counter sets and per-device node
@@ -35,7 +37,6 @@ from typing import Any
 import pytest
 
 from kubesched.plugins.dynamicresources.allocator import AllocationError, Allocator
-from kubesched.plugins.dynamicresources.pools import UnsupportedFeatureError
 from unit.plugins.dynamicresources.test_allocator import (
     CLASSES,
     DRIVER_A,
@@ -331,15 +332,3 @@ def test_bad_counters_make_the_pool_invalid() -> None:
              counters_slice("slice-2", "node-1", "pool-1", 2, memory="8Gi")]
         with pytest.raises(AllocationError, match="invalid resource pools were encountered"):
             allocate([claim("claim-0", request("req-0"))], s)
-
-
-def test_consumable_capacity_is_still_refused() -> None:
-    capacity = {"name": "req-0", "exactly": {"deviceClassName": "class-a",
-                                             "capacity": {"requests": {"memory": "1Gi"}}}}
-    with pytest.raises(UnsupportedFeatureError, match="consumable capacity"):
-        allocate([claim("claim-0", capacity)], TWO_DEVICES)
-    shared = device("device-1")
-    shared["allowMultipleAllocations"] = True
-    a = Allocator(set(), CLASSES, [slice_("slice-1", "node-1", "pool-1", DRIVER_A, shared)])
-    assert a.allocate(NODE1, [claim("claim-0", request("req-0"))]) is None
-    assert any("consumable capacity" in f for f in a.skipped)
