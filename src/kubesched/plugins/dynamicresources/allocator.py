@@ -242,7 +242,11 @@ class _Run:
         return out
 
     # -- allocateOne -----------------------------------------------------------------------------
-    def _one(self, ci: int, ri: int, si: int, di: int, in_sub: bool) -> bool:
+    def _one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int] = (0, 0)) -> bool:
+        """allocateOne. ``start`` (pool index, device index in the pool) is where the search for the
+        request's next device begins: after the previous one, so one request never gets a device
+        twice (a device allowing multiple allocations is not marked in use) and no permutation of a
+        set of devices is tried twice."""
         if ci >= len(self.claims):
             return True
         if ri >= len(self.requests[ci]):
@@ -284,10 +288,13 @@ class _Run:
                 raise
             undo()
             return False
-        for pool in self.pools:
+        for pool_index in range(start[0], len(self.pools)):
+            pool = self.pools[pool_index]
             if pool.incomplete or pool.invalid:
                 continue
-            for cand in self._candidates(pool):
+            candidates = self._candidates(pool)
+            for cand_index in range(start[1] if pool_index == start[0] else 0, len(candidates)):
+                cand = candidates[cand_index]
                 # Checking for "in use" is cheap and thus gets done first; admin access may
                 # use a device allocated elsewhere, only not twice in one claim.
                 if rd.request.admin_access:
@@ -303,7 +310,7 @@ class _Run:
                 if undo is None:
                     continue
                 try:
-                    if self._one(ci, ri, si, di + 1, in_sub):
+                    if self._one(ci, ri, si, di + 1, in_sub, (pool_index, cand_index + 1)):
                         return True
                 except _MaxSizeExceededError:
                     undo()

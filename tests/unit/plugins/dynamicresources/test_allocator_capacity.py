@@ -152,3 +152,13 @@ def test_shared_partition_consumes_its_counters_once() -> None:
     got = Allocator(set(), MULTI_CLASS, s).allocate(
         NODE1, [claim("claim-0", wanting("req-0", "1")), claim("claim-1", wanting("req-0", "1"))])
     assert shares(got) == [[("req-0", "device-1", {CAP: "1"})], [("req-0", "device-1", {CAP: "1"})]]
+
+
+def test_one_request_never_gets_a_shared_device_twice() -> None:
+    """allocateOne's start location: a request's next device is searched after its previous one."""
+    assert run([claim("claim-0", wanting("req-0", "1"))], shared("device-1", "4")) is not None
+    two = request("req-0", count=2)
+    two["exactly"]["capacity"] = {"requests": {CAP: "1"}}
+    assert run([claim("claim-0", two)], shared("device-1", "4")) is None
+    assert shares(run([claim("claim-0", two)], shared("device-1", "4"), shared("device-2", "4"))) == [
+        [("req-0", "device-1", {CAP: "1"}), ("req-0", "device-2", {CAP: "1"})]]
