@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.openb import reason_phrases  # noqa: E402
+from bench.openb import reason_phrases
 
 
 def test_reason_phrases_drop_node_counts_and_keep_preemption() -> None:
