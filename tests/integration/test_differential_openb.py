@@ -3,8 +3,13 @@ run`, one after the other, each with its default profile and the whole cut pendi
 (a backlog, as after a failover). The cut: about 250 of the trace's 1,523 nodes and the matching
 tasks (every 6th node and task, ``kubesched.testing.openb``), more GPUs requested than the nodes
 have, so every placement counts. Compared: pods bound, within the run-to-run spread of
-kube-scheduler itself (it queues a backlog and orders its nodes in Go map order, so two of its runs
-differ: 1,166-1,179 bound in the simulator over eight orders), and the unschedulable reasons.
+kube-scheduler itself (it queues a backlog and orders its nodes in Go map order and breaks ties at
+random, so two of its runs differ), and the unschedulable reasons.
+
+Measured on this cut (bench/results/openb-2026-11-27.json and this test): kube-scheduler bound
+1,155 / 1,167 / 1,170 / 1,178, kubesched 1,169 / 1,172 / 1,175 / 1,181. Two single runs can be 2 %
+apart, so the test allows 2.5 %: it catches an outcome that differs grossly (a wrong score, filter
+or order); the finer comparison (the 0.7 % of issue 32) needs the full trace and several runs.
 
 The full-size comparison is ``python -m bench openb`` (bench/openb.py). The trace is not part of the
 project: read from $KUBESCHED_OPENB_TRACE (default ../shared/traces/openb next to the checkout);
@@ -27,9 +32,8 @@ from bench.openb import DEFAULT_TRACE, Outcome, create_nodes, run_contender
 pytestmark = pytest.mark.integration
 
 GROUP = "kubesched.test/group"
-#: Two runs of kube-scheduler on this cut differ by up to ~1 % of the pods (random queue and node
-#: order, random ties); two independent runs may differ by somewhat more.
-TOLERANCE = 0.015
+#: Four runs of kube-scheduler on this cut spanned 23 pods (1.7 %); see the module docstring.
+TOLERANCE = 0.025
 
 
 def test_openb_cut_binds_as_many_pods_as_kube_scheduler(
