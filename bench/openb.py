@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -58,6 +59,7 @@ from kubesched.testing.openb import Trace, load_trace, node_object, pod_object, 
 #: Where the trace is read from unless ``--trace`` / $KUBESCHED_OPENB_TRACE say otherwise.
 DEFAULT_TRACE = Path(os.environ.get("KUBESCHED_OPENB_TRACE", str(common.ROOT.parent / "shared/traces/openb")))
 CONTENDERS = ("kube-scheduler", "kubesched")
+_STARTED = common.now_iso()
 _FIT_ERROR = re.compile(r"^0/\d+ nodes are available: (.*?)\.(?: preemption: (.*?)\.?)?$", re.S)
 _COUNTED = re.compile(r"^\d+ ")
 
@@ -124,7 +126,14 @@ def settle(c: ControlPlane, ns: str, expected: int, timeout: float, quiet: float
     deadline = time.monotonic() + timeout
     last_bound, since = -1, time.monotonic()
     while True:
-        pods = c.get(f"/api/v1/namespaces/{ns}/pods")["items"]
+        try:
+            # A list of 8,000 pods can outlast the client's read timeout on a loaded machine (it
+            # did on 2 cores at load 12): ask again rather than lose the run.
+            pods = c.client.request("GET", f"/api/v1/namespaces/{ns}/pods", timeout=180)["items"]
+        except (TimeoutError, OSError):
+            if time.monotonic() > deadline:
+                raise
+            continue
         bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
         decided = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName") or _unschedulable_message(p) is not None)
         now = time.monotonic()
@@ -245,13 +254,25 @@ def main(argv: list[str]) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"openb: {len(trace.nodes)} nodes, {len(trace.tasks)} tasks, {args.rounds} round(s) of {contenders}")
     outcomes: list[Outcome] = []
+    path = common.RESULTS / f"openb-{common.today()}.json"
+    record: dict[str, Any] = {}
     with openb_cluster(trace, workdir) as c:
         for rnd in range(args.rounds):
             for kind in contenders if rnd % 2 == 0 else reversed(contenders):  # ABBA
                 outcomes.append(run_contender(c, trace, kind, workdir))
-    record = {
+                # Saved after every run (the record replaced): a full round takes ~15 min here.
+                record = _record(args, trace, outcomes, complete=False)
+                _save(record, path)
+    record["complete"] = True
+    _save(record, path)
+    print(f"openb: {record['summary']}\n  saved to {path}")
+    return 0
+
+
+def _record(args: argparse.Namespace, trace: Trace, outcomes: list[Outcome], complete: bool) -> dict[str, Any]:
+    return {
         "benchmark": "openb",
-        "when": common.now_iso(),
+        "when": _STARTED,
         "commit": common.git_commit(),
         "command": common.command_line(),
         "machine": common.machine(),
@@ -261,10 +282,19 @@ def main(argv: list[str]) -> int:
         "note": args.note,
         "summary": summarize(outcomes),
         "runs": [o.as_dict() for o in outcomes],
+        "complete": complete,
     }
-    path = common.save_result(record, common.RESULTS / f"openb-{common.today()}.json")
-    print(f"openb: {record['summary']}\n  saved to {path}")
-    return 0
+
+
+def _save(record: dict[str, Any], path: Path) -> None:
+    """Append ``record`` to ``path``, or replace the one of the same run (same "when")."""
+    doc: dict[str, Any] = {"results": []}
+    if path.exists():
+        with contextlib.suppress(ValueError):
+            doc = json.loads(path.read_text())
+    results = [r for r in doc.get("results", []) if r.get("when") != record["when"]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"results": [*results, record]}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
