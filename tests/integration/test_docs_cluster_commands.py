@@ -45,7 +45,15 @@ import yaml
 from kubesched.simulate.inputs.dump import load_cluster
 from kubesched.testing.controlplane import ApiError, ComponentDied, ControlPlane, free_port, wait_for
 from kubesched.testing.controlplane.certs import PKI
-from unit.test_docs_commands import ALL, CLUSTER_TEST, DocCommand, command_words, make_workspace, why_not_run
+from unit.test_docs_commands import (
+    ALL,
+    CLUSTER_TEST,
+    REPO,
+    DocCommand,
+    command_words,
+    make_workspace,
+    why_not_run,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -72,7 +80,6 @@ NOWHERE = {"kubesched.test/docs": "no-such-node"}
 #: Bounded waits (seconds): a server coming up, a bind, a drain after SIGTERM.
 READY_S, BIND_S, STOP_S = 60.0, 60.0, 30.0
 
-REPO = Path(__file__).resolve().parents[2]
 LINES = [c for c in ALL if CLUSTER_TEST in (why_not_run(c) or "")]
 
 
@@ -80,14 +87,9 @@ def subcommand(command: DocCommand) -> str:
     return next(w for w in command_words(command)[1:] if not w.startswith("-"))
 
 
-@dataclass
-class DocsCluster:
-    cp: ControlPlane
-    kubeconfig: Path
-
-
 @pytest.fixture(scope="module")
-def docs_cluster(control_plane: ControlPlane) -> Iterator[DocsCluster]:
+def docs_cluster(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """The control plane holding what the docs name; removed afterwards."""
     cp = control_plane
     profile = scheduler_name(REPO / "examples/ip-scheduler.yaml")
     nodes = cp.create_nodes(3, prefix="docs-node-", cpu="8", memory="32Gi")
@@ -98,7 +100,7 @@ def docs_cluster(control_plane: ControlPlane) -> Iterator[DocsCluster]:
     for i, node in enumerate(nodes[:2]):
         cp.create_pod(f"web-{i}", "web", node_name=node, requests={"cpu": "500m"}, labels={"app": "web"})
     try:
-        yield DocsCluster(cp, cp.kubeconfig)
+        yield cp
     finally:
         for ns in NAMESPACES:
             with contextlib.suppress(ApiError):
@@ -155,7 +157,7 @@ class Line:
     words: list[str]
     root: Path
     env: dict[str, str]
-    cluster: DocsCluster
+    cp: ControlPlane
 
     def run(self) -> str:
         proc = subprocess.run(["bash", "-euo", "pipefail", "-c", self.text], cwd=self.root, env=self.env,
@@ -223,7 +225,7 @@ def run_explain(line: Line) -> None:
 
 
 def run_scheduler(line: Line) -> None:
-    cp = line.cluster.cp
+    cp = line.cp
     config = option_value(line.words, "--config")
     profile = scheduler_name(line.root / config) if config else "default-scheduler"
     addr = option_value(line.words, "--health-addr")
@@ -256,7 +258,7 @@ def test_the_docs_show_each_cluster_subcommand() -> None:
 
 
 @pytest.mark.parametrize("command", LINES, ids=[c.where for c in LINES])
-def test_cluster_doc_line_runs_as_written(command: DocCommand, docs_cluster: DocsCluster, tmp_path: Path) -> None:
+def test_cluster_doc_line_runs_as_written(command: DocCommand, docs_cluster: ControlPlane, tmp_path: Path) -> None:
     runner = RUNNERS.get(subcommand(command))
     assert runner, f"{command.where}: `{command.text}`: no runner for `kubesched {subcommand(command)}` in this test"
     root = make_workspace(command.path, tmp_path / "ws")
