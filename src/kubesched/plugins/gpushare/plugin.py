@@ -13,7 +13,7 @@ simulator implements it in hkust-adsl/kubernetes-scheduler-simulator
   Unreserve gives them back.
 - PreBind writes ``alibabacloud.com/gpu-index`` ("3", "0-1") so a device plugin can honour it.
 
-The per-GPU free milli lives in :class:`~kubesched.plugins.gpushare.ledger.GpuLedger`, kept in
+The per-GPU free milli lives in :class:`~kubesched.snapshot.gpushare.ledger.GpuLedger`, kept in
 step with the node table. No shell is imported: the same plugin runs in the simulator and live.
 """
 
@@ -30,8 +30,8 @@ from kubesched.framework.interfaces import FilterPlugin, PreBindPlugin, PreFilte
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, POD, ActionType, ClusterEvent, PreFilterResult, Verdicts
 from kubesched.plugins.gpushare.args import GpuShareArgs
-from kubesched.plugins.gpushare.ledger import GpuLedger
-from kubesched.plugins.gpushare.model import (
+from kubesched.snapshot.gpushare.ledger import GpuLedger
+from kubesched.snapshot.gpushare.model import (
     GPU_INDEX,
     GPU_MODEL,
     GpuAnnotationError,
@@ -39,7 +39,7 @@ from kubesched.plugins.gpushare.model import (
     format_gpu_index,
     parse_gpu_request,
 )
-from kubesched.plugins.gpushare.selection import BUILTIN_METHODS, choose_gpus
+from kubesched.snapshot.gpushare.selection import BUILTIN_METHODS, choose_gpus
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
 
