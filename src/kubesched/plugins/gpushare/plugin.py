@@ -19,7 +19,7 @@ step with the node table. No shell is imported: the same plugin runs in the simu
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -58,15 +58,6 @@ class GpuChooser(Protocol):
     counts the pod's cpu and memory on ``row``. Return the GPU indices, or None if it does not fit."""
 
     def choose_gpus(self, pod: PodInfo, request: GpuRequest, row: int, free: IntArray) -> tuple[int, ...] | None: ...
-
-
-@runtime_checkable
-class PodAnnotator(Protocol):
-    """Optional, for a shell's ClusterClient that can merge annotations into a pod (a PATCH of
-    ``metadata.annotations``). Without it PreBind writes ``gpu-index`` on the pod object the shell
-    handed the scheduler (the simulator's stored pod, whose bind keeps it)."""
-
-    async def annotate_pod(self, pod: PodInfo, annotations: Mapping[str, str]) -> None: ...
 
 
 class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
@@ -165,7 +156,7 @@ class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
             return Status.error(f"pod {pod.key} has no GPUs reserved on node {node_name!r}")
         annotations = {GPU_INDEX: format_gpu_index(indices)}
         client = self.handle.client
-        if isinstance(client, PodAnnotator):
+        if client is not None:  # the shell's ClusterClient: the live pod, the simulator's stored pod
             try:
                 await client.annotate_pod(pod, annotations)
             except Exception as e:  # any API failure fails the binding, as upstream
