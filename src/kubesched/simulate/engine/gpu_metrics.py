@@ -19,7 +19,7 @@ import numpy as np
 
 from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
 from kubesched.snapshot.gpushare.ledger import GpuLedger
-from kubesched.snapshot.gpushare.model import MILLI
+from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI
 from kubesched.snapshot.gpushare.resources import model_access, node_resources
 from kubesched.snapshot.gpushare.typical_pods import TypicalPod
 from kubesched.snapshot.table import NodeTable
@@ -38,6 +38,8 @@ class GpuMetrics:
         self._frag: dict[int, float] = {}
         self._dirty: set[int] = set()
         self._node_generation = -1
+        #: ``model_access`` of the typical pods, for the GPU models known (a new one: again).
+        self._access: tuple[int, np.ndarray] = (-1, np.zeros((0, 0), dtype=np.bool_))
         table.add_pod_observer(lambda row, _pod, _sign: self._dirty.add(row))
 
     def capacity(self) -> int:
@@ -61,7 +63,10 @@ class GpuMetrics:
             rows = np.array(sorted(self._dirty), dtype=np.intp)
             rows = rows[self.table.alive[rows]]
             res = node_resources(self.table, rows)
-            access = model_access(self.table, [t.gpu_model for t in self.typical])
+            models = len(self.table.label_column(GPU_MODEL).values)
+            if self._access[0] != models:
+                self._access = (models, model_access(self.table, [t.gpu_model for t in self.typical]))
+            access = self._access[1]
             measured = fragmentation(NodeStates(res.cpu_left, res.free, res.model_codes, access), self.typical)
             self._frag.update(zip(rows.tolist(), measured.tolist(), strict=True))
         self._dirty.clear()
