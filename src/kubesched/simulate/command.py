@@ -59,7 +59,7 @@ WIDE_POD_ROWS = 500
     default="trace",
     show_default=True,
     help="With --scenario/--trace. trace: at their times, leaving after their lifetimes; sequential: one a "
-    "second in a random order (--seed), never leaving, as the FGD simulator's experiments.",
+    "second in a random order (--seed), never leaving, as the ATC '23 GPU-sharing experiments.",
 )
 @click.option(
     "--inflate",
@@ -67,9 +67,10 @@ WIDE_POD_ROWS = 500
     type=click.FloatRange(min=0, min_open=True),
     metavar="FACTOR",
     help="With --scenario/--trace: clone random pods (--seed) until the arrived GPU demand reaches FACTOR × "
-    "the GPU capacity (1.3 in the FGD experiments).",
+    "the GPU capacity (1.3 in the ATC '23 GPU-sharing experiments).",
 )
-@click.option("--gpu-nodes-only", is_flag=True, help="With --trace: only the nodes with GPUs (as the FGD experiments).")
+@click.option("--gpu-nodes-only", is_flag=True,
+              help="With --trace: only the nodes with GPUs (as the ATC '23 GPU-sharing experiments).")
 @click.option("--nodes", type=click.IntRange(min=1), help="Generate a cluster with this many nodes.")
 @click.option("--pods", type=click.IntRange(min=0), help="Generate this many pods (with --nodes).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")

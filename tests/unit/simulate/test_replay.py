@@ -4,6 +4,7 @@ applying its events by hand, departures that make room, node events, and the GPU
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,10 +14,10 @@ from kubesched.plugins.builtin import builtin_registry
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.simulate.engine.runner import Simulation, SimulationResult
 from kubesched.simulate.engine.timeline import Samples, allocation_at_demand, scenario_input
-from kubesched.simulate.inputs.gpushare import GPU_COUNT, GPU_MILLI, GPU_MODEL
 from kubesched.simulate.inputs.scenario import PodArrival, Scenario, arrival_pod, parse_scenario
 from kubesched.simulate.report.html import render_html
 from kubesched.simulate.report.json_doc import result_to_json
+from kubesched.snapshot.gpushare.model import GPU_COUNT, GPU_INDEX, GPU_MILLI, GPU_MODEL
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node
 
@@ -192,3 +193,23 @@ def test_allocation_at_arrived_demand_as_the_reference_merges_it() -> None:
     assert allocation_at_demand(samples, 130) == 98.0
     assert allocation_at_demand(samples, 120) is None
     assert np.isclose(allocation_at_demand(samples, 99) or 0, 95.0)
+
+
+
+def test_replay_gpu_metrics_count_the_gpus_the_scheduler_chose() -> None:
+    # One model: with GpuShare in the profile, the replay's metrics are the GPUs GpuShare chose
+    # and wrote to gpu-index. Three 600-milli pods on a 2-GPU node: the third stays pending (no
+    # GPU has 600 left), so nothing is unplaced and 1,200 milli are allocated on two GPUs.
+    registry = builtin_registry()
+    config = load_config(Path(__file__).resolve().parents[3] / "examples" / "gpushare.yaml", registry)
+    scenario = Scenario("gpu", [gpu_node("g", 2)], [
+        PodArrival(i, cpu_pod(f"p{i}", cpu="1", gpu_milli=600)) for i in range(3)
+    ])
+    result = asyncio.run(Simulation(config, registry, scenario, seed=0).run())
+    assert result.timeline is not None
+    final = result.timeline.to_json()["final"]
+    assert (final["gpuMilliAllocated"], final["unplacedGpuMilli"], final["pendingPods"]) == (1200, 0, 1)
+    indices = sorted(p.raw["metadata"]["annotations"].get(GPU_INDEX, "") for p in result.cluster.pods.values())
+    assert indices == ["", "0", "1"]
+    # the one shape does not fit on 400 + 400 free: all idle milli is fragmented
+    assert (final["idleGpuMilli"], final["fragmentedGpuMilli"]) == (800, 800)

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kubesched.simulate.inputs.gpushare import GPU_COUNT, GPU_MILLI, GPU_MODEL, pod_gpu
 from kubesched.simulate.inputs.inflation import arrived_gpu_demand, gpu_capacity, inflate, sequential
 from kubesched.simulate.inputs.openb import load_openb
 from kubesched.simulate.inputs.scenario import ScenarioError, load_replay, load_scenario, parse_scenario
+from kubesched.snapshot.gpushare.model import GPU_COUNT, GPU_MILLI, GPU_MODEL, raw_gpu_request
 
 OPENB_FIXTURE = Path(__file__).parent / "data" / "openb"
 #: The real trace, beside the repository (never committed: alibaba/clusterdata, research use).
@@ -84,7 +84,8 @@ def test_openb_rows_become_gpushare_nodes_and_pods() -> None:
     assert shared.pod["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "6000m", "memory": "12288Mi"}
     assert (shared.at, shared.lifetime) == (10.0, 480.0)  # runs from scheduled_time 20 to deletion 500
     assert "annotations" not in by_name["openb-pod-0002"].pod["metadata"]  # CPU-only
-    assert pod_gpu(by_name["openb-pod-0003"].pod).models == ("V100M16", "V100M32")
+    request = raw_gpu_request(by_name["openb-pod-0003"].pod)
+    assert request is not None and request.models == ("V100M16", "V100M32")
     assert by_name["openb-pod-0004"].lifetime == 20.0  # never scheduled: from creation to deletion
 
 

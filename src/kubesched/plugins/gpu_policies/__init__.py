@@ -6,7 +6,7 @@ from kubesched.plugins.gpu_policies.fgd import FGD, FGDArgs
 from kubesched.plugins.gpu_policies.gpu_clustering import GpuClustering
 from kubesched.plugins.gpu_policies.gpu_packing import GpuPacking
 from kubesched.plugins.gpu_policies.random_fit import RandomFit
-from kubesched.plugins.gpu_policies.typical_pods import TypicalPod, typical_pods
+from kubesched.snapshot.gpushare.typical_pods import TypicalPod, typical_pods
 
 POLICIES = (FGD, BestFit, DotProduct, GpuPacking, GpuClustering, RandomFit)
 

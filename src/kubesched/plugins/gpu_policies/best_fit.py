@@ -16,8 +16,10 @@ import numpy as np
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Scores
 from kubesched.framework.status import SUCCESS, Status
-from kubesched.plugins.gpu_policies.common import node_resources, normalize_min_max, pod_shape
-from kubesched.plugins.gpushare.model import MAX_SPEC_MILLI_CPU, MAX_SPEC_MILLI_GPU
+from kubesched.plugins.gpu_policies.common import normalize_min_max
+from kubesched.snapshot.gpushare.model import MAX_SPEC_MILLI_CPU, MAX_SPEC_MILLI_GPU
+from kubesched.snapshot.gpushare.resources import node_resources
+from kubesched.snapshot.gpushare.shapes import pod_shape
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable, Rows
 

@@ -21,8 +21,9 @@ import numpy as np
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, ScorePlugin, Scores
 from kubesched.framework.status import Status
-from kubesched.plugins.gpu_policies.common import node_resources, pod_shape
-from kubesched.plugins.gpushare.model import MAX_SPEC_MILLI_CPU, MAX_SPEC_MILLI_GPU
+from kubesched.snapshot.gpushare.model import MAX_SPEC_MILLI_CPU, MAX_SPEC_MILLI_GPU
+from kubesched.snapshot.gpushare.resources import node_resources
+from kubesched.snapshot.gpushare.shapes import pod_shape
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable, Rows
 

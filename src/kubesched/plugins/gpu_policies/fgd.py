@@ -31,18 +31,13 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Scores
 from kubesched.framework.status import Status
-from kubesched.plugins.gpu_policies.common import (
-    NodeResources,
-    PodShape,
-    accessible,
-    node_resources,
-    pod_shape,
-    sigmoid,
-)
-from kubesched.plugins.gpu_policies.fragmentation import NodeStates, fragmentation
-from kubesched.plugins.gpu_policies.typical_pods import TypicalPod, typical_pods
-from kubesched.plugins.gpushare.model import GPU_MODEL, MILLI, GpuRequest
-from kubesched.plugins.gpushare.selection import exclusive_gpus
+from kubesched.plugins.gpu_policies.common import sigmoid
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
+from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI, GpuRequest
+from kubesched.snapshot.gpushare.resources import NodeResources, accessible, model_access, node_resources
+from kubesched.snapshot.gpushare.selection import exclusive_gpus
+from kubesched.snapshot.gpushare.shapes import PodShape, pod_shape
+from kubesched.snapshot.gpushare.typical_pods import TypicalPod, typical_pods
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
 
@@ -88,15 +83,10 @@ class FGD(ScorePlugin):
         return self._typical
 
     def _access(self, table: NodeTable, pods: Sequence[TypicalPod]) -> np.ndarray:
-        """``access[code + 1, t]``: whether GPU model ``code`` (-1: none) accepts typical pod t;
-        kept until a new model appears."""
-        col = table.label_column(GPU_MODEL)
-        key = (id(pods), len(col.values))
+        """``model_access`` of the typical pods, kept until a new model appears."""
+        key = (id(pods), len(table.label_column(GPU_MODEL).values))
         if self._access_key != key:
-            codes = np.arange(-1, len(col.values), dtype=np.int64)
-            self._access_lut = np.zeros((len(codes), len(pods)), dtype=np.bool_)
-            for t, typical in enumerate(pods):
-                self._access_lut[:, t] = accessible(table, codes, typical.gpu_model)
+            self._access_lut = model_access(table, [typical.gpu_model for typical in pods])
             self._access_key = key
         return self._access_lut
 

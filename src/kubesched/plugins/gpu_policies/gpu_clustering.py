@@ -14,9 +14,10 @@ import numpy as np
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, ScorePlugin, Scores
 from kubesched.framework.status import Status
-from kubesched.plugins.gpu_policies.common import go_div, node_resources
-from kubesched.plugins.gpushare.ledger import GpuLedger
-from kubesched.plugins.gpushare.model import MAX_SPEC_MILLI_GPU, gpu_request_or_none
+from kubesched.plugins.gpu_policies.common import go_div
+from kubesched.snapshot.gpushare.ledger import GpuLedger
+from kubesched.snapshot.gpushare.model import MAX_SPEC_MILLI_GPU, gpu_request_or_none
+from kubesched.snapshot.gpushare.resources import node_resources
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable, Rows
 

@@ -1,7 +1,7 @@
 from kubesched.plugins.gpushare.args import GpuShareArgs
-from kubesched.plugins.gpushare.ledger import GpuLedger
-from kubesched.plugins.gpushare.model import GpuAnnotationError, GpuRequest, parse_gpu_request
-from kubesched.plugins.gpushare.plugin import GpuChooser, GpuShare, PodAnnotator
+from kubesched.plugins.gpushare.plugin import GpuChooser, GpuShare
+from kubesched.snapshot.gpushare.ledger import GpuLedger
+from kubesched.snapshot.gpushare.model import GpuAnnotationError, GpuRequest, parse_gpu_request
 
 __all__ = [
     "GpuAnnotationError",
@@ -10,6 +10,5 @@ __all__ = [
     "GpuRequest",
     "GpuShare",
     "GpuShareArgs",
-    "PodAnnotator",
     "parse_gpu_request",
 ]

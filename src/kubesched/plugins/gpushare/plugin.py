@@ -13,13 +13,13 @@ simulator implements it in hkust-adsl/kubernetes-scheduler-simulator
   Unreserve gives them back.
 - PreBind writes ``alibabacloud.com/gpu-index`` ("3", "0-1") so a device plugin can honour it.
 
-The per-GPU free milli lives in :class:`~kubesched.plugins.gpushare.ledger.GpuLedger`, kept in
+The per-GPU free milli lives in :class:`~kubesched.snapshot.gpushare.ledger.GpuLedger`, kept in
 step with the node table. No shell is imported: the same plugin runs in the simulator and live.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -30,8 +30,8 @@ from kubesched.framework.interfaces import FilterPlugin, PreBindPlugin, PreFilte
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, POD, ActionType, ClusterEvent, PreFilterResult, Verdicts
 from kubesched.plugins.gpushare.args import GpuShareArgs
-from kubesched.plugins.gpushare.ledger import GpuLedger
-from kubesched.plugins.gpushare.model import (
+from kubesched.snapshot.gpushare.ledger import GpuLedger
+from kubesched.snapshot.gpushare.model import (
     GPU_INDEX,
     GPU_MODEL,
     GpuAnnotationError,
@@ -39,7 +39,7 @@ from kubesched.plugins.gpushare.model import (
     format_gpu_index,
     parse_gpu_request,
 )
-from kubesched.plugins.gpushare.selection import BUILTIN_METHODS, choose_gpus
+from kubesched.snapshot.gpushare.selection import BUILTIN_METHODS, choose_gpus
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
 
@@ -58,15 +58,6 @@ class GpuChooser(Protocol):
     counts the pod's cpu and memory on ``row``. Return the GPU indices, or None if it does not fit."""
 
     def choose_gpus(self, pod: PodInfo, request: GpuRequest, row: int, free: IntArray) -> tuple[int, ...] | None: ...
-
-
-@runtime_checkable
-class PodAnnotator(Protocol):
-    """Optional, for a shell's ClusterClient that can merge annotations into a pod (a PATCH of
-    ``metadata.annotations``). Without it PreBind writes ``gpu-index`` on the pod object the shell
-    handed the scheduler (the simulator's stored pod, whose bind keeps it)."""
-
-    async def annotate_pod(self, pod: PodInfo, annotations: Mapping[str, str]) -> None: ...
 
 
 class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
@@ -165,7 +156,7 @@ class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
             return Status.error(f"pod {pod.key} has no GPUs reserved on node {node_name!r}")
         annotations = {GPU_INDEX: format_gpu_index(indices)}
         client = self.handle.client
-        if isinstance(client, PodAnnotator):
+        if client is not None:  # the shell's ClusterClient: the live pod, the simulator's stored pod
             try:
                 await client.annotate_pod(pod, annotations)
             except Exception as e:  # any API failure fails the binding, as upstream

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -87,6 +88,16 @@ class SimulatedCluster:
             self.scheduler.on_pod_update(bound)
         for w in self.watchers:
             w.pod_bound(bound)
+
+    async def annotate_pod(self, pod: PodInfo, annotations: Mapping[str, str]) -> None:
+        """Merge ``annotations`` into the stored pod's ``metadata.annotations``. The metadata map
+        is updated in place: the scheduler's assumed copy shares it, so its bind still hands over
+        the stored object (no second copy) and the bound pod carries the annotations."""
+        current = self.pods.get(pod.uid)
+        if current is None:
+            raise PodGoneError(f"pod {pod.key} not found")
+        meta = current.raw.setdefault("metadata", {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
 
     async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
         """Preempt ``pod``: mark it (DisruptionTarget condition, deletionTimestamp) and delete it

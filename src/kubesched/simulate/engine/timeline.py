@@ -21,10 +21,12 @@ from typing import Any
 import numpy as np
 
 from kubesched.simulate.engine.cluster import SimulatedCluster
-from kubesched.simulate.engine.gpu_ledger import GpuLedger, pod_shape, typical_shapes
+from kubesched.simulate.engine.gpu_metrics import GpuMetrics
 from kubesched.simulate.inputs.dump import ClusterInput
-from kubesched.simulate.inputs.gpushare import pod_gpu
 from kubesched.simulate.inputs.scenario import NodeEvent, Scenario, arrival_pod
+from kubesched.snapshot.gpushare.model import gpu_demand_milli
+from kubesched.snapshot.gpushare.shapes import pod_shape
+from kubesched.snapshot.gpushare.typical_pods import typical_pods
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import CPU, MEMORY, NodeTable
 
@@ -96,7 +98,7 @@ class Timeline:
             self._push(event.at, _NODE, event)
         self.total_arrivals = len(scenario.arrivals)
         self._lifetimes: dict[str, float] = {}
-        self.ledger = GpuLedger(typical_shapes(pod_shape(PodInfo.from_raw(a.pod)) for a in scenario.arrivals))
+        self.gpu = GpuMetrics(table, typical_pods(pod_shape(PodInfo.from_raw(a.pod)) for a in scenario.arrivals))
         self.samples = Samples()
         self.arrived = 0
         self.arrived_gpu_milli = 0
@@ -131,7 +133,7 @@ class Timeline:
                 if arrival.lifetime is not None:
                     self._lifetimes[pod.uid] = arrival.lifetime
                 self.arrived += 1
-                self.arrived_gpu_milli += pod_gpu(pod.raw).total
+                self.arrived_gpu_milli += gpu_demand_milli(pod.raw)
                 if self._admit(pod):
                     self._cluster.add_pod(pod)
         return n
@@ -156,19 +158,12 @@ class Timeline:
         cluster.add_node({**raw, "spec": spec})
 
     # -- ClusterWatcher -----------------------------------------------------------------------------
-    def _cpu_free(self, name: str) -> int | None:
-        row = self._table.row_of(name)
-        if row is None:
-            return None
-        return int(self._table.allocatable[row, CPU] - self._table.requested[row, CPU])
-
     def pod_added(self, pod: PodInfo) -> None:
         self._changed = True
 
     def pod_bound(self, pod: PodInfo) -> None:
         self._changed = True
         self.bound += 1
-        self.ledger.bind(pod, self._cpu_free(pod.node_name) or 0)
         lifetime = self._lifetimes.pop(pod.uid, None)
         if lifetime is not None:
             self._push(self._now() + lifetime, _DEPART, pod.uid)
@@ -177,16 +172,12 @@ class Timeline:
         self._changed = True
         self.bound -= 1 if pod.node_name else 0
         self._lifetimes.pop(pod.uid, None)
-        self.ledger.release(pod, self._cpu_free(pod.node_name) if pod.node_name else None)
 
     def node_changed(self, raw: dict[str, Any]) -> None:
         self._changed = True
-        name = raw["metadata"]["name"]
-        self.ledger.node_changed(name, raw, self._cpu_free(name) or 0)
 
     def node_deleted(self, name: str) -> None:
         self._changed = True
-        self.ledger.node_deleted(name)
 
     # -- metrics ------------------------------------------------------------------------------------
     def sample(self, now: float) -> None:
@@ -201,16 +192,16 @@ class Timeline:
             total = int(alloc[:, col].sum())
             return round(float(req[:, col].sum()) / total, 6) if total else 0.0
 
-        ledger = self.ledger
-        capacity = ledger.capacity
+        gpu = self.gpu
+        capacity, allocated = gpu.capacity(), gpu.allocated()
         self.samples.add({
             "t": now, "arrivedPods": self.arrived, "arrivedGpuMilli": self.arrived_gpu_milli,
             "pendingPods": self._queue_length(), "boundPods": self.bound,
             "cpuAllocation": ratio(CPU), "memoryAllocation": ratio(MEMORY),
-            "gpuMilliAllocated": ledger.allocated, "gpuMilliCapacity": capacity,
-            "gpuAllocation": round(ledger.allocated / capacity, 6) if capacity else 0.0,
-            "idleGpuMilli": ledger.idle(), "fragmentedGpuMilli": round(ledger.fragmented(), 2),
-            "unplacedGpuMilli": ledger.unplaced,
+            "gpuMilliAllocated": allocated, "gpuMilliCapacity": capacity,
+            "gpuAllocation": round(allocated / capacity, 6) if capacity else 0.0,
+            "idleGpuMilli": gpu.idle(), "fragmentedGpuMilli": round(gpu.fragmented(), 2),
+            "unplacedGpuMilli": gpu.unplaced(),
         })
 
     def to_json(self) -> dict[str, Any]:
@@ -224,7 +215,7 @@ class Timeline:
             "departed": self.departed,
             "deletedWithNode": self.deleted_with_node,
             "nodeEvents": len(self.scenario.node_events),
-            "typicalShapes": len(self.ledger.shapes),
+            "typicalShapes": len(self.gpu.typical),
             "gpuAllocationAtArrivedDemand": {
                 "100": allocation_at_demand(self.samples, 100),
                 "130": allocation_at_demand(self.samples, 130),

@@ -24,8 +24,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from kubesched.simulate.inputs.gpushare import GPU_COUNT, GPU_MILLI, pod_gpu
 from kubesched.simulate.inputs.scenario import PodArrival, Scenario, ScenarioError
+from kubesched.snapshot.gpushare.model import GPU_COUNT, GPU_MILLI, gpu_demand_milli, raw_gpu_request
 
 __all__ = ["arrived_gpu_demand", "gpu_capacity", "inflate", "sequential"]
 
@@ -44,7 +44,7 @@ def gpu_capacity(scenario: Scenario) -> int:
 
 def arrived_gpu_demand(arrivals: list[PodArrival]) -> int:
     """GPU milli the arrivals ask for in all (``RecordPodTotalResourceReq``)."""
-    return sum(pod_gpu(a.pod).total for a in arrivals)
+    return sum(gpu_demand_milli(a.pod) for a in arrivals)
 
 
 def sequential(scenario: Scenario, rng: np.random.Generator) -> Scenario:
@@ -82,19 +82,19 @@ def inflate(scenario: Scenario, factor: float, rng: np.random.Generator) -> Scen
     if demand > target:  # tuneDownPods
         while demand > target and arrivals:
             gone = arrivals.pop(int(rng.integers(len(arrivals))))
-            demand -= pod_gpu(gone.pod).total
+            demand -= gpu_demand_milli(gone.pod)
         return replace(scenario, arrivals=arrivals)
     originals = sorted(scenario.arrivals, key=lambda a: str((a.pod.get("metadata") or {}).get("name")))
-    if not any(pod_gpu(a.pod).total for a in originals):
+    if not any(gpu_demand_milli(a.pod) for a in originals):
         raise ScenarioError(f"--inflate: no pod of {scenario.source} asks for a GPU ({GPU_MILLI} annotation)")
     clones: list[PodArrival] = []
     next_at = (max((a.at for a in arrivals), default=-1.0) + 1.0) if scenario.sequential else 0.0
     while True:  # tuneUpPods
         source = originals[int(rng.integers(len(originals)))]
-        gpu = pod_gpu(source.pod)
-        if demand + gpu.milli > target:
+        gpu = raw_gpu_request(source.pod)
+        if demand + (gpu.milli if gpu is not None else 0) > target:
             break
-        demand += gpu.total
+        demand += gpu.total_milli if gpu is not None else 0
         name = f"{(source.pod.get('metadata') or {}).get('name')}-tuned-{len(clones)}"
         if scenario.sequential:
             clones.append(PodArrival(next_at + len(clones), _clone(source.pod, name)))

@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kubesched.simulate.inputs.gpushare import GPU_COUNT, GPU_MILLI, GPU_MODEL, MILLI
 from kubesched.simulate.inputs.scenario import PodArrival, Scenario, ScenarioError
+from kubesched.snapshot.gpushare.model import GPU_COUNT, GPU_MILLI, GPU_MODEL, MILLI
 
 __all__ = ["NODE_LIST", "POD_LIST", "load_openb", "openb_node", "openb_pod"]
 

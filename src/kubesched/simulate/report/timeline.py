@@ -131,7 +131,7 @@ def timeline_section(data: Mapping[str, Any]) -> str:
         _card("Departed", _int(_num(timeline.get("departed"))),
               f"{_int(_num(timeline.get('deletedWithNode')))} with their node"),
         *(_card(f"GPU allocated at {k} % demand", f"{v:.2f}%" if isinstance(v, int | float) else "—",
-                "as the FGD simulator's expected results") for k, v in at.items()),
+                "as the ATC '23 simulator's expected results") for k, v in at.items()),
         _card("Fragmented GPU at the end", _pct(_num((timeline.get("final") or {}).get("fragmentedGpuMilli"))
                                                 / max(_num((timeline.get("final") or {}).get("idleGpuMilli")), 1)),
               "of the idle GPU milli"),

@@ -105,3 +105,17 @@ def test_invalid_annotations_are_refused_naming_the_annotation() -> None:
     assert st.reasons[0] == (
         f"pod {p.key}: annotation alibabacloud.com/gpu-count: invalid value '2': "
         "a pod sharing GPUs (alibabacloud.com/gpu-milli 500 < 1000) may use only one")
+
+
+def test_a_pod_without_gpu_count_asks_for_no_gpu_as_the_reference_reads_it() -> None:
+    # GetGpuCountFromPodAnnotation reads an absent gpu-count as 0, and GetPodResource makes the pod
+    # a CPU pod: it schedules on a node without GPUs and holds no GPU.
+    sched, cluster = scheduler()
+    cluster.add_node(gpu_node("cpu-only", gpus=0))
+    raw = gpu_pod("no-count", 500)
+    del raw["metadata"]["annotations"]["alibabacloud.com/gpu-count"]
+    p = add_pods(cluster, [raw])[0]
+    drain(sched)
+    bound = cluster.pods[p.uid]
+    assert bound.node_name == "cpu-only"
+    assert "alibabacloud.com/gpu-index" not in bound.raw["metadata"]["annotations"]

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesched.plugins.gpushare import GpuLedger
-from kubesched.plugins.gpushare.model import GPU_INDEX, parse_gpu_index
+from kubesched.snapshot.gpushare.model import GPU_INDEX, parse_gpu_index
 from kubesched.snapshot.pod import PodInfo
 
 from .helpers import drain, gpu_node, gpu_pod, scheduler

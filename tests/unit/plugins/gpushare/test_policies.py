@@ -20,9 +20,9 @@ from kubesched.plugins.gpu_policies import (
     TypicalPod,
     typical_pods,
 )
-from kubesched.plugins.gpu_policies.common import PodShape
-from kubesched.plugins.gpu_policies.fragmentation import NodeStates, fragmentation
 from kubesched.plugins.gpushare import GpuLedger, parse_gpu_request
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
+from kubesched.snapshot.gpushare.shapes import PodShape
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
 from kubesched.testing import table_of

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from kubesched.plugins.gpu_policies.common import PodShape
+from kubesched.snapshot.gpushare.shapes import PodShape
 
 
 class TypicalPod(BaseModel):

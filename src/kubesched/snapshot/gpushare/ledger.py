@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched.plugins.gpushare.model import (
+from kubesched.snapshot.gpushare.model import (
     GPU_MODEL,
     MILLI,
     GpuRequest,
@@ -35,7 +35,7 @@ from kubesched.plugins.gpushare.model import (
     gpu_request_or_none,
     node_gpu_count,
 )
-from kubesched.plugins.gpushare.selection import choose_gpus
+from kubesched.snapshot.gpushare.selection import choose_gpus
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
 
@@ -205,6 +205,23 @@ class GpuLedger:
         self.settle()
         count = int(self.table.node_column(COUNT_COLUMN)[row])
         return [int(v) for v in self._used[row, :count]]
+
+    def allocated_milli(self, rows: Rows) -> int:
+        """Milli-GPU the pods on ``rows`` hold on GPUs (over-committed pods not included)."""
+        self.settle()
+        self._ensure_shape()
+        counts = self.table.node_column(COUNT_COLUMN)[rows]
+        exists = np.arange(self._used.shape[1]) < counts[:, None]
+        return int(np.where(exists, self._used[rows], 0).sum())
+
+    def overcommitted_milli(self) -> int:
+        """Milli-GPU of the pods whose GPUs fit nowhere on their node (``overcommitted()``)."""
+        total = 0
+        for uid in self.overcommitted():
+            pod = self.table.pod(uid)
+            request = gpu_request_or_none(pod) if pod is not None else None
+            total += request.total_milli if request is not None else 0
+        return total
 
     def overcommitted(self) -> dict[str, int]:
         """uid → row of bound pods whose GPUs fit nowhere on their node."""

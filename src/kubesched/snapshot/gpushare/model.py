@@ -73,9 +73,11 @@ def _annotations(raw: dict[str, Any]) -> dict[str, Any]:
 def parse_gpu_request(pod: PodInfo) -> GpuRequest | None:
     """The pod's request (None: the pod asks for no GPU), parsed once and kept in ``pod.memo``.
 
-    Raises GpuAnnotationError for annotations the reference would panic on or silently misread:
-    a milli that is not a quantity in 1..1000, a count that is not a positive integer, or several
-    GPUs each shared (gpu-count > 1 with gpu-milli < 1000)."""
+    As the reference (``GetGpuMilliFromPodAnnotation``, ``GetGpuCountFromPodAnnotation``,
+    ``GetPodResource``), a pod asks for GPUs only with both annotations, gpu-milli > 0 and
+    gpu-count > 0. Raises GpuAnnotationError for annotations the reference would silently misread:
+    a milli that is not a quantity in 1..1000, a count that is not a non-negative integer, or
+    several GPUs each shared (gpu-count > 1 with gpu-milli < 1000)."""
     memo = pod.memo.get(_MEMO_KEY)
     if memo is not None:
         if isinstance(memo, GpuAnnotationError):
@@ -91,11 +93,15 @@ def parse_gpu_request(pod: PodInfo) -> GpuRequest | None:
 
 
 def _parse(pod: PodInfo) -> GpuRequest | None:
-    ann = _annotations(pod.raw)
+    return request_from_annotations(_annotations(pod.raw), pod.key)
+
+
+def request_from_annotations(ann: dict[str, Any], pod_key: str) -> GpuRequest | None:
+    """The request the annotations make (None: no GPU); GpuAnnotationError naming ``pod_key``."""
     raw_milli = ann.get(GPU_MILLI)
     if raw_milli is None:
         return None
-    where = f"pod {pod.key}: annotation {GPU_MILLI}"
+    where = f"pod {pod_key}: annotation {GPU_MILLI}"
     try:
         milli = quantity_value(str(raw_milli))
     except ValueError:
@@ -104,17 +110,21 @@ def _parse(pod: PodInfo) -> GpuRequest | None:
         return None  # the reference treats gpu-milli <= 0 as "no GPU"
     if milli > MILLI:
         raise GpuAnnotationError(f"{where}: invalid value {raw_milli!r}: must be at most {MILLI} (milli-GPU per GPU)")
-    raw_count = ann.get(GPU_COUNT, "1")
+    raw_count = ann.get(GPU_COUNT)
+    if raw_count is None:
+        return None  # the reference's GetGpuCountFromPodAnnotation reads an absent count as 0: no GPU
     try:
         count = int(str(raw_count))
     except ValueError:
         count = -1
-    if count < 1:
+    if count == 0:
+        return None  # as gpu-milli <= 0: the reference's GetPodResource makes it a CPU pod
+    if count < 0:
         raise GpuAnnotationError(
-            f"pod {pod.key}: annotation {GPU_COUNT}: invalid value {raw_count!r}: must be a positive integer")
+            f"pod {pod_key}: annotation {GPU_COUNT}: invalid value {raw_count!r}: must be a non-negative integer")
     if count > 1 and milli < MILLI:
         raise GpuAnnotationError(
-            f"pod {pod.key}: annotation {GPU_COUNT}: invalid value {raw_count!r}: "
+            f"pod {pod_key}: annotation {GPU_COUNT}: invalid value {raw_count!r}: "
             f"a pod sharing GPUs ({GPU_MILLI} {milli} < {MILLI}) may use only one")
     models = tuple(m for m in str(ann.get(GPU_MODEL) or "").split("|") if m)
     return GpuRequest(milli, count, models)
@@ -126,6 +136,21 @@ def gpu_request_or_none(pod: PodInfo) -> GpuRequest | None:
         return parse_gpu_request(pod)
     except GpuAnnotationError:
         return None
+
+
+def raw_gpu_request(raw: dict[str, Any]) -> GpuRequest | None:
+    """The request of a pod not parsed into a ``PodInfo`` (workload inputs read many), None for no
+    GPU or invalid annotations, as ``gpu_request_or_none``."""
+    try:
+        return request_from_annotations(_annotations(raw), "")
+    except GpuAnnotationError:
+        return None
+
+
+def gpu_demand_milli(raw: dict[str, Any]) -> int:
+    """The milli-GPU a pod asks for in all (0: none), e.g. a workload's arrived GPU demand."""
+    request = raw_gpu_request(raw)
+    return request.total_milli if request is not None else 0
 
 
 def format_gpu_index(indices: tuple[int, ...]) -> str:

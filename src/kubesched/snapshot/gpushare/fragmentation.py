@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kubesched.plugins.gpu_policies.common import BoolArray
-from kubesched.plugins.gpu_policies.typical_pods import TypicalPod
+from kubesched.snapshot.gpushare.resources import BoolArray
+from kubesched.snapshot.gpushare.typical_pods import TypicalPod
 from kubesched.snapshot.table import IntArray
 
 

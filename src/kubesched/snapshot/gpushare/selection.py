@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from kubesched.plugins.gpushare.model import MILLI, GpuRequest
+from kubesched.snapshot.gpushare.model import MILLI, GpuRequest
 
 #: The GPU selection methods GpuShare implements itself (``gpuSelMethod``).
 BUILTIN_METHODS = ("best", "worst", "random")
