@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 import orjson
 
 from kubesched.extender.holds import InFlightHolds, prefer
-from kubesched.extender.service import Deadline, ExtenderService
+from kubesched.extender.requests import Deadline
+from kubesched.extender.service import ExtenderService
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import ReservePlugin
 from kubesched.framework.registry import Registry
