@@ -58,6 +58,12 @@ class ClusterView(Protocol):
     @property
     def synced(self) -> bool: ...
 
+    @property
+    def changes(self) -> int:
+        """Bumped on every informer event (nodes, pods, pending pods, declared objects): with the
+        node table's generation it says whether anything a plugin reads may have changed."""
+        ...
+
     def objects(self, kind: str) -> Mapping[str, dict[str, Any]]:
         """Objects the profile's plugins declared (framework/objects.py), keyed namespace/name."""
         ...

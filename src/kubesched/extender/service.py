@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any
 
@@ -81,6 +82,19 @@ from kubesched.snapshot.table import IntArray, NodeTable, Rows
 log = logging.getLogger("kubesched.extender")
 
 
+@dataclass(slots=True)
+class _PodCycle:
+    """Filter's PreFilter + Filter run of one pod on the live node cache, and the cache's version
+    then (``_version``). While the version is unchanged prioritize scores with this state instead
+    of running PreFilter again, and the hold takes Filter's verdict for the chosen node (upstream
+    runs PreFilter once per scheduling cycle and Reserves with the same CycleState)."""
+
+    pod: PodInfo
+    version: tuple[int, int]
+    state: CycleState
+    passed: Rows  # the rows that passed Filter, ascending
+
+
 class ExtenderService:
     def __init__(
         self,
@@ -114,6 +128,8 @@ class ExtenderService:
         #: by the array's identity (row arrays are never modified in place).
         self._unique_of: tuple[Rows, Rows, Rows] | None = None
         self._row_entries = RowEntries()
+        #: The last filter's run on the live node cache (see _PodCycle); taken by the next call.
+        self._cycle: _PodCycle | None = None
         #: Pods approved and maybe being bound (needs the cluster's cache). hold_timeout 0: only
         #: the bind verb holds.
         self.holds = InFlightHolds(cluster.cache, hold_timeout) if cluster is not None else None
@@ -231,11 +247,32 @@ class ExtenderService:
             self.holds.expire()
             self.holds.release(pod.uid, "retried")
 
-    def _hold(self, pod: PodInfo, node: str) -> bool:
-        """Hold ``pod`` on ``node``, the node the scheduler will most likely bind it to."""
+    def _version(self) -> tuple[int, int]:
+        """What a plugin reads from the attached cluster, as a value that changes when any of it
+        may have: the node table's generation (nodes, pods, holds) and the informers' events."""
+        assert self.cluster is not None
+        return self.cluster.cache.table.generation, self.cluster.changes
+
+    def _take_cycle(self, pod: PodInfo, fwk: Framework) -> _PodCycle | None:
+        """Filter's run for ``pod``, when it is still what PreFilter would compute now."""
+        cycle, self._cycle = self._cycle, None
+        if cycle is None or cycle.pod is not pod or fwk is not self._live or cycle.version != self._version():
+            return None
+        return cycle
+
+    def _hold(self, pod: PodInfo, node: str, cycle: _PodCycle | None = None) -> bool:
+        """Hold ``pod`` on ``node``, the node the scheduler will most likely bind it to; ``cycle``
+        (this pod's, still current) spares the hold its own PreFilter + Filter when ``node``
+        passed in it."""
         if self.holds is None or not self._hold_approved:
             return False
-        st = self.holds.hold(self.live_framework(), pod, node)
+        checked = None
+        if cycle is not None and cycle.version == self._version():
+            row = self.holds.cache.table.row_of(node)
+            at = int(np.searchsorted(cycle.passed, row)) if row is not None else len(cycle.passed)
+            if at < len(cycle.passed) and cycle.passed[at] == row:
+                checked = cycle.state
+        st = self.holds.hold(self.live_framework(), pod, node, checked)
         if not st.is_success:
             log.debug("extender: not holding %s on %s: %s", pod.key, node, st.message)
         return st.is_success
@@ -244,6 +281,7 @@ class ExtenderService:
     def filter(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_extender_args(data)
         pod = self._parse_pod(args.pod)
+        self._cycle = None
         self._settle_holds(pod)
         entry, rows, names = self._view(args, deadline)
         self._remember_pod(pod)
@@ -252,9 +290,13 @@ class ExtenderService:
         unresolvable: dict[str, str] = {}
         candidates, inverse = unique_rows(rows, inverse=True)
         diagnosis = Diagnosis()
-        ok_rows, st = fwk.filter_rows(CycleState(), pod, candidates, diagnosis)
+        state = CycleState()
+        ok_rows, st = fwk.filter_rows(state, pod, candidates, diagnosis)
         if not st.is_success:
             return Reply(200, encode_filter_result(error=st.message), "plugin")
+        cycle = None
+        if fwk is self._live and not diagnosis.pre_filter_msg:  # PreFilter passed: its state is reusable
+            cycle = _PodCycle(pod, self._version(), state, ok_rows)
         # A few distinct statuses are shared by many rows: decide each one's map and message once.
         node_names = table.names
         per_status: dict[int, tuple[dict[str, str], str]] = {}
@@ -270,7 +312,9 @@ class ExtenderService:
         deadline.check("filter")
         if len(ok_rows) == 1:
             # The scheduler skips prioritize with one feasible node: this is the one it binds.
-            self._hold(pod, node_names[int(ok_rows[0])])
+            self._hold(pod, node_names[int(ok_rows[0])], cycle)
+        elif cycle is not None:
+            self._cycle = cycle  # for prioritize
         if args.nodes is not None:
             out_nodes = args.nodes if passing is None else list(compress(args.nodes, passing.tolist()))
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
@@ -286,26 +330,32 @@ class ExtenderService:
         self._settle_holds(pod)
         entry, rows, names = self._view(args, deadline)
         self._remember_pod(pod)
-        scores = self.extender_scores(entry.framework, pod, rows, deadline)
+        cycle = self._take_cycle(pod, entry.framework)
+        scores = self.extender_scores(entry.framework, pod, rows, deadline, cycle.state if cycle is not None else None)
         if len(rows):
             best = int(np.argmax(scores))  # the first of the best, in request order
-            if self._hold(pod, names[best]):
+            if self._hold(pod, names[best], cycle):
                 prefer(scores, best)
         if args.node_names is not None and len(rows) and scores.min() >= 0 and scores.max() <= MAX_EXTENDER_PRIORITY:
             return Reply(200, self._row_entries.encode(entry.table, rows, scores))
         return Reply(200, encode_extender_scores(names, scores))
 
-    def extender_scores(self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline) -> IntArray:
-        """Per row: the profile's weighted score mapped to 0..MaxExtenderPriority (see module doc)."""
+    def extender_scores(
+        self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline, pre_filtered: CycleState | None = None
+    ) -> IntArray:
+        """Per row: the profile's weighted score mapped to 0..MaxExtenderPriority (see module doc).
+        ``pre_filtered``: a state PreFilter succeeded in for this pod, still current."""
         if not len(rows):
             return np.zeros(0, dtype=np.int64)
-        state = CycleState()
-        _, st = fwk.run_pre_filter(state, pod)
-        if not st.is_success:
-            if st.is_rejected:
-                # The pod fits nowhere by this profile: no preference among the nodes.
-                return np.zeros(len(rows), dtype=np.int64)
-            raise ServiceError(500, plugin_error("PreFilter", st))
+        state = pre_filtered
+        if state is None:
+            state = CycleState()
+            _, st = fwk.run_pre_filter(state, pod)
+            if not st.is_success:
+                if st.is_rejected:
+                    # The pod fits nowhere by this profile: no preference among the nodes.
+                    return np.zeros(len(rows), dtype=np.int64)
+                raise ServiceError(500, plugin_error("PreFilter", st))
         known = self._unique_of
         if known is not None and known[0] is rows:
             uniq, inverse = known[1], known[2]

@@ -278,3 +278,30 @@ def test_metrics_show_pods_in_flight_and_why_holds_ended(registry: Registry) -> 
     assert "kubesched_extender_pods_in_flight 1.0" in text
     assert 'kubesched_extender_in_flight_ended{reason="confirmed"} 1.0' in text
     assert 'kubesched_extender_in_flight_ended{reason="expired"} 0.0' in text
+
+
+def test_prioritize_rechecks_when_the_watch_filled_the_nodes_after_filter(registry: Registry) -> None:
+    # Filter's PreFilter/Filter run is reused by prioritize and the hold only while nothing has
+    # changed; here the watch sees both nodes' CPU taken between the two calls (no Reserve plugin
+    # counts CPU: only a fresh Filter keeps the pod off them).
+    cluster = FakeCluster([node(n, cpu="1", labels=budget(10)) for n in ("n1", "n2")])
+    svc = ExtenderService(ip_profile(registry), registry, cluster)
+    p = ip_pod("a", cpu="500m")
+    assert call(svc, "filter", p, ["n1", "n2"])["NodeNames"] == ["n1", "n2"]
+    for i, name in enumerate(("n1", "n2")):
+        cluster.cache.add_or_update_pod(bound(ip_pod(f"x{i}", cpu="1"), name))
+    call(svc, "prioritize", p, ["n1", "n2"])
+    assert svc.holds is not None and svc.holds.node_of(p["metadata"]["uid"]) is None
+
+
+def test_prioritize_after_filter_holds_as_a_fresh_check_would(registry: Registry) -> None:
+    # The reused run: the same scores and the same hold as prioritize alone computes.
+    fresh, _ = make(registry, {"n1": 10, "n2": 6, "n3": 3})
+    reused, _ = make(registry, {"n1": 10, "n2": 6, "n3": 3})
+    for i in range(12):
+        p = ip_pod(f"p{i}", cpu="10m")
+        passed = call(reused, "filter", p, ["n1", "n2", "n3"])["NodeNames"]
+        alone = call(fresh, "prioritize", p, passed)
+        assert call(reused, "prioritize", p, passed) == alone
+        assert fresh.holds is not None and reused.holds is not None
+        assert reused.holds.node_of(p["metadata"]["uid"]) == fresh.holds.node_of(p["metadata"]["uid"])
