@@ -305,3 +305,16 @@ def test_prioritize_after_filter_holds_as_a_fresh_check_would(registry: Registry
         assert call(reused, "prioritize", p, passed) == alone
         assert fresh.holds is not None and reused.holds is not None
         assert reused.holds.node_of(p["metadata"]["uid"]) == fresh.holds.node_of(p["metadata"]["uid"])
+
+
+def test_with_only_the_served_plugin_a_burst_is_still_held(registry: Registry) -> None:
+    # `kubesched extender --only UnderlayIP`: the other plugins' PreFilter never runs here, so
+    # their Reserve (VolumeBinding's reads its PreFilter state) must not run in the holds either.
+    from kubesched.extender.command import only_plugins
+
+    cluster = FakeCluster([node(n, labels=budget(5)) for n in ("n1", "n2")])
+    svc = ExtenderService(only_plugins(ip_profile(registry), ("UnderlayIP",)), registry, cluster)
+    targets = [schedule(svc, ip_pod(f"p{i}", cpu="10m"), ["n1", "n2"]) for i in range(12)]
+    assert targets.count("n1") == targets.count("n2") == 5
+    assert targets.count(None) == 2
+    assert (used_ips(cluster, "n1"), used_ips(cluster, "n2")) == (5, 5)
