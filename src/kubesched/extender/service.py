@@ -5,11 +5,13 @@
   with ", " (upstream Status.Message()); UnschedulableAndUnresolvable rejections go to
   ``FailedAndUnresolvableNodes``, Unschedulable ones to ``FailedNodes``. Passing nodes come back
   as the request's own Node objects (``Nodes``) or names (``NodeNames``), in request order.
-* prioritize — PreFilter (for the state Score plugins read) + PreScore + Score; the framework
-  normalises each plugin to 0–100 and applies its weight; the weighted total is then mapped to the
-  extender range 0–10 (MaxExtenderPriority) as ``total * 10 // (100 * sum of the weights of the
-  plugins that scored)``, i.e. the weighted mean score in tenths, rounded down. The scheduler then
-  multiplies it by the extender's ``weight`` and by MaxNodeScore/MaxExtenderPriority = 10.
+* prioritize — PreFilter (for the state Score plugins read; the state filter's PreFilter left for
+  the same pod on the node cache when nothing changed since, see _PodCycle) + PreScore + Score;
+  the framework normalises each plugin to 0–100 and applies its weight; the weighted total is then
+  mapped to the extender range 0–10 (MaxExtenderPriority) as ``total * 10 // (100 * sum of the
+  weights of the plugins that scored)``, i.e. the weighted mean score in tenths, rounded down. The
+  scheduler then multiplies it by the extender's ``weight`` and by MaxNodeScore/MaxExtenderPriority
+  = 10.
 * preempt — the profile's own preemption on each candidate node, through the code DefaultPreemption
   runs (``framework.preemption.select_victims_on_node``): kube-scheduler's victims are taken off
   (its filters need them gone), then the fewest more lower-priority pods the profile's filters
