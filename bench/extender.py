@@ -14,6 +14,13 @@ HTTP, so JSON parsing, the node table, the plugins and the response are all in.
 
 The profile is the default one (every default-equivalent filter and score plugin). Results go to
 bench/results/extender-<date>.json. Run: ``python -m bench.extender [--sizes 100,1000,5000]``.
+
+``--floor N`` (names mode, N nodes): the same pods sent alternately to ``kubesched extender``'s
+server and to bench/noop_extender.py, each in a process of its own, so the two differ only in what
+the extender does; the watch is played by binding each pod where the extender held it. Reported:
+the client-observed filter+prioritize round trip of each, and the extender's CPU per pod in its
+filter and prioritize handlers (``time.process_time`` around them) — on a shared machine the round
+trips move with the load, the CPU much less.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ class _StaticCluster:
     def __init__(self, nodes: list[dict[str, Any]]) -> None:
         self._cache = SchedulerCache()
         self.objects_by_kind: dict[str, dict[str, dict[str, Any]]] = {}
+        self.changes = 0  # ClusterView.changes: static
         for n in nodes:
             self._cache.add_or_update_node(n)
 
@@ -270,17 +278,145 @@ def real_scheduler_throughput(nodes: int = 100, pods: int = 1000) -> dict[str, A
     return out
 
 
+_FLOOR_SERVER = r"""
+import asyncio, signal, sys, time
+import orjson
+from bench.extender import _StaticCluster
+from kubesched.config.load import load_config
+from kubesched.extender.server import ExtenderServer, start_server
+from kubesched.extender.service import ExtenderService
+from kubesched.plugins.builtin import builtin_registry
+from kubesched.simulate.inputs.generator import generate_cluster
+from kubesched.snapshot.pod import PodInfo
+
+
+async def main() -> None:
+    cluster = _StaticCluster(generate_cluster(int(sys.argv[1]), max(4, int(sys.argv[1]) // 50), 1).nodes)
+    registry = builtin_registry()
+    svc = ExtenderService(load_config(None, registry).profiles[0], registry, cluster)
+    spent = {"filter": [0.0, 0], "prioritize": [0.0, 0]}
+    for verb in spent:
+        def timed(data, deadline, f=getattr(svc, verb), acc=spent[verb]):
+            t = time.process_time()
+            try:
+                return f(data, deadline)
+            finally:
+                acc[0] += time.process_time() - t
+                acc[1] += 1
+        setattr(svc, verb, timed)
+    prioritize = svc.prioritize
+
+    def prioritize_then_bind(data, deadline):  # the watch sees the bind (and the pod leaves again)
+        reply = prioritize(data, deadline)
+        pod = data["Pod"]
+        node = svc.holds.node_of(pod["metadata"]["uid"])
+        if node is not None:
+            bound = PodInfo.from_raw({**pod, "spec": {**pod["spec"], "nodeName": node}})
+            cluster.cache.add_or_update_pod(bound)
+            cluster.cache.remove_pod(bound.uid)
+        return reply
+
+    svc.prioritize = prioritize_then_bind
+    await start_server(ExtenderServer(svc), "127.0.0.1", int(sys.argv[2]))
+    done = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, done.set)
+    await done.wait()
+    print(orjson.dumps({v: a[0] / max(a[1], 1) for v, a in spent.items()}).decode(), flush=True)
+
+
+asyncio.run(main())
+"""
+
+
+async def floor_case(size: int, iterations: int, seed: int = 1) -> dict[str, Any]:
+    """kubesched extender vs the no-op extender on the same requests (see the module doc)."""
+    import socket
+    import subprocess
+    import sys
+
+    def free_port() -> int:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+
+    generated = generate_cluster(size, max(4, size // 50), seed)
+    names = [n["metadata"]["name"] for n in generated.nodes]
+    pod = next(p for p in generated.pods if not (p.get("spec") or {}).get("nodeName"))
+    root = Path(__file__).resolve().parent.parent
+    path = os.pathsep.join([str(root / "src"), str(root), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
+    ports = {"kubesched": free_port(), "noop": free_port()}
+    procs = {
+        "kubesched": subprocess.Popen([sys.executable, "-c", _FLOOR_SERVER, str(size), str(ports["kubesched"])],
+                                      env=env, stdout=subprocess.PIPE),
+        "noop": subprocess.Popen([sys.executable, str(root / "bench" / "noop_extender.py"),
+                                  f"--listen=127.0.0.1:{ports['noop']}"], env=env),
+    }
+    out: dict[str, Any] = {"nodes": size, "mode": "names", "iterations": iterations}
+    try:
+        async with ClientSession() as session:
+            for k, port in ports.items():
+                for _ in range(600):
+                    try:
+                        async with session.get(f"http://127.0.0.1:{port}/readyz") as resp:
+                            if resp.status == 200:
+                                break
+                    except OSError:
+                        pass
+                    await asyncio.sleep(0.1)
+                else:
+                    raise RuntimeError(f"{k} extender not ready")
+            lat: dict[str, list[float]] = {"kubesched": [], "noop": []}
+            for i in range(-20, iterations):  # 20 warm-up pods, then alternate
+                p = {**pod, "metadata": {**pod["metadata"], "uid": f"floor-pod-{i}", "name": f"floor-pod-{i}"}}
+                for k, port in ports.items():
+                    base = f"http://127.0.0.1:{port}/"
+                    f, body = await _post(session, base + "filter",
+                                          orjson.dumps({"Pod": p, "Nodes": None, "NodeNames": names}))
+                    passed = orjson.loads(body)["NodeNames"]
+                    pr, _ = await _post(session, base + "prioritize",
+                                        orjson.dumps({"Pod": p, "Nodes": None, "NodeNames": passed}))
+                    if i >= 0:
+                        lat[k].append(f + pr)
+            out["feasible"] = len(passed)
+    finally:
+        procs["noop"].kill()
+        procs["kubesched"].terminate()
+        stdout, _ = procs["kubesched"].communicate(timeout=30)
+    cpu = orjson.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else {}
+    out["round_trip"] = {k: _summary(v) for k, v in lat.items()}
+    out["round_trip_p50_over_floor"] = round(out["round_trip"]["kubesched"]["p50_ms"]
+                                             / out["round_trip"]["noop"]["p50_ms"], 3)
+    out["extender_cpu_ms_per_pod"] = {k: round(v * 1000, 3) for k, v in cpu.items()}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.extender", description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100,1000,5000")
     ap.add_argument("--modes", default="nodes,names")
     ap.add_argument("--iterations", type=int, default=None)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--floor", type=int, default=None, metavar="NODES",
+                    help="instead: kubesched extender vs the no-op extender, names mode, at NODES nodes")
     ap.add_argument("--real-scheduler", action="store_true",
                     help="also measure the real kube-scheduler's pods/s with and without the extender "
                          "(local control plane)")
     args = ap.parse_args(argv)
     sizes = tuple(int(s) for s in args.sizes.split(","))
+    if args.floor is not None:
+        floor = asyncio.run(floor_case(args.floor, args.iterations or 300))
+        print(json.dumps(floor, indent=1))
+        if not args.no_write:
+            RESULTS.mkdir(exist_ok=True)
+            path = RESULTS / f"extender-floor-{dt.date.today().isoformat()}.json"
+            record = {"benchmark": "extender-floor", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                      "kubesched": kubesched.__version__, "python": platform.python_version(),
+                      "cpus": os.cpu_count(), "loadavg": os.getloadavg(), "command": "python -m bench.extender "
+                      + " ".join(argv if argv is not None else __import__("sys").argv[1:]), "result": floor}
+            path.write_text(json.dumps(record, indent=2) + "\n")
+            print(f"written to {path}")
+        return 0
     results = run(sizes, tuple(args.modes.split(",")), args.iterations)
     record = {
         "benchmark": "extender",

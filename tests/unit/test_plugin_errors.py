@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from kubesched.cli import main
 from kubesched.config.load import load_config_text
-from kubesched.extender.service import Deadline, ExtenderService
+from kubesched.extender.requests import Deadline
+from kubesched.extender.service import ExtenderService
 from kubesched.framework import CycleState, FilterPlugin, NodeInfo, PodInfo, Status
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.registry import Registry

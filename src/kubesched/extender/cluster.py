@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from kubesched.backend.cache import SchedulerCache
 from kubesched.framework.objects import ObjectKind
+from kubesched.framework.types import ActionType
 from kubesched.kube.api import ApiClient, ApiError, load_connection
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.kube.objects import ObjectInformers
@@ -27,7 +28,9 @@ log = logging.getLogger("kubesched.extender")
 class ExtenderCluster:
     def __init__(self, api: ApiClient, object_kinds: Sequence[ObjectKind] = ()) -> None:
         self.api = api
-        self._objects = ObjectInformers(api, object_kinds)
+        #: Informer events seen (ClusterView.changes).
+        self.changes = 0
+        self._objects = ObjectInformers(api, object_kinds, on_change=self._object_changed)
         self._cache = SchedulerCache()
         self.nodes = Informer(
             api,
@@ -119,17 +122,24 @@ class ExtenderCluster:
         self.binds += 1
 
     # -- informer handlers -------------------------------------------------------------------------
+    def _object_changed(self, _kind: ObjectKind, _action: ActionType) -> None:
+        self.changes += 1
+
     def _node_upsert(self, raw: dict[str, Any]) -> None:
+        self.changes += 1
         self._cache.add_or_update_node(raw)
 
     def _node_delete(self, raw: dict[str, Any]) -> None:
+        self.changes += 1
         self._cache.remove_node(str((raw.get("metadata") or {}).get("name", "")))
 
     def _pod_upsert(self, raw: dict[str, Any]) -> None:
         # A bound pod's status updates keep its parsed fields (no re-parse).
+        self.changes += 1
         self._cache.add_or_update_pod(PodInfo.from_raw(raw, self._cache.table.pod(raw_pod_uid(raw))))
 
     def _pending_upsert(self, raw: dict[str, Any]) -> None:
+        self.changes += 1
         try:
             pod = PodInfo.from_raw(raw, self._pending.get(raw_pod_uid(raw)))
         except Exception as e:  # a pod the scheduler would reject anyway; never stop the informer
@@ -141,7 +151,9 @@ class ExtenderCluster:
             self._pending[pod.uid] = pod
 
     def _pending_delete(self, raw: dict[str, Any]) -> None:
+        self.changes += 1
         self._pending.pop(raw_pod_uid(raw), None)
 
     def _pod_delete(self, raw: dict[str, Any]) -> None:
+        self.changes += 1
         self._cache.remove_pod(str((raw.get("metadata") or {}).get("uid", "")))

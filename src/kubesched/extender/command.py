@@ -49,8 +49,9 @@ SERVED_POINTS = ("preFilter", "filter", "preScore", "score")
 
 
 def only_plugins(profile: Any, names: tuple[str, ...]) -> Any:
-    """The profile with just ``names`` at the points the extender serves (``--only``); every name
-    must be one of the profile's plugins at one of those points."""
+    """The profile with just ``names`` at the points the extender serves (``--only``), and at
+    Reserve (the in-flight holds); every name must be one of the profile's plugins at one of the
+    served points."""
     if not names:
         return profile
     from kubesched.app.startup import UserError
@@ -64,7 +65,11 @@ def only_plugins(profile: Any, names: tuple[str, ...]) -> Any:
             "with --plugins"
         )
     keep = set(names)
-    plugins = {point: [n for n in ns if n in keep] if point in SERVED_POINTS else list(ns)
+    # Reserve/Unreserve too: the in-flight holds reserve with the state of the served plugins'
+    # PreFilter; a plugin left out has none (VolumeBinding's Reserve would fail every hold, and the
+    # extender would then hold nothing). Binding stays kube-scheduler's.
+    narrowed = (*SERVED_POINTS, "reserve")
+    plugins = {point: [n for n in ns if n in keep] if point in narrowed else list(ns)
                for point, ns in profile.plugins.items()}
     weights = {n: w for n, w in profile.score_weights.items() if n in keep}
     return dataclasses.replace(profile, plugins=plugins, score_weights=weights)

@@ -6,7 +6,8 @@ and the extender learns of the placement only when its watch sees the bind (or w
 so a burst over-commits. The extender therefore remembers what it approved, the way upstream's
 scheduler cache keeps assumed pods (pkg/scheduler/backend/cache/cache.go):
 
-* ``hold`` — PreFilter and Filter for the one node (the state Reserve plugins read), then
+* ``hold`` — PreFilter and Filter for the one node (the state Reserve plugins read; or the filter
+  verb's own run of them for this pod, when the node passed there and nothing changed since), then
   ``AssumePod`` in the extender's cache and the profile's Reserve plugins: every plugin that counts
   assumed pods (UnderlayIP's IP column, resource fit, ports) or reserves in Reserve (VolumeBinding)
   sees the pod as placed. A pod held again is released first (a retry means the previous attempt
@@ -85,24 +86,35 @@ class InFlightHolds:
         return None if h is None else h.node
 
     # -- holding ----------------------------------------------------------------------------------
-    def hold(self, fwk: Framework, pod: PodInfo, node: str) -> Status:
+    def hold(self, fwk: Framework, pod: PodInfo, node: str, checked: CycleState | None = None) -> Status:
         """Assume ``pod`` on ``node`` and run Reserve (after PreFilter + Filter there). Success, or
-        the rejecting/error Status, in which case nothing is held."""
-        self.release(pod.uid, "retried")
+        the rejecting/error Status, in which case nothing is held.
+
+        ``checked``: the state of a PreFilter + Filter run of this pod with ``fwk`` in which ``node``
+        passed, the caller vouching that nothing it reads has changed since (the cache's table
+        generation and the cluster's informer events are as they were then). That run is the check
+        (the same inputs give the same verdict) and its state goes to Reserve, as upstream's one
+        CycleState per scheduling cycle does. Releasing a previous hold of the pod here changes
+        the table, so the pod is then checked afresh."""
+        if self.release(pod.uid, "retried"):
+            checked = None
         table = self.cache.table
         row = table.row_of(node)
         if row is None:
             return Status.unresolvable(f'node "{node}" is not in the extender\'s node cache')
         if table.pod(pod.uid) is not None:
             return SUCCESS  # the watch already has it bound: counted as it is
-        state = CycleState()
-        diagnosis = Diagnosis()
-        passing, st = fwk.filter_rows(state, pod, np.array([row], dtype=np.intp), diagnosis)
-        if not st.is_success:
-            return st
-        if not len(passing):
-            rejected = diagnosis.node_to_status.get(row)
-            return rejected if rejected is not None else Status.unschedulable(f'node "{node}" did not pass')
+        if checked is not None:
+            state = checked
+        else:
+            state = CycleState()
+            diagnosis = Diagnosis()
+            passing, st = fwk.filter_rows(state, pod, np.array([row], dtype=np.intp), diagnosis)
+            if not st.is_success:
+                return st
+            if not len(passing):
+                rejected = diagnosis.node_to_status.get(row)
+                return rejected if rejected is not None else Status.unschedulable(f'node "{node}" did not pass')
         assumed = self.cache.assume(pod, node)
         st = fwk.run_reserve(state, assumed, node)
         if not st.is_success:

@@ -39,7 +39,8 @@ from kubesched.extender.limits import (
     IDLE_TIMEOUT,
     normalize_prefix,
 )
-from kubesched.extender.service import VERBS, Deadline, ExtenderService, Reply, ServiceError
+from kubesched.extender.requests import VERBS, Deadline, Reply, ServiceError
+from kubesched.extender.service import ExtenderService
 from kubesched.extender.wire import WireError, encode_error, parse_body
 
 log = logging.getLogger("kubesched.extender")

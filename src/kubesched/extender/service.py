@@ -5,11 +5,13 @@
   with ", " (upstream Status.Message()); UnschedulableAndUnresolvable rejections go to
   ``FailedAndUnresolvableNodes``, Unschedulable ones to ``FailedNodes``. Passing nodes come back
   as the request's own Node objects (``Nodes``) or names (``NodeNames``), in request order.
-* prioritize — PreFilter (for the state Score plugins read) + PreScore + Score; the framework
-  normalises each plugin to 0–100 and applies its weight; the weighted total is then mapped to the
-  extender range 0–10 (MaxExtenderPriority) as ``total * 10 // (100 * sum of the weights of the
-  plugins that scored)``, i.e. the weighted mean score in tenths, rounded down. The scheduler then
-  multiplies it by the extender's ``weight`` and by MaxNodeScore/MaxExtenderPriority = 10.
+* prioritize — PreFilter (for the state Score plugins read; the state filter's PreFilter left for
+  the same pod on the node cache when nothing changed since, see _PodCycle) + PreScore + Score;
+  the framework normalises each plugin to 0–100 and applies its weight; the weighted total is then
+  mapped to the extender range 0–10 (MaxExtenderPriority) as ``total * 10 // (100 * sum of the
+  weights of the plugins that scored)``, i.e. the weighted mean score in tenths, rounded down. The
+  scheduler then multiplies it by the extender's ``weight`` and by MaxNodeScore/MaxExtenderPriority
+  = 10.
 * preempt — the profile's own preemption on each candidate node, through the code DefaultPreemption
   runs (``framework.preemption.select_victims_on_node``): kube-scheduler's victims are taken off
   (its filters need them gone), then the fewest more lower-priority pods the profile's filters
@@ -30,6 +32,10 @@ informer-fed cache is used. When a cluster is attached, the pods bound to each n
 in both modes, so plugins that count pods per node (UnderlayIP) are exact; without one, the table
 holds the nodes alone.
 
+This module holds the service and the filter and prioritize verbs; the rest is beside it: requests.py
+(deadline, reply, errors, ClusterView), rows.py (row masks, prioritize's encoded entries),
+tables.py (the request-table cache), preempt.py and bind.py (those verbs), holds.py (pods in flight).
+
 Everything here is synchronous except bind: a request's computation never interleaves with
 another's or with informer updates, so preempt may take victims off the live table and put them back.
 """
@@ -37,24 +43,24 @@ another's or with informer updates, so preempt may take victims off the live tab
 from __future__ import annotations
 
 import logging
-import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
-from typing import Any, Protocol, cast
+from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import orjson
 
-from kubesched.backend.cache import SchedulerCache
+from kubesched.extender.bind import bind_reply
 from kubesched.extender.holds import InFlightHolds, prefer
 from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT
+from kubesched.extender.preempt import preempt_reply
+from kubesched.extender.requests import ClusterView, Deadline, Reply, ServiceError, parse_pod
+from kubesched.extender.rows import RowEntries, rows_in, unique_rows
+from kubesched.extender.tables import RequestTables, TableEntry
 from kubesched.extender.wire import (
     MAX_EXTENDER_PRIORITY,
     ExtenderArgs,
-    NodeVictims,
     WireError,
     decode_binding_args,
     decode_extender_args,
@@ -62,161 +68,33 @@ from kubesched.extender.wire import (
     encode_binding_result,
     encode_extender_scores,
     encode_filter_result,
-    encode_preemption_result,
-    host_entries,
-    join_host_entries,
-    type_name,
 )
 from kubesched.framework.clock import RealClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import MAX_NODE_SCORE
-from kubesched.framework.preemption import select_victims_on_node, victim_policy
-from kubesched.framework.preemption_order import PodDisruptionBudget
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ProfileSpec, plugin_error
 from kubesched.framework.status import Code, Status
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.shapes import ShapeError, check_node_shape, check_pod_shape
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
 
 log = logging.getLogger("kubesched.extender")
 
-VERBS = ("filter", "prioritize", "preempt", "bind")
-
-
-class ServiceError(Exception):
-    """A request the extender answers with an error: HTTP ``status`` and the ``Error`` message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-class DeadlineExceededError(ServiceError):
-    def __init__(self, verb: str, seconds: float, stage: str) -> None:
-        super().__init__(504, f"kubesched extender: {verb} exceeded its {seconds:g}s deadline ({stage})")
-
-
-class Deadline:
-    """A per-request time budget, checked between the stages of a request (the work is synchronous
-    numpy code: it cannot be interrupted, only not continued)."""
-
-    __slots__ = ("end", "seconds", "verb")
-
-    def __init__(self, verb: str, seconds: float) -> None:
-        self.verb = verb
-        self.seconds = seconds
-        self.end = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        return self.end - time.monotonic()
-
-    def check(self, stage: str) -> None:
-        if time.monotonic() > self.end:
-            raise DeadlineExceededError(self.verb, self.seconds, stage)
-
-
-class ClusterView(Protocol):
-    """What the service needs from an attached cluster (see kubesched.extender.cluster)."""
-
-    @property
-    def cache(self) -> SchedulerCache: ...
-
-    @property
-    def synced(self) -> bool: ...
-
-    def objects(self, kind: str) -> Mapping[str, dict[str, Any]]:
-        """Objects the profile's plugins declared (framework/objects.py), keyed namespace/name."""
-        ...
-
-    def pending_pods(self) -> Iterator[PodInfo]:
-        """Pods not yet bound: what ``handle.pending_pods()`` answers (e.g. gang members)."""
-        ...
-
-    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
-        """Create the pods/binding subresource; raise with a readable message on failure."""
-        ...
-
 
 @dataclass(slots=True)
-class _TableEntry:
-    table: NodeTable
-    framework: Framework
+class _PodCycle:
+    """Filter's PreFilter + Filter run of one pod on the live node cache, and the cache's version
+    then (``_version``). While the version is unchanged prioritize scores with this state instead
+    of running PreFilter again, and the hold takes Filter's verdict for the chosen node (upstream
+    runs PreFilter once per scheduling cycle and Reserves with the same CycleState)."""
 
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    status: int
-    body: bytes
-    #: For metrics: why a 200 carries an Error ("plugin", "bind", "no_cluster"), else "".
-    kind: str = ""
-
-
-def parse_pod(raw: dict[str, Any]) -> PodInfo:
-    try:
-        check_pod_shape(raw)
-    except ShapeError as e:
-        raise WireError(str(e)) from None
-    try:
-        return PodInfo.from_raw(raw)
-    except Exception as e:  # PodSpecError and whatever a malformed field raises on the way
-        raise WireError(f"Pod: {e}") from None
-
-
-def unique_rows(rows: Rows, inverse: bool = False) -> tuple[Rows, Rows | None]:
-    """``np.unique(rows[, return_inverse=True])`` through a mask over the row range: rows are
-    small non-negative table rows, so this is a few linear passes instead of a sort."""
-    if not len(rows):
-        return rows, (rows if inverse else None)
-    seen = np.zeros(int(rows.max()) + 1, dtype=np.intp)
-    seen[rows] = 1
-    uniq = np.flatnonzero(seen)
-    if not inverse:
-        return uniq, None
-    seen[uniq] = np.arange(len(uniq), dtype=np.intp)
-    return uniq, seen[rows]
-
-
-def rows_in(rows: Rows, members: Rows) -> npt.NDArray[np.bool_]:
-    """``np.isin(rows, members)`` for table rows, through a mask."""
-    if not len(rows):
-        return np.zeros(0, dtype=np.bool_)
-    mask = np.zeros(int(rows.max()) + 1, dtype=np.bool_)
-    mask[members[members < len(mask)]] = True
-    return mask[rows]
-
-
-class RowEntries:
-    """Per row of the live node table, the node's encoded HostPriority entry for each score
-    0..MaxExtenderPriority (wire.host_entries), so a prioritize answer is one fancy index into an
-    object array and a join, with no per-node Python step.
-
-    Valid while the table's row → name assignment is the one it was seen with; that changes only
-    when nodes come or go (rows are reused), and comparing the name lists is a C loop over mostly
-    identical objects, so it is checked on every use. When it differs the rows are emptied and
-    filled again as requests need them (a node joining a 5,000-node cluster costs the next
-    prioritize its own rows, not 5,000)."""
-
-    def __init__(self) -> None:
-        self._names: list[str] = []
-        self._entries: npt.NDArray[np.object_] = np.empty((0, MAX_EXTENDER_PRIORITY + 1), dtype=object)
-
-    def encode(self, table: NodeTable, rows: Rows, scores: IntArray) -> bytes:
-        """The HostPriorityList for ``rows`` of ``table`` with ``scores`` (each in 0..10)."""
-        if table.names != self._names:
-            self._names = list(table.names)
-            self._entries = np.empty((len(self._names), MAX_EXTENDER_PRIORITY + 1), dtype=object)  # all None
-        picked: list[bytes | None] = self._entries[rows, scores].tolist()
-        if not all(picked):  # rows not encoded since the last change
-            for i in [i for i, e in enumerate(picked) if e is None]:
-                row = int(rows[i])
-                self._entries[row] = host_entries(self._names[row])
-                picked[i] = self._entries[row, scores[i]]
-        return join_host_entries(cast(list[bytes], picked))
+    pod: PodInfo
+    version: tuple[int, int]
+    state: CycleState
+    passed: Rows  # the rows that passed Filter, ascending
 
 
 class ExtenderService:
@@ -235,14 +113,9 @@ class ExtenderService:
         self.profile = profile
         self.registry = registry
         self.cluster = cluster
-        self._tables: OrderedDict[Any, _TableEntry] = OrderedDict()
-        self._table_cache_size = table_cache_size
         #: Pods seen in filter/prioritize by UID, so a successful bind can be accounted at once.
         self._recent_pods: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._remembered_pods = remembered_pods
-        #: The latest Node object seen per name (preempt in nodeCacheCapable: false mode carries none).
-        self._last_nodes: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._remembered_nodes = remembered_nodes
         self._live: Framework | None = None
         #: Parsed pods by their exact JSON (see _parse_pod): the scheduler sends the same pod to
         #: filter, then prioritize (and preempt), so each is parsed and checked once. It schedules
@@ -257,8 +130,8 @@ class ExtenderService:
         #: by the array's identity (row arrays are never modified in place).
         self._unique_of: tuple[Rows, Rows, Rows] | None = None
         self._row_entries = RowEntries()
-        self.table_builds = 0
-        self.table_hits = 0
+        #: The last filter's run on the live node cache (see _PodCycle); taken by the next call.
+        self._cycle: _PodCycle | None = None
         #: Pods approved and maybe being bound (needs the cluster's cache). hold_timeout 0: only
         #: the bind verb holds.
         self.holds = InFlightHolds(cluster.cache, hold_timeout) if cluster is not None else None
@@ -266,6 +139,12 @@ class ExtenderService:
         # Built up front: a profile whose plugins cannot be built fails at start, not per request.
         # Its plugins are the ones started (background work); later frameworks share their state.
         self._primary = self._build_framework(NodeTable())
+        self._tables = RequestTables(
+            self._build_framework,
+            lambda: self.cluster.cache.table if self.cluster is not None else None,
+            cache_size=table_cache_size,
+            remembered_nodes=remembered_nodes,
+        )
 
     # -- frameworks and tables ---------------------------------------------------------------------
     def _build_framework(self, table: NodeTable) -> Framework:
@@ -298,64 +177,16 @@ class ExtenderService:
             self._live = self._build_framework(self.cluster.cache.table)
         return self._live
 
-    def _request_table(self, nodes: list[dict[str, Any]], deadline: Deadline) -> tuple[_TableEntry, list[str]]:
-        """The node table for a nodeCacheCapable: false request, and the nodes' names in order."""
-        names: list[str] = []
-        key_parts: list[tuple[str, str]] = []
-        cacheable = True
-        for i, n in enumerate(nodes):
-            md = n.get("metadata")
-            if not isinstance(md, dict):
-                raise WireError(f"Nodes.items[{i}].metadata: expected an object, got {type_name(md)}")
-            name = md.get("name")
-            if not isinstance(name, str) or not name:
-                raise WireError(f"Nodes.items[{i}].metadata.name: expected a non-empty string, got {name!r}")
-            rv = md.get("resourceVersion")
-            if not isinstance(rv, str) or not rv:
-                cacheable = False
-                rv = ""
-            names.append(name)
-            key_parts.append((name, rv))
-        key: Any = None
-        if cacheable:
-            key = (tuple(key_parts), self.cluster.cache.table.generation if self.cluster is not None else -1)
-            entry = self._tables.get(key)
-            if entry is not None:
-                self._tables.move_to_end(key)
-                self.table_hits += 1
-                return entry, names
-        table = NodeTable(capacity=max(64, len(nodes)))
-        for i, n in enumerate(nodes):
-            try:
-                check_node_shape(n, f"Nodes.items[{i}]")
-            except ShapeError as e:
-                raise WireError(str(e)) from None
-            try:
-                table.upsert_node(n)
-            except Exception as e:  # NodeSpecError, or a field of the wrong type
-                raise WireError(f"Nodes.items[{i}] ({names[i]}): {e}") from None
-            self._remember_node(names[i], n)
-        deadline.check("building the node table")
-        if self.cluster is not None:
-            live = self.cluster.cache.table
-            for name in set(names):
-                row = live.row_of(name)
-                if row is not None:
-                    for p in live.pods[row].values():
-                        table.add_pod(p)
-        entry = _TableEntry(table, self._build_framework(table))
-        self.table_builds += 1
-        if key is not None:
-            self._tables[key] = entry
-            while len(self._tables) > self._table_cache_size:
-                self._tables.popitem(last=False)
-        return entry, names
+    def _request_table(self, nodes: list[dict[str, Any]], deadline: Deadline) -> tuple[TableEntry, list[str]]:
+        return self._tables.table_for(nodes, deadline)
 
-    def _remember_node(self, name: str, raw: dict[str, Any]) -> None:
-        self._last_nodes[name] = raw
-        self._last_nodes.move_to_end(name)
-        if len(self._last_nodes) > self._remembered_nodes:
-            self._last_nodes.popitem(last=False)
+    @property
+    def table_builds(self) -> int:
+        return self._tables.builds
+
+    @property
+    def table_hits(self) -> int:
+        return self._tables.hits
 
     def _remember_pod(self, pod: PodInfo) -> None:
         self._recent_pods[pod.uid] = pod.raw
@@ -378,7 +209,7 @@ class ExtenderService:
             self._pods.popitem(last=False)
         return pod
 
-    def _cached_rows(self, names: list[str]) -> tuple[_TableEntry, Rows]:
+    def _cached_rows(self, names: list[str]) -> tuple[TableEntry, Rows]:
         if self.cluster is None:
             raise WireError(
                 "NodeNames given (nodeCacheCapable: true) but this extender keeps no node cache: "
@@ -392,15 +223,15 @@ class ExtenderService:
         # A name's row changes only when nodes come or go, which bumps node_generation; comparing
         # the lists is a C loop over the strings, cheaper than hashing each name again.
         if passed is not None and passed[2] == table.node_generation and passed[0] == names:
-            return _TableEntry(table, fwk), passed[1]
+            return TableEntry(table, fwk), passed[1]
         rows = np.fromiter(map(table.index.get, names, repeat(-1)), dtype=np.intp, count=len(names))
         if len(rows) and rows.min() < 0:
             unknown = [n for n, r in zip(names, rows.tolist(), strict=True) if r < 0]
             shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
             raise WireError(f"NodeNames: {len(unknown)} node(s) unknown to the extender's node cache: {shown}")
-        return _TableEntry(table, fwk), rows
+        return TableEntry(table, fwk), rows
 
-    def _view(self, args: ExtenderArgs, deadline: Deadline) -> tuple[_TableEntry, Rows, list[str]]:
+    def _view(self, args: ExtenderArgs, deadline: Deadline) -> tuple[TableEntry, Rows, list[str]]:
         if args.nodes is not None:
             entry, names = self._request_table(args.nodes, deadline)
             index = entry.table.index
@@ -418,11 +249,32 @@ class ExtenderService:
             self.holds.expire()
             self.holds.release(pod.uid, "retried")
 
-    def _hold(self, pod: PodInfo, node: str) -> bool:
-        """Hold ``pod`` on ``node``, the node the scheduler will most likely bind it to."""
+    def _version(self) -> tuple[int, int]:
+        """What a plugin reads from the attached cluster, as a value that changes when any of it
+        may have: the node table's generation (nodes, pods, holds) and the informers' events."""
+        assert self.cluster is not None
+        return self.cluster.cache.table.generation, self.cluster.changes
+
+    def _take_cycle(self, pod: PodInfo, fwk: Framework) -> _PodCycle | None:
+        """Filter's run for ``pod``, when it is still what PreFilter would compute now."""
+        cycle, self._cycle = self._cycle, None
+        if cycle is None or cycle.pod is not pod or fwk is not self._live or cycle.version != self._version():
+            return None
+        return cycle
+
+    def _hold(self, pod: PodInfo, node: str, cycle: _PodCycle | None = None) -> bool:
+        """Hold ``pod`` on ``node``, the node the scheduler will most likely bind it to; ``cycle``
+        (this pod's, still current) spares the hold its own PreFilter + Filter when ``node``
+        passed in it."""
         if self.holds is None or not self._hold_approved:
             return False
-        st = self.holds.hold(self.live_framework(), pod, node)
+        checked = None
+        if cycle is not None and cycle.version == self._version():
+            row = self.holds.cache.table.row_of(node)
+            at = int(np.searchsorted(cycle.passed, row)) if row is not None else len(cycle.passed)
+            if at < len(cycle.passed) and cycle.passed[at] == row:
+                checked = cycle.state
+        st = self.holds.hold(self.live_framework(), pod, node, checked)
         if not st.is_success:
             log.debug("extender: not holding %s on %s: %s", pod.key, node, st.message)
         return st.is_success
@@ -431,6 +283,7 @@ class ExtenderService:
     def filter(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_extender_args(data)
         pod = self._parse_pod(args.pod)
+        self._cycle = None
         self._settle_holds(pod)
         entry, rows, names = self._view(args, deadline)
         self._remember_pod(pod)
@@ -439,9 +292,13 @@ class ExtenderService:
         unresolvable: dict[str, str] = {}
         candidates, inverse = unique_rows(rows, inverse=True)
         diagnosis = Diagnosis()
-        ok_rows, st = fwk.filter_rows(CycleState(), pod, candidates, diagnosis)
+        state = CycleState()
+        ok_rows, st = fwk.filter_rows(state, pod, candidates, diagnosis)
         if not st.is_success:
             return Reply(200, encode_filter_result(error=st.message), "plugin")
+        cycle = None
+        if fwk is self._live and not diagnosis.pre_filter_msg:  # PreFilter passed: its state is reusable
+            cycle = _PodCycle(pod, self._version(), state, ok_rows)
         # A few distinct statuses are shared by many rows: decide each one's map and message once.
         node_names = table.names
         per_status: dict[int, tuple[dict[str, str], str]] = {}
@@ -457,7 +314,9 @@ class ExtenderService:
         deadline.check("filter")
         if len(ok_rows) == 1:
             # The scheduler skips prioritize with one feasible node: this is the one it binds.
-            self._hold(pod, node_names[int(ok_rows[0])])
+            self._hold(pod, node_names[int(ok_rows[0])], cycle)
+        elif cycle is not None:
+            self._cycle = cycle  # for prioritize
         if args.nodes is not None:
             out_nodes = args.nodes if passing is None else list(compress(args.nodes, passing.tolist()))
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
@@ -473,26 +332,32 @@ class ExtenderService:
         self._settle_holds(pod)
         entry, rows, names = self._view(args, deadline)
         self._remember_pod(pod)
-        scores = self.extender_scores(entry.framework, pod, rows, deadline)
+        cycle = self._take_cycle(pod, entry.framework)
+        scores = self.extender_scores(entry.framework, pod, rows, deadline, cycle.state if cycle is not None else None)
         if len(rows):
             best = int(np.argmax(scores))  # the first of the best, in request order
-            if self._hold(pod, names[best]):
+            if self._hold(pod, names[best], cycle):
                 prefer(scores, best)
         if args.node_names is not None and len(rows) and scores.min() >= 0 and scores.max() <= MAX_EXTENDER_PRIORITY:
             return Reply(200, self._row_entries.encode(entry.table, rows, scores))
         return Reply(200, encode_extender_scores(names, scores))
 
-    def extender_scores(self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline) -> IntArray:
-        """Per row: the profile's weighted score mapped to 0..MaxExtenderPriority (see module doc)."""
+    def extender_scores(
+        self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline, pre_filtered: CycleState | None = None
+    ) -> IntArray:
+        """Per row: the profile's weighted score mapped to 0..MaxExtenderPriority (see module doc).
+        ``pre_filtered``: a state PreFilter succeeded in for this pod, still current."""
         if not len(rows):
             return np.zeros(0, dtype=np.int64)
-        state = CycleState()
-        _, st = fwk.run_pre_filter(state, pod)
-        if not st.is_success:
-            if st.is_rejected:
-                # The pod fits nowhere by this profile: no preference among the nodes.
-                return np.zeros(len(rows), dtype=np.int64)
-            raise ServiceError(500, plugin_error("PreFilter", st))
+        state = pre_filtered
+        if state is None:
+            state = CycleState()
+            _, st = fwk.run_pre_filter(state, pod)
+            if not st.is_success:
+                if st.is_rejected:
+                    # The pod fits nowhere by this profile: no preference among the nodes.
+                    return np.zeros(len(rows), dtype=np.int64)
+                raise ServiceError(500, plugin_error("PreFilter", st))
         known = self._unique_of
         if known is not None and known[0] is rows:
             uniq, inverse = known[1], known[2]
@@ -526,57 +391,11 @@ class ExtenderService:
         else:
             table = NodeTable()
             for name in args.victims:
-                raw = self._last_nodes.get(name)
+                raw = self._tables.last_nodes.get(name)
                 if raw is not None:
                     table.upsert_node(raw)
             fwk = self._build_framework(table)
-        unknown = [n for n in args.victims if table.row_of(n) is None]
-        if unknown and args.meta:
-            shown = ", ".join(sorted(unknown)[:10])
-            raise WireError(
-                f"NodeNameToMetaVictims: {len(unknown)} node(s) unknown to the extender's node cache: {shown}"
-            )
-        state = CycleState()
-        _, st = fwk.run_pre_filter(state, pod)
-        if st.is_error:
-            raise ServiceError(500, plugin_error("PreFilter", st))
-        if st.is_rejected:
-            # The profile rejects the pod before looking at nodes: no eviction makes it fit.
-            return Reply(200, encode_preemption_result({}))
-        priority, pdbs = victim_policy(fwk)
-        kept: dict[str, NodeVictims] = {}
-        for name, victims in args.victims.items():
-            row = table.row_of(name)
-            if row is None:
-                # Never seen (nodeCacheCapable: false, no cluster): nothing to judge it by, keep it.
-                kept[name] = victims
-                continue
-            answer = self._victims_on_node(fwk, table, state, pod, row, victims, priority, pdbs)
-            if answer is not None:
-                kept[name] = answer
-            deadline.check("preempt")
-        return Reply(200, encode_preemption_result(kept))
-
-    @staticmethod
-    def _victims_on_node(
-        fwk: Framework, table: NodeTable, state: CycleState, pod: PodInfo, row: int, victims: NodeVictims,
-        priority: Callable[[PodInfo], int], pdbs: Sequence[PodDisruptionBudget],
-    ) -> NodeVictims | None:
-        """The victims on ``row`` by the profile's own preemption (``select_victims_on_node``, as
-        DefaultPreemption runs it): kube-scheduler's victims always go (its filters need them gone),
-        plus the fewest lower-priority pods this profile's filters need gone too; None when the pod
-        does not fit even then. Victims the extender's cache does not hold are kept as given."""
-        on_node = table.pods[row]
-        required = [on_node[u] for u in victims.uids if u in on_node]
-        chosen, violations, st = select_victims_on_node(
-            fwk, table, state.clone(), pod, row, pdbs, priority, required=required
-        )
-        if st.is_error:
-            raise ServiceError(500, st.message)
-        if not st.is_success:
-            return None
-        extra = tuple(v.uid for v in chosen[len(required):])
-        return NodeVictims(victims.uids + extra, victims.num_pdb_violations + violations)
+        return preempt_reply(args, pod, table, fwk, deadline)
 
     async def bind(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_binding_args(data)
@@ -585,26 +404,7 @@ class ExtenderService:
                 "kubesched extender: bind needs a cluster connection (start it with --kubeconfig or in-cluster)"
             ), "no_cluster")
         assert self.holds is not None  # made with the cluster
-        holds = self.holds
-        holds.expire()
-        if holds.node_of(args.pod_uid) != args.node:
-            # Not held here (prioritize's best was another node, or the pod is unknown): hold it
-            # here now, which re-checks that it fits, so two binds never take the last IP.
-            holds.release(args.pod_uid, "elsewhere")
-            raw = self._recent_pods.get(args.pod_uid)
-            if raw is not None:
-                st = holds.hold(self.live_framework(), PodInfo.from_raw(raw), args.node)
-                if not st.is_success:
-                    msg = f"binding {args.pod_namespace}/{args.pod_name} to {args.node}: {st.message}"
-                    return Reply(200, encode_binding_result(msg), "bind")
-        # Bound or not, the hold no longer expires while this bind is in flight (upstream does not
-        # expire an assumed pod before FinishBinding): the watch or the failure settles it.
-        holds.pin(args.pod_uid)
-        try:
-            await self.cluster.bind(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
-        except Exception as e:
-            holds.release(args.pod_uid, "bind_failed")
-            msg = f"binding {args.pod_namespace}/{args.pod_name} to {args.node}: {e}"
-            return Reply(200, encode_binding_result(msg), "bind")
-        self._recent_pods.pop(args.pod_uid, None)
-        return Reply(200, encode_binding_result())
+        reply = await bind_reply(args, self.cluster, self.holds, self.live_framework, self._recent_pods)
+        if not reply.kind:
+            self._recent_pods.pop(args.pod_uid, None)
+        return reply

@@ -52,6 +52,9 @@ class FakeCluster:
         self.synced_flag = True
         self.bound: list[tuple[str, str, str, str]] = []
         self.fail_bind: str | None = None
+        #: ClusterView.changes: a test that edits objects_by_kind between a pod's filter and
+        #: prioritize bumps it (the node table's generation covers the cache).
+        self.changes = 0
 
     @property
     def cache(self) -> SchedulerCache:

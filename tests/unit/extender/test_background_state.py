@@ -6,7 +6,8 @@ from __future__ import annotations
 import orjson
 
 from kubesched.config.load import load_config
-from kubesched.extender.service import Deadline, ExtenderService
+from kubesched.extender.requests import Deadline
+from kubesched.extender.service import ExtenderService
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.testing import node, pod
 

@@ -20,3 +20,11 @@ def test_bench_runs_at_tiny_sizes() -> None:
     assert {"warm", "cold"} <= nodes.keys() and "cache" in names
     assert nodes["table_hits"] >= 3  # warm calls reuse the node table
     assert nodes["warm"]["filter+prioritize"]["n"] == 3
+
+
+def test_floor_runs_at_a_tiny_size() -> None:
+    import asyncio
+
+    floor = asyncio.run(bench_extender.floor_case(12, 3))
+    assert floor["round_trip"]["kubesched"]["n"] == floor["round_trip"]["noop"]["n"] == 3
+    assert set(floor["extender_cpu_ms_per_pod"]) == {"filter", "prioritize"}

@@ -22,7 +22,8 @@ from aiohttp import ClientSession, ClientTimeout
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from kubesched.extender.service import VERBS, ExtenderService
+from kubesched.extender.requests import VERBS
+from kubesched.extender.service import ExtenderService
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.testing import node, pod
 from unit.extender.ext_helpers import ip_profile, make_client

@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 import orjson
 
 from kubesched.extender.holds import InFlightHolds, prefer
-from kubesched.extender.service import Deadline, ExtenderService
+from kubesched.extender.requests import Deadline
+from kubesched.extender.service import ExtenderService
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import ReservePlugin
 from kubesched.framework.registry import Registry
@@ -277,3 +278,43 @@ def test_metrics_show_pods_in_flight_and_why_holds_ended(registry: Registry) -> 
     assert "kubesched_extender_pods_in_flight 1.0" in text
     assert 'kubesched_extender_in_flight_ended{reason="confirmed"} 1.0' in text
     assert 'kubesched_extender_in_flight_ended{reason="expired"} 0.0' in text
+
+
+def test_prioritize_rechecks_when_the_watch_filled_the_nodes_after_filter(registry: Registry) -> None:
+    # Filter's PreFilter/Filter run is reused by prioritize and the hold only while nothing has
+    # changed; here the watch sees both nodes' CPU taken between the two calls (no Reserve plugin
+    # counts CPU: only a fresh Filter keeps the pod off them).
+    cluster = FakeCluster([node(n, cpu="1", labels=budget(10)) for n in ("n1", "n2")])
+    svc = ExtenderService(ip_profile(registry), registry, cluster)
+    p = ip_pod("a", cpu="500m")
+    assert call(svc, "filter", p, ["n1", "n2"])["NodeNames"] == ["n1", "n2"]
+    for i, name in enumerate(("n1", "n2")):
+        cluster.cache.add_or_update_pod(bound(ip_pod(f"x{i}", cpu="1"), name))
+    call(svc, "prioritize", p, ["n1", "n2"])
+    assert svc.holds is not None and svc.holds.node_of(p["metadata"]["uid"]) is None
+
+
+def test_prioritize_after_filter_holds_as_a_fresh_check_would(registry: Registry) -> None:
+    # The reused run: the same scores and the same hold as prioritize alone computes.
+    fresh, _ = make(registry, {"n1": 10, "n2": 6, "n3": 3})
+    reused, _ = make(registry, {"n1": 10, "n2": 6, "n3": 3})
+    for i in range(12):
+        p = ip_pod(f"p{i}", cpu="10m")
+        passed = call(reused, "filter", p, ["n1", "n2", "n3"])["NodeNames"]
+        alone = call(fresh, "prioritize", p, passed)
+        assert call(reused, "prioritize", p, passed) == alone
+        assert fresh.holds is not None and reused.holds is not None
+        assert reused.holds.node_of(p["metadata"]["uid"]) == fresh.holds.node_of(p["metadata"]["uid"])
+
+
+def test_with_only_the_served_plugin_a_burst_is_still_held(registry: Registry) -> None:
+    # `kubesched extender --only UnderlayIP`: the other plugins' PreFilter never runs here, so
+    # their Reserve (VolumeBinding's reads its PreFilter state) must not run in the holds either.
+    from kubesched.extender.command import only_plugins
+
+    cluster = FakeCluster([node(n, labels=budget(5)) for n in ("n1", "n2")])
+    svc = ExtenderService(only_plugins(ip_profile(registry), ("UnderlayIP",)), registry, cluster)
+    targets = [schedule(svc, ip_pod(f"p{i}", cpu="10m"), ["n1", "n2"]) for i in range(12)]
+    assert targets.count("n1") == targets.count("n2") == 5
+    assert targets.count(None) == 2
+    assert (used_ips(cluster, "n1"), used_ips(cluster, "n2")) == (5, 5)

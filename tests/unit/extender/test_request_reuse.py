@@ -10,7 +10,8 @@ import numpy as np
 import orjson
 import pytest
 
-from kubesched.extender.service import ExtenderService, rows_in, unique_rows
+from kubesched.extender.rows import rows_in, unique_rows
+from kubesched.extender.service import ExtenderService
 from kubesched.extender.wire import encode_extender_scores, encode_host_priority_list
 from kubesched.framework.registry import Registry
 from kubesched.testing import node

@@ -9,7 +9,8 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
-from kubesched.extender.service import Deadline, ExtenderService
+from kubesched.extender.requests import Deadline
+from kubesched.extender.service import ExtenderService
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.registry import Registry
 from kubesched.framework.score_totals import ScoredNodes
