@@ -11,6 +11,7 @@ def builtin_registry() -> Registry:
     from kubesched.plugins.default_binder import DefaultBinder
     from kubesched.plugins.defaultpreemption import DefaultPreemption
     from kubesched.plugins.dynamicresources import DynamicResources
+    from kubesched.plugins.gangscheduling import GangScheduling
     from kubesched.plugins.imagelocality import ImageLocality
     from kubesched.plugins.interpodaffinity import InterPodAffinity
     from kubesched.plugins.node_affinity import NodeAffinity
@@ -53,6 +54,7 @@ def builtin_registry() -> Registry:
             ImageLocality,
             DefaultBinder,
             NodeDeclaredFeatures,
+            GangScheduling,
             UnderlayIP,
             Coscheduling,
             RealUsage,
