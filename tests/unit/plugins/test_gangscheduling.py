@@ -311,3 +311,51 @@ def test_generic_workload_gate_adds_gang_scheduling_to_the_default_profile() -> 
     assert plugins["preEnqueue"][0] == "SchedulingGates" and plugins["preEnqueue"][-1] == "GangScheduling"
     assert plugins["permit"] == ["GangScheduling"]
     assert on.feature_gates == {"GenericWorkload": True}
+
+
+# -- the simulator: a dump holding both PodGroup kinds ------------------------------------------------
+
+
+def test_simulator_loads_both_pod_group_kinds_and_schedules_each_gang_by_its_plugin(tmp_path: Any) -> None:
+    """One dump with a Workload API PodGroup and a scheduler-plugins PodGroup of the same name:
+    each is loaded under its own kind name and gangs its own pods (GangScheduling through the
+    GenericWorkload gate, Coscheduling enabled beside it)."""
+    import json
+
+    from kubesched.framework.objects import kinds_of_plugins
+    from kubesched.plugins.coscheduling import POD_GROUP_LABEL
+    from kubesched.simulate.engine.runner import Simulation
+    from kubesched.simulate.inputs.dump import load_cluster
+    from unit.plugins.gang_helpers import pod_group as x_pod_group
+
+    config = load_config(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+         "featureGates": {"GenericWorkload": True},
+         "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                                   "queueSort": {"enabled": [{"name": "Coscheduling"}],
+                                                 "disabled": [{"name": "*"}]}}}]},
+        builtin_registry(),
+    )
+    registry = builtin_registry()
+    workload_pg = pod_group("g", 3, namespace="default")
+    items: list[dict[str, Any]] = [node("n0", cpu="4"), workload_pg, x_pod_group("g", 2)]
+    # Workload API gang: 3 members of 2 CPU on 4 CPU — never complete, nothing binds.
+    items += [pod(f"w{i}", cpu="2", schedulingGroup={"podGroupName": "g"}) for i in range(3)]
+    # scheduler-plugins gang: 2 members of 1 CPU — fits.
+    items += [pod(f"x{i}", cpu="1", labels={POD_GROUP_LABEL: "g"}) for i in range(2)]
+    dump = tmp_path / "cluster.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    kinds = kinds_of_plugins(registry.get(n) for p in config.profiles for n in {m for v in p.plugins.values()
+                                                                                 for m in v})
+    cluster = load_cluster(dump, kinds)
+    assert set(cluster.objects) >= {"PodGroup", POD_GROUP}
+    assert cluster.objects[POD_GROUP]["default/g"]["apiVersion"] == "scheduling.k8s.io/v1beta1"
+    sim = Simulation(config, registry, cluster, seed=0)
+
+    def guard(_bound: int, _total: int) -> None:
+        if sim.clock.now() > 2 * PERMIT_TIMEOUT_SECONDS:
+            sim.interrupt()
+
+    sim._progress = guard
+    result = asyncio.run(sim.run())
+    assert sorted(p.name for p in result.cluster.pods.values() if p.node_name) == ["x0", "x1"]
