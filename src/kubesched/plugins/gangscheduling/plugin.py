@@ -59,9 +59,9 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin):
         super().__init__(args, handle)
         self.members = MemberIndex(handle.table, handle.pending_pods, group_key)
         self._parsed: dict[str, tuple[dict[str, object], PodGroup | PodGroupSpecError]] = {}
-        #: Set while PreEnqueue activates a completed group's gated members: their own PreEnqueue
-        #: runs inside the activation and must not start another.
-        self._activating = False
+        #: Group key → uids of its members this plugin's PreEnqueue refused (short of minCount):
+        #: the ones upstream's UnscheduledPod Add event requeues once the group is complete.
+        self._held: dict[str, set[str]] = {}
 
     def pod_group(self, key: str) -> PodGroup | PodGroupSpecError | None:
         """The parsed PodGroup ``namespace/name`` (parsed once per object version), None if absent."""
@@ -99,10 +99,13 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin):
         pg = self.pod_group(key)
         if pg is None:
             # The pod is unschedulable until its PodGroup object is created.
+            self._held.setdefault(key, set()).add(pod.uid)
             return Status.unresolvable(f'waiting for pods\'s pod group "{name}" to appear in scheduling queue')
         if isinstance(pg, PodGroupSpecError):
+            self._held.setdefault(key, set()).add(pod.uid)
             return Status.unresolvable(str(pg))
         if pg.gang_min_count is None:
+            self._held.pop(key, None)
             return SUCCESS  # this plugin only cares about pods with a gang policy
         now = self.handle.clock.now()
         self.members.maybe_resync(now)
@@ -112,15 +115,15 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin):
             self.members.note_pending(pod)
             count = self.members.count(key, pod)
         if count < pg.gang_min_count:
+            self._held.setdefault(key, set()).add(pod.uid)
             return Status.unresolvable("waiting for minCount pods from a gang to appear in scheduling queue")
-        if not self._activating:
+        held = self._held.pop(key, None)
+        if held:
             # The quorum is met: the members held here until now may enter the queue too
-            # (upstream: the UnscheduledPod Add event of this pod requeues them).
-            self._activating = True
-            try:
-                self.handle.activate([uid for uid in self.members.pending_of(key) if uid != pod.uid])
-            finally:
-                self._activating = False
+            # (upstream: the UnscheduledPod Add event of this pod requeues them). Popped first:
+            # their own PreEnqueue runs inside the activation and finds nothing more to do.
+            held.discard(pod.uid)
+            self.handle.activate(sorted(held))
         return SUCCESS
 
     # -- Permit ------------------------------------------------------------------------------------
