@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from kubesched.framework.handle import BindConflictError, PodGoneError
 from kubesched.framework.objects import ObjectKind, object_key
@@ -34,6 +34,17 @@ def _rfc3339(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class ClusterWatcher(Protocol):
+    """Told of every change to nodes and pods after the scheduler was (a replay's metrics and
+    departures, engine/timeline.py)."""
+
+    def pod_added(self, pod: PodInfo) -> None: ...
+    def pod_bound(self, pod: PodInfo) -> None: ...
+    def pod_deleted(self, pod: PodInfo) -> None: ...
+    def node_changed(self, raw: dict[str, Any]) -> None: ...
+    def node_deleted(self, name: str) -> None: ...
+
+
 class SimulatedCluster:
     def __init__(self) -> None:
         self.nodes: dict[str, dict[str, Any]] = {}
@@ -48,6 +59,7 @@ class SimulatedCluster:
         self.evicted = 0
         #: The PV controller and provisioner (the scheduler's PreBind writes start their work).
         self.volumes = VolumeController(self.objects, self.nodes, self._object_written)
+        self.watchers: list[ClusterWatcher] = []
 
     def attach(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
@@ -73,6 +85,8 @@ class SimulatedCluster:
         self.binds += 1
         if self.scheduler is not None:
             self.scheduler.on_pod_update(bound)
+        for w in self.watchers:
+            w.pod_bound(bound)
 
     async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
         """Preempt ``pod``: mark it (DisruptionTarget condition, deletionTimestamp) and delete it
@@ -122,20 +136,31 @@ class SimulatedCluster:
         self.nodes[raw["metadata"]["name"]] = raw
         if self.scheduler is not None:
             self.scheduler.on_node_add_or_update(raw)
+        for w in self.watchers:
+            w.node_changed(raw)
 
     def delete_node(self, name: str) -> None:
         self.nodes.pop(name, None)
         if self.scheduler is not None:
             self.scheduler.on_node_delete(name)
+        for w in self.watchers:
+            w.node_deleted(name)
 
     def add_pod(self, pod: PodInfo) -> None:
         self.pods[pod.uid] = pod
         if self.scheduler is not None:
             self.scheduler.on_pod_add(pod)
+        for w in self.watchers:
+            w.pod_added(pod)
 
     def delete_pod(self, uid: str) -> None:
-        if self.pods.pop(uid, None) is not None and self.scheduler is not None:
+        pod = self.pods.pop(uid, None)
+        if pod is None:
+            return
+        if self.scheduler is not None:
             self.scheduler.on_pod_delete(uid)
+        for w in self.watchers:
+            w.pod_deleted(pod)
 
     def add_object(self, kind: str, key: str, raw: dict[str, Any]) -> None:
         """Add or replace an object of a declared kind under its key (``namespace/name`` or ``name``)."""
