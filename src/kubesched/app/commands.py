@@ -28,7 +28,7 @@ def plugins_command(plugin_modules: tuple[str, ...]) -> None:
     for name in registry.names():
         cls = registry.get(name)
         assert cls is not None
-        kinds = ", ".join(k.kind for k in cls.object_kinds) or "-"
+        kinds = ", ".join(k.name for k in cls.object_kinds) or "-"
         t.add_row(name, ", ".join(extension_points_of(cls)), kinds, registry.origin(name) or "-")
     console().print(t)
 

@@ -371,16 +371,20 @@ class SchedulingQueue:
         """A cluster event: unschedulable pods that a relevant plugin rejected get another try
         (all but ``exclude_uid``, the pod whose own failure caused the event)."""
         moved = 0
+        # A pod moved here may activate others (a PreEnqueue plugin such as GangScheduling lets a
+        # completed group's members in): those are skipped, already gone from their map.
         for uid, qpi in list(self._unschedulable.items()):
             if uid != exclude_uid and self._interested(qpi, event):
-                del self._unschedulable[uid]
+                if self._unschedulable.pop(uid, None) is None:
+                    continue
                 self._move(qpi)
                 moved += 1
         if self._gated and any(self._gating_interested(p, event) for p in self._gating_plugins):
             # Upstream skips gated pods on events unrelated to their gating plugin.
             for uid, qpi in list(self._gated.items()):
                 if self._gating_interested(qpi.gating_plugin, event):
-                    del self._gated[uid]
+                    if self._gated.pop(uid, None) is None:
+                        continue
                     self._move(qpi)
                     moved += 0 if qpi.gated else 1
         self._move_request_cycle = self.scheduling_cycle
@@ -406,13 +410,15 @@ class SchedulingQueue:
                 self._push_active(item.qpi)
         for uid, qpi in list(self._unschedulable.items()):
             if now - qpi.timestamp >= self.max_unschedulable:
-                del self._unschedulable[uid]
+                if self._unschedulable.pop(uid, None) is None:
+                    continue  # activated by a pod moved before it
                 self._move(qpi)
         for uid, qpi in list(self._gated.items()):
             # Gated pods are checked again at the same period, counted from the last check.
             if now - max(qpi.timestamp, qpi.flush_timestamp or 0.0) >= self.max_unschedulable:
+                if self._gated.pop(uid, None) is None:
+                    continue  # activated by a pod moved before it
                 qpi.flush_timestamp = now
-                del self._gated[uid]
                 self._move(qpi)
 
     def next_wakeup(self, include_unschedulable: bool = True) -> float | None:

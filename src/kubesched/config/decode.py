@@ -69,7 +69,6 @@ _POLICY_ERROR: Final = (
 _DEPRECATED_TOP_LEVEL: Final = ("healthzBindAddress", "metricsBindAddress")
 #: Keys people put in the file that are not fields of it.
 _MISPLACED_HINTS: Final = {
-    "featureGates": "feature gates are set with kube-scheduler's --feature-gates flag, not in this file",
     "policy": "the Policy API was removed in Kubernetes 1.23",
     "algorithmSource": f"algorithmSource was removed in {GROUP}/v1beta1; use profiles",
 }

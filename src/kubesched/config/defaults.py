@@ -7,9 +7,11 @@
   ``validation.go`` ``invalidPluginsByVersion``); ``applyFeatureGates`` inserts
   ``DynamicResources`` before ``DefaultPreemption`` when the ``DynamicResourceAllocation`` feature
   gate is on (GA and on by default since 1.34), and appends ``NodeDeclaredFeatures`` (its gate is GA
-  and locked on in 1.37). The gates that add further plugins (GenericWorkload: GangScheduling;
-  TopologyAwareWorkloadScheduling: TopologyPlacementGenerator, PodGroupPodsCount;
-  InPlacePodVerticalScalingSchedulerPreemption) are off by default in 1.37 and not listed.
+  and locked on in 1.37). The gates that add further plugins are off by default in 1.37 and not
+  listed: with ``featureGates: {GenericWorkload: true}`` (config/features.py) GangScheduling is
+  appended to multiPoint as upstream's ``applyGangScheduling`` does;
+  TopologyAwareWorkloadScheduling (TopologyPlacementGenerator, PodGroupPodsCount) and
+  InPlacePodVerticalScalingSchedulerPreemption are not supported.
   ``tests/integration/test_default_profile_upstream.py`` holds this list to the real
   kube-scheduler's ``--write-config-to`` output.
 * v1beta2: ``pkg/scheduler/apis/config/v1beta2/default_plugins.go`` (final version, 1.27): the
@@ -28,9 +30,11 @@ there is a single profile, client-connection / leader-election / extender timeou
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 from kubesched.config.decode import V1BETA2
+from kubesched.config.features import GENERIC_WORKLOAD
 from kubesched.config.models import (
     DEFAULT_SCHEDULER_NAME,
     KubeSchedulerConfiguration,
@@ -213,9 +217,12 @@ def implements(cls: type[Plugin], point: str) -> bool:
     return base is not None and issubclass(cls, base)
 
 
-def default_plugin_sets(registry: Registry, api_version: str) -> dict[str, PluginSet]:
+def default_plugin_sets(
+    registry: Registry, api_version: str, gates: Mapping[str, bool] | None = None
+) -> dict[str, PluginSet]:
     """The default plugin set of every point (getDefaultPlugins), limited to what ``registry`` has:
-    v1/v1beta3 enable everything through multiPoint; v1beta2 lists each point."""
+    v1/v1beta3 enable everything through multiPoint; v1beta2 lists each point. ``gates``: the
+    feature gates (applyFeatureGates; v1beta2 predates GenericWorkload)."""
     reg = registry
     sets = {point: PluginSet() for point in Plugins().by_point()}
     if api_version == V1BETA2:
@@ -227,9 +234,10 @@ def default_plugin_sets(registry: Registry, api_version: str) -> dict[str, Plugi
                     refs.append(PluginRef(name=name, weight=weight))
             sets[point] = PluginSet(enabled=refs)
     else:
-        sets["multiPoint"] = PluginSet(
-            enabled=[PluginRef(name=n, weight=w) for n, w in DEFAULT_MULTI_POINT if n in reg]
-        )
+        multi_point = list(DEFAULT_MULTI_POINT)
+        if (gates or {}).get(GENERIC_WORKLOAD):
+            multi_point.append(("GangScheduling", None))  # applyGangScheduling
+        sets["multiPoint"] = PluginSet(enabled=[PluginRef(name=n, weight=w) for n, w in multi_point if n in reg])
     return sets
 
 

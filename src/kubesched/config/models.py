@@ -210,3 +210,6 @@ class KubeSchedulerConfiguration(_Model):
     profiles: list[KubeSchedulerProfile] = Field(default_factory=list)
     extenders: list[Extender] = Field(default_factory=list)
     delay_cache_until_active: bool = Field(False, alias="delayCacheUntilActive")
+    #: kubesched's: feature gates by upstream's names (config/features.py); kube-scheduler takes
+    #: them as ``--feature-gates``.
+    feature_gates: dict[str, bool] = Field(default_factory=dict, alias="featureGates")

@@ -93,6 +93,8 @@ class SchedulerConfig:
     delay_cache_until_active: bool
     profiles: list[ResolvedProfile]
     warnings: list[str] = field(default_factory=list)
+    #: Every known feature gate's value (config/features.py).
+    feature_gates: dict[str, bool] = field(default_factory=dict)
     source: str | None = None
 
     def profile(self, scheduler_name: str) -> ResolvedProfile:
@@ -196,7 +198,7 @@ class Resolver(Validator):
         n_errors = len(self.errors)
         user = self.check_user_sets(path, prof.plugins or Plugins())
         sets_ok = len(self.errors) == n_errors
-        defaults = default_plugin_sets(self.registry, self.api_version)
+        defaults = default_plugin_sets(self.registry, self.api_version, self.feature_gates)
         merged = {point: merge_plugin_set(defaults[point], user[point]) for point in defaults}
         configs = self.check_plugin_config(path, prof)
 
@@ -293,5 +295,6 @@ class Resolver(Validator):
             delay_cache_until_active=cfg.delay_cache_until_active,
             profiles=final,
             warnings=self.warnings,
+            feature_gates=dict(self.feature_gates),
             source=source,
         )

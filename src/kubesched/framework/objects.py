@@ -52,6 +52,15 @@ class ObjectKind:
     needed_by: Callable[[dict[str, Any]], bool] | None = field(default=None, compare=False, repr=False)
     #: What the plugin does without objects of the kind, for that warning.
     when_missing: str = field(default="", compare=False)
+    #: The name shells and ``handle.objects(name)`` know the kind by, and the resource of its
+    #: ClusterEvents; defaults to ``kind``. Two API groups that both define a kind need one of them
+    #: qualified: the Workload API's PodGroup is ``PodGroup.scheduling.k8s.io`` beside
+    #: scheduler-plugins' ``PodGroup``.
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", self.kind)
 
     @property
     def api_version(self) -> str:
@@ -138,30 +147,30 @@ def object_key(raw: Mapping[str, Any], namespaced: bool = True) -> str:
 
 
 def merge_object_kinds(declared: Iterable[ObjectKind]) -> list[ObjectKind]:
-    """One entry per kind, in first-declared order. Two declarations of one kind must name the
+    """One entry per kind name, in first-declared order. Two declarations of one name must name the
     same resource; ``writes_status`` is true if any plugin writes it."""
     merged: dict[str, ObjectKind] = {}
     for ok in declared:
-        have = merged.get(ok.kind)
+        have = merged.get(ok.name)
         if have is None:
-            merged[ok.kind] = ok
+            merged[ok.name] = ok
             continue
         if (have.group, have.version, have.resource, have.namespaced) != (
             ok.group, ok.version, ok.resource, ok.namespaced
         ):
             raise ObjectKindConflictError(
-                f"kind {ok.kind!r} is declared as {have.api_version} {have.resource} and as "
+                f"kind {ok.name!r} is declared as {have.api_version} {have.resource} and as "
                 f"{ok.api_version} {ok.resource}"
             )
         if ok.writes_status and not have.writes_status:
-            merged[ok.kind] = have = replace(have, writes_status=True)
+            merged[ok.name] = have = replace(have, writes_status=True)
         if not set(ok.writes) <= set(have.writes):
-            merged[ok.kind] = have = replace(have, writes=tuple(sorted({*have.writes, *ok.writes})))
+            merged[ok.name] = have = replace(have, writes=tuple(sorted({*have.writes, *ok.writes})))
         if not set(ok.status_writes) <= set(have.status_writes):
-            merged[ok.kind] = have = replace(
+            merged[ok.name] = have = replace(
                 have, status_writes=tuple(sorted({*have.status_writes, *ok.status_writes})))
         if not set(ok.subresource_writes) <= set(have.subresource_writes):
-            merged[ok.kind] = replace(
+            merged[ok.name] = replace(
                 have, subresource_writes=tuple(sorted({*have.subresource_writes, *ok.subresource_writes})))
     return list(merged.values())
 
@@ -172,4 +181,4 @@ def kinds_of_plugins(plugin_classes: Iterable[type[Any]]) -> list[ObjectKind]:
 
 
 def kinds_by_name(kinds: Sequence[ObjectKind]) -> dict[str, ObjectKind]:
-    return {k.kind: k for k in kinds}
+    return {k.name: k for k in kinds}

@@ -36,7 +36,7 @@ class ObjectInformers:
         self.kinds = list(kinds)
         self._on_change = on_change
         self.informers: dict[str, Informer] = {
-            k.kind: Informer(api, k.collection_path, self._handlers(k), name=k.kind, read_timeout=read_timeout)
+            k.name: Informer(api, k.collection_path, self._handlers(k), name=k.name, read_timeout=read_timeout)
             for k in self.kinds
         }
 

@@ -46,13 +46,13 @@ class StatusPublisher:
     ) -> None:
         self.api = api
         plugins = list(plugins)
-        self.kinds = {k.kind: k for k in kinds if k.writes_status}
+        self.kinds = {k.name: k for k in kinds if k.writes_status}
         #: Only plugins that declare a kind whose status they write are asked for updates.
         self.sources = [p for p in plugins if any(k.writes_status for k in type(p).object_kinds)]
         #: Plugins that report Events about their objects (``Plugin.object_events``), and where
         #: they go (the shell's event writer); collected on the same rounds as the status.
         self.emit = emit
-        self.event_kinds = {k.kind: k for k in kinds}
+        self.event_kinds = {k.name: k for k in kinds}
         self.event_sources = [p for p in plugins if type(p).object_events is not Plugin.object_events] if emit else []
         self.interval = interval
         self._failed: dict[tuple[str, str], dict[str, Any]] = {}

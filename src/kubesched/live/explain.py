@@ -59,7 +59,7 @@ async def explain_live(
             if e.status != 404:  # 404: the kind's CRD is not installed; the plugin sees none
                 raise
             listed = []
-        objects[kind.kind] = {object_key(o): o for o in listed}
+        objects[kind.name] = {object_key(o): o for o in listed}
     scheduler = Scheduler.build(
         config.profiles, registry, RealClock(), parallelism=config.parallelism,
         objects=lambda kind: objects.get(kind, {}),

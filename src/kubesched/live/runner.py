@@ -237,9 +237,9 @@ class LiveScheduler(SchedulerObserver):
         self._wake.set()
 
     def _object_changed(self, kind: ObjectKind, action: ActionType) -> None:
-        self.metrics.informer_event(kind.kind)
+        self.metrics.informer_event(kind.name)
         label = {ActionType.ADD: "Add", ActionType.DELETE: "Delete"}.get(action, "Update")
-        self.scheduler.queue.move_all_to_active_or_backoff(ClusterEvent(kind.kind, action, f"{kind.kind}{label}"))
+        self.scheduler.queue.move_all_to_active_or_backoff(ClusterEvent(kind.name, action, f"{kind.kind}{label}"))
         self._wake.set()
 
     # -- observer hooks (called by the core inside scheduling / binding cycles) ----------------------

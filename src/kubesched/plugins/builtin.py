@@ -11,6 +11,7 @@ def builtin_registry() -> Registry:
     from kubesched.plugins.default_binder import DefaultBinder
     from kubesched.plugins.defaultpreemption import DefaultPreemption
     from kubesched.plugins.dynamicresources import DynamicResources
+    from kubesched.plugins.gangscheduling import GangScheduling
     from kubesched.plugins.gpu_policies import POLICIES
     from kubesched.plugins.gpushare import GpuShare
     from kubesched.plugins.imagelocality import ImageLocality
@@ -55,6 +56,7 @@ def builtin_registry() -> Registry:
             ImageLocality,
             DefaultBinder,
             NodeDeclaredFeatures,
+            GangScheduling,
             UnderlayIP,
             Coscheduling,
             RealUsage,

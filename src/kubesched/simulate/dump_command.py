@@ -110,9 +110,9 @@ async def dump_cluster(
                 counts.not_served.append(f"{kind.kind} ({kind.api_version} {kind.resource})")
                 continue
             raise DumpError(_list_failure(kind, e)) from None
-        counts.written[kind.kind] = written
+        counts.written[kind.name] = written
         if on_kind is not None:
-            on_kind(kind.kind, written)
+            on_kind(kind.name, written)
     return counts
 
 

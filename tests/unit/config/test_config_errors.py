@@ -154,8 +154,11 @@ def test_api_version_and_kind(doc: dict[str, Any], message: str) -> None:
         (c(parallelsm=3), 'parallelsm: unknown field (did you mean "parallelism"?)'),
         (
             c(featureGates={"A": True}),
-            "featureGates: unknown field; feature gates are set with kube-scheduler's --feature-gates flag, not in "
-            "this file",
+            "featureGates.A: unrecognized feature gate: A (kubesched knows: GenericWorkload)",
+        ),
+        (
+            c(featureGates={"GenericWorkload": "on"}),
+            'featureGates.GenericWorkload: Invalid value: "on": expected a boolean (true or false)',
         ),
         (c(parallelism="16"), 'parallelism: Invalid value: "16": expected an integer'),
         (

@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.quantity import format_milli_cpu
-from kubesched.plugins.coscheduling.members import MemberIndex
 from kubesched.plugins.coscheduling.podgroup import PodGroup, PodGroupSpecError
+from kubesched.plugins.helpers.gang_members import MemberIndex
 from kubesched.snapshot.table import PODS, NodeTable
 
 IntArray = npt.NDArray[np.int64]

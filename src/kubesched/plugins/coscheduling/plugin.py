@@ -23,8 +23,9 @@ are reported to the live shell; a gang waiting at Permit is one preemption victi
 (``eviction_group``).
 
 PodGroups come from ``handle.objects("PodGroup")``. Members are counted by a per-group index
-(members.py): assigned members from the node table, pending ones from what the plugin sees,
-resynchronised from ``handle.pending_pods()`` now and then — O(members of the group) per count.
+(plugins/helpers/gang_members.py, shared with GangScheduling): assigned members from the node
+table, pending ones from what the plugin sees, resynchronised from ``handle.pending_pods()`` now
+and then — O(members of the group) per count.
 """
 
 from __future__ import annotations
@@ -59,7 +60,6 @@ from kubesched.framework.waiting import WaitingPod
 from kubesched.plugins.coscheduling.args import CoschedulingArgs
 from kubesched.plugins.coscheduling.events import GroupEvents
 from kubesched.plugins.coscheduling.fit import GangFit
-from kubesched.plugins.coscheduling.members import MemberIndex
 from kubesched.plugins.coscheduling.podgroup import (
     KIND,
     POD_GROUP_KIND,
@@ -70,6 +70,7 @@ from kubesched.plugins.coscheduling.podgroup import (
     parse_pod_group,
 )
 from kubesched.plugins.coscheduling.status import GroupStatus
+from kubesched.plugins.helpers.gang_members import MemberIndex
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
 
@@ -100,7 +101,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
     def __init__(self, args: CoschedulingArgs | None, handle: Handle) -> None:
         super().__init__(args or CoschedulingArgs(), handle)
         self.args: CoschedulingArgs = self.args
-        self.members = MemberIndex(handle.table, handle.pending_pods)
+        self.members = MemberIndex(handle.table, handle.pending_pods, group_key)
         #: Group key → clock time until which its pods are refused at PreFilter.
         self._backoff: dict[str, float] = {}
         #: Group key → clock time until which its minResources check stays passed (upstream permittedPG).

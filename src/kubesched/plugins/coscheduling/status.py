@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubesched.framework.waiting import WaitingPod
-from kubesched.plugins.coscheduling.members import MemberIndex
 from kubesched.plugins.coscheduling.podgroup import PodGroup, group_key
+from kubesched.plugins.helpers.gang_members import MemberIndex
 from kubesched.snapshot.pod import PodInfo
 
 

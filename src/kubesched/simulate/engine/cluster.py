@@ -187,7 +187,7 @@ class SimulatedCluster:
         """PUT semantics: the stored object must have the version ``obj`` was read at (else a
         conflict, as the apiserver's), then the PV controller reacts at once (volumes.py)."""
         key = object_key(obj, kind.namespaced)
-        current = self.objects.get(kind.kind, {}).get(key)
+        current = self.objects.get(kind.name, {}).get(key)
         if current is None:
             raise LookupError(f'{kind.resource} "{key.rpartition("/")[2]}" not found')
         have = (current.get("metadata") or {}).get("resourceVersion")
@@ -196,15 +196,15 @@ class SimulatedCluster:
             raise RuntimeError(
                 f'Operation cannot be fulfilled on {kind.resource} "{key.rpartition("/")[2]}": the object has been '
                 "modified; please apply your changes to the latest version and try again")
-        stored = self.volumes.write(kind.kind, key, obj)
-        self.volumes.react(kind.kind, stored)
-        return self.objects.get(kind.kind, {}).get(key, stored)
+        stored = self.volumes.write(kind.name, key, obj)
+        self.volumes.react(kind.name, stored)
+        return self.objects.get(kind.name, {}).get(key, stored)
 
     async def update_object_status(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
         """StatusWriter: PUT on the status subresource, so only ``status`` changes (the stored
         metadata and spec stay); the same version precondition as ``update_object``."""
         key = object_key(obj, kind.namespaced)
-        current = self.objects.get(kind.kind, {}).get(key)
+        current = self.objects.get(kind.name, {}).get(key)
         if current is None:
             raise LookupError(f'{kind.resource} "{key.rpartition("/")[2]}" not found')
         have = (current.get("metadata") or {}).get("resourceVersion")
@@ -213,7 +213,7 @@ class SimulatedCluster:
             raise RuntimeError(
                 f'Operation cannot be fulfilled on {kind.resource} "{key.rpartition("/")[2]}": the object has been '
                 "modified; please apply your changes to the latest version and try again")
-        return self.volumes.write(kind.kind, key, {**current, "status": obj.get("status") or {}})
+        return self.volumes.write(kind.name, key, {**current, "status": obj.get("status") or {}})
 
     def _object_written(self, kind: str, key: str, obj: dict[str, Any]) -> None:
         if self.scheduler is not None:

@@ -379,9 +379,10 @@ class _Builder:
     def _add_object(self, where: str, declared: ObjectKind, obj: dict[str, Any]) -> None:
         kind = declared.kind
         self._metadata(where, kind, obj, namespaced=declared.namespaced)
+        name = declared.name
         key = object_key(obj, declared.namespaced)
         what = f"{where} ({kind} {key})"
-        first = self.object_at.get((kind, key))
+        first = self.object_at.get((name, key))
         if first is not None:
             raise ClusterInputError(f"{what}: duplicate {kind} {key}, first defined at {first}")
         if declared.validate is not None:
@@ -389,8 +390,8 @@ class _Builder:
                 declared.validate(obj)
             except (ValueError, TypeError, AttributeError) as e:
                 raise ClusterInputError(f"{what}: {e}") from None
-        self.object_at[(kind, key)] = where
-        self.objects.setdefault(kind, {})[key] = obj
+        self.object_at[(name, key)] = where
+        self.objects.setdefault(name, {})[key] = obj
 
     def _admit(self) -> list[str]:
         """Priority admission of the pods that carry no ``spec.priority`` (api/admission.py); the
@@ -457,7 +458,7 @@ class _Builder:
         """One line per declared kind the input has no object of while some pod needs it."""
         out = []
         for declared in self.kinds.values():
-            if declared.needed_by is None or self.objects.get(declared.kind):
+            if declared.needed_by is None or self.objects.get(declared.name):
                 continue
             needing = sum(1 for pod in self.pods if declared.needed_by(pod))
             if needing:

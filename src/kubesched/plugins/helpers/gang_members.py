@@ -1,11 +1,16 @@
-"""Per-group member index for Coscheduling: O(members of a group) counting.
+"""Per-group member index for gang plugins: O(members of a group) counting.
+
+The gang accounting shared by Coscheduling (scheduler-plugins' PodGroup, pods join by label) and
+GangScheduling (the Workload API's PodGroup, pods join by ``spec.schedulingGroup``): each plugin
+passes the function that names a pod's group (``key_of``); everything else is written once here.
 
 * **assigned** members (assumed or bound) come from the node table's pod observer, so the index is
   exact through assume, forget, bind, delete and nodes leaving;
-* **pending** members are kept from what the plugin sees (every pod the queue pushes goes through
-  QueueSort's ``sort_key``; PreFilter sees the pod of the cycle; Unreserve sends a member back to
-  the queue) and resynchronised from ``handle.pending_pods()`` — on first use, when a group looks
-  short of members, and every few seconds of clock time — for what the plugin cannot see: pods
+* **pending** members are kept from what the plugin sees (Coscheduling: every pod the queue pushes
+  goes through its QueueSort's ``sort_key``, PreFilter sees the pod of the cycle, Unreserve sends a
+  member back to the queue; GangScheduling: every pod entering the queue passes its PreEnqueue)
+  and resynchronised from ``handle.pending_pods()`` — on first use, when a group looks short of
+  members, and every few seconds of clock time — for what the plugin cannot see: pods
   deleted while pending, gated pods, and in the extender, pending pods kube-scheduler holds;
 * **finished** members (Succeeded/Failed) for the PodGroup status, from terminal pods the scheduler
   reports (``pod_terminated``).
@@ -15,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from kubesched.plugins.coscheduling.podgroup import group_key
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
 
@@ -26,8 +30,15 @@ SHORT_RESYNC_SECONDS = 0.5
 
 
 class MemberIndex:
-    def __init__(self, table: NodeTable, pending_source: Callable[[], Iterable[PodInfo]]) -> None:
+    def __init__(
+        self,
+        table: NodeTable,
+        pending_source: Callable[[], Iterable[PodInfo]],
+        key_of: Callable[[PodInfo], str | None],
+    ) -> None:
         self.table = table
+        #: ``namespace/name`` of a pod's group, None for a pod in no group.
+        self.key_of = key_of
         self._source = pending_source
         #: Group key → uid → member pod in the node table (assumed or bound).
         self.assigned: dict[str, dict[str, PodInfo]] = {}
@@ -43,7 +54,7 @@ class MemberIndex:
 
     # -- feeds -------------------------------------------------------------------------------------
     def _observe(self, _row: int, pod: PodInfo, sign: int) -> None:
-        key = group_key(pod)
+        key = self.key_of(pod)
         if key is None:
             return
         if sign > 0:
@@ -59,7 +70,7 @@ class MemberIndex:
     def note_pending(self, pod: PodInfo, leaving_table: bool = False) -> None:
         """A pod seen waiting for a placement (queued, or the pod of the current cycle);
         ``leaving_table``: an assumed member about to be forgotten and requeued (Unreserve)."""
-        key = group_key(pod)
+        key = self.key_of(pod)
         old = self._pending_key.get(pod.uid)
         if old is not None and old != key:
             self._drop_pending(pod.uid)
@@ -83,7 +94,7 @@ class MemberIndex:
                 del self.pending[key]
 
     def note_terminated(self, pod: PodInfo) -> None:
-        key = group_key(pod)
+        key = self.key_of(pod)
         if key is None:
             return
         self._drop_pending(pod.uid)
@@ -94,7 +105,7 @@ class MemberIndex:
         pending: dict[str, dict[str, PodInfo]] = {}
         keys: dict[str, str] = {}
         for pod in self._source():
-            key = group_key(pod)
+            key = self.key_of(pod)
             if key is not None and self.table.pod(pod.uid) is None:
                 pending.setdefault(key, {})[pod.uid] = pod
                 keys[pod.uid] = key

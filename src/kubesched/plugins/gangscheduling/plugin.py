@@ -1,0 +1,154 @@
+"""GangScheduling: all-or-nothing scheduling of the Workload API's PodGroups (kube-scheduler v1.37).
+
+Port of pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go (v1.37.1) with the
+CompositePodGroup gate off. A pod joins a PodGroup (``scheduling.k8s.io/v1beta1``) through
+``spec.schedulingGroup.podGroupName``; a group with ``schedulingPolicy.gang.minCount`` is a gang:
+
+* PreEnqueue: a member stays out of the active queue until its PodGroup exists and ``minCount``
+  members of the group exist (pending, assumed or bound); a ``basic`` group, and a pod in no
+  group, pass;
+* Permit: a member waits (5 minutes, upstream's permitTimeoutDuration) until ``minCount`` members
+  are assumed or bound; the member that completes the quorum allows every waiting sibling. A
+  member that starts waiting activates the group's unscheduled members.
+
+Members are counted by the gang member index Coscheduling uses too (plugins/helpers/gang_members.py,
+upstream's PodGroupState of the scheduler cache): assigned members from the node table, pending
+ones from every pod that passes PreEnqueue, resynchronised from ``handle.pending_pods()``.
+
+Where kubesched differs (phase 1): kube-scheduler v1.37 with GenericWorkload on pops a whole pod
+group from its queue and runs the PodGroup scheduling cycle (PlacementGenerate / PlacementScore /
+PlacementFeasible / PodGroupPostFilter); kubesched schedules the members one by one, so a gang that
+can never fit waits at Permit until its timeout instead of failing the group cycle at once. See
+README.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
+from kubesched.framework.interfaces import PermitPlugin, PreEnqueuePlugin
+from kubesched.framework.status import SUCCESS, Status
+from kubesched.framework.types import POD, ActionType, ClusterEvent
+from kubesched.plugins.gangscheduling.podgroup import (
+    POD_GROUP,
+    POD_GROUP_KIND,
+    WORKLOAD_KIND,
+    PodGroup,
+    PodGroupSpecError,
+    group_key,
+    group_name,
+    parse_pod_group,
+)
+from kubesched.plugins.helpers.gang_members import MemberIndex
+from kubesched.snapshot.pod import PodInfo
+
+NAME = "GangScheduling"
+#: permitTimeoutDuration: how long gang members wait at Permit for the quorum.
+PERMIT_TIMEOUT_SECONDS = 300.0
+
+__all__ = ["NAME", "PERMIT_TIMEOUT_SECONDS", "GangScheduling"]
+
+
+class GangScheduling(PreEnqueuePlugin, PermitPlugin):
+    name = NAME
+    object_kinds = (POD_GROUP_KIND, WORKLOAD_KIND)
+
+    def __init__(self, args: None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.members = MemberIndex(handle.table, handle.pending_pods, group_key)
+        self._parsed: dict[str, tuple[dict[str, object], PodGroup | PodGroupSpecError]] = {}
+        #: Group key → uids of its members this plugin's PreEnqueue refused (short of minCount):
+        #: the ones upstream's UnscheduledPod Add event requeues once the group is complete.
+        self._held: dict[str, set[str]] = {}
+
+    def pod_group(self, key: str) -> PodGroup | PodGroupSpecError | None:
+        """The parsed PodGroup ``namespace/name`` (parsed once per object version), None if absent."""
+        raw = self.handle.objects(POD_GROUP).get(key)
+        if raw is None:
+            self._parsed.pop(key, None)
+            return None
+        cached = self._parsed.get(key)
+        if cached is not None and cached[0] is raw:
+            return cached[1]
+        parsed: PodGroup | PodGroupSpecError
+        try:
+            parsed = parse_pod_group(raw)
+        except PodGroupSpecError as e:
+            parsed = e
+        self._parsed[key] = (raw, parsed)
+        return parsed
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        # Upstream: UnscheduledPod Add, AssignedPod Add, PodGroup Add and Update. An unscheduled
+        # pod's Add is handled in PreEnqueue instead: the pod that completes a group's minCount
+        # activates the members waiting there (kubesched's queue has no queueing hints, and a
+        # queue-wide event on every pod added would cost O(gated pods) per pod).
+        return (
+            ClusterEvent(POD, ActionType.ADD, "AssignedPodAdd"),
+            ClusterEvent(POD_GROUP, ActionType.ADD | ActionType.UPDATE, "PodGroupAddOrUpdate"),
+        )
+
+    # -- PreEnqueue --------------------------------------------------------------------------------
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        name = group_name(pod)
+        if name is None:
+            return SUCCESS
+        key = f"{pod.namespace}/{name}"
+        pg = self.pod_group(key)
+        if pg is None:
+            # The pod is unschedulable until its PodGroup object is created.
+            self._held.setdefault(key, set()).add(pod.uid)
+            return Status.unresolvable(f'waiting for pods\'s pod group "{name}" to appear in scheduling queue')
+        if isinstance(pg, PodGroupSpecError):
+            self._held.setdefault(key, set()).add(pod.uid)
+            return Status.unresolvable(str(pg))
+        if pg.gang_min_count is None:
+            self._held.pop(key, None)
+            return SUCCESS  # this plugin only cares about pods with a gang policy
+        now = self.handle.clock.now()
+        self.members.maybe_resync(now)
+        self.members.note_pending(pod)
+        count = self.members.count(key, pod)
+        if count < pg.gang_min_count and self.members.maybe_resync(now, short=True):
+            self.members.note_pending(pod)
+            count = self.members.count(key, pod)
+        if count < pg.gang_min_count:
+            self._held.setdefault(key, set()).add(pod.uid)
+            return Status.unresolvable("waiting for minCount pods from a gang to appear in scheduling queue")
+        held = self._held.pop(key, None)
+        if held:
+            # The quorum is met: the members held here until now may enter the queue too
+            # (upstream: the UnscheduledPod Add event of this pod requeues them). Popped first:
+            # their own PreEnqueue runs inside the activation and finds nothing more to do.
+            held.discard(pod.uid)
+            self.handle.activate(sorted(held))
+        return SUCCESS
+
+    # -- Permit ------------------------------------------------------------------------------------
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        name = group_name(pod)
+        if name is None:
+            return SUCCESS, 0.0
+        key = f"{pod.namespace}/{name}"
+        pg = self.pod_group(key)
+        if pg is None:
+            return Status.error(f'failed to get podGroup {key}: podgroup.scheduling.k8s.io "{name}" not found'), 0.0
+        if isinstance(pg, PodGroupSpecError):
+            return Status.error(str(pg)), 0.0
+        if pg.gang_min_count is None:
+            return SUCCESS, 0.0
+        # ScheduledPodsCount: assumed or bound members; this pod is assumed already.
+        assigned = self.members.assigned_of(key)
+        if len(assigned) < pg.gang_min_count:
+            # Activate the unscheduled members in case they were waiting for this pod.
+            self.handle.activate(list(self.members.pending_of(key)))
+            return Status.wait("waiting for minCount pods from a gang to be scheduled"), PERMIT_TIMEOUT_SECONDS
+        # The quorum is met: allow this pod and every member waiting at Permit.
+        waiting = self.handle.waiting_pods
+        for uid in list(assigned):
+            wp = waiting.get(uid)
+            if wp is not None:
+                wp.allow(self.name)
+        return SUCCESS, 0.0

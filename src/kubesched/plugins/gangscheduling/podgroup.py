@@ -1,0 +1,103 @@
+"""The Workload API's PodGroup (``scheduling.k8s.io/v1beta1``), as GangScheduling reads it.
+
+staging/src/k8s.io/api/scheduling/v1beta1/types.go (v1.37.1): a PodGroup's
+``spec.schedulingPolicy`` is ``basic: {}`` (no gang constraint) or ``gang: {minCount: N}``; a pod
+joins a group through ``spec.schedulingGroup.podGroupName`` (core/v1 PodSchedulingGroup), a group
+in the pod's namespace. Workloads (the templates PodGroups are made from) are declared so every
+shell reads them; GangScheduling itself reads only PodGroups, as upstream's plugin does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kubesched.framework.objects import ObjectKind
+from kubesched.snapshot.pod import PodInfo
+
+API_GROUP = "scheduling.k8s.io"
+VERSION = "v1beta1"
+#: The name the shells and ``handle.objects`` know the kind by: ``PodGroup`` is scheduler-plugins'
+#: (Coscheduling), so this one is qualified by its API group.
+POD_GROUP = f"PodGroup.{API_GROUP}"
+WORKLOAD = f"Workload.{API_GROUP}"
+
+
+class PodGroupSpecError(ValueError):
+    """A PodGroup whose spec cannot be used; the message names the object and field."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    key: str
+    name: str
+    #: spec.schedulingPolicy.gang.minCount; None for the ``basic`` policy.
+    gang_min_count: int | None
+
+    @property
+    def min_count(self) -> int:
+        """getMinCount: a basic group counts as a gang of one."""
+        return self.gang_min_count if self.gang_min_count is not None else 1
+
+
+def group_name(pod: PodInfo) -> str | None:
+    """``spec.schedulingGroup.podGroupName`` of the pod, None when it names no group."""
+    group = pod.spec.get("schedulingGroup")
+    if not isinstance(group, dict):
+        return None
+    name = group.get("podGroupName")
+    return name if isinstance(name, str) and name else None
+
+
+def group_key(pod: PodInfo) -> str | None:
+    """``namespace/podGroupName`` of the pod's PodGroup, or None for a pod in no group."""
+    name = group_name(pod)
+    return f"{pod.namespace}/{name}" if name is not None else None
+
+
+def parse_pod_group(raw: dict[str, Any]) -> PodGroup:
+    meta = raw.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    key = f"{meta.get('namespace') or 'default'}/{name}"
+    spec = raw.get("spec")
+    if not isinstance(spec, dict):
+        raise PodGroupSpecError(f"PodGroup {key}: spec must be an object")
+    policy = spec.get("schedulingPolicy")
+    if not isinstance(policy, dict):
+        raise PodGroupSpecError(f"PodGroup {key}: spec.schedulingPolicy must be an object with basic or gang")
+    gang = policy.get("gang")
+    if gang is None:
+        if policy.get("basic") is None:
+            raise PodGroupSpecError(f"PodGroup {key}: spec.schedulingPolicy must set basic or gang")
+        return PodGroup(key, name, None)
+    if policy.get("basic") is not None:
+        raise PodGroupSpecError(f"PodGroup {key}: spec.schedulingPolicy may set only one of basic and gang")
+    min_count = gang.get("minCount") if isinstance(gang, dict) else None
+    # validation.go: minCount must be greater than zero.
+    if not isinstance(min_count, int) or isinstance(min_count, bool) or min_count < 1:
+        raise PodGroupSpecError(
+            f"PodGroup {key}: spec.schedulingPolicy.gang.minCount must be a positive integer, got {min_count!r}"
+        )
+    return PodGroup(key, name, min_count)
+
+
+def validate_pod_group(raw: dict[str, Any]) -> None:
+    """Parse ``raw`` as the plugin will; the error names the field, not the object (the caller does)."""
+    try:
+        parse_pod_group(raw)
+    except PodGroupSpecError as e:
+        message = str(e)
+        raise PodGroupSpecError(message.split(": ", 1)[1] if ": " in message else message) from None
+
+
+def names_a_group(raw_pod: dict[str, Any]) -> bool:
+    """Whether a raw pod joins a PodGroup (``spec.schedulingGroup.podGroupName``)."""
+    group = (raw_pod.get("spec") or {}).get("schedulingGroup")
+    return isinstance(group, dict) and bool(group.get("podGroupName"))
+
+
+POD_GROUP_KIND = ObjectKind(
+    "PodGroup", API_GROUP, VERSION, "podgroups", namespaced=True, validate=validate_pod_group,
+    needed_by=names_a_group, when_missing="pods that name a group wait for it at PreEnqueue", name=POD_GROUP,
+)
+WORKLOAD_KIND = ObjectKind("Workload", API_GROUP, VERSION, "workloads", namespaced=True, name=WORKLOAD)

@@ -1,0 +1,361 @@
+"""GangScheduling: ports of upstream's gangscheduling_test.go (v1.37.1,
+pkg/scheduler/framework/plugins/gangscheduling), run through kubesched's scheduler and queue.
+
+Ported: TestGangSchedulingFlow's cases with CompositePodGroup off (non-gang pod, basic policy, no
+PodGroup yet, quorum not met at PreEnqueue, waiting at Permit and activating the unscheduled
+member, the final member allowing the waiting ones), and the intent of
+Test_isSchedulableAfterPodAdded / Test_isSchedulableAfterPodGroupAdded /
+Test_isSchedulableAfterPodGroupUpdated (a gated member enters the queue when the member completing
+its group, or its PodGroup, arrives).
+
+Not ported: every CPG=true case and Test_isSchedulableAfterCompositePodGroupAdded
+(CompositePodGroup is not implemented); TestPlacementFeasible (the PodGroup scheduling cycle is not
+implemented); the queueing hints' QueueSkip answers for other groups (kubesched's queue has no
+queueing hints: any PodGroup event re-runs PreEnqueue, which answers the same); the
+isDuringPodGroupSchedulingCycle variants.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from kubesched.config.load import load_config
+from kubesched.framework.clock import FakeClock
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import Code
+from kubesched.plugins.builtin import builtin_registry
+from kubesched.plugins.gangscheduling import PERMIT_TIMEOUT_SECONDS, POD_GROUP, GangScheduling, parse_pod_group
+from kubesched.plugins.gangscheduling.podgroup import PodGroupSpecError
+from kubesched.scheduler import Scheduler
+from kubesched.simulate.engine.cluster import SimulatedCluster
+from kubesched.snapshot.pod import PodInfo
+from kubesched.testing import node, pod
+
+NS = "ns1"
+
+
+def pod_group(name: str, min_count: int | None, namespace: str = NS) -> dict[str, Any]:
+    """st.MakePodGroup().MinCount(n) (gang) or .BasicPolicy() (min_count None)."""
+    policy: dict[str, Any] = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"pg-{name}"},
+        "spec": {"schedulingPolicy": policy},
+    }
+
+
+def member(name: str, group: str | None, cpu: str = "1") -> PodInfo:
+    spec: dict[str, Any] = {"schedulingGroup": {"podGroupName": group}} if group else {}
+    return PodInfo.from_raw(pod(name, cpu=cpu, namespace=NS, **spec))
+
+
+@dataclass
+class Profile:
+    scheduler_name: str = "default-scheduler"
+    plugins: dict[str, list[str]] = field(
+        default_factory=lambda: {
+            "preEnqueue": ["GangScheduling"],
+            "queueSort": ["PrioritySort"],
+            "preFilter": ["NodeResourcesFit"],
+            "filter": ["NodeResourcesFit"],
+            "permit": ["GangScheduling"],
+            "bind": ["DefaultBinder"],
+        }
+    )
+    score_weights: dict[str, int] = field(default_factory=dict)
+    plugin_args: dict[str, Any] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int | None = None
+
+
+def build(groups: list[dict[str, Any]], cpu: str = "8") -> tuple[Scheduler, SimulatedCluster, FakeClock]:
+    cluster = SimulatedCluster()
+    for g in groups:
+        cluster.add_object(POD_GROUP, f"{g['metadata']['namespace']}/{g['metadata']['name']}", g)
+    clock = FakeClock(100.0)
+    sched = Scheduler.build([Profile()], builtin_registry(), clock, client=cluster, seed=1, objects=cluster.kind)
+    cluster.attach(sched)
+    cluster.add_node(node("n0", cpu=cpu))
+    return sched, cluster, clock
+
+
+def plugin_of(sched: Scheduler) -> GangScheduling:
+    p = sched.frameworks["default-scheduler"].plugins["GangScheduling"]
+    assert isinstance(p, GangScheduling)
+    return p
+
+
+def gated_message(sched: Scheduler, p: PodInfo) -> str | None:
+    """The PreEnqueue refusal holding ``p`` out of the active queue, None if it is not held."""
+    for qpi in sched.queue.gated_pods():
+        if qpi.pod.uid == p.uid:
+            assert qpi.gating_status is not None
+            return qpi.gating_status.message
+    return None
+
+
+def bound(cluster: SimulatedCluster) -> list[str]:
+    return sorted(p.name for p in cluster.pods.values() if p.node_name)
+
+
+GANG1, GANG2, BASIC = pod_group("pg1", 3), pod_group("pg2", 4), pod_group("pg3", None)
+
+
+# -- TestGangSchedulingFlow (CPG=false) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group", [None, "pg3"], ids=["non-gang pod", "basic policy pod"])
+def test_non_gang_and_basic_policy_pods_succeed_immediately(group: str | None) -> None:
+    sched, cluster, _ = build([GANG1, GANG2, BASIC])
+    pl = plugin_of(sched)
+    p = member("p", group)
+    assert pl.pre_enqueue(p).is_success
+    assert pl.permit(CycleState(), p, "n0")[0].is_success
+    cluster.add_pod(p)
+
+    async def go() -> None:
+        assert sched.schedule_one()
+        await sched.drain()
+
+    asyncio.run(go())
+    assert bound(cluster) == ["p"]
+
+
+def test_gang_pod_fails_pre_enqueue_when_pod_group_is_not_yet_created() -> None:
+    sched, cluster, _ = build([])
+    pods = [member(n, "pg1") for n in ("p2", "p3")] + [member(n, "pg2") for n in ("p4", "p5")]
+    for p in pods:
+        cluster.add_pod(p)
+    p1 = member("p1", "pg1")
+    st = plugin_of(sched).pre_enqueue(p1)
+    assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert st.message == 'waiting for pods\'s pod group "pg1" to appear in scheduling queue'
+    cluster.add_pod(p1)
+    assert gated_message(sched, p1) == st.message
+    assert not sched.schedule_one()  # nothing in the active queue
+
+
+def test_gang_pod_fails_pre_enqueue_when_quorum_is_not_met() -> None:
+    sched, cluster, _ = build([GANG1, GANG2])
+    for p in (member("p2", "pg1"), member("p4", "pg2"), member("p5", "pg2")):
+        cluster.add_pod(p)
+    p1 = member("p1", "pg1")
+    cluster.add_pod(p1)
+    assert gated_message(sched, p1) == "waiting for minCount pods from a gang to appear in scheduling queue"
+    assert sched.queue.counts()["gated"] == 4
+    assert not sched.schedule_one()
+
+
+def test_gang_pod_passes_pre_enqueue_but_waits_at_permit_and_activates_the_unscheduled() -> None:
+    sched, cluster, _ = build([GANG1, GANG2])
+    pl = plugin_of(sched)
+    p2, p3, p1 = member("p2", "pg1"), member("p3", "pg1"), member("p1", "pg1")
+    for p in (p2, p3, member("p4", "pg2"), member("p5", "pg2")):
+        cluster.add_pod(p)
+    assert gated_message(sched, p2) is not None
+    cluster.add_pod(p1)  # completes pg1's minCount: its gated members enter the queue with it
+    assert all(gated_message(sched, p) is None for p in (p1, p2, p3))
+    assert sched.queue.counts()["gated"] == 2  # pg2 still lacks members
+
+    activated: list[list[str]] = []
+    real = pl.handle.activate
+    pl.handle.activate = lambda uids: (activated.append(sorted(uids)), real(uids))  # type: ignore[method-assign]
+
+    async def go() -> None:
+        assert sched.schedule_one()
+        await asyncio.sleep(0)
+        [first] = [wp for wp in sched.waiting_pods]
+        assert first.pending_plugins == ["GangScheduling"]
+        assert first.deadlines["GangScheduling"] == 100.0 + PERMIT_TIMEOUT_SECONDS
+        # The waiting member activated the group's members not yet scheduled.
+        assert activated == [sorted(p.uid for p in (p1, p2, p3) if p.uid != first.pod.uid)]
+        assert bound(cluster) == []
+        # ... the final member allows all waiting pods of the gang.
+        assert sched.schedule_one() and sched.schedule_one()
+        await sched.drain()
+
+    asyncio.run(go())
+    assert bound(cluster) == ["p1", "p2", "p3"]
+    assert len(sched.waiting_pods) == 0
+
+
+def test_permit_status_messages() -> None:
+    """permitPodGroup: Wait with upstream's message and timeout below minCount; an error when the
+    PodGroup is gone."""
+    sched, _, _ = build([GANG1])
+    pl = plugin_of(sched)
+    st, timeout = pl.permit(CycleState(), member("p1", "pg1"), "n0")
+    assert (st.code, st.message, timeout) == (Code.WAIT, "waiting for minCount pods from a gang to be scheduled", 300.0)
+    st, _ = pl.permit(CycleState(), member("x", "gone"), "n0")
+    assert st.code == Code.ERROR
+    assert st.message == 'failed to get podGroup ns1/gone: podgroup.scheduling.k8s.io "gone" not found'
+
+
+# -- isSchedulableAfter* (events that let a gated member in) -----------------------------------------
+
+
+def test_a_pod_group_created_after_its_pods_lets_them_in() -> None:
+    """isSchedulableAfterPodGroupAdded: the PodGroup's Add event re-runs PreEnqueue."""
+    sched, cluster, _ = build([])
+    pods = [member(f"m{i}", "pg1") for i in range(3)]
+    for p in pods:
+        cluster.add_pod(p)
+    assert sched.queue.counts()["gated"] == 3
+    cluster.add_object(POD_GROUP, "ns1/pg1", GANG1)
+    sched.queue.move_all_to_active_or_backoff(_event("Add"))
+    assert sched.queue.counts()["gated"] == 0
+
+    async def go() -> None:
+        while sched.schedule_one():
+            await asyncio.sleep(0)
+        await sched.drain()
+
+    asyncio.run(go())
+    assert bound(cluster) == ["m0", "m1", "m2"]
+
+
+def test_lowering_min_count_lets_the_members_in() -> None:
+    """isSchedulableAfterPodGroupUpdated: minCount decreased."""
+    sched, cluster, _ = build([GANG2])
+    for i in range(2):
+        cluster.add_pod(member(f"m{i}", "pg2"))
+    assert sched.queue.counts()["gated"] == 2
+    cluster.add_object(POD_GROUP, "ns1/pg2", pod_group("pg2", 2))
+    sched.queue.move_all_to_active_or_backoff(_event("Update"))
+    assert sched.queue.counts()["gated"] == 0
+
+
+def test_a_member_of_another_group_or_namespace_does_not_complete_a_gang() -> None:
+    """isSchedulableAfterPodAdded: only pods of the same namespace and group count."""
+    sched, cluster, _ = build([GANG1, pod_group("pg1", 3, namespace="other")])
+    for p in (member("a", "pg1"), member("b", "pg1")):
+        cluster.add_pod(p)
+    cluster.add_pod(PodInfo.from_raw(pod("c", cpu="1", namespace="other", schedulingGroup={"podGroupName": "pg1"})))
+    cluster.add_pod(member("d", "pg3"))  # no such group
+    assert sched.queue.counts()["gated"] == 4
+
+
+def test_a_gang_that_cannot_fit_binds_nothing_and_times_out() -> None:
+    """All or nothing: two of three members fit; they wait at Permit and are rejected on timeout."""
+    sched, cluster, clock = build([GANG1], cpu="2")
+    for i in range(3):
+        cluster.add_pod(member(f"m{i}", "pg1"))
+
+    async def go() -> None:
+        for _ in range(3):
+            sched.schedule_one()
+            await asyncio.sleep(0)
+        assert len(sched.waiting_pods) == 2
+        clock.advance(PERMIT_TIMEOUT_SECONDS)
+        sched.tick()
+        await sched.drain()
+
+    asyncio.run(go())
+    assert bound(cluster) == []
+    assert int(sched.cache.table.requested[:, 0].sum()) == 0
+
+
+def _event(action: str) -> Any:
+    from kubesched.framework.types import ActionType, ClusterEvent
+
+    kind = {"Add": ActionType.ADD, "Update": ActionType.UPDATE_OTHER}[action]
+    return ClusterEvent(POD_GROUP, kind, f"PodGroup{action}")
+
+
+# -- the PodGroup object and the feature gate --------------------------------------------------------
+
+
+def test_pod_group_parsing_and_errors() -> None:
+    assert parse_pod_group(GANG1).gang_min_count == 3
+    assert parse_pod_group(BASIC).gang_min_count is None and parse_pod_group(BASIC).min_count == 1
+    bad = pod_group("x", 3)
+    bad["spec"]["schedulingPolicy"]["gang"]["minCount"] = 0
+    with pytest.raises(PodGroupSpecError, match=r"PodGroup ns1/x: spec.schedulingPolicy.gang.minCount must be a "):
+        parse_pod_group(bad)
+    bad["spec"]["schedulingPolicy"] = {}
+    with pytest.raises(PodGroupSpecError, match="must set basic or gang"):
+        parse_pod_group(bad)
+
+
+def test_an_invalid_pod_group_keeps_its_pods_out_with_the_reason() -> None:
+    bad = pod_group("pg1", 3)
+    bad["spec"]["schedulingPolicy"] = {"gang": {"minCount": -1}}
+    sched, cluster, _ = build([bad])
+    p = member("p", "pg1")
+    cluster.add_pod(p)
+    assert gated_message(sched, p) == (
+        "PodGroup ns1/pg1: spec.schedulingPolicy.gang.minCount must be a positive integer, got -1"
+    )
+
+
+def _default_multi_point(doc: dict[str, Any]) -> list[str]:
+    cfg = load_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", **doc},
+                      builtin_registry())
+    return [n for names in cfg.profiles[0].plugins.values() for n in names]
+
+
+def test_generic_workload_gate_adds_gang_scheduling_to_the_default_profile() -> None:
+    assert "GangScheduling" not in _default_multi_point({})
+    assert "GangScheduling" not in _default_multi_point({"featureGates": {"GenericWorkload": False}})
+    on = load_config(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+         "featureGates": {"GenericWorkload": True}},
+        builtin_registry(),
+    )
+    plugins = on.profiles[0].plugins
+    # Appended after the default plugins, as applyGangScheduling appends it to multiPoint.
+    assert plugins["preEnqueue"][0] == "SchedulingGates" and plugins["preEnqueue"][-1] == "GangScheduling"
+    assert plugins["permit"] == ["GangScheduling"]
+    assert on.feature_gates == {"GenericWorkload": True}
+
+
+# -- the simulator: a dump holding both PodGroup kinds ------------------------------------------------
+
+
+def test_simulator_loads_both_pod_group_kinds_and_schedules_each_gang_by_its_plugin(tmp_path: Any) -> None:
+    """One dump with a Workload API PodGroup and a scheduler-plugins PodGroup of the same name:
+    each is loaded under its own kind name and gangs its own pods (GangScheduling through the
+    GenericWorkload gate, Coscheduling enabled beside it)."""
+    import json
+
+    from kubesched.framework.objects import kinds_of_plugins
+    from kubesched.plugins.coscheduling import POD_GROUP_LABEL
+    from kubesched.simulate.engine.runner import Simulation
+    from kubesched.simulate.inputs.dump import load_cluster
+    from unit.plugins.gang_helpers import pod_group as x_pod_group
+
+    config = load_config(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+         "featureGates": {"GenericWorkload": True},
+         "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                                   "queueSort": {"enabled": [{"name": "Coscheduling"}],
+                                                 "disabled": [{"name": "*"}]}}}]},
+        builtin_registry(),
+    )
+    registry = builtin_registry()
+    workload_pg = pod_group("g", 3, namespace="default")
+    items: list[dict[str, Any]] = [node("n0", cpu="4"), workload_pg, x_pod_group("g", 2)]
+    # Workload API gang: 3 members of 2 CPU on 4 CPU — never complete, nothing binds.
+    items += [pod(f"w{i}", cpu="2", schedulingGroup={"podGroupName": "g"}) for i in range(3)]
+    # scheduler-plugins gang: 2 members of 1 CPU — fits.
+    items += [pod(f"x{i}", cpu="1", labels={POD_GROUP_LABEL: "g"}) for i in range(2)]
+    dump = tmp_path / "cluster.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    kinds = kinds_of_plugins(registry.get(n) for p in config.profiles for n in {m for v in p.plugins.values()
+                                                                                 for m in v})
+    cluster = load_cluster(dump, kinds)
+    assert set(cluster.objects) >= {"PodGroup", POD_GROUP}
+    assert cluster.objects[POD_GROUP]["default/g"]["apiVersion"] == "scheduling.k8s.io/v1beta1"
+    sim = Simulation(config, registry, cluster, seed=0)
+
+    def guard(_bound: int, _total: int) -> None:
+        if sim.clock.now() > 2 * PERMIT_TIMEOUT_SECONDS:
+            sim.interrupt()
+
+    sim._progress = guard
+    result = asyncio.run(sim.run())
+    assert sorted(p.name for p in result.cluster.pods.values() if p.node_name) == ["x0", "x1"]
