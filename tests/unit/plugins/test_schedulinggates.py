@@ -56,7 +56,7 @@ def test_pod_with_gates_waits_with_upstreams_message() -> None:
 def test_it_is_in_the_default_profile_at_pre_enqueue() -> None:
     profile = load_config(None, builtin_registry()).profiles[0]
     # As upstream's v1.37 profile: DefaultPreemption holds back a pod whose preemption is under way.
-    assert profile.plugins["preEnqueue"] == ["SchedulingGates", "DefaultPreemption"]
+    assert profile.plugins["preEnqueue"] == ["SchedulingGates", "DynamicResources", "DefaultPreemption"]
 
 
 # -- the scheduler: gated pods are never attempted ------------------------------------------------
@@ -111,7 +111,7 @@ def test_disabling_scheduling_gates_lets_gated_pods_through() -> None:
         },
         registry,
     )
-    assert config.profiles[0].plugins["preEnqueue"] == ["DefaultPreemption"]
+    assert config.profiles[0].plugins["preEnqueue"] == ["DynamicResources", "DefaultPreemption"]
     sched = Scheduler.build(config.profiles, registry, FakeClock())
     sched.on_pod_add(PodInfo.from_raw(gated("g", "a")))
     assert sched.queue.counts()["active"] == 1  # upstream too: the apiserver then refuses the bind
