@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from datetime import UTC, datetime
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from kubesched.framework.handle import BindConflictError, PodGoneError
