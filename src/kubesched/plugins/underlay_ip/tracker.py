@@ -47,14 +47,17 @@ _LAST_RELEASED_MAX = 1024
 
 
 def rfc3339(wall: float) -> str:
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """With microseconds: a reservation rebuilt from it must not end a second early."""
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_rfc3339(text: object) -> float | None:
-    try:
-        return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        return None
+    for form in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
+        try:
+            return datetime.strptime(str(text), form).replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            continue
+    return None
 
 
 class PoolTracker:
