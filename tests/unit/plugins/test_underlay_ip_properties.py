@@ -10,14 +10,14 @@ from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from tests.unit.plugins.test_underlay_ip import ip_pod
+from tests.unit.plugins.test_underlay_ip_pools import KEY, World, claim_obj, pool_obj
 
 from kubesched.framework.clock import FakeClock
 from kubesched.plugins.underlay_ip.kinds import CLAIM
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node
-from tests.unit.plugins.test_underlay_ip import ip_pod
-from tests.unit.plugins.test_underlay_ip_pools import KEY, World, claim_obj, pool_obj
 
 NODES = ["n1", "n2", "n3"]
 CLAIMED = ["web-0", "web-1"]
