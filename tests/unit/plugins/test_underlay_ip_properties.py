@@ -84,7 +84,8 @@ def check(w: World, model: Model) -> None:
     for pool in book.pools.values():
         active = len(pool.holders)
         assert pool.free_count + active + len(pool.kept) + pool.unaddressed == len(pool.addresses)
-        assert all(pool.is_free(i) == (i not in pool.holders and i not in pool.kept) for i in range(len(pool.addresses)))
+        kept_or_held = set(pool.holders) | set(pool.kept)
+        assert all(pool.is_free(i) == (i not in kept_or_held) for i in range(len(pool.addresses)))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
