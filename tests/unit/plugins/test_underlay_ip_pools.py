@@ -299,3 +299,43 @@ def test_pods_of_other_schedulers_hold_no_address() -> None:
     w.add(pod("plain", cpu="100m", node_name="n1"), ip_pod("mine"))
     w.schedule()
     assert w.addresses() == {"plain": "", "mine": "10.10.0.1"}
+
+
+def test_simulate_shows_per_pool_usage_in_the_summary_json_and_report(tmp_path: Path) -> None:
+    """`kubesched simulate` with pools in the dump and examples/ip-scheduler.yaml unchanged."""
+    from click.testing import CliRunner
+
+    from kubesched.cli import main
+
+    items: list[dict[str, Any]] = [node(f"n{i}", cpu="32", memory="64Gi", labels={"rack": "a" if i < 2 else "b"})
+                                   for i in range(3)]
+    for raw in items:
+        raw.pop("spec", None)
+    items += [ip_pod(f"p{i}") for i in range(10)]
+    items += [pool_obj("rack-a", "10.0.0.0/29", nodeSelector={"matchLabels": {"rack": "a"}}),
+              pool_obj("rack-b", addresses=["10.0.1.1", "10.0.1.2"], nodeNames=["n2"])]
+    for p in items:
+        p.get("metadata", {}).pop("uid", None)
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    config = str(ROOT / "examples" / "ip-scheduler.yaml")
+    run = CliRunner().invoke(main, ["simulate", "--cluster", str(dump), "--config", config,
+                                    "--report", str(tmp_path / "r.html")], env={"COLUMNS": "120"})
+    assert run.exit_code == 0, run.output
+    assert "Underlay IP pools, 2 of 2" in run.output
+    assert "3 node(s) had no free underlay IP" in run.output
+    assert 'id="underlay-pools"' in (tmp_path / "r.html").read_text()
+    run = CliRunner().invoke(main, ["simulate", "--cluster", str(dump), "--config", config, "-o", "json"])
+    assert run.exit_code == 0, run.output
+    import json
+
+    doc = json.loads(run.output)
+    assert doc["underlayIPPools"] == {"rack-a": {"total": 6, "active": 6, "reserved": 0, "free": 0},
+                                      "rack-b": {"total": 2, "active": 2, "reserved": 0, "free": 0}}
+    assert doc["summary"]["scheduled"] == 8
+    # A pool the plugin cannot use is refused with the file, object and field named.
+    dump.write_text(dump.read_text().replace("cidr: 10.0.0.0/29", "cidr: 10.0.0.1/29"))
+    run = CliRunner().invoke(main, ["simulate", "--cluster", str(dump), "--config", config])
+    assert run.exit_code != 0
+    assert ("items[13] (UnderlayIPPool rack-a): spec.cidr: '10.0.0.1/29' is not a network in CIDR notation"
+            in run.output), run.output

@@ -245,5 +245,6 @@ class UnderlayIP(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, Res
 
     def object_report(self) -> dict[str, dict[str, dict[str, Any]]]:
         """Per-pool usage (total, active, reserved, free) for the simulator's summary and report."""
+        self.pools.refresh(force=True)
         pools = self.reports.pool_status(with_allocations=False)
         return {POOL: pools} if pools else {}
