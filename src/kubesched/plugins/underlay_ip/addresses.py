@@ -34,17 +34,30 @@ class Kept:
 class PoolAddresses:
     """One pool's addresses (lowest first) and their state."""
 
-    def __init__(self, name: str, addresses: Iterable[str]) -> None:
+    def __init__(self, name: str, addresses: Iterable[str], changed: set[str] | None = None) -> None:
         self.name = name
+        #: Names of pools whose free count changed, shared by the book (readers refresh only those).
+        self._changed = changed if changed is not None else set()
         self.addresses: tuple[str, ...] = tuple(addresses)
         self.index = {a: i for i, a in enumerate(self.addresses)}
         self.holders: dict[int, set[str]] = {}
         self.kept: dict[int, Kept] = {}
         self._heap = list(range(len(self.addresses)))
         self._queued = set(self._heap)
-        self.free_count = len(self.addresses)
+        self._free = len(self.addresses)
+        self._changed.add(name)
         #: Addresses counted for pods that hold none in particular (see AddressBook.count).
         self.unaddressed = 0
+
+    @property
+    def free_count(self) -> int:
+        """Addresses a new pod can get (pods counted without addresses taken off)."""
+        return self._free
+
+    @free_count.setter
+    def free_count(self, n: int) -> None:
+        self._free = n
+        self._changed.add(self.name)
 
     def is_free(self, i: int) -> bool:
         return i not in self.holders and i not in self.kept
@@ -123,6 +136,8 @@ class Assignment:
 class AddressBook:
     def __init__(self) -> None:
         self.pools: dict[str, PoolAddresses] = {}
+        #: Pools whose free count changed since a reader last cleared this.
+        self.changed: set[str] = set()
         #: uid → what it holds.
         self.assignments: dict[str, Assignment] = {}
         #: claim key → (pool, addresses) it is bound to (held by its pod or kept for it).
@@ -145,7 +160,7 @@ class AddressBook:
         old = self.pools.get(name)
         if old is not None and old.addresses == addresses:
             return old
-        pool = PoolAddresses(name, addresses)
+        pool = PoolAddresses(name, addresses, self.changed)
         self.pools[name] = pool
         for uid, a in self.assignments.items():
             if a.pool == name:

@@ -83,6 +83,14 @@ class PoolTracker:
         self._pool_list: list[str] = []
         self._pair_rows: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         self._pair_pools: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        #: Row → served by any pool; pool → its rows (built on first use): per serving version.
+        self._served: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._served_by_pool: dict[str, npt.NDArray[np.bool_]] = {}
+        #: Free addresses per pool, in ``_pool_list`` order, refreshed from ``book.changed`` only.
+        self._free: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._pool_position: dict[str, int] = {}
+        #: free_by_row over every row (key: best), until a pool's count or the serving map changes.
+        self._by_row: dict[bool, npt.NDArray[np.int64]] = {}
         #: Assignments of pods the table dropped a moment ago (``add_pod`` of a known uid removes
         #: then adds): the same pod coming back gets the same addresses.
         self._last_released: OrderedDict[str, Assignment] = OrderedDict()
@@ -242,27 +250,46 @@ class PoolTracker:
         self.serving = {n: tuple(sorted(ps)) for n, ps in serving.items()}
         self._pair_rows = np.asarray(rows, dtype=np.intp)
         self._pair_pools = np.asarray(pools, dtype=np.intp)
+        self._served = np.zeros(len(table.alive), dtype=bool)
+        self._served[self._pair_rows] = True
+        self._served_by_pool = {}
+        self._pool_position = {n: i for i, n in enumerate(self._pool_list)}
+        self._free = np.array([self.book.pools[n].free_count for n in self._pool_list], dtype=np.int64)
+        self.book.changed.clear()
+        self._by_row.clear()
 
     def free_by_row(self, rows: Rows, best: bool = False) -> npt.NDArray[np.int64]:
         """Free addresses of the pools serving each row: summed, or the best single pool's."""
-        table = self.handle.table
-        free = np.fromiter((self.book.pools[n].free_count for n in self._pool_list), dtype=np.int64,
-                           count=len(self._pool_list))
-        out = np.zeros(len(table.alive), dtype=np.int64)
-        if len(self._pair_rows):
-            if best:
-                np.maximum.at(out, self._pair_rows, free[self._pair_pools])
-            else:
-                out += np.bincount(self._pair_rows, weights=free[self._pair_pools],
-                                   minlength=len(out)).astype(np.int64)[: len(out)]
+        free = self._free
+        if self.book.changed:
+            for name in self.book.changed:
+                if (i := self._pool_position.get(name)) is not None:
+                    free[i] = self.book.pools[name].free_count
+            self.book.changed.clear()
+            self._by_row.clear()
+        out = self._by_row.get(best)
+        if out is None:  # once per change: Filter and Score of one cycle share it
+            out = np.zeros(len(self._served), dtype=np.int64)
+            if len(self._pair_rows):
+                if best:
+                    np.maximum.at(out, self._pair_rows, free[self._pair_pools])
+                else:
+                    out += np.bincount(self._pair_rows, weights=free[self._pair_pools],
+                                       minlength=len(out)).astype(np.int64)[: len(out)]
+            self._by_row[best] = out
         result: npt.NDArray[np.int64] = out[rows]
         return result
 
     def served_mask(self, rows: Rows, pool: str | None = None) -> npt.NDArray[np.bool_]:
-        names = self.handle.table.names
-        if pool is None:
-            return np.fromiter((names[r] in self.serving for r in rows), dtype=bool, count=len(rows))
-        return np.fromiter((pool in self.serving.get(names[r], ()) for r in rows), dtype=bool, count=len(rows))
+        """Whether each row is served by any pool (or by ``pool``)."""
+        mask = self._served if pool is None else self._served_by_pool.get(pool)
+        if mask is None:
+            mask = np.zeros(len(self._served), dtype=bool)
+            if pool in self.pools:
+                mask[self._pair_rows[self._pair_pools == self._pool_list.index(pool)]] = True
+            self._served_by_pool[str(pool)] = mask
+        result: npt.NDArray[np.bool_] = mask[rows]
+        return result
 
     def nodes_of(self, pool: str) -> frozenset[str]:
         return frozenset(n for n, ps in self.serving.items() if pool in ps)
