@@ -339,3 +339,20 @@ def test_simulate_shows_per_pool_usage_in_the_summary_json_and_report(tmp_path: 
     assert run.exit_code != 0
     assert ("items[13] (UnderlayIPPool rack-a): spec.cidr: '10.0.0.1/29' is not a network in CIDR notation"
             in run.output), run.output
+
+
+def test_a_claim_deleted_and_created_again_starts_afresh() -> None:
+    w = World(["n1"], [pool_obj("rack", "10.11.0.0/29", ["n1"])])
+    w.cluster.add_object(CLAIM, "default/db-0", claim_obj("db-0", uid="first", keepDuration="1m"))
+    w.add(ip_pod("db-0"))
+    w.schedule()
+    w.delete("db-0")
+    w.clock.advance(61)
+    w.add(ip_pod("x"))
+    w.schedule()
+    assert w.addresses() == {"x": "10.11.0.1"}  # db-0's expired address went to x
+    # The claim is recreated (another uid) at once: its pod gets a new address, not the expiry.
+    w.cluster.add_object(CLAIM, "default/db-0", claim_obj("db-0", uid="second", keepDuration="1m"))
+    w.add(ip_pod("db-0"))
+    w.schedule()
+    assert w.addresses() == {"x": "10.11.0.1", "db-0": "10.11.0.2"}

@@ -172,13 +172,20 @@ class PoolTracker:
                     self.book.keep_for_claim(key, claim.pool, (claim.address,), math.inf, None)
 
     def claim(self, key: str) -> Claim | None:
+        """The claim of this key as it is now; what was kept for an earlier claim of the same name
+        (deleted and created again, another uid) is dropped first."""
         raw = self.objects(CLAIM).get(key)
         if raw is None:
             return None
         try:
-            return parse_claim(raw)
+            claim = parse_claim(raw)
         except UnderlaySpecError:
             return None
+        noted = self._claim_uids.get(key)
+        if noted is not None and noted != claim.uid:
+            self.book.forget_claim(key)
+            del self._claim_uids[key]
+        return claim
 
     def claim_error(self, key: str) -> str | None:
         raw = self.objects(CLAIM).get(key)
@@ -299,6 +306,8 @@ class PoolTracker:
         if sign > 0:
             if pod.uid not in self.book.assignments and self.pools:
                 self._assign(pod)
+            return
+        if pod.uid not in self.book.assignments and pod.uid not in self.book.unaddressed:
             return
         if self.handle.table.pod(pod.uid) is not None:
             return  # still accounted: its node left (the pod still exists), or a newer object
