@@ -356,3 +356,21 @@ def test_a_claim_deleted_and_created_again_starts_afresh() -> None:
     w.add(ip_pod("db-0"))
     w.schedule()
     assert w.addresses() == {"x": "10.11.0.1", "db-0": "10.11.0.2"}
+
+
+def test_a_claim_naming_a_full_pool_waits_for_a_free_address_there() -> None:
+    w = World(["n1", "n2"], [pool_obj("a", addresses=["10.12.0.1"], nodeNames=["n1"]),
+                             pool_obj("b", addresses=["10.12.1.1", "10.12.1.2"], nodeNames=["n2"])])
+    w.cluster.add_object(CLAIM, "default/c-0", claim_obj("c-0", pool="a"))
+    w.cluster.add_object(CLAIM, "default/x", claim_obj("x", uid="cx", pool="a", keepDuration="0s"))
+    w.add(ip_pod("x"))
+    w.schedule()
+    assert w.addresses() == {"x": "10.12.0.1"}  # pool a's only address
+    w.add(ip_pod("c-0"))
+    w.schedule()
+    assert w.failures["c-0"] == ("0/2 nodes are available: 1 node(s) didn't satisfy plugin(s) [UnderlayIP], "
+                                 "1 node(s) had no free underlay IP.")
+    w.delete("x")
+    w.clock.advance(60)
+    w.schedule()
+    assert w.addresses() == {"c-0": "10.12.0.1"}

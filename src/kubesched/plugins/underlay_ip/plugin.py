@@ -49,7 +49,8 @@ REASON_NO_FREE_IP = "node(s) had no free underlay IP"
 REASON_CONTROL_PLANE = "node(s) were control-plane nodes without underlay IPs"
 REASON_NO_POOL = "node(s) were not served by any underlay IP pool"
 _STATE_KEY = "UnderlayIP/need"
-#: CycleState: the pod's claim when it is bound to (or names) a pool: (claim key, pool).
+#: CycleState: the pod's claim when it is bound to (or names) a pool: (claim key, pool, whether
+#: it has its addresses already).
 _CLAIM_KEY = "UnderlayIP/claim"
 
 
@@ -163,7 +164,7 @@ class UnderlayIP(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, Res
         pool = bound[0] if bound is not None else claim.pool
         if pool is None:
             return None, SUCCESS
-        state.write(_CLAIM_KEY, (claim.key, pool))
+        state.write(_CLAIM_KEY, (claim.key, pool, bound is not None))
         nodes = tracker.nodes_of(pool)
         if not nodes:
             return None, Status.unresolvable(claim_pool_reason(claim.key, pool))
@@ -185,10 +186,14 @@ class UnderlayIP(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, Res
         statuses = [Status.unschedulable(REASON_NO_FREE_IP), Status.unschedulable(REASON_NO_POOL)]
         claimed = state.get(_CLAIM_KEY)
         if claimed is not None:
-            # The claim's addresses are its own (PreFilter checked no other pod holds them): only
-            # whether the claim's pool serves the node matters.
-            codes[~self.pools.served_mask(rows, claimed[1])] = 3
-            statuses.append(Status.unresolvable(claim_pool_reason(*claimed)))
+            # A bound claim's addresses are its own (PreFilter checked no other pod holds them):
+            # only whether the claim's pool serves the node matters. A claim naming a pool takes
+            # free addresses of that pool.
+            key, pool, bound = claimed
+            if not bound and self.pools.book.pools[pool].free_count < need:
+                codes[:] = 1
+            codes[~self.pools.served_mask(rows, pool)] = 3
+            statuses.append(Status.unresolvable(claim_pool_reason(key, pool)))
             return Verdicts(codes, statuses)
         codes[self.pools.free_by_row(rows, best=need > 1) < need] = 1
         codes[~self.pools.served_mask(rows)] = 2
@@ -219,7 +224,7 @@ class UnderlayIP(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, Res
                 return SUCCESS
             claimed = state.get(_CLAIM_KEY)
             if claimed is not None and node_name not in self.pools.nodes_of(claimed[1]):
-                return Status.unresolvable(claim_pool_reason(*claimed))
+                return Status.unresolvable(claim_pool_reason(claimed[0], claimed[1]))
             return Status.unschedulable(REASON_NO_FREE_IP)
         rows = np.array([row], dtype=np.intp)
         if int(self.free_ips(self.handle.table, rows)[0]) < 0:
