@@ -374,3 +374,26 @@ def test_a_claim_naming_a_full_pool_waits_for_a_free_address_there() -> None:
     w.clock.advance(60)
     w.schedule()
     assert w.addresses() == {"c-0": "10.12.0.1"}
+
+
+def test_the_example_profile_without_pools_still_gives_each_node_ten_ips(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kubesched.cli import main
+
+    nodes = [node("n0", cpu="32", memory="64Gi")]
+    for raw in nodes:
+        raw.pop("spec", None)
+    items = [*nodes, *(ip_pod(f"p{i}") for i in range(11))]
+    for p in items:
+        p.get("metadata", {}).pop("uid", None)
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    run = CliRunner().invoke(main, ["simulate", "--cluster", str(dump), "--config",
+                                    str(ROOT / "examples" / "ip-scheduler.yaml"), "-o", "json"])
+    assert run.exit_code == 0, run.output
+    import json
+
+    doc = json.loads(run.output)
+    assert doc["summary"]["scheduled"] == 10 and "underlayIPPools" not in doc
+    assert doc["unschedulableReasons"] == {"node(s) had no free underlay IP": 1}
