@@ -397,3 +397,34 @@ def test_the_example_profile_without_pools_still_gives_each_node_ten_ips(tmp_pat
     doc = json.loads(run.output)
     assert doc["summary"]["scheduled"] == 10 and "underlayIPPools" not in doc
     assert doc["unschedulableReasons"] == {"node(s) had no free underlay IP": 1}
+
+
+def test_a_pending_pods_own_annotation_asks_for_nothing() -> None:
+    """Only what a pod was bound with counts: a pending pod created with the annotation (copied from
+    another pod, say) gets the lowest free address, not the one it names."""
+    w = World(["n1"], [pool_obj("rack", "10.13.0.0/29", ["n1"])])
+    w.add(ip_pod("a"))
+    w.schedule()
+    copy = ip_pod("b")
+    copy["metadata"]["annotations"] = {KEY: "10.13.0.1"}
+    w.add(copy)
+    w.schedule()
+    assert w.addresses() == {"a": "10.13.0.1", "b": "10.13.0.2"}
+
+
+def test_a_bound_pod_keeps_its_address_even_if_a_claim_was_promised_it() -> None:
+    """After a restart with a stale pool status, the pod that really has the address keeps it; the
+    claim's pod waits until it is free instead of sharing it."""
+    w = World(["n1"], [pool_obj("rack", "10.14.0.0/29", ["n1"],
+                                status={"allocations": {"10.14.0.1": {"state": "Reserved", "claim": "default/c-0"}}})])
+    pools = w.cluster.objects[POOL]
+    pools["rack"] = {**pools["rack"], "status": pools["rack"]["spec"].pop("status")}
+    w.cluster.add_object(CLAIM, "default/c-0", claim_obj("c-0"))
+    bound = pod("x", cpu="100m", node_name="n1", scheduler_name=PROFILE)
+    bound["metadata"]["annotations"] = {KEY: "10.14.0.1"}
+    w.add(bound)
+    w.add(ip_pod("c-0"))
+    w.schedule()
+    assert w.addresses() == {"x": "10.14.0.1"}
+    assert w.failures["c-0"] == ("0/1 nodes are available: underlay IP claim default/c-0: address 10.14.0.1 of "
+                                 "pool rack is still held by pod default/x.")

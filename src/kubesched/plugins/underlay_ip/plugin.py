@@ -131,6 +131,7 @@ class UnderlayIP(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, Res
         if need == 0:
             return None, Status.skip()
         state.write(_STATE_KEY, need)
+        self.pools.cycle_uid = pod.uid
         quota = self.args.quota
         if quota is not None and self.used_ips(table) + need > quota:
             return None, Status.unschedulable(quota_reason(quota))

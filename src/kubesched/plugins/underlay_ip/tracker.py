@@ -7,7 +7,8 @@ failed bind or Reserve, deleted, terminated). A node that leaves keeps its pods'
 its pods still exist. Who gets what:
 
 1. a pod with the address annotation keeps that address (a restart, a failover: the annotation,
-   written at bind, is the record of what the pod was given), unless another pod holds it;
+   written at bind, is the record of what the pod was given); if another pod or a claim's
+   reservation has it too, it stays taken until all of them are gone;
 2. else the pod is *counted* on a pool serving its node, no address in particular (a pod bound by
    someone else without the annotation stays so), until the scheduler's Reserve picks:
 3. for a pod of a claim (same namespace/name), the claim's address, or the lowest free address of
@@ -94,6 +95,8 @@ class PoolTracker:
         #: Assignments of pods the table dropped a moment ago (``add_pod`` of a known uid removes
         #: then adds): the same pod coming back gets the same addresses.
         self._last_released: OrderedDict[str, Assignment] = OrderedDict()
+        #: The pod in the scheduling cycle (set at PreFilter): assumed, not yet given its addresses.
+        self.cycle_uid = ""
         handle.table.observe_pods(self._observe)
 
     @property
@@ -371,8 +374,11 @@ class PoolTracker:
         return False
 
     def _from_annotation(self, pod: PodInfo, serving: tuple[str, ...], claim: Claim | None) -> Assignment | None:
+        """The addresses a pod from the cluster carries: what it really has, so it takes them even if
+        a claim's reservation or another pod says otherwise (neither then gets them while it holds
+        them). Not for the pod being scheduled (``cycle_uid``): its own annotation is no request."""
         addresses = self.annotated(pod)
-        if not addresses:
+        if not addresses or pod.uid == self.cycle_uid:
             return None
         mine = claim.key if claim is not None else None
         for name in (*serving, *(p for p in self._pool_list if p not in serving)):
@@ -382,9 +388,8 @@ class PoolTracker:
                 continue
             if any(i is not None and not pool.is_free(i) and not (i in pool.kept and pool.kept[i].claim == mine)
                    for i in idx):
-                log.warning("event=underlay_ip_duplicate pod=%s addresses=%s (another pod holds them: the pod is "
-                            "counted on pool %s without them)", pod.key, ",".join(addresses), name)
-                return None
+                log.warning("event=underlay_ip_conflict pod=%s pool=%s addresses=%s (another pod holds them or a "
+                            "claim keeps them: they stay taken until all are gone)", pod.key, name, ",".join(addresses))
             return Assignment(name, addresses, pod.key, pod.node_name, mine)
         return None
 
