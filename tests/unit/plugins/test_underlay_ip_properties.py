@@ -88,7 +88,7 @@ def check(w: World, model: Model) -> None:
         assert all(pool.is_free(i) == (i not in kept_or_held) for i in range(len(pool.addresses)))
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(OPS, min_size=1, max_size=30))
 # Found by breaking the plugin on purpose, kept so they always run: a claimed address given away
 # at once; a node leaving letting go of its (still existing) pods' addresses; a restart between.

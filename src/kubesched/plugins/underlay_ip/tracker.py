@@ -218,17 +218,25 @@ class PoolTracker:
             return
         by_claim: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         for address, entry in allocations.items():
-            if isinstance(entry, dict) and entry.get("state") == "Reserved" and entry.get("claim"):
+            if isinstance(entry, dict) and entry.get("state") in ("Reserved", "Active") and entry.get("claim"):
                 by_claim.setdefault(str(entry["claim"]), []).append((str(address), entry))
         now, wall = self.handle.clock.now(), self.wall()
         for key, entries in sorted(by_claim.items()):
             claim = self.claim(key)
             if claim is None or key in self.book.claim_bindings or self.is_expired(claim):
                 continue
-            keep_until = parse_rfc3339(entries[0][1].get("keepUntil"))
-            released = parse_rfc3339(entries[0][1].get("releasedAt"))
-            until = math.inf if keep_until is None else now + (keep_until - wall)
-            released_at = None if released is None else now - (wall - released)
+            first = entries[0][1]
+            if first.get("state") == "Active":
+                # Its pod held it when the status was written. If the pod is still there it takes
+                # it back from its annotation; if it was deleted meanwhile, its claim keeps it for
+                # keepDuration from now (when it went is unknown: the longer keep).
+                until = math.inf if claim.keep_seconds is None else now + claim.keep_seconds
+                released_at: float | None = now
+            else:
+                keep_until = parse_rfc3339(first.get("keepUntil"))
+                released = parse_rfc3339(first.get("releasedAt"))
+                until = math.inf if keep_until is None else now + (keep_until - wall)
+                released_at = None if released is None else now - (wall - released)
             self._note_claim(claim)
             if until <= now:
                 self.book.expire_claim(key, now)
@@ -324,7 +332,8 @@ class PoolTracker:
     def _assign_unassigned(self) -> None:
         """After pools changed: pods already placed on served nodes get their addresses (those with
         the annotation first, so they keep theirs)."""
-        pods = [p for p in self.handle.table.all_pods() if p.uid not in self.book.assignments]
+        table = self.handle.table
+        pods = [p for p in (*table.all_pods(), *table.orphaned_pods()) if p.uid not in self.book.assignments]
         pods.sort(key=lambda p: (not self.annotated(p), p.key))
         for pod in pods:
             self._assign(pod)
@@ -337,15 +346,18 @@ class PoolTracker:
         """A pod starts counting on a node: its annotated (or just released) addresses, else a count
         on a pool until Reserve picks its addresses (``reserve``)."""
         need = self.needed(pod)
-        serving = self.serving.get(pod.node_name, ())
-        if not need or not serving:
+        if not need:
             return
+        serving = self.serving.get(pod.node_name, ())
         claim = self.claim(pod.key)
         if claim is not None:
             self._note_claim(claim)
+        # What a pod carries it holds, whether or not its node is (still) served or known.
         a = self._from_annotation(pod, serving, claim) or self._from_last_released(pod)
         if a is not None:
             self.book.take(pod.uid, a)
+            return
+        if not serving:
             return
         pool = serving[0]
         bound = self.claim_addresses(claim) if claim is not None else None
