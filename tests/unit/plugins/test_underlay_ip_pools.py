@@ -428,3 +428,26 @@ def test_a_bound_pod_keeps_its_address_even_if_a_claim_was_promised_it() -> None
     assert w.addresses() == {"x": "10.14.0.1"}
     assert w.failures["c-0"] == ("0/1 nodes are available: underlay IP claim default/c-0: address 10.14.0.1 of "
                                  "pool rack is still held by pod default/x.")
+
+
+def test_a_claimed_pod_whose_bind_fails_comes_back_to_its_address_even_with_no_keep() -> None:
+    class Flaky(SimulatedCluster):
+        fail = True
+
+        async def bind(self, pod: PodInfo, node_name: str, annotations: Any = None) -> None:
+            if self.fail:
+                self.fail = False
+                raise RuntimeError("apiserver unavailable")
+            await super().bind(pod, node_name, annotations)
+
+    cluster = Flaky()
+    cluster.add_object(POOL, "rack", pool_obj("rack", "10.15.0.0/29", ["n1"]))
+    cluster.add_object(CLAIM, "default/w-0", claim_obj("w-0", keepDuration="0s", address="10.15.0.5", pool="rack"))
+    w = World([], [], cluster=cluster)
+    w.cluster.add_node(node("n1", cpu="64", memory="64Gi"))
+    w.add(ip_pod("w-0"))
+    w.schedule()  # the bind fails: the pod retries after its backoff
+    assert w.addresses() == {}
+    w.clock.advance(5)
+    w.schedule()
+    assert w.addresses() == {"w-0": "10.15.0.5"}

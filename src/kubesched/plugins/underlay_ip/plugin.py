@@ -234,7 +234,9 @@ class UnderlayIP(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, Res
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """Nothing to undo: forgetting the assumed pod removes its IPs from the column, and its
-        addresses return to the pool (or stay kept for its claim) as the table drops it."""
+        addresses return to the pool as the table drops it, or, for a pod of a claim, stay kept
+        for it while it retries (tracker.RETRY_KEEP_SECONDS at least)."""
+        self.pools.unreserving = pod.uid
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Put the assigned addresses on the Binding, so the pod carries them once bound."""

@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 #: Pools and claims are compared with the informer's objects at most this often (clock seconds),
 #: and whenever the number of pools changes, so a cycle never walks every pool.
 REFRESH_SECONDS = 1.0
+#: A pod whose attempt failed after Reserve (a failed bind, a Permit rejection) retries: its claim
+#: keeps the address at least this long, whatever its keepDuration, so it comes back to it.
+RETRY_KEEP_SECONDS = 300.0
 _LAST_RELEASED_MAX = 1024
 
 
@@ -97,6 +100,8 @@ class PoolTracker:
         self._last_released: OrderedDict[str, Assignment] = OrderedDict()
         #: The pod in the scheduling cycle (set at PreFilter): assumed, not yet given its addresses.
         self.cycle_uid = ""
+        #: The pod being unreserved (set at Unreserve, just before the scheduler forgets it).
+        self.unreserving = ""
         handle.table.observe_pods(self._observe)
 
     @property
@@ -323,7 +328,11 @@ class PoolTracker:
         if self.handle.table.pod(pod.uid) is not None:
             return  # still accounted: its node left (the pod still exists), or a newer object
         claim = self.claim(pod.key)
-        a = self.book.release(pod.uid, self.handle.clock.now(), claim.keep_seconds if claim is not None else None)
+        keep = claim.keep_seconds if claim is not None else None
+        if pod.uid == self.unreserving and keep is not None:
+            keep = max(keep, RETRY_KEEP_SECONDS)  # not gone: retrying
+        self.unreserving = ""
+        a = self.book.release(pod.uid, self.handle.clock.now(), keep)
         if a is not None:
             self._last_released[pod.uid] = a
             if len(self._last_released) > _LAST_RELEASED_MAX:
