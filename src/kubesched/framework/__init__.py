@@ -11,7 +11,7 @@ for plugins are in :mod:`kubesched.testing`.
 
 from kubesched.framework.clock import Clock, FakeClock, RealClock
 from kubesched.framework.cycle_state import CycleState, StateData
-from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError
+from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError, add_binding_annotations
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -101,5 +101,6 @@ __all__ = [
     "Status",
     "Taint",
     "Verdicts",
+    "add_binding_annotations",
     "default_normalize_score",
 ]

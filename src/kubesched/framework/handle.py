@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.framework.clock import Clock
+from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
@@ -24,11 +25,26 @@ class PodGoneError(Exception):
     """The pod no longer exists (HTTP 404)."""
 
 
+#: CycleState key: annotations PreBind plugins put on the pod's Binding (``add_binding_annotations``).
+BINDING_ANNOTATIONS = "Binding/annotations"
+
+
+def add_binding_annotations(state: CycleState, annotations: Mapping[str, str]) -> None:
+    """Have the binder send ``annotations`` with the Binding: the apiserver copies a Binding's
+    annotations onto the pod as it sets spec.nodeName (pkg/registry/core/pod/storage/storage.go,
+    ``BindingREST.Create`` → ``assignPod``), so they land with the bind and never on a pod whose
+    bind failed. For what a node agent must read from the pod (e.g. UnderlayIP's address)."""
+    have: dict[str, str] = dict(state.get(BINDING_ANNOTATIONS) or {})
+    have.update(annotations)
+    state.write(BINDING_ANNOTATIONS, have)
+
+
 class ClusterClient(Protocol):
     """The I/O a shell provides to the core. The simulator implements it in memory."""
 
-    async def bind(self, pod: PodInfo, node_name: str) -> None:
-        """Bind via pods/binding. Raises BindConflictError, PodGoneError or another exception."""
+    async def bind(self, pod: PodInfo, node_name: str, annotations: Mapping[str, str] | None = None) -> None:
+        """Bind via pods/binding, with ``annotations`` on the Binding (copied onto the pod). Raises
+        BindConflictError, PodGoneError or another exception."""
         ...
 
     async def annotate_pod(self, pod: PodInfo, annotations: Mapping[str, str]) -> None:

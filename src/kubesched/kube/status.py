@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -32,6 +32,21 @@ MERGE_PATCH = "application/merge-patch+json"
 #: Back-off after a 403 on a kind's status: first retry after this many seconds, doubling to the cap.
 FORBIDDEN_FIRST_RETRY = 30.0
 FORBIDDEN_MAX_RETRY = 300.0
+
+
+def merge_patch_into(patch: dict[str, Any], later: Mapping[str, Any]) -> None:
+    """Compose two JSON merge patches (RFC 7386) in place: nested objects merge field by field,
+    the later value wins, nulls (deletions) are kept. A patch that failed and is sent again with
+    the next round's changes then loses none of its nested fields (e.g. one pool allocation)."""
+    for k, v in later.items():
+        have = patch.get(k)
+        if isinstance(v, Mapping) and isinstance(have, dict):
+            merge_patch_into(have, v)
+        elif isinstance(v, Mapping):
+            patch[k] = {}
+            merge_patch_into(patch[k], v)  # a copy: later merges never touch the plugin's dicts
+        else:
+            patch[k] = v
 
 
 class StatusPublisher:
@@ -100,7 +115,7 @@ class StatusPublisher:
                     log.warning("event=status_of_undeclared_kind plugin=%s kind=%s", plugin.name, kind)
                     continue
                 for key, changed in updates.items():
-                    pending.setdefault((kind, key), {}).update(changed)
+                    merge_patch_into(pending.setdefault((kind, key), {}), changed)
         self._failed.clear()
         now = self.now()
         for (kind, key), status in pending.items():

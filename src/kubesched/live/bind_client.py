@@ -45,12 +45,12 @@ class MeteredBindClient:
         """StatusWriter, passed through (DynamicResources' PreBind writes claims' allocations)."""
         return await self.client.update_object_status(kind, obj)
 
-    async def bind(self, pod: PodInfo, node_name: str) -> None:
+    async def bind(self, pod: PodInfo, node_name: str, annotations: Mapping[str, str] | None = None) -> None:
         if not self.node_exists(node_name):
             self.metrics.bind("node_gone")
             raise NodeGoneError(f"node {node_name} was deleted before the pod could be bound to it")
         try:
-            await self.client.bind(pod, node_name)
+            await self.client.bind(pod, node_name, annotations)
         except BindConflictError:
             self.metrics.bind("conflict")
             raise

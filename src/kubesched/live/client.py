@@ -29,11 +29,14 @@ class LiveClusterClient:
         self.gone = 0
         self.evicted = 0
 
-    async def bind(self, pod: PodInfo, node_name: str) -> None:
+    async def bind(self, pod: PodInfo, node_name: str, annotations: Mapping[str, str] | None = None) -> None:
+        metadata: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
+        if annotations:  # copied onto the pod by the apiserver (framework/handle.py add_binding_annotations)
+            metadata["annotations"] = dict(annotations)
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+            "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
         path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}/binding"

@@ -529,6 +529,11 @@ class NodeTable:
         for row in self.alive_rows():
             yield from self.pods[row].values()
 
+    def orphaned_pods(self) -> Iterator[PodInfo]:
+        """Pods bound to nodes not in the table (they count again when their node returns)."""
+        for pods in self._orphans.values():
+            yield from pods.values()
+
     # -- views ------------------------------------------------------------------------------------
     def node_info(self, row: int) -> NodeInfo:
         return NodeInfo(self, int(row))

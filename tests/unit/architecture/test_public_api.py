@@ -15,7 +15,7 @@ PUBLIC = {
     "PreFilterPlugin",
     "PreFilterResult", "PreScorePlugin", "QueueSortPlugin", "QueuedPodInfo", "RealClock", "ReservePlugin",
     "Rows", "SUCCESS", "ScorePlugin", "Scores", "StateData", "Status", "Taint", "Verdicts",
-    "default_normalize_score",
+    "add_binding_annotations", "default_normalize_score",
 }
 
 

@@ -103,3 +103,31 @@ def test_server_errors_are_retried_every_round() -> None:
         assert len(api.calls) == 3
 
     asyncio.run(run())
+
+
+def test_a_failed_patch_sent_again_keeps_its_nested_fields() -> None:
+    """A map field (UnderlayIPPool status.allocations) changed in a round that failed and again in
+    the next: the retry carries both rounds' entries, deletions (null) included."""
+    api, plugin, clock = RefusingApi(503), WidgetStatus(), [0.0]
+    pub = publisher(api, plugin, clock)
+    sent: list[Any] = []
+
+    async def request(method: str, path: str, body: Any = None, content_type: str = "") -> Any:
+        sent.append(body)
+        if len(sent) == 1:
+            raise ApiError(method, path, 503, {"reason": "ServiceUnavailable", "message": "busy"})
+        return {}
+
+    api.request = request  # type: ignore[method-assign]
+    first = {"a": {"pod": "ns/p1"}, "b": None}
+    plugin.updates = {"Widget": {"ns/w": {"allocations": first, "free": 3}}}
+
+    async def run() -> None:
+        await pub.publish_once()
+        plugin.updates = {"Widget": {"ns/w": {"allocations": {"c": {"pod": "ns/p2"}}, "free": 2}}}
+        await pub.publish_once()
+
+    asyncio.run(run())
+    assert sent[1] == {"status": {"allocations": {"a": {"pod": "ns/p1"}, "b": None, "c": {"pod": "ns/p2"}},
+                                  "free": 2}}
+    assert first == {"a": {"pod": "ns/p1"}, "b": None}  # the plugin's own dicts are not touched

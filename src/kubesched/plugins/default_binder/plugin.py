@@ -9,7 +9,7 @@ import logging
 from typing import ClassVar
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.handle import BindConflictError, PodGoneError
+from kubesched.framework.handle import BINDING_ANNOTATIONS, BindConflictError, PodGoneError
 from kubesched.framework.interfaces import BindPlugin
 from kubesched.framework.status import Status
 from kubesched.snapshot.pod import PodInfo
@@ -36,8 +36,12 @@ class DefaultBinder(BindPlugin):
             return Status.error(f"binding pod {pod.key} to node {node_name}: no cluster client configured")
         if log.isEnabledFor(logging.DEBUG):  # pod.key builds a string: only when it is logged
             log.debug("binding pod %s to node %s", pod.key, node_name)
+        annotations = state.get(BINDING_ANNOTATIONS)
         try:
-            await client.bind(pod, node_name)
+            if annotations:  # what PreBind plugins asked to land with the bind (add_binding_annotations)
+                await client.bind(pod, node_name, annotations)
+            else:
+                await client.bind(pod, node_name)
         except (BindConflictError, PodGoneError):
             raise
         except Exception as e:

@@ -9,6 +9,8 @@ from kubesched.framework.labels import LabelSelector
 
 #: Node label or annotation that overrides ``ipsPerNode`` for one node (an integer ≥ 0).
 DEFAULT_CAPACITY_KEY = "kubesched.io/underlay-ips"
+#: Pod annotation the assigned address(es) are written to (comma-separated), for the CNI to read.
+DEFAULT_ANNOTATION_KEY = "kubesched.io/underlay-ip"
 
 
 class UnderlayIPArgs(BaseModel):
@@ -23,5 +25,10 @@ class UnderlayIPArgs(BaseModel):
     #: Extended-resource style: when set, a pod consumes as many IPs as it requests of this
     #: resource (e.g. ``kubesched.io/underlay-ip: 1``), and pods not requesting it consume none.
     resource_name: str | None = None
-    #: Nodes labelled node-role.kubernetes.io/control-plane or .../master get no IPs.
+    #: Nodes labelled node-role.kubernetes.io/control-plane or .../master get no IPs (without
+    #: pools; with pools, the pools say which nodes they serve).
     exclude_control_plane: bool = True
+    #: With UnderlayIPPools: the pod annotation the assigned address is written to (at bind).
+    annotation_key: str = Field(DEFAULT_ANNOTATION_KEY, min_length=1)
+    #: Cluster-wide cap on the underlay IPs pods of this profile hold (BlueKing v2's quota).
+    quota: int | None = Field(None, ge=0)

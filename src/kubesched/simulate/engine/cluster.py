@@ -70,7 +70,7 @@ class SimulatedCluster:
         return self.objects.get(kind, {})
 
     # -- the ClusterClient the binder uses ---------------------------------------------------------
-    async def bind(self, pod: PodInfo, node_name: str) -> None:
+    async def bind(self, pod: PodInfo, node_name: str, annotations: Mapping[str, str] | None = None) -> None:
         current = self.pods.get(pod.uid)
         if current is None:
             raise PodGoneError(f"pod {pod.key} not found")
@@ -81,7 +81,11 @@ class SimulatedCluster:
         # The scheduler hands over its assumed copy (current + nodeName); when the stored pod has
         # not changed since, that copy is the bound pod: no second copy of the object.
         same = pod.node_name == node_name and pod.raw.get("metadata") is current.raw.get("metadata")
-        bound = pod if same else current.with_node(node_name)
+        bound = pod if same and not annotations else current.with_node(node_name)
+        if annotations:  # as the apiserver copies a Binding's annotations onto the pod
+            meta = bound.raw.get("metadata") or {}
+            raw = {**bound.raw, "metadata": {**meta, "annotations": {**(meta.get("annotations") or {}), **annotations}}}
+            bound = PodInfo.from_raw(raw, previous=bound)
         self.pods[pod.uid] = bound
         self.binds += 1
         if self.scheduler is not None:

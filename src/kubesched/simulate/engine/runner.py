@@ -78,6 +78,10 @@ class SimulationResult:
     def pod_groups(self) -> dict[str, dict[str, Any]]:
         return self.objects.get("PodGroup", {})
 
+    @property
+    def underlay_ip_pools(self) -> dict[str, dict[str, Any]]:
+        return self.objects.get("UnderlayIPPool", {})
+
 
 class Simulation:
     def __init__(

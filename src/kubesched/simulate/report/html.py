@@ -41,6 +41,7 @@ from kubesched.simulate.report.charts import (
     _util_histogram,
     _vbars,
 )
+from kubesched.simulate.report.pools import pools_section
 from kubesched.simulate.report.scores import profiles_section, scores_sections
 from kubesched.simulate.report.style import _CSS, _JS
 
@@ -340,6 +341,7 @@ def render_html(data: Mapping[str, Any]) -> str:
         timeline_section(data),
         _utilisation(summary, nodes),
         _nodes(nodes),
+        pools_section(data),
         profiles_section(data, placements),
         *scores_sections(data, placements),
         _failures(data, placements),

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from kubesched.api.readable import readable_bytes, readable_milli_cpu
 from kubesched.simulate.report.pod_list import print_pod_list, print_preemptions
+from kubesched.simulate.report.pools import print_pools
 
 
 def _pct(x: float) -> str:
@@ -45,6 +46,7 @@ def print_summary(
             f"profile {data['profiles'][0]!r} (use --strict-scheduler-name to leave them pending)[/dim]"
         )
     _node_table(console, data["nodes"], max_rows)
+    print_pools(console, data, max_rows)
 
     by_profile: dict[str, list[dict[str, Any]]] = {p: [] for p in profiles}
     for p in data["placements"]:
