@@ -40,6 +40,7 @@ from kubesched.plugins.dynamicresources.pools import (
     slice_spec,
     unsupported_message,
 )
+from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
 
 #: resourceapi.AllocationResultsMaxSize
 ALLOCATION_RESULTS_MAX_SIZE = 32
@@ -193,8 +194,10 @@ class Allocator:
     """NewAllocator: built once per pod (PreFilter) and asked once per node (Filter)."""
 
     def __init__(self, allocated: set[DeviceID], classes: Mapping[str, dict[str, Any]],
-                 slices: Sequence[dict[str, Any]]) -> None:
+                 slices: Sequence[dict[str, Any]], selector_cache: SelectorCache | None = None) -> None:
         self.allocated = allocated
+        #: Selector results, shared across pods when the plugin passes its own.
+        self.selector_cache = selector_cache or SelectorCache()
         self.classes = classes
         self.slices = slices
         self._device_vars: dict[int, celtypes.MapType] = {}
@@ -408,7 +411,7 @@ class _Run:
             if compiled.error is not None:
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
             try:
-                if not compiled.matches(self.a.device_var(cand)):
+                if not self.a.selector_cache.matches(compiled, cand.slice, cand.id[2], lambda: self.a.device_var(cand)):
                     return False
             except CelError as e:
                 raise AllocationError(f"{owner}: selector #{i} on device {'/'.join(cand.id)}: CEL runtime error: "

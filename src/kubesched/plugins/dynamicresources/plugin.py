@@ -66,6 +66,7 @@ from kubesched.plugins.dynamicresources.pools import (
     UnsupportedFeatureError,
     unsupported_message,
 )
+from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
 from kubesched.plugins.helpers.node_selector import NodeSelector, compile_node_selector
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, NodeTable
@@ -109,6 +110,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
         #: claim key -> the claim as PreBind wrote it, until the shell's copy is as new (upstream's
         #: assume cache: AssumeClaimAfterAPICall).
         self._assumed: dict[str, dict[str, Any]] = {}
+        #: Selector results across cycles and pods (selector_cache.py).
+        self._selector_cache = SelectorCache()
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return (
@@ -199,7 +202,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
             all_claims = self._claims()
             devices = allocated_devices(all_claims)
             devices |= allocated_devices({uid: c for uid, (c, _) in self._in_flight.items()})
-            s.allocator = Allocator(devices, classes, list(self.handle.objects(RESOURCE_SLICE.kind).values()))
+            s.allocator = Allocator(devices, classes, list(self.handle.objects(RESOURCE_SLICE.kind).values()),
+                                    self._selector_cache)
         return None, SUCCESS
 
     def _state(self, state: CycleState) -> _State | None:

@@ -72,3 +72,30 @@ def test_gpu_cluster_allocates_claims_on_their_pods_nodes(tmp_path: Path) -> Non
             devices += [(r["pool"], r["device"]) for r in results]
     assert len(devices) == len(set(devices)) == 5  # no device given twice; all five GPUs in use
     assert [r["name"] for r in claims["shared"]["status"]["reservedFor"]] == ["shared-a", "shared-b"]
+
+
+def test_broken_selectors_are_reasons_on_their_pods_not_a_crash(tmp_path: Path) -> None:
+    """A selector that does not compile, or fails on a device, is the pod's reason (naming the
+    claim and selector); the other pods are scheduled as usual."""
+    items: list[dict[str, Any]] = [{**node(NODES[0], labels={"kubernetes.io/hostname": NODES[0]}),
+                                    "apiVersion": "v1", "kind": "Node"}, s.resource_slice(NODES[0], 1),
+                                   s.device_class()]
+    selectors = {"no-compile": 'device.attributes["gpu.example.com"].model ==',
+                 "no-such-key": 'device.attributes["gpu.example.com"].healthy',
+                 "fine": s.A100}
+    for name, expression in selectors.items():
+        items.append(s.resource_claim(s.ClaimSpec(name, selector=expression), "default"))
+        raw = pod(name, cpu="100m", resourceClaims=[{"name": "gpu", "resourceClaimName": name}])
+        items.append({**raw, "apiVersion": "v1", "kind": "Pod"})
+    (tmp_path / "dump.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    result = CliRunner().invoke(main, ["simulate", "--cluster", str(tmp_path / "dump.yaml"), "--output", "json", "-q"])
+    assert result.exit_code == 0, result.output
+    placed = {p["pod"].split("/")[1]: p for p in orjson.loads(result.stdout)["placements"]}
+    assert placed["fine"]["node"] == NODES[0]
+    assert not placed["no-compile"]["node"] and not placed["no-such-key"]["node"]
+    assert "claim default/no-compile: selector #0: CEL compile error: compilation failed" in placed["no-compile"][
+        "message"]
+    message = placed["no-such-key"]["message"]
+    assert message.startswith('gave up after 10 attempts that ended in an error: running "DynamicResources" filter '
+                              "plugin: claim default/no-such-key: selector #0 on device gpu.example.com/gpu-node-1/")
+    assert "CEL runtime error: no such key: healthy. consider using CEL optional chaining" in message
