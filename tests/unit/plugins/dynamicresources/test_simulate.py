@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -20,23 +21,28 @@ NODES = [f"gpu-node-{i}" for i in range(1, 5)]
 NOT_HELPFUL = "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
 
 
-def dump(path: Path) -> None:
+def dump(path: Path, templates: bool = False) -> None:
+    """The GPU cluster; with ``templates``, the ``t4`` pod's claim is a ResourceClaimTemplate the
+    simulator stamps (the dump holds no claim for it)."""
     items: list[dict[str, Any]] = []
     for i, name in enumerate(NODES, 1):
         items.append({**node(name, labels={"kubernetes.io/hostname": name}), "apiVersion": "v1", "kind": "Node"})
         items.append(s.resource_slice(name, i))
     items.append(s.device_class())
-    items += [s.resource_claim(c, "default") for c in s.CLAIMS]
+    from_template = {p.claim for p in s.PODS if p.template} if templates else set()
+    items += [s.resource_claim(c, "default") for c in s.CLAIMS if c.name not in from_template]
+    items += [s.claim_template(c, "default") for c in s.CLAIMS if c.name in from_template]
     for k, p in enumerate(s.PODS):
-        raw = pod(p.name, cpu="100m", **s.pod_claim_fields(p, templates=False))
+        raw = pod(p.name, cpu="100m", **s.pod_claim_fields(p, templates=templates))
         raw["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
         raw["metadata"]["creationTimestamp"] = f"2025-01-01T00:0{p.wave}:{k:02d}Z"  # wave 1 first
         items.append({**raw, "apiVersion": "v1", "kind": "Pod"})
     path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
 
 
-def test_gpu_cluster_allocates_claims_on_their_pods_nodes(tmp_path: Path) -> None:
-    dump(tmp_path / "dump.yaml")
+@pytest.mark.parametrize("templates", [False, True])
+def test_gpu_cluster_allocates_claims_on_their_pods_nodes(tmp_path: Path, templates: bool) -> None:
+    dump(tmp_path / "dump.yaml", templates)
     out = tmp_path / "out.yaml"
     result = CliRunner().invoke(main, ["simulate", "--cluster", str(tmp_path / "dump.yaml"), "--output", "json",
                                        "--out-cluster", str(out), "-q"])
@@ -58,6 +64,17 @@ def test_gpu_cluster_allocates_claims_on_their_pods_nodes(tmp_path: Path) -> Non
 
     objects = yaml.safe_load(out.read_text())["items"]
     claims = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ResourceClaim"}
+    if templates:
+        # kube-controller-manager's claim: <pod>-<claim>-<5 characters>, owned by the pod, named
+        # in its status; the pod and the claim keep the names below.
+        pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}
+        (status,) = pods["t4"]["status"]["resourceClaimStatuses"]
+        stamped = claims.pop(status["resourceClaimName"])
+        assert status["name"] == "gpu"
+        assert stamped["metadata"]["name"].startswith("t4-gpu-") and len(stamped["metadata"]["name"]) == 12
+        assert stamped["metadata"]["annotations"] == {"resource.kubernetes.io/pod-claim-name": "gpu"}
+        assert stamped["metadata"]["ownerReferences"][0]["uid"] == placed["t4"]["uid"]
+        claims["t4"] = stamped
     devices: list[tuple[str, str]] = []
     for p in s.PODS:
         status = claims[p.claim].get("status") or {}
