@@ -7,13 +7,13 @@ Ported: empty, missing-claim, deleted-claim, wrong-claim, claim-reference, claim
 no-resources, with-resources, skip-bind, exhausted-resources-in-informer-cache,
 exhausted-resources-in-flight-claim, other-resources-in-flight-claim, claim-parameters-CEL-runtime-error,
 class-parameters-CEL-runtime-error, missing-class, claim-with-request-with-unknown-device-class,
-claim-with-prioritized-list-unknown-device-class, wrong-topology (Filter only: PostFilter is not
-ported), good-topology, reserved-okay, claim-with-prioritized-list, bind-failure; plus two pods in
+claim-with-prioritized-list-unknown-device-class, wrong-topology (its PostFilter:
+test_postfilter_score.py), good-topology, reserved-okay, claim-with-prioritized-list, bind-failure; plus two pods in
 flight (Reserve keeps the device from the second) and a claim shared by two pods (the second
 waits for the first's allocation, then follows it).
 
 Not ported: podgroup-* (DRAWorkloadResourceClaims, alpha), tainted-device-*, admin access,
-extended-resource-*, node-allocatable-*, binding conditions, scoring, postfilter-*, timeouts
+extended-resource-*, node-allocatable-*, binding conditions, postfilter-*-podgroup, timeouts
 (features the README lists as not ported or refused).
 """
 
