@@ -73,6 +73,7 @@ from kubesched.plugins.dynamicresources.claims import (
     pod_claims,
     resource_version,
 )
+from kubesched.plugins.dynamicresources.explain import node_note
 from kubesched.plugins.dynamicresources.pools import (
     DEVICE_TAINTS,
     EXTENDED_RESOURCES,
@@ -268,6 +269,19 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return SUCCESS
         s.unavailable.update(unavailable)
         return Status.unresolvable("resourceclaim not available on the node")
+
+    def explain_nodes(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Sequence[str] | None:
+        """Per node, the devices the pod got there, or why each device was not usable (explain.py)."""
+        s = self._state(state)
+        if s is None or s.allocator is None:
+            return None
+        claims = [s.claims[i] for i in s.to_allocate]
+        notes = []
+        for row in rows.tolist():
+            node = table.node_info(int(row))
+            notes.append(node_note(s.allocator, NodeRef(node.name, dict(node.labels)), claims,
+                                   s.node_allocations.get(node.name)))
+        return notes
 
     # -- PostFilter -----------------------------------------------------------------------------
     def post_filter(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis

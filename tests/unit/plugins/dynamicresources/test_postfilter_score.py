@@ -169,3 +169,24 @@ def test_node_with_the_preferred_subrequest_scores_higher() -> None:
     assert cyc.filter(NODE).is_success and cyc.filter(NODE2).is_success
     scores = {n: w.plugin.score(cyc.state, cyc.pod, w.table.node_info(w.table.index[n])) for n in (NODE, NODE2)}
     assert {n: s for n, (s, st) in scores.items()} == {NODE: 7, NODE2: 8}
+
+
+# -- --explain ----------------------------------------------------------------------------------------
+def test_explain_says_per_node_which_devices_are_taken_or_excluded_and_what_the_pod_gets() -> None:
+    """worker: instance-1 allocated to another claim, instance-2 not an A100; worker-2: an A100."""
+    a100 = f'device.attributes["{DRIVER}"].model == "A100"'
+    slices = [resource_slice(NODE, "instance-1", "instance-2"), resource_slice(NODE2)]
+    slices[0]["spec"]["devices"][1]["attributes"] = {"model": {"string": "T4"}}
+    slices[1]["spec"]["devices"][0]["attributes"] = {"model": {"string": "A100"}}
+    other = allocated(claim("other-claim", owner="other-uid"))
+    w = World([claim(selector=a100), other], [device_class(selector=f'device.driver == "{DRIVER}"')], slices,
+              nodes=(NODE, NODE2))
+    c = Cycle(w, claim_pod())
+    assert c.pre_filter().is_success
+    assert c.filter(NODE).reasons == ("cannot allocate all claims",)
+    assert c.filter(NODE2).is_success
+    notes = w.plugin.explain_nodes(c.state, c.pod, w.table, np.array([w.table.index[NODE], w.table.index[NODE2]]))
+    assert notes == [
+        "instance-1: in use; instance-2: request req-1 excluded by claim selector #0",
+        f"allocates {DRIVER}/{NODE2}/instance-1 for default/my-pod-my-resource request req-1",
+    ]
