@@ -116,3 +116,31 @@ def test_broken_selectors_are_reasons_on_their_pods_not_a_crash(tmp_path: Path) 
     assert message.startswith('gave up after 10 attempts that ended in an error: running "DynamicResources" filter '
                               "plugin: claim default/no-such-key: selector #0 on device gpu.example.com/gpu-node-1/")
     assert "CEL runtime error: no such key: healthy. consider using CEL optional chaining" in message
+
+
+def test_claim_allocated_where_its_pod_cannot_go_is_deallocated_and_allocated_again(tmp_path: Path) -> None:
+    """PostFilter: a claim left allocated on gpu-node-3 by nobody's pod, and a pod that must run on
+    gpu-node-4: the claim is deallocated (no pod evicted), then allocated on gpu-node-4."""
+    items: list[dict[str, Any]] = []
+    for i, name in enumerate(NODES[2:], 3):
+        items += [{**node(name, labels={"kubernetes.io/hostname": name}), "apiVersion": "v1", "kind": "Node"},
+                  s.resource_slice(name, i)]
+    items.append(s.device_class())
+    stale = s.resource_claim(s.ClaimSpec("stale", selector=s.T4), "default")
+    stale["status"] = {"allocation": {
+        "devices": {"results": [{"request": "gpu", "driver": s.DRIVER, "pool": NODES[2], "device": "gpu-0"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [NODES[2]]}]}]}}}
+    items.append(stale)
+    raw = pod("needs-node-4", cpu="100m", resourceClaims=[{"name": "gpu", "resourceClaimName": "stale"}])
+    raw["spec"]["nodeSelector"] = {"kubernetes.io/hostname": NODES[3]}
+    items.append({**raw, "apiVersion": "v1", "kind": "Pod"})
+    (tmp_path / "dump.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    out = tmp_path / "out.yaml"
+    result = CliRunner().invoke(main, ["simulate", "--cluster", str(tmp_path / "dump.yaml"), "--output", "json",
+                                       "--out-cluster", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    (placed,) = orjson.loads(result.stdout)["placements"]
+    assert placed["node"] == NODES[3]
+    (claim,) = [o for o in yaml.safe_load(out.read_text())["items"] if o["kind"] == "ResourceClaim"]
+    assert [r["pool"] for r in claim["status"]["allocation"]["devices"]["results"]] == [NODES[3]]
