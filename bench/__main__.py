@@ -25,6 +25,8 @@ Workloads:
   report                                     regenerate BENCHMARKS.md (+ chart) from bench/results/
   profile                                    py-spy profile of `kubesched run` under a live workload (bench/profile.py)
   chaos [--only NAME,...]                    faults on the real control plane, invariants checked (bench/chaos.py)
+  openb [--nodes N] [--rounds R]             the openb GPU trace: kube-scheduler vs kubesched, pods bound and
+                                             time to first bind with the trace pending (bench/openb.py)
   fuzz [--bodies N]                          the extender fuzzed over HTTP, RSS watched (bench/chaos_fuzz.py)
 """
 
@@ -88,6 +90,10 @@ def main(argv: list[str]) -> int:
         from bench import chaos
 
         return chaos.main(rest)
+    if name == "openb":
+        from bench import openb
+
+        return openb.main(rest)
     if name == "fuzz":
         from bench import chaos_fuzz
 

@@ -10,6 +10,9 @@ the shared claim on one node, where the A100 and big-memory pods land, and the P
 each pending pod, word for word. Between the runs the claims are deallocated and deleted (what
 kube-controller-manager does once their pods are gone), so the second run finds the GPUs free.
 
+``test_partitions_and_taints_match_kube_scheduler``: partitionable devices (an 8Gi GPU's partitions
+sharing its counter) and a DeviceTaintRule's NoSchedule taint with a claim tolerating it.
+
 Also checked: `kubesched run` syncs every DRA kind it declares without a warning (DeviceTaintRules
 are watched in resource.k8s.io/v1, as kube-scheduler does; v1alpha3 is not served by default).
 """
@@ -213,3 +216,121 @@ def test_dynamic_resources_match_kube_scheduler(
     noisy = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
              and any(s in r.getMessage() for s in ("objects_not_synced", "event=error", "DeviceTaintRule"))]
     assert noisy == []
+
+
+# -- partitionable devices and device taints --------------------------------------------------------
+
+MIG_DRIVER = "mig.example.com"
+
+
+def _mig_objects(ns: str, nodes: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Node 1: one GPU of 8Gi cut into partitions (``mig-a`` and ``mig-b`` of 4Gi, ``whole`` of 8Gi)
+    sharing its counter; node 2: a plain GPU a DeviceTaintRule taints NoSchedule. A DeviceClass."""
+    gpu, plain = nodes
+
+    def slice_(name: str, node: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{ns}-{name}"},
+                "spec": {"driver": MIG_DRIVER, "nodeName": node, **spec}}
+
+    def partition(name: str, memory: str) -> dict[str, Any]:
+        return {"name": name, "capacity": {"memory": {"value": memory}},
+                "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": memory}}}]}
+
+    pool = {"name": gpu, "generation": 1, "resourceSliceCount": 2}
+    return [
+        ("resourceslices", slice_("mig-counters", gpu, {"pool": pool, "sharedCounters": [
+            {"name": "gpu-0", "counters": {"memory": {"value": "8Gi"}}}]})),
+        ("resourceslices", slice_("mig-devices", gpu, {"pool": pool, "devices": [
+            partition("mig-a", "4Gi"), partition("mig-b", "4Gi"), partition("whole", "8Gi")]})),
+        ("resourceslices", slice_("tainted", plain, {"pool": {"name": plain, "generation": 1, "resourceSliceCount": 1},
+                                                     "devices": [{"name": "gpu-0"}]})),
+        ("devicetaintrules", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+                              "metadata": {"name": f"{ns}-maintenance"},
+                              "spec": {"deviceSelector": {"driver": MIG_DRIVER, "pool": plain},
+                                       "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}}),
+        ("deviceclasses", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": f"{ns}-mig"},
+                           "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{MIG_DRIVER}"'}}]}}),
+    ]
+
+
+#: pod -> (wave, tolerates the maintenance taint)
+_MIG_PODS = {"part-1": (1, False), "part-2": (1, False), "no-room": (2, False), "tolerant": (2, True)}
+
+
+def _mig_scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -> dict[str, Any]:
+    _release_claims(cp, ns)
+    run = scheduler.split("-")[0]
+    for pod, (_, tolerant) in _MIG_PODS.items():
+        exactly: dict[str, Any] = {"deviceClassName": f"{ns}-mig", "allocationMode": "ExactCount", "count": 1}
+        if tolerant:
+            exactly["tolerations"] = [{"key": "example.com/maintenance", "operator": "Exists", "effect": "NoSchedule"}]
+        cp.api("POST", f"{RESOURCE}/namespaces/{ns}/resourceclaims", {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": f"{run}-{pod}", "namespace": ns},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}})
+
+    def create(wave: int) -> None:
+        for pod, (w, _) in _MIG_PODS.items():
+            if w == wave:
+                claim = {"name": "gpu", "resourceClaimName": f"{run}-{pod}"}
+                body = pod_manifest(pod, ns, scheduler_name=scheduler, requests={"cpu": "100m"},
+                                    node_selector={GROUP: ns}, extra_spec={"resourceClaims": [claim]})
+                body["spec"]["containers"][0].setdefault("resources", {})["claims"] = [{"name": "gpu"}]
+                cp.api("POST", f"/api/v1/namespaces/{ns}/pods", body)
+
+    def by_name() -> dict[str, dict[str, Any]]:
+        return {p["metadata"]["name"]: p for p in pods_in(cp, ns)}
+
+    def settled(names: set[str], pending: set[str]) -> bool:
+        pods = by_name()
+        return all(n in pods and (bool(_reason(pods[n])) if n in pending else bool(pods[n]["spec"].get("nodeName")))
+                   for n in names)
+
+    create(1)
+    cp.wait_for(lambda: settled({"part-1", "part-2"}, set()), 90, 0.3, f"{scheduler}: wave 1 bound")
+    create(2)
+    cp.wait_for(lambda: settled(set(_MIG_PODS), {"no-room"}), 90, 0.3, f"{scheduler}: wave 2 settled")
+    time.sleep(2.0)
+    pods, claims = by_name(), _claims(cp, ns)
+    out: dict[str, Any] = {"nodes": {}, "devices": {}, "tolerations": {}}
+    for pod in sorted(_MIG_PODS):
+        out["nodes"][pod] = nodes.index(pods[pod]["spec"]["nodeName"]) + 1 if pods[pod]["spec"].get("nodeName") else 0
+        alloc = ((claims.get(f"{run}-{pod}") or {}).get("status") or {}).get("allocation") or {}
+        results = (alloc.get("devices") or {}).get("results") or []
+        out["devices"][pod] = sorted(f"{r['pool']}/{r['device']}" for r in results)
+        out["tolerations"][pod] = [r.get("tolerations") for r in results]
+    out["reason"] = _reason(pods["no-room"])
+    return out
+
+
+def test_partitions_and_taints_match_kube_scheduler(
+    control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str],
+    tmp_path: Path,
+) -> None:
+    """Two 4Gi partitions of an 8Gi GPU use up its counter (the ``whole`` partition and a third pod
+    do not fit), a tainted GPU is only given to the claim that tolerates the taint."""
+    cp, ns = control_plane, cp_namespace
+    nodes = cp.create_nodes(2, prefix=f"{ns}-mig-", cpu="8", memory="32Gi", labels={GROUP: ns}, wait_ready=False)
+    nodes_to_delete += nodes
+    cp.wait_for(lambda: set(nodes) <= cp.ready_nodes(), 60, 0.2, "nodes Ready")
+    objects = _mig_objects(ns, nodes)
+    for plural, obj in objects:
+        cp.api("POST", f"{RESOURCE}/{plural}", obj)
+    try:
+        oracle, ours = run_both(cp, ns, tmp_path, sa_kubeconfig, lambda name: _mig_scenario(cp, ns, nodes, name))
+    finally:
+        for p in pods_in(cp, ns):
+            cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
+        cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
+        _release_claims(cp, ns)
+        for plural, obj in objects:
+            cp.api("DELETE", f"{RESOURCE}/{plural}/{obj['metadata']['name']}")
+    print(f"\n[differential-dra-mig] kube-scheduler: {oracle}\n[differential-dra-mig] kubesched:      {ours}")
+    assert oracle["nodes"] == {"no-room": 0, "part-1": 1, "part-2": 1, "tolerant": 2}
+    assert sorted(oracle["devices"]["part-1"] + oracle["devices"]["part-2"]) == [f"{nodes[0]}/mig-a",
+                                                                                 f"{nodes[0]}/mig-b"]
+    assert ours["nodes"] == oracle["nodes"]
+    assert ours["devices"] == oracle["devices"]
+    assert ours["tolerations"] == oracle["tolerations"]
+    assert ours["reason"] == oracle["reason"]
+    assert "cannot allocate all claims" in ours["reason"]

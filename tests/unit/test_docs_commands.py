@@ -8,7 +8,9 @@ joined, ``$ `` prompts dropped). Each command is then either
   ``kubesched`` and ``.venv/bin/kubesched`` being the kubesched under test; it must exit 0 without
   a traceback. ``make TARGET`` runs the Makefile's recipe with that kubesched (no install step);
 - or not run, because it needs a cluster, serves until stopped, or is a check/benchmark itself:
-  each such case is in NOT_RUN or CLUSTER_SUBCOMMANDS below with its reason and where it is tested;
+  each such case is in NOT_RUN or CLUSTER_SUBCOMMANDS below with its reason and where it is tested
+  (the lines of ``run``, ``explain``, ``dump`` and a serving ``extender`` run against the real
+  control plane in tests/integration/test_docs_cluster_commands.py);
 - or it is another program's command (kubectl, helm, ...): OTHER_PROGRAMS names where its use is
   tested.
 
@@ -35,17 +37,20 @@ REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SHELL_BLOCKS = {"sh", "bash", "shell", "console"}
 
+#: The test that runs, against the real control plane, every doc line skipped here with a reason
+#: naming it (it selects them by that name).
+CLUSTER_TEST = "tests/integration/test_docs_cluster_commands.py"
 #: kubesched subcommands that talk to a live cluster: never run here.
 CLUSTER_SUBCOMMANDS = {
-    "run": "the live scheduler needs a cluster and runs until stopped (tests/integration/test_live*.py)",
-    "explain": "asks a live cluster (tests/integration/test_explain*.py)",
-    "dump": "reads a live cluster (its integration test against the control plane)",
+    "run": f"the live scheduler needs a cluster and runs until stopped: {CLUSTER_TEST} runs it",
+    "explain": f"asks a live cluster: {CLUSTER_TEST} runs it",
+    "dump": f"reads a live cluster: {CLUSTER_TEST} runs it",
 }
 #: Other doc lines that cannot run here: (pattern searched in the command, reason). Each must still
 #: match a line of the docs (test_every_exception_is_still_needed), so the list stays small.
 NOT_RUN: list[tuple[str, str]] = [
     (r"^kubesched extender (?!.*--print-config)",
-     "serves until stopped (with --kubeconfig: a cluster too); tests/integration/test_extender*.py run it"),
+     f"serves until stopped (with --kubeconfig: a cluster too): {CLUSTER_TEST} runs it"),
     (r"^kubesched sweep --engine dask",
      "needs a Dask cluster: tests/integration/test_sweep_dask.py starts one and runs this sweep"),
     (r"^make (test|lint|typecheck|unit|integration)\b", "the checks themselves: they run this test"),
@@ -114,7 +119,7 @@ def doc_files(path: Path) -> dict[str, str]:
 ALL = [c for doc in DOCS for c in doc_commands(doc)]
 
 
-def _words(command: DocCommand) -> list[str]:
+def command_words(command: DocCommand) -> list[str]:
     words = shlex.split(command.text, comments=True)
     while words and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):  # VAR=value prefixes
         words.pop(0)
@@ -123,7 +128,7 @@ def _words(command: DocCommand) -> list[str]:
 
 def why_not_run(command: DocCommand) -> str | None:
     """Why this command is not run here, or None (it runs)."""
-    words = _words(command)
+    words = command_words(command)
     program = words[0].removeprefix(".venv/bin/")
     normalized = " ".join([program, *words[1:]])
     if program == "kubesched":
@@ -150,22 +155,24 @@ def _executable(path: Path, text: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-@pytest.fixture(scope="module")
-def workspaces(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, Path]:
-    """Per page, a scratch directory: examples/, the page's own files, and the kubesched under test
-    as ``kubesched`` (on PATH) and ``.venv/bin/kubesched``."""
+def make_workspace(doc: Path, root: Path) -> Path:
+    """``root`` as the scratch directory of ``doc``'s commands: a copy of examples/, the page's own
+    files, and the kubesched under test as ``.venv/bin/kubesched`` (put that directory on PATH).
+    The shim ``exec``s python, so a signal sent to the command reaches kubesched itself."""
     src = Path(kubesched.__file__).resolve().parents[1]
     python = shlex.quote(sys.executable)
     shim = f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{src}" exec {python} -m kubesched.cli "$@"\n'
-    spaces = {}
-    for doc in DOCS:
-        root = tmp_path_factory.mktemp(doc.stem)
-        shutil.copytree(REPO / "examples", root / "examples", ignore=shutil.ignore_patterns("__pycache__"))
-        for name, content in doc_files(doc).items():
-            (root / name).write_text(content, encoding="utf-8")
-        _executable(root / ".venv/bin/kubesched", shim)
-        spaces[doc] = root
-    return spaces
+    shutil.copytree(REPO / "examples", root / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    for name, content in doc_files(doc).items():
+        (root / name).write_text(content, encoding="utf-8")
+    _executable(root / ".venv/bin/kubesched", shim)
+    return root
+
+
+@pytest.fixture(scope="module")
+def workspaces(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, Path]:
+    """Per page, its scratch directory (:func:`make_workspace`)."""
+    return {doc: make_workspace(doc, tmp_path_factory.mktemp(doc.stem)) for doc in DOCS}
 
 
 def test_the_docs_show_commands() -> None:
@@ -174,7 +181,7 @@ def test_the_docs_show_commands() -> None:
 
 def test_every_exception_is_still_needed() -> None:
     for pattern, reason in NOT_RUN:
-        assert any(re.search(pattern, " ".join([_words(c)[0].removeprefix(".venv/bin/"), *_words(c)[1:]]))
+        assert any(re.search(pattern, " ".join([command_words(c)[0].removeprefix(".venv/bin/"), *command_words(c)[1:]]))
                    for c in ALL), f"NOT_RUN entry {pattern!r} ({reason}) matches no doc command any more: remove it"
 
 
@@ -182,7 +189,7 @@ def test_every_exception_is_still_needed() -> None:
 def test_doc_command_runs_as_written(command: DocCommand, workspaces: dict[Path, Path]) -> None:
     root = workspaces[command.path]
     env = {**os.environ, "PATH": f"{root / '.venv/bin'}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "120"}
-    words = _words(command)
+    words = command_words(command)
     if words[0] == "make":
         # The Makefile's recipe as written, with the kubesched under test and no install step.
         overrides = ["STAMP=", "DEV_STAMP=", f"VENV={root / '.venv'}"]

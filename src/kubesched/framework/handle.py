@@ -31,6 +31,13 @@ class ClusterClient(Protocol):
         """Bind via pods/binding. Raises BindConflictError, PodGoneError or another exception."""
         ...
 
+    async def annotate_pod(self, pod: PodInfo, annotations: Mapping[str, str]) -> None:
+        """Merge ``annotations`` into the pod's ``metadata.annotations`` (live: a JSON merge patch
+        of the pod; the simulator: its stored pod), e.g. GpuShare's ``gpu-index`` at PreBind, which
+        a device plugin reads. Raises PodGoneError when the pod is gone, another exception when the
+        write fails."""
+        ...
+
 
 class EvictingClient(Protocol):
     """Optional, for preemption: a ClusterClient that also offers ``evict`` (the simulator's does).

@@ -3,7 +3,8 @@
 One :class:`Informer` per resource path (``/api/v1/nodes``, ``/api/v1/pods``, any collection, e.g.
 ``/apis/scheduling.x-k8s.io/v1alpha1/podgroups``):
 
-* **list** in pages (``limit``/``continue``), then **watch** from the list's ``resourceVersion`` with
+* **list** in pages (``limit``/``continue``; handed on in list order, or shuffled as client-go's
+  watch-list hands them: ``shuffle_lists``), then **watch** from the list's ``resourceVersion`` with
   ``allowWatchBookmarks=true`` and a server ``timeoutSeconds`` drawn from 5–10 minutes (client-go's
   ``minWatchTimeout`` × [1, 2)); a client read timeout ends a connection that went silent (the
   apiserver sends a bookmark about every minute, so a quiet watch is never mistaken for a dead one).
@@ -143,6 +144,13 @@ class Informer:
     store: dict[str, Obj] = field(default_factory=dict)
     resource_version: str = ""
     stats: InformerStats = field(default_factory=InformerStats)
+    #: Hand a list's objects to the handlers in a random order, as client-go's informers do since
+    #: WatchListClient went on by default (v1.35): the reflector collects the initial objects into a
+    #: temporary store and replaces with its ``List()``, the iteration order of a Go map
+    #: (client-go tools/cache/reflector.go ``watchList``, thread_safe_store.go ``List``). The live
+    #: scheduler sets it so a backlog is queued, and nodes enter the snapshot, in kube-scheduler's
+    #: order; otherwise list (key) order.
+    shuffle_lists: bool = False
 
     def disconnected_for(self, now: float | None = None) -> float:
         """Seconds since the informer last failed to reach the apiserver without hearing from it
@@ -251,6 +259,8 @@ class Informer:
         self.stats.lists += 1
         self.stats.disconnected_since = None
         self.stats.last_status = None
+        if self.shuffle_lists:
+            self._rng.shuffle(items)
         deltas = reconcile(self.store, items)
         for d in deltas:
             self._apply(d.kind, d.obj, d.old)

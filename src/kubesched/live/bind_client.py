@@ -3,7 +3,7 @@ live client, counted into metrics, and no bind to a node the informer has seen d
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubesched.framework.handle import BindConflictError, PodGoneError
@@ -31,6 +31,10 @@ class MeteredBindClient:
     async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
         await self.client.evict(pod, preemptor, node_name)
         self.metrics.preemption_victims.inc()
+
+    async def annotate_pod(self, pod: PodInfo, annotations: Mapping[str, str]) -> None:
+        """Passed through (GpuShare's PreBind writes ``gpu-index`` on the live pod)."""
+        await self.client.annotate_pod(pod, annotations)
 
     async def update_object(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
         """ObjectWriter, passed through: without it VolumeBinding's PreBind (PV claimRef, PVC

@@ -4,12 +4,13 @@ evict preemption victims as upstream's preemption executor does."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
 from kubesched.framework.handle import BindConflictError, PodGoneError
 from kubesched.framework.objects import ObjectKind, object_key
-from kubesched.kube.api import STRATEGIC_MERGE_PATCH, ApiClient, ApiError
+from kubesched.kube.api import MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
 from kubesched.kube.events import rfc3339
 from kubesched.snapshot.pod import PodInfo
 
@@ -49,6 +50,19 @@ class LiveClusterClient:
                 raise PodGoneError(str(e)) from None
             raise
         self.bound += 1
+
+    async def annotate_pod(self, pod: PodInfo, annotations: Mapping[str, str]) -> None:
+        """A JSON merge patch of ``metadata.annotations`` (other annotations kept). The patch
+        carries the pod's uid, so a newer pod of the same name is never annotated (the apiserver
+        refuses the uid change); a pod that is gone raises PodGoneError."""
+        path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}"
+        patch = {"metadata": {"uid": pod.uid, "annotations": dict(annotations)}}
+        try:
+            await self.api.request("PATCH", path, patch, content_type=MERGE_PATCH)
+        except ApiError as e:
+            if e.status == 404:
+                raise PodGoneError(str(e)) from None
+            raise
 
     async def update_object(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
         """PUT a declared object (framework/objects.py ObjectWriter), e.g. VolumeBinding's PV

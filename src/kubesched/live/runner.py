@@ -139,6 +139,9 @@ class LiveScheduler(SchedulerObserver):
             Handlers(self._node_add, self._node_update, self._node_delete),
             name="nodes",
             read_timeout=rt,
+            # kube-scheduler's informers hand the listed objects on in Go map order (random), so
+            # a backlog is popped, and nodes are searched, in no particular order: do the same.
+            shuffle_lists=True,
         )
         self.pod_informer = Informer(
             api,
@@ -146,6 +149,9 @@ class LiveScheduler(SchedulerObserver):
             Handlers(self._pod_add, self._pod_update, self._pod_delete),
             name="pods",
             read_timeout=rt,
+            # kube-scheduler's informers hand the listed objects on in Go map order (random), so
+            # a backlog is popped, and nodes are searched, in no particular order: do the same.
+            shuffle_lists=True,
         )
         self.objects = ObjectInformers(api, kinds, self._object_changed, read_timeout=rt)
         self.status = StatusPublisher(api, self.scheduler.plugins(), kinds, emit=self.events.object_event)

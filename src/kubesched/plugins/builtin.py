@@ -11,6 +11,8 @@ def builtin_registry() -> Registry:
     from kubesched.plugins.default_binder import DefaultBinder
     from kubesched.plugins.defaultpreemption import DefaultPreemption
     from kubesched.plugins.dynamicresources import DynamicResources
+    from kubesched.plugins.gpu_policies import POLICIES
+    from kubesched.plugins.gpushare import GpuShare
     from kubesched.plugins.imagelocality import ImageLocality
     from kubesched.plugins.interpodaffinity import InterPodAffinity
     from kubesched.plugins.node_affinity import NodeAffinity
@@ -57,5 +59,7 @@ def builtin_registry() -> Registry:
             Coscheduling,
             RealUsage,
             MemRealUsage,
+            GpuShare,
+            *POLICIES,
         ]
     )

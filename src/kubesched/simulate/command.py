@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kubesched.framework.objects import ObjectKind
     from kubesched.framework.registry import Registry
     from kubesched.simulate.inputs.dump import ClusterInput
+    from kubesched.simulate.inputs.scenario import Scenario
 
 
 #: Pods listed per profile by ``-o wide`` when ``--max-rows`` is not given.
@@ -39,6 +40,37 @@ WIDE_POD_ROWS = 500
     type=click.Path(exists=True, path_type=Path),
     help="Nodes and pods: `kubectl get nodes,pods -A -o yaml` output, multi-document YAML/JSON, or a directory.",
 )
+@click.option(
+    "--scenario",
+    "scenario_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Replay a workload over time: nodes, pods arriving at times with lifetimes, node events "
+    "(YAML/JSON; docs/simulator.md). Metrics are sampled over time.",
+)
+@click.option(
+    "--trace",
+    metavar="openb:PATH",
+    help="Replay a trace over time: openb:DIR (Alibaba cluster-trace-gpu-v2023 node and pod lists) or "
+    "openb:POD_LIST.csv.",
+)
+@click.option(
+    "--arrivals",
+    type=click.Choice(["trace", "sequential"]),
+    default="trace",
+    show_default=True,
+    help="With --scenario/--trace. trace: at their times, leaving after their lifetimes; sequential: one a "
+    "second in a random order (--seed), never leaving, as the ATC '23 GPU-sharing experiments.",
+)
+@click.option(
+    "--inflate",
+    "inflate_to",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="FACTOR",
+    help="With --scenario/--trace: clone random pods (--seed) until the arrived GPU demand reaches FACTOR × "
+    "the GPU capacity (1.3 in the ATC '23 GPU-sharing experiments).",
+)
+@click.option("--gpu-nodes-only", is_flag=True,
+              help="With --trace: only the nodes with GPUs (as the ATC '23 GPU-sharing experiments).")
 @click.option("--nodes", type=click.IntRange(min=1), help="Generate a cluster with this many nodes.")
 @click.option("--pods", type=click.IntRange(min=0), help="Generate this many pods (with --nodes).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
@@ -101,6 +133,11 @@ WIDE_POD_ROWS = 500
 def simulate(
     config_path: Path | None,
     cluster_path: Path | None,
+    scenario_path: Path | None,
+    trace: str | None,
+    arrivals: str,
+    inflate_to: float | None,
+    gpu_nodes_only: bool,
     nodes: int | None,
     pods: int | None,
     seed: int,
@@ -136,17 +173,25 @@ def simulate(
         from kubesched.simulate.whatif.drain_budget import PDB_KIND
     # The input lives until the process exits: built with the cyclic GC paused and frozen, so no
     # collection ever scans it (paused_gc's docstring).
+    replay = scenario_path is not None or trace is not None
+    drain_plan = None
+    sim_input: ClusterInput | Scenario
     with paused_gc(freeze=True):
-        config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed,
-                                               extra_kinds=[PDB_KIND] if draining else [], lenient=lenient)
-        drain_plan = None
-        if draining:
-            from kubesched.simulate.whatif.drain import DrainError, plan_drain_options
+        if replay:
+            config, registry, sim_input = _load_replay(
+                config_path, plugin_modules, scenario_path, trace, arrivals, inflate_to, gpu_nodes_only, seed,
+                other_inputs=bool(cluster_path or nodes or pods or draining))
+        else:
+            config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed,
+                                                   extra_kinds=[PDB_KIND] if draining else [], lenient=lenient)
+            if draining:
+                from kubesched.simulate.whatif.drain import DrainError, plan_drain_options
 
-            try:
-                cluster, drain_plan = plan_drain_options(cluster, drain_nodes, drain_selector)
-            except DrainError as e:
-                raise UserError(str(e)) from None
+                try:
+                    cluster, drain_plan = plan_drain_options(cluster, drain_nodes, drain_selector)
+                except DrainError as e:
+                    raise UserError(str(e)) from None
+            sim_input = cluster
     err = console(stderr=True)
     out = console()
     text = output in ("text", "wide")
@@ -154,7 +199,7 @@ def simulate(
     sim = Simulation(
         config,
         registry,
-        cluster,
+        sim_input,
         seed=seed,
         explain_pod=explain_pod,
         strict_scheduler_name=strict_scheduler_name,
@@ -197,6 +242,24 @@ def simulate(
         _write_cluster(out_cluster, result)
         err.print(f"resulting cluster written to {out_cluster}")
     request_fast_exit()  # all written: freeing the whole heap one object at a time would only cost time
+
+
+def _load_replay(
+    config_path: Path | None, plugin_modules: tuple[str, ...], scenario_path: Path | None, trace: str | None,
+    arrivals: str, inflate_to: float | None, gpu_nodes_only: bool, seed: int, other_inputs: bool,
+) -> tuple[SchedulerConfig, Registry, Scenario]:
+    """``--scenario``/``--trace``: the configuration (the default profile unless ``--config``) and
+    the scenario to replay."""
+    from kubesched.simulate.inputs.scenario import ScenarioError, load_replay
+
+    if other_inputs:
+        raise UserError("--scenario/--trace replay a workload of their own: not with --cluster, --nodes, --pods "
+                        "or --drain")
+    config, registry = load_scheduler_config(config_path, plugin_modules)
+    try:
+        return config, registry, load_replay(scenario_path, trace, arrivals, inflate_to, gpu_nodes_only, seed)
+    except ScenarioError as e:
+        raise UserError(str(e)) from None
 
 
 def write_json(doc: Any) -> None:

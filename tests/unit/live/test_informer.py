@@ -262,3 +262,32 @@ async def test_handler_exception_does_not_stop_the_informer() -> None:
         await inf.stop()
         await api.close()
         await server.close()
+
+
+@pytest.mark.parametrize("shuffle", [False, True], ids=["list-order", "shuffled"])
+async def test_listed_objects_are_handed_on_in_list_or_random_order(shuffle: bool) -> None:
+    """Without ``shuffle_lists`` the handlers see a list in key order; with it (the live scheduler,
+    as client-go's watch-list: Go map order) in an order that differs from one process to the next
+    and is not the key order, every object still exactly once."""
+    orders = []
+    for _ in range(3):
+        coll = FakeCollection()
+        for i in range(40):
+            await coll.put(f"p{i:02d}")
+        server, api = await serve(coll)
+        rec = Recorder()
+        inf = Informer(api, coll.path, rec.handlers(), page_size=16, backoff=_fast_backoff(), shuffle_lists=shuffle)
+        inf.start()
+        try:
+            await asyncio.wait_for(inf.synced.wait(), 5)
+        finally:
+            await inf.stop()
+            await api.close()
+            await server.close()
+        names = [n for _, n, _ in rec.log]
+        assert sorted(names) == [f"p{i:02d}" for i in range(40)]
+        orders.append(names)
+    if shuffle:
+        assert len({tuple(o) for o in orders}) == 3 and sorted(orders[0]) not in orders
+    else:
+        assert orders == [sorted(orders[0])] * 3

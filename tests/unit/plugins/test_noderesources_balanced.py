@@ -1,5 +1,5 @@
-"""NodeResourcesBalancedAllocation: table ported from upstream balanced_allocation_test.go (v1.35,
-before kubernetes#135573) with upstream's expected scores."""
+"""NodeResourcesBalancedAllocation: table ported from upstream balanced_allocation_test.go (v1.37.1,
+which scores the change of balance, kubernetes#135573) with upstream's expected scores."""
 
 from __future__ import annotations
 
@@ -59,22 +59,25 @@ WITH_GPU = {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weig
 CASES = [
     # (name, pod, nodes, existing pods, args, expected scores)
     ("nothing scheduled, resources requested, differently sized nodes", cpu_and_memory("p"),
-     [mk("node1", 4000, 10000), mk("node2", 6000, 10000)], [], DEFAULT, [87, 100]),
+     [mk("node1", 4000, 10000), mk("node2", 6000, 10000)], [], DEFAULT, [68, 75]),
     ("resources requested, pods scheduled with resources", cpu_and_memory("p"),
      [mk("node1", 10000, 20000), mk("node2", 10000, 20000)],
-     [cpu_only("a", "node1"), cpu_and_memory("b", "node2")], DEFAULT, [82, 95]),
+     [cpu_only("a", "node1"), cpu_and_memory("b", "node2")], DEFAULT, [73, 74]),
     ("resources requested, pods scheduled with resources, differently sized nodes", cpu_and_memory("p"),
      [mk("node1", 10000, 20000), mk("node2", 10000, 50000)],
-     [cpu_only("a", "node1"), cpu_and_memory("b", "node2")], DEFAULT, [82, 80]),
+     [cpu_only("a", "node1"), cpu_and_memory("b", "node2")], DEFAULT, [73, 70]),
+    ("resources requested, pods scheduled with resources, nodes to reach min/max score",
+     spec_pod("p", "", container("0", "2000"), container("0", "3000")),
+     [mk("node1", 3000, 5000), mk("node2", 3000, 5000)], [cpu_only("a", "node1")], DEFAULT, [100, 50]),
     ("requested resources at node capacity", cpu_only("p"),
      [mk("node1", 6000, 10000), mk("node2", 6000, 10000)],
-     [cpu_only("a", "node1"), cpu_and_memory("b", "node2")], DEFAULT, [50, 75]),
+     [cpu_only("a", "node1"), cpu_and_memory("b", "node2")], DEFAULT, [62, 62]),
     ("include scalar resource on a node for balanced resource allocation",
      spec_pod("p", "", {"name": "c", "resources": {"requests": {"memory": "0", GPU: "1"}}}),
      [mk("node1", 3500, 40000, gpu=8), mk("node2", 3500, 40000, gpu=8)],
-     [cpu_and_memory("a", "node2"), cpu_memory_gpu("b", "node1")], WITH_GPU, [70, 65]),
+     [cpu_and_memory("a", "node2"), cpu_memory_gpu("b", "node1")], WITH_GPU, [75, 76]),
     ("node without the scalar resource should skip the scalar resource", cpu_and_memory("p"),
-     [mk("node1", 3500, 40000, gpu=8), mk("node2", 3500, 40000)], [], WITH_GPU, [63, 63]),
+     [mk("node1", 3500, 40000, gpu=8), mk("node2", 3500, 40000)], [], WITH_GPU, [56, 56]),
 ]
 
 

@@ -220,7 +220,9 @@ async def test_an_anonymised_gpu_cluster_allocates_as_the_original(tmp_path: Pat
     original = yaml.safe_load((tmp_path / "gpu.yaml").read_text())["items"]
     anon = Anonymizer("s3cret")
     anonymised = [anon.anonymize(copy.deepcopy(o)) for o in original]
-    (tmp_path / "config.yaml").write_text(gpu.CONFIG)
+    # DynamicResources is in the default profile (as upstream's): the default configuration.
+    (tmp_path / "config.yaml").write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
 
     async def run(objs: list[dict[str, Any]], name: str) -> dict[str, tuple[str, str | None, str]]:
         return await simulate(objs, tmp_path, name, tmp_path / "config.yaml")

@@ -1,17 +1,21 @@
 """The structured allocator: devices from a node's ResourceSlices for a pod's unallocated claims.
 
-Port of k8s.io/dynamic-resource-allocation/structured/internal/stable/allocator_stable.go
-(v0.37.1) for ``ExactCount`` and ``All`` requests, ``firstAvailable`` subrequests (prioritized
-list, GA in 1.37), DeviceClass and request CEL selectors, devices already allocated to other
-claims, ``matchAttribute`` constraints, the claim's and the classes' configuration, and the
-allocation's node selector. The search is upstream's: claims, requests and devices in order,
-depth first, first full solution wins; a constraint or an allocated device makes it backtrack.
+Port of k8s.io/dynamic-resource-allocation/structured/internal/stable/allocator_stable.go and, for
+what v1.37 runs beyond it (DRAConsumableCapacity and DRADeviceBindingConditions are beta and on, so
+upstream picks the ``incubating`` allocator), internal/incubating/allocator_incubating.go (v0.37.1):
+``ExactCount`` and ``All`` requests, ``firstAvailable`` subrequests (prioritized list, GA in 1.37),
+DeviceClass and request CEL selectors, devices already allocated to other claims, ``matchAttribute``
+and ``distinctAttribute`` constraints (constraints.py), admin access, device taints and request
+tolerations (taints.py, DeviceTaintRules applied to the slices), partitionable devices (shared
+counters: pools.py, counters.py), consumable capacity (capacity.py: devices with
+``allowMultipleAllocations`` shared by several claims, request ``capacity``, request policies), the
+claim's and the classes' configuration, and the allocation's node selector. The search is
+upstream's: claims, requests and devices in order, depth first, first full solution wins; a
+constraint, a taint, an exhausted counter or capacity or an allocated device makes it backtrack.
 
-Features of v1.37 not implemented here never pass silently: a request asking for one
-(``adminAccess``, ``capacity``, ``tolerations``) raises ``UnsupportedFeatureError``; devices that
-need one (``taints``, ``bindingConditions``, ``consumesCounters``, ``allowMultipleAllocations``)
-and slices of partitionable pools are not allocated, and when no allocation is found the features
-that were skipped are reported (``Allocation.skipped``) so the plugin names them.
+Features of v1.37 not implemented here never pass silently: devices that need one
+(``bindingConditions``) are not allocated, and when no allocation is found the features that were
+skipped are reported (``Allocator.skipped``) so the plugin names them.
 
 Errors: ``AllocationError`` is what upstream returns as an error from Allocate (a broken claim or
 class: the pod's attempt ends with an Error status), with upstream's text; ``FailedOnNodeError`` is
@@ -20,27 +24,42 @@ upstream's ``ErrFailedAllocationOnNode`` (only this node fails).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from celpy import celtypes
 
+from kubesched.plugins.dynamicresources.capacity import (
+    AllocatedState,
+    Capacity,
+    CapacityError,
+    consumed_capacity,
+    fits,
+    format_quantity,
+    quantity,
+    share_id,
+)
 from kubesched.plugins.dynamicresources.cel import CelError, compile_selector, device_variable
+from kubesched.plugins.dynamicresources.constraints import Constraint, DistinctAttribute, MatchAttribute
+from kubesched.plugins.dynamicresources.counters import CounterLedger, PoolKey
 from kubesched.plugins.dynamicresources.pools import (
-    ADMIN_ACCESS,
     BINDING_CONDITIONS,
-    CONSUMABLE_CAPACITY,
-    DEVICE_TAINTS,
-    PARTITIONABLE,
+    CounterSets,
     NodeRef,
     Pool,
-    UnsupportedFeatureError,
     gather_pools,
     slice_spec,
-    unsupported_message,
 )
+from kubesched.plugins.dynamicresources.requests import DeviceRequest as _Request
+
+# claim_requests is the plugin's too (PreFilter checks the classes before any node is tried).
+from kubesched.plugins.dynamicresources.requests import claim_ref
+from kubesched.plugins.dynamicresources.requests import claim_requests as claim_requests
+from kubesched.plugins.dynamicresources.results import UnsupportedNodeSelectorError, claim_config, node_selector
 from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
+from kubesched.plugins.dynamicresources.taints import apply_taint_rules, taint_prevents_allocation
 
 #: resourceapi.AllocationResultsMaxSize
 ALLOCATION_RESULTS_MAX_SIZE = 32
@@ -56,64 +75,12 @@ class FailedOnNodeError(AllocationError):
     """ErrFailedAllocationOnNode: not fatal, other nodes may succeed."""
 
 
-def claim_ref(claim: Mapping[str, Any]) -> str:
-    """klog.KObj: ``namespace/name``."""
-    meta = claim.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
-
-
-@dataclass(frozen=True, slots=True)
-class _Request:
-    """requestAccessor: a request with ``exactly``, or one subrequest of ``firstAvailable``."""
-
-    name: str
-    parent: str  # the request's name for a subrequest, else ""
-    class_name: str
-    mode: str
-    count: int
-    selectors: tuple[dict[str, Any], ...]
-    tolerations: tuple[dict[str, Any], ...]
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.parent}/{self.name}" if self.parent else self.name
-
-
-def _request(raw: Mapping[str, Any], parent: str, where: str) -> _Request:
-    if raw.get("adminAccess") is not None:
-        raise UnsupportedFeatureError(f"{where}: {unsupported_message(ADMIN_ACCESS)}")
-    if raw.get("capacity"):
-        raise UnsupportedFeatureError(f"{where}: {unsupported_message(CONSUMABLE_CAPACITY)}")
-    if raw.get("tolerations"):
-        raise UnsupportedFeatureError(f"{where}: {unsupported_message(DEVICE_TAINTS)}")
-    return _Request(
-        name=str(raw.get("name", "")), parent=parent, class_name=str(raw.get("deviceClassName") or ""),
-        mode=str(raw.get("allocationMode") or "ExactCount"), count=int(raw.get("count") or 1),
-        selectors=tuple(raw.get("selectors") or ()), tolerations=tuple(raw.get("tolerations") or ()),
-    )
-
-
-def claim_requests(claim: Mapping[str, Any]) -> list[list[_Request]]:
-    """Per request of the claim: ``[request]`` for ``exactly``, the subrequests for ``firstAvailable``.
-    Raises UnsupportedFeatureError for fields of features kubesched does not implement."""
-    out: list[list[_Request]] = []
-    ref = claim_ref(claim)
-    for raw in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
-        name = str(raw.get("name", ""))
-        if raw.get("firstAvailable"):
-            out.append([_request(sub, name, f"claim {ref}, request {name}/{sub.get('name', '')}")
-                        for sub in raw["firstAvailable"]])
-        else:
-            exactly = {**(raw.get("exactly") or {}), "name": name}
-            out.append([_request(exactly, "", f"claim {ref}, request {name}")])
-    return out
-
-
 @dataclass(slots=True)
 class _Candidate:
     id: DeviceID
     device: dict[str, Any]
     slice: dict[str, Any]
+    pool: Pool
 
 
 @dataclass(slots=True)
@@ -122,84 +89,39 @@ class _RequestData:
     cls: dict[str, Any] | None
     num_devices: int
     all_devices: list[_Candidate] = field(default_factory=list)
+    capacity: Capacity | None = None
 
 
 @dataclass(slots=True)
 class _Result:
     request: _Request
     candidate: _Candidate
-
-
-class _MatchAttribute:
-    """matchAttributeConstraint: every device of the named requests (all, when none are named) has
-    the same value of the attribute."""
-
-    def __init__(self, requests: Sequence[str], attribute: str) -> None:
-        self.requests = set(requests)
-        self.attribute = attribute
-        self.value: tuple[str, Any] | None = None
-        self.num = 0
-
-    def _applies(self, req: _Request) -> bool:
-        if not self.requests:
-            return True
-        return req.full_name in self.requests or (req.parent or req.name) in self.requests
-
-    def add(self, req: _Request, cand: _Candidate) -> bool:
-        if not self._applies(req):
-            return True
-        value = _lookup_attribute(cand, self.attribute)
-        if value is None:
-            return False
-        if self.num == 0:
-            self.value, self.num = value, 1
-            return True
-        if value != self.value:
-            return False
-        self.num += 1
-        return True
-
-    def remove(self, req: _Request) -> None:
-        if self._applies(req):
-            self.num -= 1
-
-
-def _lookup_attribute(cand: _Candidate, name: str) -> tuple[str, Any] | None:
-    """lookupAttribute: the fully qualified name, or the short name when the domain is the driver's."""
-    attrs = cand.device.get("attributes") or {}
-    attr = attrs.get(name)
-    if attr is None:
-        domain, sep, ident = name.partition("/")
-        if not sep or domain != cand.id[0]:
-            return None
-        attr = attrs.get(ident)
-    if not attr:
-        return None
-    for kind in ("string", "int", "bool", "version"):
-        if kind in attr:
-            return kind, attr[kind]
-    return None
+    share_id: str | None = None
+    consumed: Capacity = field(default_factory=dict)
 
 
 #: Device fields of features not implemented: such a device is not allocated (see module doc).
 _DEVICE_FEATURES = (
-    ("taints", DEVICE_TAINTS),
     ("bindingConditions", BINDING_CONDITIONS),
-    ("consumesCounters", PARTITIONABLE),
-    ("allowMultipleAllocations", CONSUMABLE_CAPACITY),
 )
 
 
 class Allocator:
     """NewAllocator: built once per pod (PreFilter) and asked once per node (Filter)."""
 
-    def __init__(self, allocated: set[DeviceID], classes: Mapping[str, dict[str, Any]],
-                 slices: Sequence[dict[str, Any]], selector_cache: SelectorCache | None = None) -> None:
-        self.allocated = allocated
-        #: Selector results, shared across pods when the plugin passes its own.
+    def __init__(self, allocated: set[DeviceID] | AllocatedState, classes: Mapping[str, dict[str, Any]],
+                 slices: Sequence[dict[str, Any]], taint_rules: Sequence[dict[str, Any]] = (),
+                 selector_cache: SelectorCache | None = None) -> None:
+        self.state = allocated if isinstance(allocated, AllocatedState) else AllocatedState(set(allocated))
+        #: Devices given whole to a claim (upstream AllocatedDevices).
+        self.allocated = self.state.devices
+        #: Selector results, shared across pods when the plugin passes its own (selector_cache.py).
         self.selector_cache = selector_cache or SelectorCache()
         self.classes = classes
-        self.slices = slices
+        #: The slices as the scheduler sees them: DeviceTaintRules' taints on their devices.
+        self.slices = apply_taint_rules(slices, taint_rules)
+        #: Per pool: its counters less what allocated devices consume (counters.py).
+        self.available_counters: dict[PoolKey, CounterSets] = {}
         self._device_vars: dict[int, celtypes.MapType] = {}
         #: Features skipped on the last allocate() (for the failure message).
         self.skipped: set[str] = set()
@@ -229,13 +151,16 @@ class _Run:
         self.requests: list[list[list[_Request]]] = []
         self.data: dict[tuple[int, int, int], _RequestData] = {}
         self.selected_sub: dict[tuple[int, int], int] = {}
-        self.constraints: list[list[_MatchAttribute]] = []
+        self.constraints: list[list[Constraint]] = []
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
+        self.counters = CounterLedger(alloc.available_counters, alloc.state)
+        #: Per shared device: the capacity each share picked in this search consumes.
+        self.allocating_capacity: dict[DeviceID, list[Capacity]] = {}
 
     def allocate(self) -> list[dict[str, Any]] | None:
-        self.pools = gather_pools(self.a.slices, self.node, self.a.skipped.add)
+        self.pools = gather_pools(self.a.slices, self.node)
         for ci, claim in enumerate(self.claims):
             ref = claim_ref(claim)
             reqs = claim_requests(claim)
@@ -254,13 +179,12 @@ class _Run:
                         f"claim {ref}, request {name}: adding {least} devices exceeds the claim limit of "
                         f"{ALLOCATION_RESULTS_MAX_SIZE}, with {min_devices} already accounted for")
                 min_devices += least
-            constraints: list[_MatchAttribute] = []
+            constraints: list[Constraint] = []
             for i, c in enumerate(((claim.get("spec") or {}).get("devices") or {}).get("constraints") or []):
                 if c.get("matchAttribute"):
-                    constraints.append(_MatchAttribute(c.get("requests") or (), str(c["matchAttribute"])))
+                    constraints.append(MatchAttribute(c.get("requests") or (), str(c["matchAttribute"])))
                 elif c.get("distinctAttribute"):
-                    raise UnsupportedFeatureError(
-                        f"claim {ref}, constraint #{i}: {unsupported_message(CONSUMABLE_CAPACITY)}")
+                    constraints.append(DistinctAttribute(c.get("requests") or (), str(c["distinctAttribute"])))
                 else:
                     raise AllocationError(
                         f"claim {ref}, constraint #{i}: empty constraint (unsupported constraint type?)")
@@ -290,6 +214,11 @@ class _Run:
                 f"claim {ref}, request {req.name}: could not retrieve device class {req.class_name}: "
                 f'deviceclass.resource.k8s.io "{req.class_name}" not found')
         rd = _RequestData(req, cls, 0)
+        if req.capacity is not None:
+            try:
+                rd.capacity = {k: quantity(v, f"capacity request {k}") for k, v in req.capacity}
+            except CapacityError as e:
+                raise AllocationError(f"claim {ref}, request {req.name}: {e}") from None
         if req.mode == "ExactCount":
             rd.num_devices = req.count
         elif req.mode == "All":
@@ -301,7 +230,7 @@ class _Run:
                     raise AllocationError(f"claim {ref}, request {req.name}: asks for all devices, but resource pool "
                                           f"{pool.pool_id} is currently invalid")
                 for cand in self._candidates(pool):
-                    if self._selectable(ci, ri, si, rd, cand):
+                    if self._selectable(ci, ri, si, rd, cand) and self._fits(ci, rd, cand, (), cand.id[2]):
                         rd.all_devices.append(cand)
             rd.num_devices = len(rd.all_devices)
         else:
@@ -313,11 +242,15 @@ class _Run:
         out = []
         for s in pool.slices:
             for device in slice_spec(s).get("devices") or []:
-                out.append(_Candidate((pool.driver, pool.pool, str(device.get("name", ""))), device, s))
+                out.append(_Candidate((pool.driver, pool.pool, str(device.get("name", ""))), device, s, pool))
         return out
 
     # -- allocateOne -----------------------------------------------------------------------------
-    def _one(self, ci: int, ri: int, si: int, di: int, in_sub: bool) -> bool:
+    def _one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int] = (0, 0)) -> bool:
+        """allocateOne. ``start`` (pool index, device index in the pool) is where the search for the
+        request's next device begins: after the previous one, so one request never gets a device
+        twice (a device allowing multiple allocations is not marked in use) and no permutation of a
+        set of devices is tried twice."""
         if ci >= len(self.claims):
             return True
         if ri >= len(self.requests[ci]):
@@ -359,19 +292,29 @@ class _Run:
                 raise
             undo()
             return False
-        for pool in self.pools:
+        for pool_index in range(start[0], len(self.pools)):
+            pool = self.pools[pool_index]
             if pool.incomplete or pool.invalid:
                 continue
-            for cand in self._candidates(pool):
-                if self._in_use(cand.id):
+            candidates = self._candidates(pool)
+            for cand_index in range(start[1] if pool_index == start[0] else 0, len(candidates)):
+                cand = candidates[cand_index]
+                # Checking for "in use" is cheap and thus gets done first; admin access may
+                # use a device allocated elsewhere, only not twice in one claim.
+                if rd.request.admin_access:
+                    if ci in self.allocating.get(cand.id, ()):
+                        continue
+                elif self._in_use(cand.id):
                     continue
                 if not self._selectable(ci, ri, si, rd, cand):
+                    continue
+                if not self._fits(ci, rd, cand, self._consumed(cand.id), "/".join(cand.id)):
                     continue
                 undo = self._allocate_device(ci, ri, si, cand, must=False)
                 if undo is None:
                     continue
                 try:
-                    if self._one(ci, ri, si, di + 1, in_sub):
+                    if self._one(ci, ri, si, di + 1, in_sub, (pool_index, cand_index + 1)):
                         return True
                 except _MaxSizeExceededError:
                     undo()
@@ -381,6 +324,23 @@ class _Run:
 
     def _in_use(self, device_id: DeviceID) -> bool:
         return device_id in self.a.allocated or bool(self.allocating.get(device_id))
+
+    # -- consumable capacity (capacity.py) ---------------------------------------------------------
+    def _consumed(self, device_id: DeviceID) -> list[Capacity]:
+        """What allocated shares and the shares picked in this search consume of the device."""
+        return [self.a.state.consumed.get(device_id, {}), *self.allocating_capacity.get(device_id, ())]
+
+    def _capacity_in_use(self, device_id: DeviceID) -> bool:
+        """deviceCapacityInUse: a share of the device is allocated or picked."""
+        return (device_id in self.a.state.consumed or device_id in self.a.state.shared
+                or bool(self.allocating_capacity.get(device_id)))
+
+    def _fits(self, ci: int, rd: _RequestData, cand: _Candidate, consumed: Sequence[Capacity], name: str) -> bool:
+        try:
+            return fits(rd.capacity, cand.device, consumed)
+        except CapacityError as e:
+            raise AllocationError(f"claim {claim_ref(self.claims[ci])}, request {rd.request.name}: checking capacity "
+                                  f"for device {name}: {e}") from None
 
     # -- isSelectable / selectorsMatch -------------------------------------------------------------
     def _selectable(self, ci: int, ri: int, si: int, rd: _RequestData, cand: _Candidate) -> bool:
@@ -394,6 +354,9 @@ class _Run:
             ok = self._selectors_match(ci, cand, selectors, str((rd.cls.get("metadata") or {}).get("name", "")))
         if ok:
             ok = self._selectors_match(ci, cand, rd.request.selectors, None)
+        if ok and slice_spec(cand.slice).get("perDeviceNodeSelection"):
+            d = cand.device
+            ok = self.node.matches(str(d.get("nodeName") or ""), bool(d.get("allNodes")), d.get("nodeSelector"))
         if ok:
             for fieldname, feature in _DEVICE_FEATURES:
                 if cand.device.get(fieldname):
@@ -420,30 +383,65 @@ class _Run:
 
     # -- allocateDevice ----------------------------------------------------------------------------
     def _allocate_device(self, ci: int, ri: int, si: int, cand: _Candidate, must: bool) -> Callable[[], None] | None:
-        """Mark the device as allocated for the claim if no constraint objects; the returned function
-        undoes it (None: not usable)."""
-        if self._in_use(cand.id):
+        """Mark the device as allocated for the claim if it is free (admin access: not yet in this
+        claim; a device allowing multiple allocations: its capacity suffices), its counters suffice,
+        its taints are tolerated and no constraint objects; the returned function undoes it (None:
+        not usable). Each rejection undoes what was done so far, in reverse order."""
+        rd = self.data[(ci, ri, si)]
+        req = rd.request
+        multiple = cand.device.get("allowMultipleAllocations") is True
+        if req.admin_access:
+            if not multiple and ci in self.allocating.get(cand.id, ()):
+                return None
+        elif self._in_use(cand.id):
             return None
-        req = self.data[(ci, ri, si)].request
-        added: list[_MatchAttribute] = []
+        undo_steps: list[Callable[[], None]] = []
+
+        def rollback() -> None:
+            for step in reversed(undo_steps):
+                step()
+            undo_steps.clear()
+
+        device_name = cand.id[2]
+        # A further share of a shared device does not consume its counters again.
+        if not (multiple and self._capacity_in_use(cand.id)):
+            if not self.counters.reserve(cand.pool, device_name):
+                return None
+            undo_steps.append(lambda: self.counters.release(cand.pool, device_name))
+        if taint_prevents_allocation(cand.device, req.tolerations):
+            rollback()
+            return None
+        base, sub = (req.parent, req.name) if req.parent else (req.name, "")
         for c in self.constraints[ci]:
-            if not c.add(req, cand):
-                for done in reversed(added):
-                    done.remove(req)
+            if not c.add(base, sub, cand.id[0], cand.device):
+                rollback()
                 if must:
                     raise AllocationError(f"claim {claim_ref(self.claims[ci])}, request {req.name}: cannot add device "
                                           f"{'/'.join(cand.id)} because a claim constraint would not be satisfied")
                 return None
-            added.append(c)
-        self.allocating.setdefault(cand.id, set()).add(ci)
-        self.results[ci].append(_Result(req, cand))
-
-        def undo() -> None:
-            self.results[ci].pop()
-            self.allocating[cand.id].discard(ci)
-            for done in reversed(added):
-                done.remove(req)
-        return undo
+            undo_steps.append(functools.partial(c.remove, base, sub))
+        if not multiple:
+            self.allocating.setdefault(cand.id, set()).add(ci)
+            undo_steps.append(lambda: self.allocating[cand.id].discard(ci))
+        if not self._fits(ci, rd, cand, self._consumed(cand.id), "/".join(cand.id)):
+            rollback()
+            return None
+        result = _Result(req, cand)
+        if multiple:
+            try:
+                result.consumed = consumed_capacity(rd.capacity, cand.device)
+            except CapacityError as e:
+                rollback()
+                raise AllocationError(f"claim {claim_ref(self.claims[ci])}, request {req.name}: computing consumed "
+                                      f"capacity for device {'/'.join(cand.id)}: {e}") from None
+            shares = self.allocating_capacity.setdefault(cand.id, [])
+            shares.append(result.consumed)
+            undo_steps.append(lambda: _drop_last(shares))
+            claim_uid = str((self.claims[ci].get("metadata") or {}).get("uid") or claim_ref(self.claims[ci]))
+            result.share_id = share_id(claim_uid, req.full_name, cand.id, len(self.results[ci]))
+        self.results[ci].append(result)
+        undo_steps.append(lambda: _drop_last(self.results[ci]))
+        return rollback
 
     # -- the AllocationResult ------------------------------------------------------------------------
     def _result(self, ci: int, claim: Mapping[str, Any]) -> dict[str, Any]:
@@ -451,8 +449,14 @@ class _Run:
         for r in self.results[ci]:
             entry: dict[str, Any] = {"request": r.request.full_name, "driver": r.candidate.id[0],
                                      "pool": r.candidate.id[1], "device": r.candidate.id[2]}
+            if r.request.admin_access:
+                entry["adminAccess"] = True
             if r.request.tolerations:
                 entry["tolerations"] = list(r.request.tolerations)
+            if r.share_id is not None:
+                entry["shareID"] = r.share_id
+            if r.consumed:
+                entry["consumedCapacity"] = {k: format_quantity(v) for k, v in r.consumed.items()}
             results.append(entry)
         devices: dict[str, Any] = {"results": results}
         config = self._config(ci, claim)
@@ -468,66 +472,19 @@ class _Run:
         return self.data[(ci, ri, self.selected_sub.get((ci, ri), 0))]
 
     def _config(self, ci: int, claim: Mapping[str, Any]) -> list[dict[str, Any]]:
-        config: list[dict[str, Any]] = []
-        by_class: dict[str, tuple[int, int]] = {}
-        for ri in range(len(self.requests[ci])):
-            rd = self._chosen(ci, ri)
-            cls = rd.cls
-            if cls is None:
-                continue
-            name = str((cls.get("metadata") or {}).get("name", ""))
-            if name in by_class:
-                start, end = by_class[name]
-                for i in range(start, end):
-                    config[i]["requests"].append(rd.request.full_name)
-                continue
-            start = len(config)
-            for c in (cls.get("spec") or {}).get("config") or []:
-                config.append({"source": "FromClass", "requests": [rd.request.full_name], **c})
-            by_class[name] = (start, len(config))
-        spec_requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
-        for c in ((claim.get("spec") or {}).get("devices") or {}).get("config") or []:
-            wanted = list(c.get("requests") or [])
-            body = {k: v for k, v in c.items() if k != "requests"}
-            if not wanted:
-                config.append({"source": "FromClaim", **body})
-                continue
-            for ri, raw in enumerate(spec_requests):
-                full = self._chosen(ci, ri).request.full_name
-                if raw.get("name") in wanted or full in wanted:
-                    config.append({"source": "FromClaim", "requests": wanted, **body})
-                    break
-        names = [self._chosen(ci, ri).request for ri in range(len(self.requests[ci]))]
-        for entry in config:
-            reqs = entry.get("requests")
-            if reqs and all(r.full_name in reqs or (r.parent or r.name) in reqs for r in names):
-                del entry["requests"]  # applies to all: "empty means all"
-        return config
+        chosen = [self._chosen(ci, ri) for ri in range(len(self.requests[ci]))]
+        return claim_config([(rd.request.full_name, rd.request.parent or rd.request.name, rd.cls) for rd in chosen],
+                            claim)
 
     def _node_selector(self, results: Sequence[_Result]) -> dict[str, Any] | None:
-        """createNodeSelector: a node name pins the allocation to that node, else the slices' node
-        selectors' requirements are merged into one term; nothing when available everywhere."""
-        fields: list[dict[str, Any]] = []
-        expressions: list[dict[str, Any]] = []
-        for r in results:
-            spec = slice_spec(r.candidate.slice)
-            if spec.get("nodeName"):
-                return {"nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": [str(spec["nodeName"])]}]}]}
-            terms = (spec.get("nodeSelector") or {}).get("nodeSelectorTerms") or []
-            if len(terms) > 1:
-                raise AllocationError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
-            if terms:
-                _merge(terms[0].get("matchFields") or [], fields)
-                _merge(terms[0].get("matchExpressions") or [], expressions)
-        if not fields and not expressions:
-            return None
-        term: dict[str, Any] = {}
-        if expressions:
-            term["matchExpressions"] = expressions
-        if fields:
-            term["matchFields"] = fields
-        return {"nodeSelectorTerms": [term]}
+        try:
+            return node_selector([(r.candidate.slice, r.candidate.device) for r in results], self.node.name)
+        except UnsupportedNodeSelectorError as e:
+            raise AllocationError(str(e)) from None
+
+
+def _drop_last(items: list[Any]) -> None:
+    items.pop()
 
 
 def _enhance_runtime_error(message: str) -> str:
@@ -537,14 +494,6 @@ def _enhance_runtime_error(message: str) -> str:
         return message
     return (f"{message}. consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
             "with has() for optional fields")
-
-
-def _merge(source: Sequence[dict[str, Any]], into: list[dict[str, Any]]) -> None:
-    for req in source:
-        values = set(req.get("values") or [])
-        if not any(r.get("key") == req.get("key") and r.get("operator") == req.get("operator")
-                   and set(r.get("values") or []) == values for r in into):
-            into.append(req)
 
 
 class _MaxSizeExceededError(Exception):

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubesched.framework.objects import ObjectKind
+from kubesched.plugins.dynamicresources.capacity import AllocatedState, CapacityError
 from kubesched.plugins.dynamicresources.claim_controller import stamp_claims
 from kubesched.snapshot.pod import PodInfo
 
@@ -52,7 +53,7 @@ RESOURCE_CLAIM_TEMPLATE = ObjectKind("ResourceClaimTemplate", GROUP, "v1", "reso
                                      validate=_check_metadata)
 RESOURCE_SLICE = ObjectKind("ResourceSlice", GROUP, "v1", "resourceslices", namespaced=False, validate=_check_slice)
 DEVICE_CLASS = ObjectKind("DeviceClass", GROUP, "v1", "deviceclasses", namespaced=False, validate=_check_metadata)
-#: Only read, to refuse what it would change (device taints are not implemented). v1, as upstream's
+#: Only read: its taints are added to the devices it selects (taints.py). v1, as upstream's
 #: scheduler watches it (pkg/scheduler/scheduler.go: ``Resource().V1().DeviceTaintRules()`` when
 #: DRADeviceTaintRules is on, GA and on by default in v1.37, pkg/features/kube_features.go); v1 is
 #: served by default (v1alpha3, off by default, would be a 404 on every informer retry).
@@ -128,13 +129,18 @@ def resource_version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
-def allocated_devices(claims: Mapping[str, Any]) -> set[tuple[str, str, str]]:
-    """Every device in an allocation of these claims (ListAllAllocatedDevices)."""
-    out: set[tuple[str, str, str]] = set()
+def allocated_devices(claims: Mapping[str, Any]) -> AllocatedState:
+    """What the allocations of these claims hold (GatherAllocatedState): devices given whole but
+    those with admin access, shared devices and the capacity their shares consume
+    (pkg/scheduler/framework/plugins/dynamicresources/allocateddevices.go foreachAllocatedDevice)."""
+    state = AllocatedState()
     for claim in claims.values():
         alloc = allocation(claim)
         if alloc is None:
             continue
         for r in (alloc.get("devices") or {}).get("results") or []:
-            out.add((str(r.get("driver", "")), str(r.get("pool", "")), str(r.get("device", ""))))
-    return out
+            try:
+                state.add_result(r)
+            except CapacityError:
+                continue  # kube-apiserver validates consumedCapacity; a broken one counts as nothing
+    return state

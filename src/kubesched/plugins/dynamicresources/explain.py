@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubesched.plugins.dynamicresources.allocator import Allocator, claim_ref, claim_requests
+from kubesched.plugins.dynamicresources.allocator import Allocator
 from kubesched.plugins.dynamicresources.cel import CelError, compile_selector, device_variable
 from kubesched.plugins.dynamicresources.pools import NodeRef, UnsupportedFeatureError, gather_pools, slice_spec
+from kubesched.plugins.dynamicresources.requests import claim_ref, claim_requests
 
 #: Devices listed per node before the rest are counted.
 MAX_DEVICES = 8
@@ -31,7 +32,7 @@ def node_note(allocator: Allocator, node: NodeRef, claims: Sequence[Mapping[str,
         return "allocates " + ", ".join(got) if got else ""
     lines: list[str] = []
     total = listed = 0
-    for pool in gather_pools(allocator.slices, node, lambda _feature: None):
+    for pool in gather_pools(allocator.slices, node):
         if pool.incomplete or pool.invalid:
             lines.append(f"pool {pool.pool_id} {'incomplete' if pool.incomplete else pool.invalid_reason}")
             continue

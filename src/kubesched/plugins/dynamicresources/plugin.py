@@ -75,7 +75,6 @@ from kubesched.plugins.dynamicresources.claims import (
 )
 from kubesched.plugins.dynamicresources.explain import node_note
 from kubesched.plugins.dynamicresources.pools import (
-    DEVICE_TAINTS,
     EXTENDED_RESOURCES,
     NodeRef,
     UnsupportedFeatureError,
@@ -140,6 +139,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             ClusterEvent(RESOURCE_CLAIM.kind, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
             ClusterEvent(DEVICE_CLASS.kind, ActionType.ADD | ActionType.UPDATE),
             ClusterEvent(RESOURCE_SLICE.kind, ActionType.ADD | ActionType.UPDATE),
+            # A rule's taints are its slices' (upstream's slice tracker reports them as slice updates).
+            ClusterEvent(DEVICE_TAINT_RULE.kind, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
         )
 
     # -- the claims as the scheduler sees them (dra_manager.go claimTracker) -----------------------
@@ -218,13 +219,12 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                         return None, Status.unresolvable(
                             f"request {req.full_name}: device class {req.class_name} does not exist")
         if s.to_allocate:
-            if self.handle.objects(DEVICE_TAINT_RULE.kind):
-                return None, Status.unresolvable(unsupported_message(DEVICE_TAINTS))
             all_claims = self._claims()
             devices = allocated_devices(all_claims)
             devices |= allocated_devices({uid: c for uid, (c, _) in self._in_flight.items()})
             s.allocator = Allocator(devices, classes, list(self.handle.objects(RESOURCE_SLICE.kind).values()),
-                                    self._selector_cache)
+                                    list(self.handle.objects(DEVICE_TAINT_RULE.kind).values()),
+                                    selector_cache=self._selector_cache)
         return None, SUCCESS
 
     def _state(self, state: CycleState) -> _State | None:

@@ -1,24 +1,25 @@
 """The resource pools a node can allocate from, out of all ResourceSlices.
 
-Port of k8s.io/dynamic-resource-allocation/structured/internal/stable/pools_stable.go (v0.37.1,
-``GatherPools``, ``NodeMatches``, ``addSlice``, ``buildPool``, ``checkSlicesInPool``) without the
-partitionable-devices half: slices with ``sharedCounters`` or ``perDeviceNodeSelection`` are left
-out (the features they need are recorded, so a failed allocation can name them).
+Port of k8s.io/dynamic-resource-allocation/structured/internal/incubating/pools_incubating.go
+(v0.37.1, the allocator upstream runs in v1.37: ``GatherPools``, ``NodeMatches``, ``addSlice``,
+``buildPool``, ``getAndValidateCounterSets``, ``validateDeviceCounterConsumption``,
+``checkSlicesInPool``), partitionable devices included: slices with ``sharedCounters`` give the
+pool its counter sets, a ``perDeviceNodeSelection`` slice is the node's when one of its devices is,
+and every device's ``consumesCounters`` must name a counter of the pool (else the pool is invalid).
+Pools are sorted by driver and pool, a pool's slices by name, as upstream.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
+from kubesched.api.quantity import QuantityError, parse_quantity
 from kubesched.plugins.helpers.node_selector import compile_node_selector
 
 #: Features of v1.37's DRA kubesched does not implement yet, by the name the messages use.
-PARTITIONABLE = "partitionable devices (ResourceSlice sharedCounters, perDeviceNodeSelection, device consumesCounters)"
-CONSUMABLE_CAPACITY = "consumable capacity (device allowMultipleAllocations, request capacity)"
-DEVICE_TAINTS = "device taints (ResourceSlice device taints, DeviceTaintRules, request tolerations)"
-ADMIN_ACCESS = "admin access (request adminAccess)"
 BINDING_CONDITIONS = "binding conditions (device bindingConditions)"
 EXTENDED_RESOURCES = "extended resources backed by DRA (DeviceClass extendedResourceName)"
 
@@ -49,6 +50,10 @@ class NodeRef:
         return False
 
 
+#: counter set name -> counter name -> value
+CounterSets = dict[str, dict[str, Fraction]]
+
+
 @dataclass(slots=True)
 class Pool:
     driver: str
@@ -56,8 +61,13 @@ class Pool:
     incomplete: bool = False
     invalid: bool = False
     invalid_reason: str = ""
-    #: The slices of the newest generation that target the node.
+    #: The device slices of the newest generation that target the node, by name.
     slices: list[dict[str, Any]] = field(default_factory=list)
+    #: The pool's other device slices (their allocated devices consume counters too).
+    slices_not_targeting_node: list[dict[str, Any]] = field(default_factory=list)
+    counter_sets: CounterSets = field(default_factory=dict)
+    #: device name -> (counter set, counter) -> what the device consumes.
+    consumption: dict[str, dict[tuple[str, str], Fraction]] = field(default_factory=dict)
 
     @property
     def pool_id(self) -> str:
@@ -75,21 +85,26 @@ def _pool_of(spec: Mapping[str, Any]) -> tuple[str, str, int, int]:
             int(pool.get("resourceSliceCount") or 0))
 
 
-def gather_pools(slices: Sequence[dict[str, Any]], node: NodeRef,
-                 unsupported: Callable[[str], None]) -> list[Pool]:
+def _targets(node: NodeRef, spec: Mapping[str, Any]) -> bool | None:
+    """Whether the slice is for this node; None when it names no node at all (ignored)."""
+    node_name, all_nodes = str(spec.get("nodeName") or ""), bool(spec.get("allNodes"))
+    selector = spec.get("nodeSelector")
+    if node_name or all_nodes or selector is not None:
+        return node.matches(node_name, all_nodes, selector)
+    if spec.get("perDeviceNodeSelection"):
+        return any(node.matches(str(d.get("nodeName") or ""), bool(d.get("allNodes")), d.get("nodeSelector"))
+                   for d in spec.get("devices") or [])
+    return None
+
+
+def gather_pools(slices: Sequence[dict[str, Any]], node: NodeRef) -> list[Pool]:
     """GatherPools: the pools with slices for this node, newest generation only; a pool whose slices
-    are not all published yet is incomplete, one with a duplicate device name invalid."""
+    are not all published yet is incomplete, one with a duplicate device name (or a bad counter)
+    invalid."""
     pools: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for s in slices:
         spec = slice_spec(s)
-        if spec.get("sharedCounters") or spec.get("perDeviceNodeSelection") is not None:
-            unsupported(PARTITIONABLE)
-            continue
-        node_name, all_nodes = str(spec.get("nodeName") or ""), bool(spec.get("allNodes"))
-        selector = spec.get("nodeSelector")
-        if not (node_name or all_nodes or selector is not None):
-            continue
-        if not node.matches(node_name, all_nodes, selector):
+        if not _targets(node, spec):
             continue
         driver, pool, generation, _ = _pool_of(spec)
         have = pools.get((driver, pool))
@@ -98,32 +113,101 @@ def gather_pools(slices: Sequence[dict[str, Any]], node: NodeRef,
         elif generation == _pool_of(slice_spec(have[0]))[2]:
             have.append(s)
     result: list[Pool] = []
-    for (driver, pool), members in pools.items():
+    for (driver, pool), members in sorted(pools.items()):
         _, _, generation, count = _pool_of(slice_spec(members[0]))
-        if len(members) != count:
-            # Some slices of the pool do not target this node, or are not published yet.
-            newer, same = False, 0
-            for s in slices:
-                d, p, g, _ = _pool_of(slice_spec(s))
-                if (d, p) != (driver, pool):
-                    continue
-                newer |= g > generation
-                same += g == generation
-            if newer:
-                continue  # obsolete: a newer generation exists elsewhere
-            if same != count:
-                result.append(Pool(driver, pool, incomplete=True))
-                continue
-        names: set[str] = set()
-        duplicate = ""
-        for s in members:
-            for device in slice_spec(s).get("devices") or []:
-                name = str(device.get("name", ""))
-                if name in names and not duplicate:
-                    duplicate = name
-                names.add(name)
-        if duplicate:
-            result.append(Pool(driver, pool, invalid=True, invalid_reason=f"duplicate device name {duplicate}"))
+        if len(members) == count:
+            result.append(_build_pool(driver, pool, members, []))
             continue
-        result.append(Pool(driver, pool, slices=members))
+        # Some slices of the pool do not target this node, or are not published yet.
+        every: list[dict[str, Any]] = []
+        obsolete = False
+        for s in slices:
+            d, p, g, _ = _pool_of(slice_spec(s))
+            if (d, p) != (driver, pool):
+                continue
+            obsolete |= g > generation
+            if g == generation:
+                every.append(s)
+        if obsolete:
+            continue  # a newer generation exists elsewhere
+        if len(every) != count:
+            result.append(Pool(driver, pool, incomplete=True))
+            continue
+        result.append(_build_pool(driver, pool, members, every))
     return result
+
+
+def _name(s: Mapping[str, Any]) -> str:
+    return str((s.get("metadata") or {}).get("name", ""))
+
+
+def _build_pool(driver: str, pool: str, members: list[dict[str, Any]], every: list[dict[str, Any]]) -> Pool:
+    """buildPool: counter-set slices apart from device slices; the pool is invalid on a duplicate
+    device or counter set name, or a device consuming a counter the pool does not have."""
+    members = sorted(members, key=_name)
+    counter_slices = [s for s in members if slice_spec(s).get("sharedCounters")]
+    device_slices = [s for s in members if not slice_spec(s).get("sharedCounters")]
+    targeting = {_name(s) for s in members}
+    not_targeting: list[dict[str, Any]] = []
+    for s in every:
+        if _name(s) in targeting:
+            continue
+        (counter_slices if slice_spec(s).get("sharedCounters") else not_targeting).append(s)
+    names: set[str] = set()
+    for s in device_slices:
+        for device in slice_spec(s).get("devices") or []:
+            name = str(device.get("name", ""))
+            if name in names:
+                return Pool(driver, pool, invalid=True, invalid_reason=f"duplicate device name {name}")
+            names.add(name)
+    try:
+        counter_sets = _counter_sets(counter_slices)
+        consumption: dict[str, dict[tuple[str, str], Fraction]] = {}
+        for s in [*not_targeting, *device_slices]:
+            for device in slice_spec(s).get("devices") or []:
+                if device.get("consumesCounters"):
+                    consumption[str(device.get("name", ""))] = _consumption(counter_sets, device)
+    except _InvalidPoolError as e:
+        return Pool(driver, pool, invalid=True, invalid_reason=str(e))
+    return Pool(driver, pool, slices=device_slices, slices_not_targeting_node=not_targeting,
+                counter_sets=counter_sets, consumption=consumption)
+
+
+class _InvalidPoolError(Exception):
+    pass
+
+
+def _value(raw: Any, where: str) -> Fraction:
+    try:
+        return parse_quantity(str((raw or {}).get("value", "")), from_json=True)
+    except (QuantityError, ValueError) as e:
+        raise _InvalidPoolError(f"{where}: invalid quantity: {e}") from None
+
+
+def _counter_sets(slices: Sequence[Mapping[str, Any]]) -> CounterSets:
+    """getAndValidateCounterSets."""
+    out: CounterSets = {}
+    for s in slices:
+        for counter_set in slice_spec(s).get("sharedCounters") or []:
+            name = str(counter_set.get("name", ""))
+            if name in out:
+                raise _InvalidPoolError(f"duplicate counter set name {name}")
+            out[name] = {c: _value(v, f"counter set {name}, counter {c}")
+                         for c, v in (counter_set.get("counters") or {}).items()}
+    return out
+
+
+def _consumption(counter_sets: CounterSets, device: Mapping[str, Any]) -> dict[tuple[str, str], Fraction]:
+    """validateDeviceCounterConsumption, and the device's consumption summed per counter."""
+    out: dict[tuple[str, str], Fraction] = {}
+    for entry in device.get("consumesCounters") or []:
+        set_name = str(entry.get("counterSet", ""))
+        counter_set = counter_sets.get(set_name)
+        if counter_set is None:
+            raise _InvalidPoolError(f"counter set {set_name} not found")
+        for counter, raw in (entry.get("counters") or {}).items():
+            if counter not in counter_set:
+                raise _InvalidPoolError(f"counter {counter} not found in counter set {set_name}")
+            key = (set_name, counter)
+            out[key] = out.get(key, Fraction(0)) + _value(raw, f"device {device.get('name', '')}, counter {counter}")
+    return out

@@ -1,13 +1,15 @@
-"""NodeResourcesBalancedAllocation: prefer nodes whose resource usage stays balanced.
+"""NodeResourcesBalancedAllocation: prefer nodes whose resource usage the pod makes more balanced.
 
-Port of ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` as released up to
-Kubernetes v1.35: score = ``(1 - std) * MaxNodeScore`` where std is the standard deviation of the
-requested/allocatable fractions (node Requested + the pod's requests, not the non-zero defaults) of
-the configured resources. PreScore returns Skip for a pod that requests none of them
-(kubernetes#129138: best-effort pods would otherwise pile onto the most balanced node).
+Port of ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` (v1.37): the
+balance of a node is ``(1 - std) * MaxNodeScore`` where std is the standard deviation of the
+requested/allocatable fractions (node Requested, not the non-zero defaults) of the configured
+resources; the score is the *change* the pod makes to it, ``50 + (50 + withPod - withoutPod) / 2``
+(75: no change; upstream balancedResourceScorer since kubernetes#135573). Before v1.36 the score
+was the balance with the pod alone, which made kubesched place pods differently from kube-scheduler
+v1.37 (issue 32: the openb trace). PreScore returns Skip for a pod that requests none of the
+resources (kubernetes#129138: best-effort pods would otherwise pile onto the most balanced node).
 
-Not ported: DRA-backed extended resources; and kubernetes#135573 (merged Dec 2025, after v1.35),
-which scores the *change* in balance (``50 + (50 + withPod - withoutPod) / 2``) — see README.
+Not ported: DRA-backed extended resources — see README.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
-from kubesched.framework.interfaces import PreScorePlugin, ScorePlugin, Scores
+from kubesched.framework.interfaces import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin, Scores
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
 from kubesched.plugins.noderesources.resource_allocation import ResourceAllocation, balanced_resource_scorer
@@ -70,4 +72,16 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             if not pod_requests.any():
                 return np.zeros(len(rows), dtype=np.int64)
         alloc, requested, known_nonzero = self.allocation.allocatable_requested(table, rows, pod_requests)
-        return balanced_resource_scorer(requested, alloc, known_nonzero)
+        with_pod = balanced_resource_scorer(requested, alloc, known_nonzero)
+        # The node without the pod: the scorer skips resources the node does not have (allocatable
+        # 0) whatever their requested value, so subtracting the pod everywhere is safe.
+        requested -= pod_requests[:, None]
+        without_pod = balanced_resource_scorer(requested, alloc, known_nonzero)
+        # Both balances lie in [50, 100] (std <= 0.5 for fractions in [0, 1]), so the numerator is
+        # never negative and floor division is Go's truncation.
+        half = MAX_NODE_SCORE // 2
+        with_pod -= without_pod
+        with_pod += half
+        with_pod //= 2
+        with_pod += half
+        return with_pod

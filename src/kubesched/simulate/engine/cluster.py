@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from kubesched.framework.handle import BindConflictError, PodGoneError
 from kubesched.framework.objects import ObjectKind, object_key
@@ -39,6 +39,17 @@ DEFAULT_GRACE_SECONDS = 30.0
 
 def _rfc3339(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ClusterWatcher(Protocol):
+    """Told of every change to nodes and pods after the scheduler was (a replay's metrics and
+    departures, engine/timeline.py)."""
+
+    def pod_added(self, pod: PodInfo) -> None: ...
+    def pod_bound(self, pod: PodInfo) -> None: ...
+    def pod_deleted(self, pod: PodInfo) -> None: ...
+    def node_changed(self, raw: dict[str, Any]) -> None: ...
+    def node_deleted(self, name: str) -> None: ...
 
 
 class SimulatedCluster:
@@ -57,6 +68,7 @@ class SimulatedCluster:
         self.evicted = 0
         #: The PV controller and provisioner (the scheduler's PreBind writes start their work).
         self.volumes = VolumeController(self.objects, self.nodes, self._object_written)
+        self.watchers: list[ClusterWatcher] = []
 
     def attach(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
@@ -82,6 +94,18 @@ class SimulatedCluster:
         self.binds += 1
         if self.scheduler is not None:
             self.scheduler.on_pod_update(bound)
+        for w in self.watchers:
+            w.pod_bound(bound)
+
+    async def annotate_pod(self, pod: PodInfo, annotations: Mapping[str, str]) -> None:
+        """Merge ``annotations`` into the stored pod's ``metadata.annotations``. The metadata map
+        is updated in place: the scheduler's assumed copy shares it, so its bind still hands over
+        the stored object (no second copy) and the bound pod carries the annotations."""
+        current = self.pods.get(pod.uid)
+        if current is None:
+            raise PodGoneError(f"pod {pod.key} not found")
+        meta = current.raw.setdefault("metadata", {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
 
     async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
         """Preempt ``pod``: mark it (DisruptionTarget condition, deletionTimestamp) and delete it
@@ -131,11 +155,15 @@ class SimulatedCluster:
         self.nodes[raw["metadata"]["name"]] = raw
         if self.scheduler is not None:
             self.scheduler.on_node_add_or_update(raw)
+        for w in self.watchers:
+            w.node_changed(raw)
 
     def delete_node(self, name: str) -> None:
         self.nodes.pop(name, None)
         if self.scheduler is not None:
             self.scheduler.on_node_delete(name)
+        for w in self.watchers:
+            w.node_deleted(name)
 
     def add_pod(self, pod: PodInfo) -> None:
         if self._controllers:
@@ -143,6 +171,8 @@ class SimulatedCluster:
         self.pods[pod.uid] = pod
         if self.scheduler is not None:
             self.scheduler.on_pod_add(pod)
+        for w in self.watchers:
+            w.pod_added(pod)
 
     def _run_pod_controllers(self, pod: PodInfo) -> PodInfo:
         """What the declared kinds' controllers do for a new pod: objects created, status written."""
@@ -158,8 +188,13 @@ class SimulatedCluster:
         return PodInfo.from_raw(raw, previous=pod)
 
     def delete_pod(self, uid: str) -> None:
-        if self.pods.pop(uid, None) is not None and self.scheduler is not None:
+        pod = self.pods.pop(uid, None)
+        if pod is None:
+            return
+        if self.scheduler is not None:
             self.scheduler.on_pod_delete(uid)
+        for w in self.watchers:
+            w.pod_deleted(pod)
 
     def add_object(self, kind: str, key: str, raw: dict[str, Any]) -> None:
         """Add or replace an object of a declared kind under its key (``namespace/name`` or ``name``)."""

@@ -9,6 +9,11 @@ are retried, as upstream retries them. Filter verdicts need no flush: they chang
 nodes and the pods on them, which reach the queue as events. The replay ends when no future event
 can bind another pod: nothing is left to retry, or a flush ends in a state already seen since the
 last bind (retrying again would repeat it). Deterministic for a given seed.
+
+With a scenario (inputs/scenario.py), the clock also wakes at its events (engine/timeline.py):
+pods arrive, leave a lifetime after their bind, nodes come, go and are cordoned; the replay ends
+once no event is left and nothing more can bind. The metrics are sampled before every jump of the
+clock. Pods refused by a non-Filter plugin wait for the flush until the scenario's events are over.
 """
 
 from __future__ import annotations
@@ -30,8 +35,10 @@ from kubesched.framework.registry import Registry, profiles_object_kinds
 from kubesched.scheduler import QueueSettings, Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.simulate.engine.records import GATED, PRE_BOUND, SCHEDULED, PodRecord, PreemptionRecord, Recorder
+from kubesched.simulate.engine.timeline import Timeline, scenario_input
 from kubesched.simulate.inputs.dump import ClusterInput
 from kubesched.simulate.inputs.gc_pause import paused_gc
+from kubesched.simulate.inputs.scenario import Scenario
 from kubesched.snapshot.pod import PodInfo
 
 #: Pods scheduled between two chances for binding tasks and the progress callback to run.
@@ -64,6 +71,8 @@ class SimulationResult:
     flushes: int = 0
     #: Preemptions, in the order they happened (simulate/engine/records.py PreemptionRecord).
     preemptions: list[PreemptionRecord] = field(default_factory=list)
+    #: The scenario replayed and its metrics over time (None: a static cluster).
+    timeline: Timeline | None = None
 
     @property
     def pod_groups(self) -> dict[str, dict[str, Any]]:
@@ -75,7 +84,7 @@ class Simulation:
         self,
         config: SchedulerConfig,
         registry: Registry,
-        cluster_input: ClusterInput,
+        cluster_input: ClusterInput | Scenario,
         seed: int = 0,
         explain_pod: str | None = None,
         strict_scheduler_name: bool = False,
@@ -88,6 +97,9 @@ class Simulation:
         on_attempt: Callable[[PodInfo, str, str | None], None] | None = None,
     ) -> None:
         self.config = config
+        scenario: Scenario | None = None
+        if isinstance(cluster_input, Scenario):
+            scenario, cluster_input = cluster_input, scenario_input(cluster_input)
         self.input = cluster_input
         self.clock = FakeClock(0.0)
         # The controllers that act on pods for the kinds the profiles' plugins read (e.g.
@@ -130,6 +142,11 @@ class Simulation:
         self._feed = feed
         #: Called after every scheduling attempt with the node chosen (None: it failed).
         self._on_attempt = on_attempt
+        self._reassigned: dict[str, int] = {}
+        self.timeline = None if scenario is None else Timeline(
+            scenario, self.cluster, self.scheduler.cache.table, self.clock.now, self._admit,
+            lambda: len(self.scheduler.queue),
+        )
 
     # -- explain hook: capture the full picture at the moment the pod is decided ------------------
     def _matches(self, pod: PodInfo) -> bool:
@@ -154,9 +171,6 @@ class Simulation:
             self.cluster.add_node(raw)
         self.cluster.settle_volumes()
         pending: list[PodInfo] = []
-        reassigned: dict[str, int] = {}
-        profiles = self.scheduler.frameworks
-        first = next(iter(profiles))
         for raw in self.input.pods:
             pod = PodInfo.from_raw(raw)
             if pod.terminal:
@@ -167,18 +181,25 @@ class Simulation:
                 rec = self.recorder.record(pod, pod.scheduler_name)
                 rec.status, rec.node = PRE_BOUND, pod.node_name
                 continue
-            if pod.scheduler_name not in profiles:
-                if self._strict:
-                    self.recorder.record(pod, pod.scheduler_name).message = (
-                        f"schedulerName {pod.scheduler_name!r} matches no profile; left pending"
-                    )
-                    continue
-                reassigned[pod.scheduler_name] = reassigned.get(pod.scheduler_name, 0) + 1
-                pod.scheduler_name = first
-            pending.append(pod)
-            self.recorder.record(pod, pod.scheduler_name)  # Pending until its first attempt
+            if self._admit(pod):
+                pending.append(pod)
         pending.sort(key=lambda p: p.creation_ts)  # stable: file order breaks ties
-        return pending, reassigned
+        return pending, self._reassigned
+
+    def _admit(self, pod: PodInfo) -> bool:
+        """Record a pending pod; one whose schedulerName matches no profile is run with the first
+        profile, or with --strict-scheduler-name left pending (False: not to be scheduled)."""
+        profiles = self.scheduler.frameworks
+        if pod.scheduler_name not in profiles:
+            if self._strict:
+                self.recorder.record(pod, pod.scheduler_name).message = (
+                    f"schedulerName {pod.scheduler_name!r} matches no profile; left pending"
+                )
+                return False
+            self._reassigned[pod.scheduler_name] = self._reassigned.get(pod.scheduler_name, 0) + 1
+            pod.scheduler_name = next(iter(profiles))
+        self.recorder.record(pod, pod.scheduler_name)  # Pending until its first attempt
+        return True
 
     async def run(self) -> SimulationResult:
         started = time.perf_counter()
@@ -194,7 +215,7 @@ class Simulation:
         await self.scheduler.start_plugins()
         gc.freeze()  # and what the plugins built at start
         try:
-            await self._loop(len(pending))
+            await self._loop(len(pending) + (self.timeline.total_arrivals if self.timeline else 0))
             while self._feed is not None and not self._stop:
                 more = self._feed(self)
                 if not more:
@@ -211,6 +232,8 @@ class Simulation:
                 gc.unfreeze()
             await self.scheduler.drain()
             await self.scheduler.stop_plugins()
+        if self.timeline is not None:
+            self.timeline.sample(self.clock.now())
         if self._explain_pod is not None and self._explanation is None:
             self._explain_now()
         self._record_gated()
@@ -232,6 +255,7 @@ class Simulation:
             objects=self._object_report(),
             flushes=self._flushes,
             preemptions=self.recorder.preemptions,
+            timeline=self.timeline,
         )
 
     def _record_gated(self) -> None:
@@ -262,7 +286,11 @@ class Simulation:
         last_bound, last_progress = -1, self.clock.now()
         #: Fingerprints of the quiet states (only unschedulable pods left) since the last bind.
         seen: set[int] = set()
+        timeline = self.timeline
         while not self._stop:
+            if timeline is not None and timeline.apply_due(self.clock.now()):
+                last_progress = self.clock.now()  # the scenario moved on: not a stall
+                seen.clear()
             if self.recorder.bound_count != last_bound:
                 last_bound, last_progress = self.recorder.bound_count, self.clock.now()
                 seen.clear()
@@ -292,9 +320,11 @@ class Simulation:
                 continue
             # Nothing to do now: jump to the next backoff expiry or Permit deadline.
             wake = sched.next_wakeup(include_unschedulable=False)
-            evicting = self.cluster.next_eviction()
-            if evicting is not None:
-                wake = evicting if wake is None else min(wake, evicting)
+            for due in (self.cluster.next_eviction(), timeline.next_time() if timeline is not None else None):
+                if due is not None:
+                    wake = due if wake is None else min(wake, due)
+            if timeline is not None:
+                timeline.sample(self.clock.now())
             if wake is None:
                 # Only pods waiting for a cluster event are left (if any). Upstream retries them
                 # after podMaxInUnschedulablePodsDuration; so does the replay, as long as that can

@@ -318,6 +318,7 @@ def render_html(data: Mapping[str, Any]) -> str:
     """Render the simulation JSON document (``result_to_json``) as one self-contained HTML page."""
     # The what-if sections draw with this module's charts: imported here, not at the top (a cycle).
     from kubesched.simulate.report.preemption import preemption_section
+    from kubesched.simulate.report.timeline import timeline_section
     from kubesched.simulate.report.whatif import whatif_sections
 
     summary: Mapping[str, Any] = data.get("summary") or {}
@@ -336,6 +337,7 @@ def render_html(data: Mapping[str, Any]) -> str:
         _summary(summary, profiles),
         _notes(data, summary),
         *whatif_sections(data),
+        timeline_section(data),
         _utilisation(summary, nodes),
         _nodes(nodes),
         profiles_section(data, placements),

@@ -144,6 +144,10 @@ def result_to_json(result: SimulationResult, placements: bool = True) -> dict[st
         "placements": [record_to_json(rec) for rec in records if rec.status != PRE_BOUND] if placements else [],
         "preemptions": [p.to_json() for p in result.preemptions],
     }
+    if result.timeline is not None:
+        # The scenario replayed over time: its counts, the GPU allocation at 100 % / 130 % arrived
+        # GPU demand (as the FGD simulator's expected results), and the samples in columns.
+        doc["timeline"] = result.timeline.to_json()
     if result.pod_groups:
         # Each PodGroup's status at the end of the run (as the live scheduler would write it) and,
         # for a gang left unplaced, the gang-level reason.

@@ -12,10 +12,13 @@ with-constraint-non-existent-attribute, with-constraint-not-matching-int-attribu
 with-constraint-for-request, with-class-device-config, claim-with-device-config, unknown-allocation-mode,
 unknown-constraint, too-many-devices-total, prioritized-list (subrequest fallback).
 
+Ported in test_allocator_features.py: device taints, distinctAttribute, admin access, partitionable
+devices (its docstring lists those cases).
+
 Not ported, and why: compatibility-groups-* (alpha), optional-node-operations* (alpha),
-partitionable/consumed-counters, consumable-capacity, admin-access*, device taints/tolerations,
-binding conditions, derived attributes, list-type attributes (features kubesched refuses: tested
-below as refusals instead), and the timeout/cancellation cases (no context here).
+consumable-capacity, binding conditions (features kubesched refuses: test_allocator_features.py
+tests the refusal), derived attributes, list-type attributes (alpha), and the timeout/cancellation
+cases (no context here).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 import pytest
 
 from kubesched.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNodeError
-from kubesched.plugins.dynamicresources.pools import NodeRef, UnsupportedFeatureError
+from kubesched.plugins.dynamicresources.pools import NodeRef
 
 DRIVER_A, DRIVER_B = "driver-a", "driver-b"
 NODE1, NODE2 = NodeRef("node-1", {"region": "region-1"}), NodeRef("node-2", {"region": "region-2"})
@@ -285,14 +288,3 @@ def test_cel_runtime_error_names_the_class_and_device() -> None:
                                               "runtime error: no such key: model"):
         allocate([claim("claim-0", request("req-0"))], [slice_("slice-1", "node-1", "pool-1", DRIVER_A)],
                  classes=classes)
-
-
-def test_unsupported_features_are_refused_or_named() -> None:
-    admin = {"name": "req-0", "exactly": {"deviceClassName": "class-a", "adminAccess": True}}
-    with pytest.raises(UnsupportedFeatureError, match="admin access"):
-        allocate([claim("claim-0", admin)], [slice_("slice-1", "node-1", "pool-1", DRIVER_A)])
-    tainted = device("device-1")
-    tainted["taints"] = [{"key": "k", "effect": "NoSchedule"}]
-    a = Allocator(set(), CLASSES, [slice_("slice-1", "node-1", "pool-1", DRIVER_A, tainted)])
-    assert a.allocate(NODE1, [claim("claim-0", request("req-0"))]) is None
-    assert any("device taints" in f for f in a.skipped)

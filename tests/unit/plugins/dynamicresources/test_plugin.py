@@ -8,12 +8,16 @@ no-resources, with-resources, skip-bind, exhausted-resources-in-informer-cache,
 exhausted-resources-in-flight-claim, other-resources-in-flight-claim, claim-parameters-CEL-runtime-error,
 class-parameters-CEL-runtime-error, missing-class, claim-with-request-with-unknown-device-class,
 claim-with-prioritized-list-unknown-device-class, wrong-topology (its PostFilter:
-test_postfilter_score.py), good-topology, reserved-okay, claim-with-prioritized-list, bind-failure; plus two pods in
-flight (Reserve keeps the device from the second) and a claim shared by two pods (the second
-waits for the first's allocation, then follows it).
+test_postfilter_score.py), good-topology, reserved-okay, claim-with-prioritized-list, bind-failure,
+tainted-device-enabled (with the taint from a DeviceTaintRule too),
+request-admin-access-with-DRAAdminAccess-featuregate, structured-ignore-allocated-admin-access; plus
+two pods in flight (Reserve keeps the device from the second) and a claim shared by two pods (the
+second waits for the first's allocation, then follows it). Scoring and PostFilter:
+test_postfilter_score.py.
 
-Not ported: podgroup-* (DRAWorkloadResourceClaims, alpha), tainted-device-*, admin access,
-extended-resource-*, node-allocatable-*, binding conditions, postfilter-*-podgroup, timeouts
+Not ported: podgroup-* (DRAWorkloadResourceClaims, alpha), tainted-device-disabled and
+request-admin-access-without-DRAAdminAccess-featuregate (the gates are on in v1.37, kubesched has no
+switch), extended-resource-*, node-allocatable-*, binding conditions, postfilter-*-podgroup, timeouts
 (features the README lists as not ported or refused).
 """
 
@@ -433,3 +437,55 @@ def test_bind_failure_is_an_error_and_unreserve_frees_the_device() -> None:
     c.unreserve()
     second = Cycle(w, claim_pod("second-pod", "uid-2", claim_name="second"))
     assert second.pre_filter().is_success and second.filter().is_success
+
+
+# -- device taints and admin access -------------------------------------------------------------------
+def test_tainted_device_cannot_be_allocated() -> None:
+    """tainted-device-enabled: the slice's device tainted NoExecute; the same taint from a
+    DeviceTaintRule (the plugin hands the rules to the allocator); a rule selecting another device."""
+    tainted = resource_slice(NODE)
+    tainted["spec"]["devices"][0]["taints"] = [{"key": "taint-key", "value": "taint-value", "effect": "NoExecute"}]
+    w = World([claim()], [device_class()], [tainted])
+    c = Cycle(w, claim_pod())
+    assert c.pre_filter().is_success
+    assert verdict(c.filter()) == unresolvable("cannot allocate all claims")
+
+    def rule(device: str) -> dict[str, Any]:
+        return {"metadata": {"name": "rule"}, "spec": {"deviceSelector": {"driver": DRIVER, "device": device},
+                                                       "taint": {"key": "taint-key", "effect": "NoSchedule"}}}
+
+    w = World([claim()], [device_class()], [resource_slice(NODE)])
+    w.objects["DeviceTaintRule"] = {"rule": rule("instance-1")}
+    c = Cycle(w, claim_pod())
+    assert c.pre_filter().is_success
+    assert verdict(c.filter()) == unresolvable("cannot allocate all claims")
+    w.objects["DeviceTaintRule"] = {"rule": rule("instance-2")}
+    Cycle(w, claim_pod()).through_reserve()
+
+
+def admin_access(c: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(c)
+    out["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+    return out
+
+
+def test_admin_access_gets_a_device_another_claim_holds() -> None:
+    """request-admin-access-with-DRAAdminAccess-featuregate: the result says adminAccess."""
+    other = allocated(claim("not-my-claim", owner=None))
+    w = World([admin_access(claim()), other], [device_class()], [resource_slice(NODE)])
+    c = Cycle(w, claim_pod())
+    c.through_reserve()
+    assert c.pre_bind().is_success
+    results = w.api.writes[-1][1]["status"]["allocation"]["devices"]["results"]
+    assert results == [{**allocation()["devices"]["results"][0], "adminAccess": True}]
+
+
+def test_device_allocated_with_admin_access_is_not_taken() -> None:
+    """structured-ignore-allocated-admin-access: the other claim's admin access does not hold the device."""
+    other = allocated(claim("not-my-claim", owner=None))
+    other["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
+    w = World([claim(), other], [device_class()], [resource_slice(NODE)])
+    c = Cycle(w, claim_pod())
+    c.through_reserve()
+    assert c.pre_bind().is_success
+    assert w.api.writes[-1][1]["status"]["allocation"]["devices"] == allocation()["devices"]

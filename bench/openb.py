@@ -1,0 +1,301 @@
+"""The openb production GPU trace on a real control plane: kube-scheduler v1.37.1 and `kubesched
+run` side by side, the same outcome expected (issue 32 item 1), and the time from process start to
+the first bind with the whole trace pending (item 2).
+
+``python -m bench openb [--trace DIR] [--nodes N] [--rounds R] [--contenders kube-scheduler,kubesched]``
+
+Method (one control plane; for each round and each contender, in turn):
+
+* The trace's nodes (``kubesched.testing.openb``: cpu, memory, ``nvidia.com/gpu``, the GPU-model
+  label) are KWOK nodes created once; ``--nodes N`` takes the systematic cut with about N of them
+  and the matching tasks (every k-th node and task), as the CI-sized differential test does.
+* A fresh namespace gets every task as a pending pod for the contender's schedulerName (created in
+  bulk, in the trace's order, BEFORE the scheduler starts: a backlog, as after a failover), then the
+  scheduler process is started. It runs until settled: every pod bound or marked unschedulable
+  (PodScheduled=False), the bound count unchanged for ``--quiet`` seconds. No pod is ever deleted
+  and no node changes, so once every pod has had an attempt nothing more can bind.
+* Recorded: pods bound (in all and per task size), the unschedulable reasons (the FitError's
+  phrases without their node counts), seconds from process start to the first and the last bind.
+* Both schedulers use the same identity and clientConnection (qps/burst 5000), exempted from API
+  Priority and Fairness as in bench/live.py, with their default profile.
+
+Results are appended to bench/results/openb-<date>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import common
+from bench.live import (
+    DEFAULT_NAME,
+    KUBESCHED_NAME,
+    MEASURE_LABEL,
+    BindWatcher,
+    Bulk,
+    Workload,
+    cleanup_namespace,
+    exempt_schedulers_from_apf,
+    start_contender,
+    stop_contender,
+)
+from kubesched.testing import controlplane
+from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.openb import Trace, load_trace, node_object, pod_object, size_class
+
+#: Where the trace is read from unless ``--trace`` / $KUBESCHED_OPENB_TRACE say otherwise.
+DEFAULT_TRACE = Path(os.environ.get("KUBESCHED_OPENB_TRACE", str(common.ROOT.parent / "shared/traces/openb")))
+CONTENDERS = ("kube-scheduler", "kubesched")
+_STARTED = common.now_iso()
+_FIT_ERROR = re.compile(r"^0/\d+ nodes are available: (.*?)\.(?: preemption: (.*?)\.?)?$", re.S)
+_COUNTED = re.compile(r"^\d+ ")
+
+
+def reason_phrases(message: str) -> tuple[str, ...]:
+    """The phrases of a FitError message without their node counts (``0/305 nodes are available:
+    2 Insufficient cpu, 303 Insufficient nvidia.com/gpu. preemption: 0/305 nodes are available: 305 No
+    preemption victims found for incoming pod.`` → ``Insufficient cpu``, ``Insufficient nvidia.com/gpu``,
+    ``preemption: No preemption victims found for incoming pod``): what must agree between the schedulers
+    even when the pods left pending and the node counts differ."""
+    m = _FIT_ERROR.match(message.strip())
+    if m is None:
+        return (message,)
+    phrases = [_COUNTED.sub("", p) for p in m.group(1).split(", ")]
+    if m.group(2):
+        nested = m.group(2).strip()
+        inner = reason_phrases(nested + ".") if nested.startswith("0/") else (nested,)
+        phrases += ["preemption: " + p for p in inner]
+    return tuple(sorted(phrases))
+
+
+def _unschedulable_message(pod: dict[str, Any]) -> str | None:
+    for cond in (pod.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return str(cond.get("message") or cond.get("reason") or "")
+    return None
+
+
+def create_nodes(c: ControlPlane, trace: Trace, labels: dict[str, str] | None = None, timeout: float = 600) -> None:
+    """The trace's nodes as KWOK nodes (``labels`` added), waited for until Ready."""
+    bodies = []
+    for n in trace.nodes:
+        body = node_object(n)
+        body["metadata"]["labels"].update(labels or {})
+        bodies.append(body)
+    Bulk(c).post_all(lambda b: "/api/v1/nodes", bodies)
+    want = {n.name for n in trace.nodes}
+    c.wait_for(lambda: want <= c.ready_nodes(), timeout, 1.0, f"{len(want)} openb nodes Ready")
+
+
+@dataclass
+class Outcome:
+    """What one scheduler did with the trace."""
+
+    contender: str
+    pods: int
+    bound: int
+    bound_by_size: dict[str, int]
+    pending_by_size: dict[str, int]
+    #: Reason phrases (node counts dropped) → pending pods whose message had them.
+    reasons: dict[str, int]
+    first_bind_s: float | None
+    last_bind_s: float | None
+    settle_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def settle(c: ControlPlane, ns: str, expected: int, timeout: float, quiet: float,
+           alive: Callable[[], bool] = lambda: True) -> list[dict[str, Any]]:
+    """Poll the namespace's pods until every one is bound or unschedulable and the bound count has
+    not moved for ``quiet`` seconds; returns the pods."""
+    deadline = time.monotonic() + timeout
+    last_bound, since = -1, time.monotonic()
+    while True:
+        try:
+            # A list of 8,000 pods can outlast the client's read timeout on a loaded machine (it
+            # did on 2 cores at load 12): ask again rather than lose the run.
+            pods = c.client.request("GET", f"/api/v1/namespaces/{ns}/pods", timeout=180)["items"]
+        except (TimeoutError, OSError):
+            if time.monotonic() > deadline:
+                raise
+            continue
+        bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
+        decided = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName") or _unschedulable_message(p) is not None)
+        now = time.monotonic()
+        if bound != last_bound:
+            last_bound, since = bound, now
+        if len(pods) == expected and decided == expected and now - since >= quiet:
+            return pods
+        if now > deadline:
+            raise TimeoutError(f"{ns}: {bound} bound, {decided} decided of {expected} after {timeout:.0f}s")
+        if not alive():
+            raise RuntimeError(f"{ns}: the scheduler exited ({bound} bound, {decided} decided of {expected})")
+        time.sleep(2.0)
+
+
+def run_contender(c: ControlPlane, trace: Trace, kind: str, workdir: Path, *, qps: float = 5000, burst: int = 5000,
+                  node_selector: dict[str, str] | None = None, timeout: float = 1800, quiet: float = 10.0,
+                  log: Callable[[str], None] = print) -> Outcome:
+    """The whole trace pending in a fresh namespace, then ``kind`` started; see the module docstring.
+    ``node_selector`` confines the pods to the trace's nodes on a shared control plane."""
+    ns = f"openb-{uuid.uuid4().hex[:6]}"
+    c.create_namespace(ns)
+    sched_name = KUBESCHED_NAME if kind == "kubesched" else DEFAULT_NAME
+    size_of = {t.name: size_class(t) for t in trace.tasks}
+    bodies = []
+    for t in trace.tasks:
+        body = pod_object(t, ns, sched_name)
+        body["metadata"]["labels"][MEASURE_LABEL] = "measure"
+        if node_selector:
+            body["spec"]["nodeSelector"] = dict(node_selector)
+        bodies.append(body)
+    try:
+        t0 = time.monotonic()
+        Bulk(c).post_all(lambda b: f"/api/v1/namespaces/{ns}/pods", bodies)
+        log(f"  {kind}: {len(bodies)} pods pending in {ns} ({time.monotonic() - t0:.1f}s)")
+        rv = c.get(f"/api/v1/namespaces/{ns}/pods", limit=1)["metadata"]["resourceVersion"]
+        watcher = BindWatcher(c, ns, rv, len(bodies))
+        watcher.start()
+        started = time.monotonic()
+        run = start_contender(c, Workload(kind, "openb"), kind, qps, burst, workdir)
+        try:
+            proc = run.procs["scheduler"]
+            pods = settle(c, ns, len(bodies), timeout, quiet, proc.alive)
+            settled = time.monotonic() - started
+        finally:
+            stop_contender(c, run)
+            watcher.close()
+        binds = sorted(watcher.bound.values())
+        bound_by: Counter[str] = Counter()
+        pending_by: Counter[str] = Counter()
+        reasons: Counter[str] = Counter()
+        for p in pods:
+            size = size_of[p["metadata"]["name"]]
+            if (p.get("spec") or {}).get("nodeName"):
+                bound_by[size] += 1
+                continue
+            pending_by[size] += 1
+            for phrase in reason_phrases(_unschedulable_message(p) or ""):
+                reasons[phrase] += 1
+        out = Outcome(kind, len(bodies), sum(bound_by.values()), dict(sorted(bound_by.items())),
+                      dict(sorted(pending_by.items())), dict(reasons.most_common()),
+                      round(binds[0] - started, 2) if binds else None,
+                      round(binds[-1] - started, 2) if binds else None, round(settled, 1))
+        log(f"  {kind}: {out.bound}/{out.pods} bound {out.bound_by_size}, first bind {out.first_bind_s}s, "
+            f"last {out.last_bind_s}s")
+        return out
+    finally:
+        cleanup_namespace(c, ns, [b["metadata"]["name"] for b in bodies])
+
+
+@contextlib.contextmanager
+def openb_cluster(trace: Trace, workdir: Path, log: Callable[[str], None] = print) -> Iterator[ControlPlane]:
+    """A control plane of its own holding the trace's nodes."""
+    controlplane.ensure_binaries(build=True, quiet=True)
+    c = ControlPlane(workdir / "cluster", apiserver_args=["--delete-collection-workers=4"])
+    try:
+        t0 = time.monotonic()
+        c.start(with_kwok=True)
+        exempt_schedulers_from_apf(c)
+        create_nodes(c, trace)
+        log(f"  control plane + {len(trace.nodes)} openb nodes ready in {time.monotonic() - t0:.1f}s ({c.dir})")
+        yield c
+    finally:
+        c.stop()
+        shutil.rmtree(c.dir / "etcd-data", ignore_errors=True)
+
+
+def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
+    by: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        by.setdefault(o.contender, []).append(o)
+    return {
+        kind: {
+            "bound": [o.bound for o in runs],
+            "spread": [min(o.bound for o in runs), max(o.bound for o in runs)],
+            "first_bind_s": [o.first_bind_s for o in runs],
+            "last_bind_s": [o.last_bind_s for o in runs],
+        }
+        for kind, runs in by.items()
+    }
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench openb", description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE, help="directory of the openb CSV files")
+    ap.add_argument("--nodes", type=int, default=0, help="cut to about N nodes (0: the whole trace)")
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each contender")
+    ap.add_argument("--contenders", default=",".join(CONTENDERS))
+    ap.add_argument("--qps", type=float, default=5000)
+    ap.add_argument("--burst", type=int, default=5000)
+    ap.add_argument("--note", default="", help="stored with the result (what code was measured)")
+    ap.add_argument("--workdir", type=Path, default=None)
+    args = ap.parse_args(argv)
+    trace = load_trace(args.trace)
+    if args.nodes:
+        trace = trace.cut_to(args.nodes)
+    contenders = [k.strip() for k in args.contenders.split(",") if k.strip()]
+    workdir = args.workdir or Path(os.environ.get("TMPDIR", "/tmp")) / f"kubesched-openb-{uuid.uuid4().hex[:6]}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"openb: {len(trace.nodes)} nodes, {len(trace.tasks)} tasks, {args.rounds} round(s) of {contenders}")
+    outcomes: list[Outcome] = []
+    path = common.RESULTS / f"openb-{common.today()}.json"
+    record: dict[str, Any] = {}
+    with openb_cluster(trace, workdir) as c:
+        for rnd in range(args.rounds):
+            for kind in contenders if rnd % 2 == 0 else reversed(contenders):  # ABBA
+                outcomes.append(run_contender(c, trace, kind, workdir))
+                # Saved after every run (the record replaced): a full round takes ~15 min here.
+                record = _record(args, trace, outcomes, complete=False)
+                _save(record, path)
+    record["complete"] = True
+    _save(record, path)
+    print(f"openb: {record['summary']}\n  saved to {path}")
+    return 0
+
+
+def _record(args: argparse.Namespace, trace: Trace, outcomes: list[Outcome], complete: bool) -> dict[str, Any]:
+    return {
+        "benchmark": "openb",
+        "when": _STARTED,
+        "commit": common.git_commit(),
+        "command": common.command_line(),
+        "machine": common.machine(),
+        "versions": common.versions(),
+        "nodes": len(trace.nodes),
+        "tasks": len(trace.tasks),
+        "note": args.note,
+        "summary": summarize(outcomes),
+        "runs": [o.as_dict() for o in outcomes],
+        "complete": complete,
+    }
+
+
+def _save(record: dict[str, Any], path: Path) -> None:
+    """Append ``record`` to ``path``, or replace the one of the same run (same "when")."""
+    doc: dict[str, Any] = {"results": []}
+    if path.exists():
+        with contextlib.suppress(ValueError):
+            doc = json.loads(path.read_text())
+    results = [r for r in doc.get("results", []) if r.get("when") != record["when"]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"results": [*results, record]}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,161 @@
+"""FGD: Fragmentation Gradient Descent — place a pod where it grows the node's GPU
+fragmentation the least (USENIX ATC '23, "Beware of Fragmentation").
+
+Reference (hkust-adsl/kubernetes-scheduler-simulator): ``pkg/simulator/plugin/fgd_score.go``
+(``Score``, ``calculateGpuShareFragExtendScore``, ``allocateGpuIdBasedOnFGDScore``),
+``pkg/type/resource.go`` ``NodeResource.Sub`` (the node after a pod of whole GPUs or none),
+``pkg/utils/frag.go`` (the measure: :mod:`.fragmentation`; the target workload:
+:mod:`.typical_pods`).
+
+score = int(sigmoid((F(node) - F(node with the pod)) / 1000) * 100), F the fragmentation over the
+typical pods. A share pod is tried on every GPU it fits on and the node gets the best GPU's score
+(that GPU is the one FGD gives the pod when GpuShare's ``gpuSelMethod`` is ``FGD``, the
+reference's setting); a pod of whole GPUs takes the first fully free GPUs, a pod without GPUs
+only CPU. A pod with no requests at all scores 100 everywhere.
+
+Differences: a node whose GPU model the pod does not accept scores 0 (the reference returns an
+Error, which GpuShare's Filter makes unreachable); the typical pods are the plugin's args, or,
+without them, computed once from the pods the scheduler knows when it first scores (pending and
+placed), as the reference computes them from the whole workload before it starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
+from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Scores
+from kubesched.framework.status import Status
+from kubesched.plugins.gpu_policies.common import sigmoid
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
+from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI, GpuRequest
+from kubesched.snapshot.gpushare.resources import NodeResources, accessible, model_access, node_resources
+from kubesched.snapshot.gpushare.selection import exclusive_gpus
+from kubesched.snapshot.gpushare.shapes import PodShape, pod_shape
+from kubesched.snapshot.gpushare.typical_pods import TypicalPod, typical_pods
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import IntArray, NodeTable, Rows
+
+
+class FGDArgs(BaseModel):
+    """``typicalPods``: the target workload (shapes and frequencies); omitted, it is computed
+    from the pods known at the first score with ``popularityThreshold`` (percent),
+    ``increaseStep``, ``includeCpuPods`` and ``gpuResWeight`` (the reference's
+    ``typicalPodsConfig``, defaults as its experiments)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    typical_pods: list[TypicalPod] | None = None
+    popularity_threshold: int = Field(default=95, ge=1, le=100)
+    increase_step: int = Field(default=1, ge=1)
+    include_cpu_pods: bool = True
+    gpu_res_weight: float = Field(default=0.0, ge=0)
+
+
+def _no_requests(pod: PodInfo) -> bool:
+    r = pod.requests
+    return not (r.milli_cpu or r.memory or r.ephemeral_storage or r.scalar)
+
+
+class FGD(ScorePlugin):
+    name = "FGD"
+    args_model = FGDArgs
+
+    def __init__(self, args: FGDArgs | None, handle: Handle) -> None:
+        super().__init__(args or FGDArgs(), handle)
+        self.args: FGDArgs = self.args
+        self._typical: list[TypicalPod] | None = list(self.args.typical_pods) if self.args.typical_pods else None
+        self._access_key: tuple[int, int] | None = None
+        self._access_lut = np.zeros((0, 0), dtype=np.bool_)
+
+    def typical_pods(self, current: PodInfo | None = None) -> list[TypicalPod]:
+        """The target workload: the args', or computed once from the known pods."""
+        if self._typical is None:
+            pods = [*self.handle.pending_pods(), *self.handle.table.all_pods(), *([current] if current else [])]
+            a = self.args
+            self._typical = typical_pods((pod_shape(p) for p in pods), a.popularity_threshold, a.increase_step,
+                                         a.include_cpu_pods, a.gpu_res_weight)
+        return self._typical
+
+    def _access(self, table: NodeTable, pods: Sequence[TypicalPod]) -> np.ndarray:
+        """``model_access`` of the typical pods, kept until a new model appears."""
+        key = (id(pods), len(table.label_column(GPU_MODEL).values))
+        if self._access_key != key:
+            self._access_lut = model_access(table, [typical.gpu_model for typical in pods])
+            self._access_key = key
+        return self._access_lut
+
+    def _scores(self, table: NodeTable, pod: PodInfo, res: NodeResources) -> tuple[IntArray, IntArray]:
+        """(score per row, the best GPU per row for a share pod, -1 otherwise)."""
+        shape = pod_shape(pod)
+        pods = self.typical_pods(pod)
+        access = self._access(table, pods)
+        before = fragmentation(NodeStates(res.cpu_left, res.free, res.model_codes, access), pods)
+        rows = res.free.shape[0]
+        best = np.full(rows, -1, dtype=np.int64)
+        if shape.shared:
+            # One state per (row, GPU the pod fits on): cpu - pod cpu, that GPU - pod milli.
+            fit_rows, fit_gpus = np.nonzero(res.exists & (res.free >= shape.milli_gpu))
+            after_free = res.free[fit_rows].copy()
+            after_free[np.arange(len(fit_rows)), fit_gpus] -= shape.milli_gpu
+            after_cpu = res.cpu_left[fit_rows] - shape.milli_cpu
+            after = fragmentation(NodeStates(after_cpu, after_free, res.model_codes[fit_rows], access), pods)
+            per_gpu = (sigmoid((before[fit_rows] - after) / 1000) * MAX_NODE_SCORE).astype(np.int64)
+            scores = np.zeros(rows, dtype=np.int64)
+            # The first GPU with the highest score wins (fgd_score.go: strictly greater replaces).
+            order = np.lexsort((fit_gpus, -per_gpu, fit_rows))
+            first = order[np.r_[True, fit_rows[order][1:] != fit_rows[order][:-1]]] if len(order) else order
+            scores[fit_rows[first]] = per_gpu[first]
+            best[fit_rows[first]] = fit_gpus[first]
+        else:
+            after_cpu, after_free = _sub(res, shape)
+            after = fragmentation(NodeStates(after_cpu, after_free, res.model_codes, access), pods)
+            scores = (sigmoid((before - after) / 1000) * MAX_NODE_SCORE).astype(np.int64)
+        scores[~accessible(table, res.model_codes, shape.gpu_model)] = 0
+        return scores, best
+
+    def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
+        if _no_requests(pod):
+            return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
+        return self._scores(table, pod, node_resources(table, rows))[0]
+
+    def choose_gpus(self, pod: PodInfo, request: GpuRequest, row: int, free: IntArray) -> tuple[int, ...] | None:
+        """GpuShare's ``gpuSelMethod: FGD`` (``allocateGpuIdBasedOnFGDScore``): a share pod gets
+        the GPU with the best FGD score, a pod of whole GPUs the first fully free ones."""
+        if not request.shared:
+            return exclusive_gpus(free.tolist(), request)
+        table = self.handle.table
+        rows = np.array([row], dtype=np.intp)
+        res = node_resources(table, rows)
+        # Reserve runs with the pod assumed: measure the node as it was before it.
+        padded = np.zeros((1, max(res.free.shape[1], len(free))), dtype=np.int64)
+        padded[0, : len(free)] = free
+        before = NodeResources(
+            cpu_left=res.cpu_left + pod.requests.milli_cpu if table.pod(pod.uid) is not None else res.cpu_left,
+            cpu_capacity=res.cpu_capacity, free=padded,
+            exists=np.arange(padded.shape[1])[None, :] < len(free), gpu_count=res.gpu_count,
+            model_codes=res.model_codes)
+        best = int(self._scores(table, pod, before)[1][0])
+        return (best,) if best >= 0 and free[best] >= request.milli else None
+
+
+def _sub(res: NodeResources, shape: PodShape) -> tuple[IntArray, IntArray]:
+    """``NodeResource.Sub`` for a pod of whole GPUs or none: CPU taken, then the first fully free
+    GPUs (the least-left GPUs that fit, in index order, are the fully free ones); a node without
+    enough CPU or GPUs is left as it is (Sub returns early with an error FGD ignores)."""
+    cpu_left = res.cpu_left.copy()
+    free = res.free.copy()
+    ok = (cpu_left >= shape.milli_cpu) & (res.gpu_count >= shape.gpu_count)
+    cpu_left[ok] -= shape.milli_cpu
+    if shape.gpu_count:
+        fitting = res.exists & (free >= shape.milli_gpu) & ok[:, None]
+        if shape.milli_gpu < MILLI:  # not reached: share pods are scored GPU by GPU
+            raise ValueError("_sub takes pods of whole GPUs")
+        take = fitting & (np.cumsum(fitting, axis=1) <= shape.gpu_count)
+        free = free - take * shape.milli_gpu
+    return cpu_left, free

@@ -1,0 +1,73 @@
+"""The replay's GPU metrics over time (engine/timeline.py), read from the snapshot's GPU-share
+model: the per-GPU ledger the GpuShare plugin keeps (``kubesched.snapshot.gpushare.ledger``) and
+FGD's fragmentation measure (``.fragmentation``) over the workload's typical pods
+(``.typical_pods``). One model: the replay measures the very GPUs the scheduler chose.
+
+A bound pod's GPUs are the ones GpuShare chose (or its ``gpu-index`` names); a pod bound by a
+profile without GpuShare is placed as the reference's ``NodeResource.Sub`` places it, and one that
+fits no GPU of its node counts as ``unplaced``. Fragmentation is the reference's
+``NodeGpuShareFragAmount(...).FragAmountSumExceptQ3()`` summed over the nodes
+(hkust-adsl/kubernetes-scheduler-simulator ``pkg/simulator/analysis.go`` ``ClusterGpuFragReport``,
+``frag_gpu_milli``), with the typical pods computed once from the scenario's arrivals as
+``GetTypicalPods`` with the experiments' settings (``scripts/generate_config_and_run.py``);
+only the nodes changed since the last sample are measured again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
+from kubesched.snapshot.gpushare.ledger import GpuLedger
+from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI
+from kubesched.snapshot.gpushare.resources import model_access, node_resources
+from kubesched.snapshot.gpushare.typical_pods import TypicalPod
+from kubesched.snapshot.table import NodeTable
+
+__all__ = ["GpuMetrics"]
+
+
+class GpuMetrics:
+    def __init__(self, table: NodeTable, typical: list[TypicalPod]) -> None:
+        self.table = table
+        self.typical = typical
+        self.ledger = GpuLedger.of(table)
+        #: Fragmented milli per row, measured again for the rows in ``_dirty``: every row a pod
+        #: came to or left (the table's pod observer: assumed, bound, forgotten, deleted), and
+        #: every row when a node came, went or changed (``node_generation`` moved).
+        self._frag: dict[int, float] = {}
+        self._dirty: set[int] = set()
+        self._node_generation = -1
+        #: ``model_access`` of the typical pods, for the GPU models known (a new one: again).
+        self._access: tuple[int, np.ndarray] = (-1, np.zeros((0, 0), dtype=np.bool_))
+        table.add_pod_observer(lambda row, _pod, _sign: self._dirty.add(row))
+
+    def capacity(self) -> int:
+        return int(self.ledger.gpu_counts(self.table.alive_rows()).sum()) * MILLI
+
+    def allocated(self) -> int:
+        return self.ledger.allocated_milli(self.table.alive_rows())
+
+    def idle(self) -> int:
+        return int(self.ledger.free(self.table.alive_rows()).sum())
+
+    def unplaced(self) -> int:
+        return self.ledger.overcommitted_milli()
+
+    def fragmented(self) -> float:
+        alive = self.table.alive_rows()
+        if self._node_generation != self.table.node_generation:
+            self._node_generation = self.table.node_generation
+            self._dirty.update(alive.tolist())
+        if self._dirty and self.typical:
+            rows = np.array(sorted(self._dirty), dtype=np.intp)
+            rows = rows[self.table.alive[rows]]
+            res = node_resources(self.table, rows)
+            models = len(self.table.label_column(GPU_MODEL).values)
+            if self._access[0] != models:
+                self._access = (models, model_access(self.table, [t.gpu_model for t in self.typical]))
+            access = self._access[1]
+            measured = fragmentation(NodeStates(res.cpu_left, res.free, res.model_codes, access), self.typical)
+            self._frag.update(zip(rows.tolist(), measured.tolist(), strict=True))
+        self._dirty.clear()
+        return sum(self._frag.get(row, 0.0) for row in alive.tolist())

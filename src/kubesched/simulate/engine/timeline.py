@@ -1,0 +1,225 @@
+"""A scenario replayed in virtual time (inputs/scenario.py), and the metrics sampled on the way.
+
+The runner (engine/runner.py) asks ``next_time()`` when to wake besides backoffs and Permit
+deadlines, and calls ``apply_due(now)`` at every wake: due departures first (freeing what they
+held), then node events, then arrivals, each in time order, file order on ties. A pod with a
+lifetime is deleted that long after its bind (``pod_bound``). Removing a node deletes the pods
+bound to it, as the pod garbage collector deletes the pods of a node that is gone.
+
+``sample(now)`` records the state whenever it changed since the last sample, just before the
+clock jumps and at the end: one row per point of virtual time, in columns (``Samples``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubesched.simulate.engine.cluster import SimulatedCluster
+from kubesched.simulate.engine.gpu_metrics import GpuMetrics
+from kubesched.simulate.inputs.dump import ClusterInput
+from kubesched.simulate.inputs.scenario import NodeEvent, Scenario, arrival_pod
+from kubesched.snapshot.gpushare.model import gpu_demand_milli
+from kubesched.snapshot.gpushare.shapes import pod_shape
+from kubesched.snapshot.gpushare.typical_pods import typical_pods
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import CPU, MEMORY, NodeTable
+
+__all__ = ["SAMPLE_COLUMNS", "Samples", "Timeline", "allocation_at_demand", "scenario_input"]
+
+#: Same-time order: what leaves frees room first, then nodes change, then pods arrive.
+_DEPART, _NODE, _ARRIVE = 0, 1, 2
+
+SAMPLE_COLUMNS = (
+    "t", "arrivedPods", "arrivedGpuMilli", "pendingPods", "boundPods", "cpuAllocation", "memoryAllocation",
+    "gpuMilliAllocated", "gpuMilliCapacity", "gpuAllocation", "idleGpuMilli", "fragmentedGpuMilli",
+    "unplacedGpuMilli",
+)
+
+
+def scenario_input(scenario: Scenario) -> ClusterInput:
+    """The cluster at time 0: the scenario's nodes, no pods (they arrive on the timeline)."""
+    return ClusterInput(nodes=list(scenario.nodes), pods=[], objects={}, skipped={}, source=scenario.source,
+                        warnings=list(scenario.warnings))
+
+
+@dataclass
+class Samples:
+    columns: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in SAMPLE_COLUMNS})
+
+    def add(self, row: dict[str, float]) -> None:
+        for c in SAMPLE_COLUMNS:
+            self.columns[c].append(row[c])
+
+    def __len__(self) -> int:
+        return len(self.columns["t"])
+
+
+def allocation_at_demand(samples: Samples, percent: int) -> float | None:
+    """GPU allocation (%) when the arrived GPU demand is ``percent`` % of the capacity, as the
+    reference's ``experiments/analysis/merge_alloc_discrete.py``: the mean allocation of the
+    samples whose demand rounds to it (else within one point of it), rounded to 0.01."""
+    cols = samples.columns
+    capacity = np.asarray(cols["gpuMilliCapacity"], dtype=float)
+    if not len(capacity):
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        arrived = np.where(capacity > 0, np.asarray(cols["arrivedGpuMilli"]) / capacity * 100, np.nan)
+        alloc = np.where(capacity > 0, np.round(np.asarray(cols["gpuMilliAllocated"]) / capacity * 100, 2), np.nan)
+    rounded = np.round(arrived)
+    hit = rounded == percent
+    if not hit.any():
+        hit = (rounded >= percent - 1) & (rounded <= percent + 1)
+    return round(float(alloc[hit].mean()), 2) if hit.any() else None
+
+
+class Timeline:
+    def __init__(self, scenario: Scenario, cluster: SimulatedCluster, table: NodeTable,
+                 now: Callable[[], float], admit: Callable[[PodInfo], bool],
+                 queue_length: Callable[[], int]) -> None:
+        self.scenario = scenario
+        self._cluster = cluster
+        self._table = table
+        self._now = now
+        #: Called with each arriving pod before the cluster gets it (records it, fixes its
+        #: profile; False: it matches no profile and stays out).
+        self._admit = admit
+        self._queue_length = queue_length
+        self._seq = itertools.count()
+        self._heap: list[tuple[float, int, int, Any]] = []
+        for i, arrival in enumerate(scenario.arrivals):
+            self._push(arrival.at, _ARRIVE, i)
+        for event in scenario.node_events:
+            self._push(event.at, _NODE, event)
+        self.total_arrivals = len(scenario.arrivals)
+        self._lifetimes: dict[str, float] = {}
+        self.gpu = GpuMetrics(table, typical_pods(pod_shape(PodInfo.from_raw(a.pod)) for a in scenario.arrivals))
+        self.samples = Samples()
+        self.arrived = 0
+        self.arrived_gpu_milli = 0
+        self.departed = 0
+        self.bound = 0
+        self.deleted_with_node = 0
+        self._changed = True
+        cluster.watchers.append(self)
+
+    def _push(self, at: float, rank: int, payload: Any) -> None:
+        heapq.heappush(self._heap, (at, rank, next(self._seq), payload))
+
+    # -- the replay ---------------------------------------------------------------------------------
+    def next_time(self) -> float | None:
+        return self._heap[0][0] if self._heap else None
+
+    def apply_due(self, now: float) -> int:
+        """Apply every event due at ``now``; how many."""
+        n = 0
+        while self._heap and self._heap[0][0] <= now:
+            _, rank, _, payload = heapq.heappop(self._heap)
+            n += 1
+            if rank == _DEPART:
+                if payload in self._cluster.pods:
+                    self.departed += 1
+                    self._cluster.delete_pod(payload)
+            elif rank == _NODE:
+                self._node_event(payload)
+            else:
+                arrival = self.scenario.arrivals[payload]
+                pod = PodInfo.from_raw(arrival_pod(arrival, payload))
+                if arrival.lifetime is not None:
+                    self._lifetimes[pod.uid] = arrival.lifetime
+                self.arrived += 1
+                self.arrived_gpu_milli += gpu_demand_milli(pod.raw)
+                if self._admit(pod):
+                    self._cluster.add_pod(pod)
+        return n
+
+    def _node_event(self, event: NodeEvent) -> None:
+        cluster = self._cluster
+        if event.action == "add":
+            assert event.node is not None
+            cluster.add_node(event.node)
+            return
+        raw = cluster.nodes.get(event.name)
+        if raw is None:
+            return  # removed before: nothing to change
+        if event.action == "remove":
+            for pod in [p for p in cluster.pods.values() if p.node_name == event.name]:
+                self.deleted_with_node += 1
+                cluster.delete_pod(pod.uid)
+            cluster.delete_node(event.name)
+            return
+        spec = dict(raw.get("spec") or {})
+        spec["unschedulable"] = event.action == "cordon"
+        cluster.add_node({**raw, "spec": spec})
+
+    # -- ClusterWatcher -----------------------------------------------------------------------------
+    def pod_added(self, pod: PodInfo) -> None:
+        self._changed = True
+
+    def pod_bound(self, pod: PodInfo) -> None:
+        self._changed = True
+        self.bound += 1
+        lifetime = self._lifetimes.pop(pod.uid, None)
+        if lifetime is not None:
+            self._push(self._now() + lifetime, _DEPART, pod.uid)
+
+    def pod_deleted(self, pod: PodInfo) -> None:
+        self._changed = True
+        self.bound -= 1 if pod.node_name else 0
+        self._lifetimes.pop(pod.uid, None)
+
+    def node_changed(self, raw: dict[str, Any]) -> None:
+        self._changed = True
+
+    def node_deleted(self, name: str) -> None:
+        self._changed = True
+
+    # -- metrics ------------------------------------------------------------------------------------
+    def sample(self, now: float) -> None:
+        if not self._changed:
+            return
+        self._changed = False
+        table = self._table
+        alive = table.alive_rows()
+        alloc, req = table.allocatable[alive], table.requested[alive]
+
+        def ratio(col: int) -> float:
+            total = int(alloc[:, col].sum())
+            return round(float(req[:, col].sum()) / total, 6) if total else 0.0
+
+        gpu = self.gpu
+        capacity, allocated = gpu.capacity(), gpu.allocated()
+        self.samples.add({
+            "t": now, "arrivedPods": self.arrived, "arrivedGpuMilli": self.arrived_gpu_milli,
+            "pendingPods": self._queue_length(), "boundPods": self.bound,
+            "cpuAllocation": ratio(CPU), "memoryAllocation": ratio(MEMORY),
+            "gpuMilliAllocated": allocated, "gpuMilliCapacity": capacity,
+            "gpuAllocation": round(allocated / capacity, 6) if capacity else 0.0,
+            "idleGpuMilli": gpu.idle(), "fragmentedGpuMilli": round(gpu.fragmented(), 2),
+            "unplacedGpuMilli": gpu.unplaced(),
+        })
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``timeline`` member of the simulation document."""
+        last = {c: v[-1] for c, v in self.samples.columns.items() if v}
+        return {
+            "source": self.scenario.source,
+            "sequential": self.scenario.sequential,
+            "arrivals": self.total_arrivals,
+            "arrived": self.arrived,
+            "departed": self.departed,
+            "deletedWithNode": self.deleted_with_node,
+            "nodeEvents": len(self.scenario.node_events),
+            "typicalShapes": len(self.gpu.typical),
+            "gpuAllocationAtArrivedDemand": {
+                "100": allocation_at_demand(self.samples, 100),
+                "130": allocation_at_demand(self.samples, 130),
+            },
+            "final": last,
+            "samples": self.samples.columns,
+        }

@@ -1,0 +1,229 @@
+"""Per-GPU used milli of every node, kept in step with the pods the node table counts.
+
+One ledger per node table (``GpuLedger.of(table)``), shared by every profile and by the policy
+plugins that read it: which GPU a pod uses is a fact about the cluster, not a profile's setting.
+It follows the table through a pod observer (``NodeTable.observe_pods``), so assume, forget,
+bind, delete, a node leaving and returning, and preemption's dry runs keep it exact, and a
+scheduler that starts on a running cluster rebuilds it from the bound pods' ``gpu-index``.
+
+Where a pod's GPUs come from, in order: the choice GpuShare's Reserve made (kept in
+``pod.memo``, which the assumed and bound copies share); the pod's ``gpu-index`` annotation
+(pods bound earlier, by us or by another gpushare scheduler); otherwise the pod waits in
+``_unplaced`` and is put where the reference's ``NodeResource.Sub`` would put it — the tightest
+GPUs, first in index order — the next time anyone reads the ledger. The pod GpuShare is reserving
+is taken out of ``_unplaced`` before that (Reserve follows assume with nothing in between), so
+only pods nobody chose GPUs for are placed that way: bound by another scheduler without
+``gpu-index``, or placed by a profile without GpuShare. The reference's cache skips such pods
+(``GpuNodeInfo.addOrUpdatePod`` logs and ignores a pod without an index), which would let the
+next pod over-commit their GPUs. A pod that fits nowhere (its node is over-committed already) is
+counted on no GPU and listed by ``overcommitted()``.
+
+Reference: hkust-adsl/kubernetes-scheduler-simulator ``pkg/type/open-gpu-share/cache/cache.go``,
+``gpunodeinfo.go``, ``deviceinfo.go`` (per-device pod maps, used milli per device) and
+``pkg/type/resource.go`` ``NodeResource.Sub``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kubesched.snapshot.gpushare.model import (
+    GPU_MODEL,
+    MILLI,
+    GpuRequest,
+    annotated_gpu_index,
+    gpu_request_or_none,
+    node_gpu_count,
+)
+from kubesched.snapshot.gpushare.selection import choose_gpus
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import IntArray, NodeTable, Rows
+
+COUNT_COLUMN = "GpuShare/gpu-count"
+_MEMO_KEY = "GpuShare/ledger"
+#: ``pod.memo`` key of the GPUs Reserve chose: (node name, indices).
+ASSIGNED_KEY = "GpuShare/assigned"
+
+
+def assignment_of(pod: PodInfo) -> tuple[int, ...] | None:
+    chosen = pod.memo.get(ASSIGNED_KEY)
+    if chosen is not None and chosen[0] == pod.node_name:
+        indices: tuple[int, ...] = chosen[1]
+        return indices
+    return annotated_gpu_index(pod)
+
+
+class GpuLedger:
+    """``used[row, gpu]`` milli per GPU, per-node counts of GPU pods by kind, for one table."""
+
+    @classmethod
+    def of(cls, table: NodeTable) -> GpuLedger:
+        ledger = table.memo.get(_MEMO_KEY)
+        if not isinstance(ledger, GpuLedger):
+            ledger = table.memo[_MEMO_KEY] = GpuLedger(table)
+        return ledger
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        table.register_node_column(COUNT_COLUMN, node_gpu_count)
+        self._used: IntArray = np.zeros((len(table.alive), 8), dtype=np.int64)
+        #: GPU pods per row by ``GpuRequest.affinity_tag`` (GpuClustering reads it).
+        self._tags: IntArray = np.zeros((len(table.alive), 4), dtype=np.int64)
+        self._tag_index: dict[str, int] = {}
+        #: uid → (row, milli per GPU, indices) counted in ``_used``.
+        self._counted: dict[str, tuple[int, int, tuple[int, ...]]] = {}
+        #: uid → (row, pod, request) of pods on a node whose GPUs nobody chose yet.
+        self._unplaced: dict[str, tuple[int, PodInfo, GpuRequest]] = {}
+        #: uid → row of pods whose GPUs did not fit on their node (counted nowhere).
+        self._overcommitted: dict[str, int] = {}
+        table.observe_pods(self._observe)
+
+    # -- shape -------------------------------------------------------------------------------------
+    def _ensure_shape(self, gpus: int = 0) -> None:
+        rows = len(self.table.alive)
+        if gpus <= self._used.shape[1]:
+            counts = self.table.node_column(COUNT_COLUMN)
+            gpus = max(gpus, int(counts.max()) if len(counts) else 0)
+        extra_rows, extra_cols = rows - self._used.shape[0], gpus - self._used.shape[1]
+        if extra_rows > 0 or extra_cols > 0:
+            self._used = np.pad(self._used, ((0, max(extra_rows, 0)), (0, max(extra_cols, 0))))
+        if rows > self._tags.shape[0]:
+            self._tags = np.pad(self._tags, ((0, rows - self._tags.shape[0]), (0, 0)))
+
+    # -- the observer ------------------------------------------------------------------------------
+    def _observe(self, row: int, pod: PodInfo, sign: int) -> None:
+        request = gpu_request_or_none(pod)
+        if request is None:
+            return
+        self._ensure_shape()
+        self._tag(row, request.affinity_tag, sign)
+        self._release(pod.uid)
+        if sign < 0:
+            return
+        indices = assignment_of(pod)
+        count = int(self.table.node_column(COUNT_COLUMN)[row])
+        if indices is not None and len(indices) == request.count and max(indices) < count:
+            self._count(pod.uid, row, request.milli, indices)
+        else:
+            self._unplaced[pod.uid] = (row, pod, request)
+
+    def _tag(self, row: int, tag: str, sign: int) -> None:
+        col = self._tag_index.get(tag)
+        if col is None:
+            col = self._tag_index[tag] = len(self._tag_index)
+            if col >= self._tags.shape[1]:
+                self._tags = np.pad(self._tags, ((0, 0), (0, self._tags.shape[1])))
+        self._tags[row, col] += sign
+
+    def _count(self, uid: str, row: int, milli: int, indices: tuple[int, ...]) -> None:
+        self._ensure_shape(max(indices) + 1)
+        self._used[row, list(indices)] += milli
+        self._counted[uid] = (row, milli, indices)
+
+    def _release(self, uid: str) -> None:
+        counted = self._counted.pop(uid, None)
+        if counted is not None:
+            row, milli, indices = counted
+            self._used[row, list(indices)] -= milli
+        self._unplaced.pop(uid, None)
+        self._overcommitted.pop(uid, None)
+
+    def settle(self) -> None:
+        """Put every unplaced pod on the tightest GPUs of its node (``NodeResource.Sub``)."""
+        while self._unplaced:
+            uid = next(iter(self._unplaced))
+            row, _pod, request = self._unplaced.pop(uid)
+            indices = choose_gpus(self._free_row(row).tolist(), request, "best")
+            if indices is None:
+                self._overcommitted[uid] = row
+            else:
+                self._count(uid, row, request.milli, indices)
+
+    # -- Reserve / Unreserve -----------------------------------------------------------------------
+    def free_without(self, pod: PodInfo, row: int) -> IntArray:
+        """Free milli per GPU of ``row`` as if ``pod`` (assumed there) had no GPUs yet."""
+        self._release(pod.uid)
+        self.settle()
+        return self._free_row(row)
+
+    def assign(self, pod: PodInfo, row: int, request: GpuRequest, indices: tuple[int, ...]) -> None:
+        pod.memo[ASSIGNED_KEY] = (pod.node_name, indices)
+        self._release(pod.uid)
+        self._count(pod.uid, row, request.milli, indices)
+
+    def unassign(self, pod: PodInfo) -> None:
+        """Undo ``assign`` (idempotent). A pod the table still counts waits to be placed again."""
+        chosen = pod.memo.get(ASSIGNED_KEY)
+        if chosen is not None and chosen[0] == pod.node_name:
+            del pod.memo[ASSIGNED_KEY]
+        counted = self._counted.get(pod.uid)
+        self._release(pod.uid)
+        request = gpu_request_or_none(pod)
+        if counted is not None and request is not None and self.table.pod(pod.uid) is not None:
+            self._unplaced[pod.uid] = (counted[0], pod, request)
+
+    def assigned(self, uid: str) -> tuple[int, ...] | None:
+        counted = self._counted.get(uid)
+        return counted[2] if counted is not None else None
+
+    # -- reads ---------------------------------------------------------------------------------
+    def _free_row(self, row: int) -> IntArray:
+        count = int(self.table.node_column(COUNT_COLUMN)[row])
+        free: IntArray = np.maximum(MILLI - self._used[row, :count], 0)
+        return free
+
+    def free(self, rows: Rows) -> IntArray:
+        """Free milli per GPU, ``(len(rows), max GPUs)``; 0 past a node's last GPU."""
+        self.settle()
+        self._ensure_shape()
+        counts = self.table.node_column(COUNT_COLUMN)[rows]
+        exists = np.arange(self._used.shape[1]) < counts[:, None]
+        free: IntArray = np.where(exists, np.maximum(MILLI - self._used[rows], 0), 0)
+        return free
+
+    def gpu_counts(self, rows: Rows) -> IntArray:
+        counts: IntArray = self.table.node_column(COUNT_COLUMN)[rows]
+        return counts
+
+    def models(self, rows: Rows) -> list[str]:
+        """The GPU model label of each row ('' for none)."""
+        col = self.table.label_column(GPU_MODEL)
+        names = {code: value for value, code in col.values.items()}
+        return [names.get(int(c), "") for c in col.codes[rows]]
+
+    def tag_counts(self, rows: Rows, tag: str) -> tuple[IntArray, IntArray]:
+        """(GPU pods of kind ``tag``, distinct kinds of GPU pods) on each row."""
+        self._ensure_shape()
+        tags = self._tags[rows]
+        col = self._tag_index.get(tag)
+        same: IntArray = tags[:, col] if col is not None else np.zeros(len(rows), dtype=np.int64)
+        kinds: IntArray = (tags > 0).sum(axis=1).astype(np.int64)
+        return same, kinds
+
+    def used(self, row: int) -> list[int]:
+        """Used milli per GPU of one row (for tests and explanations)."""
+        self.settle()
+        count = int(self.table.node_column(COUNT_COLUMN)[row])
+        return [int(v) for v in self._used[row, :count]]
+
+    def allocated_milli(self, rows: Rows) -> int:
+        """Milli-GPU the pods on ``rows`` hold on GPUs (over-committed pods not included)."""
+        self.settle()
+        self._ensure_shape()
+        counts = self.table.node_column(COUNT_COLUMN)[rows]
+        exists = np.arange(self._used.shape[1]) < counts[:, None]
+        return int(np.where(exists, self._used[rows], 0).sum())
+
+    def overcommitted_milli(self) -> int:
+        """Milli-GPU of the pods whose GPUs fit nowhere on their node (``overcommitted()``)."""
+        total = 0
+        for uid in self.overcommitted():
+            pod = self.table.pod(uid)
+            request = gpu_request_or_none(pod) if pod is not None else None
+            total += request.total_milli if request is not None else 0
+        return total
+
+    def overcommitted(self) -> dict[str, int]:
+        """uid → row of bound pods whose GPUs fit nowhere on their node."""
+        self.settle()
+        return dict(self._overcommitted)
