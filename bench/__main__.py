@@ -11,6 +11,8 @@ Workloads:
                                              json, --report, --output jsonl (bench/time_to_answer.py)
   two-ways                                   one what-if answered by `kubesched simulate` and by kube-scheduler on
                                              KWOK: time to answer side by side, outcomes compared (bench/two_ways.py)
+  dra [--nodes N --gpus G --pods M]          a GPU cluster dump with ResourceSlices and claims from templates
+                                             replayed by `kubesched simulate --cluster` (bench/dra.py)
   SchedulingBasic NodeAffinity Taints        live: kubesched vs the real kube-scheduler (bench/live.py)
   UnderlayIP Coscheduling
   Gangs                                      live: kubesched vs scheduler-plugins' Coscheduling (bench/gangs.py)
@@ -68,6 +70,10 @@ def main(argv: list[str]) -> int:
         from bench import time_to_answer
 
         return time_to_answer.main(rest)
+    if name == "dra":
+        from bench import dra
+
+        return dra.main(rest)
     if name == "two-ways":
         from bench import two_ways
 

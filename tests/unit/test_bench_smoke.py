@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import common, report, simulator  # noqa: E402
+from bench import common, dra, report, simulator  # noqa: E402
 
 
 def test_simulator_small(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,6 +44,13 @@ def test_simulator_upstream_workloads_tiny(workload: str, capsys: pytest.Capture
     assert (run["nodes"], run["init_pods"], run["pods"]) == (30, 6, 12)
     assert run["attempts"] == run["bound"] == 12 and run["unschedulable"] == 0
     assert 0 < run["latency_p50_ms"] <= run["latency_p99_ms"]
+
+
+def test_dra_dump_replays_every_gpu_once(capsys: pytest.CaptureFixture[str]) -> None:
+    # 4 nodes x 2 GPUs, 10 pods with a claim from a template each: 8 bound, 2 pending (no GPU left).
+    assert dra.main(["--nodes", "4", "--gpus", "2", "--pods", "10", "--no-save"]) == 0
+    (run,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert (run["bound"], run["pending"]) == (8, 2)
 
 
 def test_simulator_preemption_basic_tiny() -> None:

@@ -52,6 +52,12 @@ class ObjectKind:
     needed_by: Callable[[dict[str, Any]], bool] | None = field(default=None, compare=False, repr=False)
     #: What the plugin does without objects of the kind, for that warning.
     when_missing: str = field(default="", compare=False)
+    #: The cluster controller (not the scheduler) that makes objects of this kind for pods, for
+    #: the simulator, which runs no controllers: called with each pod as it enters the simulated
+    #: cluster (raw) and the stored objects by kind; returns what it would create and the pod
+    #: status it would write. E.g. kube-controller-manager's resourceclaim controller stamping a
+    #: ResourceClaim from each ResourceClaimTemplate a pod names.
+    pod_controller: PodController | None = field(default=None, compare=False, repr=False)
     #: The name shells and ``handle.objects(name)`` know the kind by, and the resource of its
     #: ClusterEvents; defaults to ``kind``. Two API groups that both define a kind need one of them
     #: qualified: the Workload API's PodGroup is ``PodGroup.scheduling.k8s.io`` beside
@@ -131,6 +137,19 @@ class ObjectEvent:
     action: str = "Scheduling"
     #: ``reportingController``: the profile's scheduler name (``handle.profile_name``).
     controller: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodControllerResult:
+    """What a pod controller did for one pod: objects of its kind created (raw, with their
+    names), and fields of the pod's ``status`` set (empty: the pod is unchanged)."""
+
+    created: tuple[dict[str, Any], ...] = ()
+    pod_status: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: ``controller(pod, objects)``: ``objects(kind)`` is the stored objects of a kind, by key.
+PodController = Callable[[dict[str, Any], Callable[[str], Mapping[str, dict[str, Any]]]], PodControllerResult]
 
 
 class ObjectKindConflictError(ValueError):

@@ -58,6 +58,7 @@ from kubesched.plugins.dynamicresources.requests import DeviceRequest as _Reques
 from kubesched.plugins.dynamicresources.requests import claim_ref
 from kubesched.plugins.dynamicresources.requests import claim_requests as claim_requests
 from kubesched.plugins.dynamicresources.results import UnsupportedNodeSelectorError, claim_config, node_selector
+from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
 from kubesched.plugins.dynamicresources.taints import apply_taint_rules, taint_prevents_allocation
 
 #: resourceapi.AllocationResultsMaxSize
@@ -109,10 +110,13 @@ class Allocator:
     """NewAllocator: built once per pod (PreFilter) and asked once per node (Filter)."""
 
     def __init__(self, allocated: set[DeviceID] | AllocatedState, classes: Mapping[str, dict[str, Any]],
-                 slices: Sequence[dict[str, Any]], taint_rules: Sequence[dict[str, Any]] = ()) -> None:
+                 slices: Sequence[dict[str, Any]], taint_rules: Sequence[dict[str, Any]] = (),
+                 selector_cache: SelectorCache | None = None) -> None:
         self.state = allocated if isinstance(allocated, AllocatedState) else AllocatedState(set(allocated))
         #: Devices given whole to a claim (upstream AllocatedDevices).
         self.allocated = self.state.devices
+        #: Selector results, shared across pods when the plugin passes its own (selector_cache.py).
+        self.selector_cache = selector_cache or SelectorCache()
         self.classes = classes
         #: The slices as the scheduler sees them: DeviceTaintRules' taints on their devices.
         self.slices = apply_taint_rules(slices, taint_rules)
@@ -370,7 +374,7 @@ class _Run:
             if compiled.error is not None:
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
             try:
-                if not compiled.matches(self.a.device_var(cand)):
+                if not self.a.selector_cache.matches(compiled, cand.slice, cand.id[2], lambda: self.a.device_var(cand)):
                     return False
             except CelError as e:
                 raise AllocationError(f"{owner}: selector #{i} on device {'/'.join(cand.id)}: CEL runtime error: "

@@ -12,6 +12,7 @@ from typing import Any
 
 from kubesched.framework.objects import ObjectKind
 from kubesched.plugins.dynamicresources.capacity import AllocatedState, CapacityError
+from kubesched.plugins.dynamicresources.claim_controller import stamp_claims
 from kubesched.snapshot.pod import PodInfo
 
 GROUP = "resource.k8s.io"
@@ -46,7 +47,8 @@ def _check_slice(obj: dict[str, Any]) -> None:
 #: system:kube-scheduler role has it: plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go).
 RESOURCE_CLAIM = ObjectKind("ResourceClaim", GROUP, "v1", "resourceclaims", writes_status=True,
                             writes=("update",), status_writes=("update",),
-                            subresource_writes=(("binding", ("update",)),), validate=_check_claim)
+                            subresource_writes=(("binding", ("update",)),), validate=_check_claim,
+                            pod_controller=stamp_claims)
 RESOURCE_CLAIM_TEMPLATE = ObjectKind("ResourceClaimTemplate", GROUP, "v1", "resourceclaimtemplates",
                                      validate=_check_metadata)
 RESOURCE_SLICE = ObjectKind("ResourceSlice", GROUP, "v1", "resourceslices", namespaced=False, validate=_check_slice)

@@ -20,27 +20,41 @@ allocateddevices.go; Kubernetes v1.37.1), structured parameters only:
   (``update``), then ``status.allocation`` (with ``allocationTimestamp``) and the pod in
   ``status.reservedFor`` (``update`` on the status subresource, framework/objects.py
   ``StatusWriter``), re-reading the claim on a conflict; the written claim is assumed until the
-  shell's copy catches up.
+  shell's copy catches up;
+* PostFilter deallocates an allocated claim that kept a node out and that no other pod uses
+  (``deallocation of ResourceClaim completed``) instead of evicting;
+* Score: a prioritized list's earlier subrequests score higher (score.py), normalised to 0-100.
 
 Features of v1.37's DRA this port lacks are refused, never ignored (README.md lists them).
-Not ported: Score (prioritized-list scoring), PostFilter (deallocating an unused claim), queueing
-hints (every registered event retries), extended resources backed by DRA, PodGroup claims
+Not ported: queueing hints (every registered event retries), extended resources backed by DRA, PodGroup claims
 (DRAWorkloadResourceClaims, alpha), the filter timeout.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
-from kubesched.framework.interfaces import FilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, ReservePlugin
+from kubesched.framework.interfaces import (
+    FilterPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    Scores,
+)
+from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.objects import ObjectWriter, StatusWriter
 from kubesched.framework.status import SUCCESS, Status
-from kubesched.framework.types import NODE, ActionType, ClusterEvent, PreFilterResult
+from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilterResult, PreFilterResult
 from kubesched.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNodeError, claim_requests
 from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs
 from kubesched.plugins.dynamicresources.claims import (
@@ -59,15 +73,18 @@ from kubesched.plugins.dynamicresources.claims import (
     pod_claims,
     resource_version,
 )
+from kubesched.plugins.dynamicresources.explain import node_note
 from kubesched.plugins.dynamicresources.pools import (
     EXTENDED_RESOURCES,
     NodeRef,
     UnsupportedFeatureError,
     unsupported_message,
 )
+from kubesched.plugins.dynamicresources.score import ScoreError, compute_score
+from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
 from kubesched.plugins.helpers.node_selector import NodeSelector, compile_node_selector
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import NodeInfo, NodeTable
+from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
@@ -89,12 +106,15 @@ class _State:
     node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: Per claim: the allocation made in Reserve (None: already allocated).
     reserved: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: Indexes of allocated claims whose node selector excluded some node (PostFilter's candidates).
+    unavailable: set[int] = field(default_factory=set)
 
     def clone(self) -> _State:
         return self
 
 
-class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
+class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin, ReservePlugin,
+                       PreBindPlugin):
     name: ClassVar[str] = NAME
     object_kinds = (RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, RESOURCE_SLICE, DEVICE_CLASS, DEVICE_TAINT_RULE)
     args_model = DynamicResourcesArgs
@@ -108,6 +128,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
         #: claim key -> the claim as PreBind wrote it, until the shell's copy is as new (upstream's
         #: assume cache: AssumeClaimAfterAPICall).
         self._assumed: dict[str, dict[str, Any]] = {}
+        #: PostFilter's claim status writes in flight (kept referenced until done).
+        self._deallocations: set[asyncio.Future[Any]] = set()
+        #: Selector results across cycles and pods (selector_cache.py).
+        self._selector_cache = SelectorCache()
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return (
@@ -199,7 +223,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
             devices = allocated_devices(all_claims)
             devices |= allocated_devices({uid: c for uid, (c, _) in self._in_flight.items()})
             s.allocator = Allocator(devices, classes, list(self.handle.objects(RESOURCE_SLICE.kind).values()),
-                                    list(self.handle.objects(DEVICE_TAINT_RULE.kind).values()))
+                                    list(self.handle.objects(DEVICE_TAINT_RULE.kind).values()),
+                                    selector_cache=self._selector_cache)
         return None, SUCCESS
 
     def _state(self, state: CycleState) -> _State | None:
@@ -214,11 +239,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
         if not s.claims:
             return SUCCESS
         name, labels = node.name, node.labels
-        for selector in s.available_on:
-            if selector is not None and not selector.match_node(labels, name):
-                return Status.unresolvable("resourceclaim not available on the node")
+        unavailable = [i for i, selector in enumerate(s.available_on)
+                       if selector is not None and not selector.match_node(labels, name)]
         if s.allocator is None:
-            return SUCCESS
+            return self._unavailable(s, unavailable)
         try:
             results = s.allocator.allocate(NodeRef(name, dict(labels)), [s.claims[i] for i in s.to_allocate])
         except UnsupportedFeatureError as e:
@@ -232,7 +256,84 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
                 features = "; ".join(unsupported_message(f) for f in sorted(s.allocator.skipped))
                 return Status.unresolvable(f"cannot allocate all claims ({features})")
             return Status.unresolvable("cannot allocate all claims")
+        if unavailable:
+            return self._unavailable(s, unavailable)
         s.node_allocations[name] = results
+        return SUCCESS
+
+    @staticmethod
+    def _unavailable(s: _State, unavailable: list[int]) -> Status:
+        """Filter's end, as upstream's: the allocated claims an allocation's node selector keeps off
+        this node are remembered for PostFilter (the allocator runs first: its failure wins)."""
+        if not unavailable:
+            return SUCCESS
+        s.unavailable.update(unavailable)
+        return Status.unresolvable("resourceclaim not available on the node")
+
+    def explain_nodes(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Sequence[str] | None:
+        """Per node, the devices the pod got there, or why each device was not usable (explain.py)."""
+        s = self._state(state)
+        if s is None or s.allocator is None:
+            return None
+        claims = [s.claims[i] for i in s.to_allocate]
+        notes = []
+        for row in rows.tolist():
+            node = table.node_info(int(row))
+            notes.append(node_note(s.allocator, NodeRef(node.name, dict(node.labels)), claims,
+                                   s.node_allocations.get(node.name)))
+        return notes
+
+    # -- PostFilter -----------------------------------------------------------------------------
+    def post_filter(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+                    ) -> tuple[PostFilterResult | None, Status]:
+        """deallocateOrDeletePodClaims: an allocated claim that kept some node out and that no other
+        pod uses (reservedFor empty, or only this pod) is deallocated, so the next attempt may
+        allocate it anew, instead of evicting pods. Upstream picks such a claim at random (Go map
+        order); kubesched takes the first in ``spec.resourceClaims`` order, so a simulation stays
+        reproducible. The write (``status`` without allocation, reservedFor and devices, through the
+        status subresource) is sent at once and awaited in the background: the claim's update event
+        brings the pod back."""
+        s = self._state(state)
+        if s is None:
+            return None, Status.error(f'error reading "{STATE_KEY}" from cycleState: not found')
+        if not s.claims:
+            return None, Status.unschedulable()
+        for index in sorted(s.unavailable):
+            claim = s.claims[index]
+            reserved = (claim.get("status") or {}).get("reservedFor") or []
+            if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
+                client = self.handle.client
+                if not isinstance(client, StatusWriter):
+                    return None, Status.error("deallocating a claim: this shell's client cannot update ResourceClaims")
+                status = {k: v for k, v in (claim.get("status") or {}).items()
+                          if k not in ("reservedFor", "allocation", "devices")}
+                try:
+                    loop = asyncio.get_running_loop()
+                except RuntimeError:
+                    return None, Status.error("deallocating a claim: no event loop to send the update from")
+                task = loop.create_task(client.update_object_status(RESOURCE_CLAIM, {**claim, "status": status}))
+                self._deallocations.add(task)
+                task.add_done_callback(self._deallocations.discard)
+                return None, Status.unschedulable("deallocation of ResourceClaim completed")
+        return None, Status.unschedulable()
+
+    # -- Score ----------------------------------------------------------------------------------
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        s = self._state(state)
+        if s is None:
+            return 0, Status.error(f'error reading "{STATE_KEY}" from cycleState: not found')
+        if not s.claims:
+            return 0, SUCCESS
+        allocations = s.node_allocations.get(node.name)
+        if allocations is None:
+            return 0, SUCCESS
+        try:
+            return compute_score(s.claims, allocations), SUCCESS
+        except ScoreError as e:
+            return 0, Status.error(str(e))
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows, scores: Scores) -> Status:
+        default_normalize_score(scores)
         return SUCCESS
 
     # -- Reserve / Unreserve --------------------------------------------------------------------

@@ -10,13 +10,19 @@ the ``DisruptionTarget`` condition and a ``deletionTimestamp`` now, and is delet
 ``terminationGracePeriodSeconds`` (default 30) later in virtual time — the runner calls
 ``advance(now)`` and jumps the clock to ``next_eviction()`` — so the preemptor, nominated to the
 node meanwhile, binds once the victims are gone (their deletion is an AssignedPodDelete event).
+
+Controllers: a declared kind may carry the cluster controller that makes its objects for pods
+(``ObjectKind.pod_controller``, e.g. kube-controller-manager stamping ResourceClaims from
+templates). The simulator runs no controllers, so ``add_pod`` runs those before the scheduler
+sees the pod: their objects are stored and the pod gets the status they would write, as if the
+controller had acted between the pod's creation and its first scheduling attempt.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -47,7 +53,9 @@ class ClusterWatcher(Protocol):
 
 
 class SimulatedCluster:
-    def __init__(self) -> None:
+    def __init__(self, controlled_kinds: Sequence[ObjectKind] = ()) -> None:
+        #: (kind, its pod_controller): what acts on each pod added.
+        self._controllers = tuple((k, k.pod_controller) for k in controlled_kinds if k.pod_controller is not None)
         self.nodes: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, PodInfo] = {}
         self.objects: dict[str, dict[str, dict[str, Any]]] = {}
@@ -162,11 +170,26 @@ class SimulatedCluster:
             w.node_deleted(name)
 
     def add_pod(self, pod: PodInfo) -> None:
+        if self._controllers:
+            pod = self._run_pod_controllers(pod)
         self.pods[pod.uid] = pod
         if self.scheduler is not None:
             self.scheduler.on_pod_add(pod)
         for w in self.watchers:
             w.pod_added(pod)
+
+    def _run_pod_controllers(self, pod: PodInfo) -> PodInfo:
+        """What the declared kinds' controllers do for a new pod: objects created, status written."""
+        status: dict[str, Any] = {}
+        for kind, controller in self._controllers:
+            result = controller(pod.raw, self.kind)
+            for obj in result.created:
+                self.add_object(kind.name, object_key(obj, kind.namespaced), obj)
+            status.update(result.pod_status)
+        if not status:
+            return pod
+        raw = {**pod.raw, "status": {**(pod.raw.get("status") or {}), **status}}
+        return PodInfo.from_raw(raw, previous=pod)
 
     def delete_pod(self, uid: str) -> None:
         pod = self.pods.pop(uid, None)

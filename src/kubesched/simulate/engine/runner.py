@@ -31,7 +31,7 @@ import numpy.typing as npt
 from kubesched.config.load import SchedulerConfig
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.explain import Explanation, explain
-from kubesched.framework.registry import Registry
+from kubesched.framework.registry import Registry, profiles_object_kinds
 from kubesched.scheduler import QueueSettings, Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.simulate.engine.records import GATED, PRE_BOUND, SCHEDULED, PodRecord, PreemptionRecord, Recorder
@@ -106,7 +106,10 @@ class Simulation:
             scenario, cluster_input = cluster_input, scenario_input(cluster_input)
         self.input = cluster_input
         self.clock = FakeClock(0.0)
-        self.cluster = SimulatedCluster()
+        # The controllers that act on pods for the kinds the profiles' plugins read (e.g.
+        # ResourceClaims stamped from templates): the cluster runs them as pods arrive.
+        self.cluster = SimulatedCluster(
+            [k for k in profiles_object_kinds(registry, config.profiles) if k.pod_controller is not None])
         self.scheduler = Scheduler.build(
             config.profiles,
             registry,

@@ -7,16 +7,17 @@ Ported: empty, missing-claim, deleted-claim, wrong-claim, claim-reference, claim
 no-resources, with-resources, skip-bind, exhausted-resources-in-informer-cache,
 exhausted-resources-in-flight-claim, other-resources-in-flight-claim, claim-parameters-CEL-runtime-error,
 class-parameters-CEL-runtime-error, missing-class, claim-with-request-with-unknown-device-class,
-claim-with-prioritized-list-unknown-device-class, wrong-topology (Filter only: PostFilter is not
-ported), good-topology, reserved-okay, claim-with-prioritized-list, bind-failure, tainted-device-enabled
-(with the taint from a DeviceTaintRule too), request-admin-access-with-DRAAdminAccess-featuregate,
-structured-ignore-allocated-admin-access; plus two pods in
-flight (Reserve keeps the device from the second) and a claim shared by two pods (the second
-waits for the first's allocation, then follows it).
+claim-with-prioritized-list-unknown-device-class, wrong-topology (its PostFilter:
+test_postfilter_score.py), good-topology, reserved-okay, claim-with-prioritized-list, bind-failure,
+tainted-device-enabled (with the taint from a DeviceTaintRule too),
+request-admin-access-with-DRAAdminAccess-featuregate, structured-ignore-allocated-admin-access; plus
+two pods in flight (Reserve keeps the device from the second) and a claim shared by two pods (the
+second waits for the first's allocation, then follows it). Scoring and PostFilter:
+test_postfilter_score.py.
 
 Not ported: podgroup-* (DRAWorkloadResourceClaims, alpha), tainted-device-disabled and
 request-admin-access-without-DRAAdminAccess-featuregate (the gates are on in v1.37, kubesched has no
-switch), extended-resource-*, node-allocatable-*, binding conditions, scoring, postfilter-*, timeouts
+switch), extended-resource-*, node-allocatable-*, binding conditions, postfilter-*-podgroup, timeouts
 (features the README lists as not ported or refused).
 """
 

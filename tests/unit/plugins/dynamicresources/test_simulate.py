@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -20,23 +21,28 @@ NODES = [f"gpu-node-{i}" for i in range(1, 5)]
 NOT_HELPFUL = "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
 
 
-def dump(path: Path) -> None:
+def dump(path: Path, templates: bool = False) -> None:
+    """The GPU cluster; with ``templates``, the ``t4`` pod's claim is a ResourceClaimTemplate the
+    simulator stamps (the dump holds no claim for it)."""
     items: list[dict[str, Any]] = []
     for i, name in enumerate(NODES, 1):
         items.append({**node(name, labels={"kubernetes.io/hostname": name}), "apiVersion": "v1", "kind": "Node"})
         items.append(s.resource_slice(name, i))
     items.append(s.device_class())
-    items += [s.resource_claim(c, "default") for c in s.CLAIMS]
+    from_template = {p.claim for p in s.PODS if p.template} if templates else set()
+    items += [s.resource_claim(c, "default") for c in s.CLAIMS if c.name not in from_template]
+    items += [s.claim_template(c, "default") for c in s.CLAIMS if c.name in from_template]
     for k, p in enumerate(s.PODS):
-        raw = pod(p.name, cpu="100m", **s.pod_claim_fields(p, templates=False))
+        raw = pod(p.name, cpu="100m", **s.pod_claim_fields(p, templates=templates))
         raw["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
         raw["metadata"]["creationTimestamp"] = f"2025-01-01T00:0{p.wave}:{k:02d}Z"  # wave 1 first
         items.append({**raw, "apiVersion": "v1", "kind": "Pod"})
     path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
 
 
-def test_gpu_cluster_allocates_claims_on_their_pods_nodes(tmp_path: Path) -> None:
-    dump(tmp_path / "dump.yaml")
+@pytest.mark.parametrize("templates", [False, True])
+def test_gpu_cluster_allocates_claims_on_their_pods_nodes(tmp_path: Path, templates: bool) -> None:
+    dump(tmp_path / "dump.yaml", templates)
     out = tmp_path / "out.yaml"
     result = CliRunner().invoke(main, ["simulate", "--cluster", str(tmp_path / "dump.yaml"), "--output", "json",
                                        "--out-cluster", str(out), "-q"])
@@ -58,6 +64,17 @@ def test_gpu_cluster_allocates_claims_on_their_pods_nodes(tmp_path: Path) -> Non
 
     objects = yaml.safe_load(out.read_text())["items"]
     claims = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ResourceClaim"}
+    if templates:
+        # kube-controller-manager's claim: <pod>-<claim>-<5 characters>, owned by the pod, named
+        # in its status; the pod and the claim keep the names below.
+        pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}
+        (status,) = pods["t4"]["status"]["resourceClaimStatuses"]
+        stamped = claims.pop(status["resourceClaimName"])
+        assert status["name"] == "gpu"
+        assert stamped["metadata"]["name"].startswith("t4-gpu-") and len(stamped["metadata"]["name"]) == 12
+        assert stamped["metadata"]["annotations"] == {"resource.kubernetes.io/pod-claim-name": "gpu"}
+        assert stamped["metadata"]["ownerReferences"][0]["uid"] == placed["t4"]["uid"]
+        claims["t4"] = stamped
     devices: list[tuple[str, str]] = []
     for p in s.PODS:
         status = claims[p.claim].get("status") or {}
@@ -72,3 +89,58 @@ def test_gpu_cluster_allocates_claims_on_their_pods_nodes(tmp_path: Path) -> Non
             devices += [(r["pool"], r["device"]) for r in results]
     assert len(devices) == len(set(devices)) == 5  # no device given twice; all five GPUs in use
     assert [r["name"] for r in claims["shared"]["status"]["reservedFor"]] == ["shared-a", "shared-b"]
+
+
+def test_broken_selectors_are_reasons_on_their_pods_not_a_crash(tmp_path: Path) -> None:
+    """A selector that does not compile, or fails on a device, is the pod's reason (naming the
+    claim and selector); the other pods are scheduled as usual."""
+    items: list[dict[str, Any]] = [{**node(NODES[0], labels={"kubernetes.io/hostname": NODES[0]}),
+                                    "apiVersion": "v1", "kind": "Node"}, s.resource_slice(NODES[0], 1),
+                                   s.device_class()]
+    selectors = {"no-compile": 'device.attributes["gpu.example.com"].model ==',
+                 "no-such-key": 'device.attributes["gpu.example.com"].healthy',
+                 "fine": s.A100}
+    for name, expression in selectors.items():
+        items.append(s.resource_claim(s.ClaimSpec(name, selector=expression), "default"))
+        raw = pod(name, cpu="100m", resourceClaims=[{"name": "gpu", "resourceClaimName": name}])
+        items.append({**raw, "apiVersion": "v1", "kind": "Pod"})
+    (tmp_path / "dump.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    result = CliRunner().invoke(main, ["simulate", "--cluster", str(tmp_path / "dump.yaml"), "--output", "json", "-q"])
+    assert result.exit_code == 0, result.output
+    placed = {p["pod"].split("/")[1]: p for p in orjson.loads(result.stdout)["placements"]}
+    assert placed["fine"]["node"] == NODES[0]
+    assert not placed["no-compile"]["node"] and not placed["no-such-key"]["node"]
+    assert "claim default/no-compile: selector #0: CEL compile error: compilation failed" in placed["no-compile"][
+        "message"]
+    message = placed["no-such-key"]["message"]
+    assert message.startswith('gave up after 10 attempts that ended in an error: running "DynamicResources" filter '
+                              "plugin: claim default/no-such-key: selector #0 on device gpu.example.com/gpu-node-1/")
+    assert "CEL runtime error: no such key: healthy. consider using CEL optional chaining" in message
+
+
+def test_claim_allocated_where_its_pod_cannot_go_is_deallocated_and_allocated_again(tmp_path: Path) -> None:
+    """PostFilter: a claim left allocated on gpu-node-3 by nobody's pod, and a pod that must run on
+    gpu-node-4: the claim is deallocated (no pod evicted), then allocated on gpu-node-4."""
+    items: list[dict[str, Any]] = []
+    for i, name in enumerate(NODES[2:], 3):
+        items += [{**node(name, labels={"kubernetes.io/hostname": name}), "apiVersion": "v1", "kind": "Node"},
+                  s.resource_slice(name, i)]
+    items.append(s.device_class())
+    stale = s.resource_claim(s.ClaimSpec("stale", selector=s.T4), "default")
+    stale["status"] = {"allocation": {
+        "devices": {"results": [{"request": "gpu", "driver": s.DRIVER, "pool": NODES[2], "device": "gpu-0"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [NODES[2]]}]}]}}}
+    items.append(stale)
+    raw = pod("needs-node-4", cpu="100m", resourceClaims=[{"name": "gpu", "resourceClaimName": "stale"}])
+    raw["spec"]["nodeSelector"] = {"kubernetes.io/hostname": NODES[3]}
+    items.append({**raw, "apiVersion": "v1", "kind": "Pod"})
+    (tmp_path / "dump.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    out = tmp_path / "out.yaml"
+    result = CliRunner().invoke(main, ["simulate", "--cluster", str(tmp_path / "dump.yaml"), "--output", "json",
+                                       "--out-cluster", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    (placed,) = orjson.loads(result.stdout)["placements"]
+    assert placed["node"] == NODES[3]
+    (claim,) = [o for o in yaml.safe_load(out.read_text())["items"] if o["kind"] == "ResourceClaim"]
+    assert [r["pool"] for r in claim["status"]["allocation"]["devices"]["results"]] == [NODES[3]]
