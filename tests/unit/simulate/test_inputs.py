@@ -389,6 +389,20 @@ INVALID_POD_CASES = {
                                                                    "limits: {memory: -1Gi}\n      requests:"),
         'spec.containers[0].resources.limits[memory]: Invalid value: "-1Gi": must be greater than or equal to 0',
     ),
+    "request above its limit": (
+        POD.format(name="web", namespace="shop", cpu="2").replace("requests:", "limits: {cpu: 1}\n      requests:"),
+        'spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1',
+    ),
+    "extended request not its limit": (
+        POD.format(name="web", namespace="shop", cpu="1").replace(
+            'requests: {cpu: "1"}', 'requests: {cpu: "1", example.com/gpu: 1}\n      limits: {example.com/gpu: 2}'),
+        'spec.containers[0].resources.requests: Invalid value: "1": must be equal to example.com/gpu limit of 2',
+    ),
+    "fractional extended resource": (
+        POD.format(name="web", namespace="shop", cpu="1").replace('requests: {cpu: "1"}',
+                                                                   'requests: {cpu: "1", example.com/gpu: 500m}'),
+        'spec.containers[0].resources.requests[example.com/gpu]: Invalid value: "500m": must be an integer',
+    ),
     "negative overhead": (
         POD.format(name="web", namespace="shop", cpu="1") + "  overhead: {cpu: -250m}\n",
         'spec.overhead[cpu]: Invalid value: "-250m": must be greater than or equal to 0',

@@ -53,7 +53,7 @@ import orjson
 import yaml
 
 from kubesched.api.admission import SYSTEM_PRIORITY_CLASSES, AdmissionError, admit_priority, carried_priority_note
-from kubesched.api.validation import validate_node, validate_pod
+from kubesched.api.object_validation import validate_node, validate_pod
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.simulate.inputs.gc_pause import paused_gc
 from kubesched.simulate.inputs.yaml_documents import load_documents
