@@ -13,18 +13,25 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from integration import test_underlay_pools_live as pools_live
 from integration.test_extender import RunningExtender, make_nodes
+from kubesched.plugins.underlay_ip.kinds import POOL
 from kubesched.testing.controlplane import ApiError, ControlPlane
 
 pytestmark = pytest.mark.integration
 
 log = logging.getLogger("kubesched.tests.burst")
+
+# The pool fixtures, for the test with pools.
+pools, underlay_crds = pools_live.pools, pools_live.underlay_crds
+GROUP_PATH, KEY = pools_live.GROUP_PATH, pools_live.KEY
 
 PODS = 200
 NODES = 3
@@ -92,7 +99,42 @@ def test_a_burst_of_200_never_puts_an_11th_pod_on_a_node(
     cp, ns = control_plane, cp_namespace
     group = {"kubesched.test/group": ns}
     nodes = set(make_nodes(cp, ns, group, {f"n{i}": IPS for i in range(NODES)}).values())
+    _burst(cp, ns, tmp_path, group, nodes, with_bind)
+
+
+def test_a_burst_through_the_bind_verb_gives_each_pod_its_own_address_from_its_nodes_pool(
+    control_plane: ControlPlane, cp_namespace: str, tmp_path: Path, pools: list[str]
+) -> None:
+    """One pool of 10 addresses per node (no budget label: the pools are the capacity). The extender
+    binds, running PreBind: every bound pod carries a distinct address of its node's pool."""
+    cp, ns = control_plane, cp_namespace
+    group = {"kubesched.test/group": ns}
+    by_key = make_nodes(cp, ns, group, dict.fromkeys((f"n{i}" for i in range(NODES)), None))
+    pool_of: dict[str, set[str]] = {}
+    for i, node_name in enumerate(sorted(by_key.values())):
+        addrs = [f"10.91.{i}.{j}" for j in range(1, IPS + 1)]
+        name = f"burst-{ns}-{i}"
+        cp.api("POST", f"{GROUP_PATH}/underlayippools", {
+            "apiVersion": "underlay.kubesched.io/v1alpha1", "kind": "UnderlayIPPool", "metadata": {"name": name},
+            "spec": {"addresses": addrs, "nodeNames": [node_name]}})
+        pools.append(name)
+        pool_of[node_name] = set(addrs)
+    final = _burst(cp, ns, tmp_path, group, set(pool_of), True,
+                   await_pools=lambda ext: all(n in ext.cluster.objects(POOL) for n in pools))
+    got = {p["metadata"]["name"]: (p["spec"]["nodeName"], (p["metadata"].get("annotations") or {}).get(KEY, ""))
+           for p in final if p["spec"].get("nodeName")}
+    assert all(addr in pool_of[node_name] for node_name, addr in got.values()), got
+    assert len({addr for _, addr in got.values()}) == len(got) == NODES * IPS, got
+
+
+def _burst(
+    cp: ControlPlane, ns: str, tmp_path: Path, group: dict[str, str], nodes: set[str], with_bind: bool,
+    await_pools: Callable[[RunningExtender], bool] | None = None,
+) -> list[dict[str, Any]]:
+    """Create the burst, check no node exceeds IPS pods (watch and final state); the final pods."""
     ext = RunningExtender(kubeconfig=cp.kubeconfig)
+    if await_pools is not None:
+        cp.wait_for(lambda: await_pools(ext) or None, 30, 0.2, "the extender sees the pools")
     sched_name = f"burst-{uuid.uuid4().hex[:6]}"
     sched = _start_scheduler(cp, tmp_path, sched_name, ext.stanza(node_cache_capable=True, bind=with_bind))
     watch = BindWatch(cp, ns)
@@ -141,6 +183,7 @@ def test_a_burst_of_200_never_puts_an_11th_pod_on_a_node(
                    f"holds ended: {holds.ended}")
         log.warning(message)
         print(message)
+        return final
     finally:
         watch.stop()
         cp.stop_component(sched)

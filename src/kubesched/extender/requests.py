@@ -72,8 +72,11 @@ class ClusterView(Protocol):
         """Pods not yet bound: what ``handle.pending_pods()`` answers (e.g. gang members)."""
         ...
 
-    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
-        """Create the pods/binding subresource; raise with a readable message on failure."""
+    async def bind(
+        self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str] | None = None
+    ) -> None:
+        """Create the pods/binding subresource, with ``annotations`` on the Binding (the apiserver
+        copies them onto the pod); raise with a readable message on failure."""
         ...
 
 

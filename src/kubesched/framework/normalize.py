@@ -53,8 +53,11 @@ def _normalized_values(max_priority: int, max_count: int, reverse: bool) -> npt.
     values = _TABLES.get(key)
     if values is None:
         # Non-negative scores: Go's truncating division is floor division.
-        scaled = [max_priority * score // max_count for score in range(max_count + 1)]
-        values = np.array([max_priority - v for v in scaled] if reverse else scaled, dtype=np.int64)
+        # (built with numpy: a score that is a free count, e.g. UnderlayIP's, changes max_count
+        # on almost every pod, so a table is built about as often as it is used)
+        values = max_priority * np.arange(max_count + 1, dtype=np.int64) // max_count
+        if reverse:
+            values = max_priority - values
         if len(_TABLES) >= _MAX_TABLES:
             _TABLES.clear()
         _TABLES[key] = values

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
@@ -52,6 +52,8 @@ class FakeCluster:
         self.synced_flag = True
         self.bound: list[tuple[str, str, str, str]] = []
         self.fail_bind: str | None = None
+        #: uid → the annotations each successful bind sent on its Binding.
+        self.binding_annotations: dict[str, dict[str, str]] = {}
         #: ClusterView.changes: a test that edits objects_by_kind between a pod's filter and
         #: prioritize bumps it (the node table's generation covers the cache).
         self.changes = 0
@@ -70,10 +72,13 @@ class FakeCluster:
     def pending_pods(self) -> Iterator[PodInfo]:
         return iter(())
 
-    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+    async def bind(
+        self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str] | None = None
+    ) -> None:
         if self.fail_bind:
             raise RuntimeError(self.fail_bind)
         self.bound.append((namespace, name, uid, node))
+        self.binding_annotations[uid] = dict(annotations or {})
 
 
 def ip_profile(registry: Registry, text: str = IP_CONFIG) -> Any:

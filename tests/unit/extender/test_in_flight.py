@@ -318,3 +318,68 @@ def test_with_only_the_served_plugin_a_burst_is_still_held(registry: Registry) -
     assert targets.count("n1") == targets.count("n2") == 5
     assert targets.count(None) == 2
     assert (used_ips(cluster, "n1"), used_ips(cluster, "n2")) == (5, 5)
+
+
+# -- the bind verb runs PreBind: UnderlayIP's address goes on the Binding ---------------------------
+ANNOTATION = "kubesched.io/underlay-ip"
+
+
+def pool_svc(registry: Registry, addresses: list[str], nodes: list[str]) -> tuple[ExtenderService, FakeCluster]:
+    svc, cluster = make(registry, dict.fromkeys(nodes, 0), recording=True)
+    cluster.objects_by_kind["UnderlayIPPool"] = {"rack": {
+        "apiVersion": "underlay.kubesched.io/v1alpha1", "kind": "UnderlayIPPool", "metadata": {"name": "rack"},
+        "spec": {"addresses": addresses, "nodeNames": nodes},
+    }}
+    cluster.changes += 1
+    return svc, cluster
+
+
+async def test_bind_sends_the_reserved_address_on_the_binding(registry: Registry) -> None:
+    svc, cluster = pool_svc(registry, ["10.0.0.1", "10.0.0.2"], ["n1", "n2"])
+    pods = [ip_pod(name) for name in ("a", "b")]
+    for p in pods:
+        node_name = schedule(svc, p, ["n1", "n2"])
+        assert node_name is not None
+        assert await bind(svc, p, node_name) == ""
+    sent = [cluster.binding_annotations[p["metadata"]["uid"]] for p in pods]
+    assert sorted(a[ANNOTATION] for a in sent) == ["10.0.0.1", "10.0.0.2"]
+    # The pool is used up: a third pod fits nowhere, and a bind forced on a node is refused.
+    c = ip_pod("c")
+    assert call(svc, "filter", c, ["n1", "n2"])["NodeNames"] == []
+    assert await bind(svc, c, "n1") == "binding default/c to n1: node(s) had no free underlay IP"
+
+
+async def test_a_failed_bind_returns_the_address_to_the_pool(registry: Registry) -> None:
+    svc, cluster = pool_svc(registry, ["10.0.0.1"], ["n1"])
+    a, b = ip_pod("a"), ip_pod("b")
+    assert schedule(svc, a, ["n1"]) == "n1"
+    cluster.fail_bind = "etcdserver: request timed out"
+    assert await bind(svc, a, "n1") == "binding default/a to n1: etcdserver: request timed out"
+    assert CALLS == ["reserve a n1", "unreserve a n1"] and not cluster.cache.is_assumed(a["metadata"]["uid"])
+    cluster.fail_bind = None
+    assert schedule(svc, b, ["n1"]) == "n1"  # a's address is free again
+    assert await bind(svc, b, "n1") == ""
+    assert cluster.binding_annotations[b["metadata"]["uid"]] == {ANNOTATION: "10.0.0.1"}
+
+
+async def test_a_prebind_rejection_rolls_back_without_binding(registry: Registry) -> None:
+    from kubesched.framework.interfaces import PreBindPlugin
+
+    class RefusingPreBind(PreBindPlugin):
+        name: ClassVar[str] = "RefusingPreBind"
+
+        async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+            return Status.unschedulable("volume not ready")
+
+    registry.register(RefusingPreBind)
+    registry.register(RecordingReserve)
+    pre_bind = "      preBind:\n        enabled:\n          - name: RefusingPreBind\n"
+    config = RECORDING_CONFIG.replace("      score:", pre_bind + "      score:")
+    cluster = FakeCluster([node("n1", labels=budget(1))])
+    CALLS.clear()
+    svc = ExtenderService(ip_profile(registry, config), registry, cluster, hold_timeout=30.0)
+    a = ip_pod("a")
+    assert schedule(svc, a, ["n1"]) == "n1"
+    assert await bind(svc, a, "n1") == "binding default/a to n1: volume not ready"
+    assert cluster.bound == [] and used_ips(cluster, "n1") == 0
+    assert CALLS == ["reserve a n1", "unreserve a n1"]

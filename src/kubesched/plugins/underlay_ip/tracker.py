@@ -93,8 +93,14 @@ class PoolTracker:
         #: Free addresses per pool, in ``_pool_list`` order, refreshed from ``book.changed`` only.
         self._free: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._pool_position: dict[str, int] = {}
-        #: free_by_row over every row (key: best), until a pool's count or the serving map changes.
-        self._by_row: dict[bool, npt.NDArray[np.int64]] = {}
+        #: Row → the free addresses of the pools serving it, summed: kept incrementally (a pool's
+        #: change adds its delta to its rows), so Filter and Score only gather it.
+        self._sum_by_row: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        #: Pool position → the rows it serves.
+        self._rows_of_pool: list[npt.NDArray[np.intp]] = []
+        #: Row → the best single serving pool's free addresses (pods needing more than one IP),
+        #: rebuilt on first use after a change.
+        self._best_by_row: npt.NDArray[np.int64] | None = None
         #: Assignments of pods the table dropped a moment ago (``add_pod`` of a known uid removes
         #: then adds): the same pod coming back gets the same addresses.
         self._last_released: OrderedDict[str, Assignment] = OrderedDict()
@@ -278,8 +284,11 @@ class PoolTracker:
         self._served_by_pool = {}
         self._pool_position = {n: i for i, n in enumerate(self._pool_list)}
         self._free = np.array([self.book.pools[n].free_count for n in self._pool_list], dtype=np.int64)
+        self._rows_of_pool = [self._pair_rows[self._pair_pools == p] for p in range(len(self._pool_list))]
+        self._sum_by_row = np.bincount(self._pair_rows, weights=self._free[self._pair_pools],
+                                       minlength=len(table.alive)).astype(np.int64)[: len(table.alive)]
         self.book.changed.clear()
-        self._by_row.clear()
+        self._best_by_row = None
 
     def free_by_row(self, rows: Rows, best: bool = False) -> npt.NDArray[np.int64]:
         """Free addresses of the pools serving each row: summed, or the best single pool's."""
@@ -287,20 +296,20 @@ class PoolTracker:
         if self.book.changed:
             for name in self.book.changed:
                 if (i := self._pool_position.get(name)) is not None:
-                    free[i] = self.book.pools[name].free_count
+                    count = self.book.pools[name].free_count
+                    if count != free[i]:
+                        self._sum_by_row[self._rows_of_pool[i]] += count - free[i]
+                        free[i] = count
+                        self._best_by_row = None
             self.book.changed.clear()
-            self._by_row.clear()
-        out = self._by_row.get(best)
-        if out is None:  # once per change: Filter and Score of one cycle share it
-            out = np.zeros(len(self._served), dtype=np.int64)
+        if not best:
+            summed: npt.NDArray[np.int64] = self._sum_by_row[rows]
+            return summed
+        if self._best_by_row is None:
+            self._best_by_row = np.zeros(len(self._served), dtype=np.int64)
             if len(self._pair_rows):
-                if best:
-                    np.maximum.at(out, self._pair_rows, free[self._pair_pools])
-                else:
-                    out += np.bincount(self._pair_rows, weights=free[self._pair_pools],
-                                       minlength=len(out)).astype(np.int64)[: len(out)]
-            self._by_row[best] = out
-        result: npt.NDArray[np.int64] = out[rows]
+                np.maximum.at(self._best_by_row, self._pair_rows, free[self._pair_pools])
+        result: npt.NDArray[np.int64] = self._best_by_row[rows]
         return result
 
     def served_mask(self, rows: Rows, pool: str | None = None) -> npt.NDArray[np.bool_]:
@@ -368,6 +377,13 @@ class PoolTracker:
             return
         if not serving:
             return
+        if pod.uid == self.cycle_uid:
+            # The pod being assumed: Reserve comes next and would pick these very addresses
+            # (``reserve``); picking them now spares counting it on a pool only to uncount it.
+            a = self.choose(pod, need, serving, claim)
+            if a is not None:
+                self.book.take(pod.uid, a)
+                return
         pool = serving[0]
         bound = self.claim_addresses(claim) if claim is not None else None
         if bound is not None and bound[0] in serving:

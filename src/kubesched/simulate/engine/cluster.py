@@ -89,11 +89,18 @@ class SimulatedCluster:
         # The scheduler hands over its assumed copy (current + nodeName); when the stored pod has
         # not changed since, that copy is the bound pod: no second copy of the object.
         same = pod.node_name == node_name and pod.raw.get("metadata") is current.raw.get("metadata")
-        bound = pod if same and not annotations else current.with_node(node_name)
+        bound = pod if same else current.with_node(node_name)
         if annotations:  # as the apiserver copies a Binding's annotations onto the pod
-            meta = bound.raw.get("metadata") or {}
-            raw = {**bound.raw, "metadata": {**meta, "annotations": {**(meta.get("annotations") or {}), **annotations}}}
-            bound = PodInfo.from_raw(raw, previous=bound)
+            meta = bound.raw.get("metadata")
+            merged = {**((meta or {}).get("annotations") or {}), **annotations}
+            if same and meta is not None:
+                # The metadata map is the stored pod's (as annotate_pod): updated in place, the
+                # assumed copy stays the bound pod and the cache confirms it without re-parsing
+                # or re-accounting it (PodInfo parses no annotation).
+                meta["annotations"] = merged
+            else:
+                bound = PodInfo.from_raw({**bound.raw, "metadata": {**(meta or {}), "annotations": merged}},
+                                         previous=bound)
         self.pods[pod.uid] = bound
         self.binds += 1
         if self.scheduler is not None:
