@@ -11,9 +11,10 @@ the row's node or task name and the column.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 __all__ = ["NODE_COLUMNS", "NODE_LIST", "POD_COLUMNS", "POD_LIST", "OpenbCsvError", "OpenbRow", "read_rows"]
 
@@ -23,6 +24,10 @@ NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 #: The task columns a replay reads (the live differential needs only the first six).
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "creation_time",
                "deletion_time", "scheduled_time")
+
+
+#: What a numeric cell parses to.
+Number = TypeVar("Number", int, float)
 
 
 class OpenbCsvError(ValueError):
@@ -56,21 +61,17 @@ class OpenbRow:
         text = self.text(column)
         if not text and empty is not None:
             return empty
-        try:
-            value = float(text)
-        except ValueError:
-            raise self._bad(column, f"must be a number, got {text!r}") from None
-        if value < 0:
-            raise self._bad(column, f"must not be negative, got {text!r}")
-        return value
+        return self._non_negative(column, text, float, "a number")
 
     def integer(self, column: str) -> int:
         """A non-negative integer."""
-        text = self.text(column)
+        return self._non_negative(column, self.text(column), int, "an integer")
+
+    def _non_negative(self, column: str, text: str, parse: Callable[[str], Number], what: str) -> Number:
         try:
-            value = int(text)
+            value = parse(text)
         except ValueError:
-            raise self._bad(column, f"must be an integer, got {text!r}") from None
+            raise self._bad(column, f"must be {what}, got {text!r}") from None
         if value < 0:
             raise self._bad(column, f"must not be negative, got {text!r}")
         return value
