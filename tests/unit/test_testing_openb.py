@@ -78,11 +78,11 @@ def test_cut_keeps_every_kth_node_and_task_in_order(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("nodes", "tasks", "message"), [
     (NODES.replace("96000,393216,8", "96000,lots,8"), TASKS,
-     r"openb_node_list_all_node.csv: row 3 \(openb-node-0001\): field 'memory_mib': not an integer: 'lots'"),
+     r"openb_node_list_all_node.csv:3 \(openb-node-0001\): memory_mib must be an integer, got 'lots'"),
     (NODES, TASKS.replace("openb-pod-0002,4000,8192,0", "openb-pod-0002,4000,8192,-1"),
-     r"openb_pod_list_default.csv: row 4 \(openb-pod-0002\): field 'num_gpu': negative: -1"),
-    (NODES.replace("sn,", "serial,"), TASKS, r"openb_node_list_all_node.csv: header: missing column\(s\) sn"),
-    (NODES, TASKS.replace("openb-pod-0001,", ",", 1), r"openb_pod_list_default.csv: row 3: field 'name': empty"),
+     r"openb_pod_list_default.csv:4 \(openb-pod-0002\): num_gpu must not be negative, got '-1'"),
+    (NODES.replace("sn,", "serial,"), TASKS, r"openb_node_list_all_node.csv: missing column 'sn'"),
+    (NODES, TASKS.replace("openb-pod-0001,", ",", 1), r"openb_pod_list_default.csv:3: name is empty"),
 ])
 def test_bad_rows_are_named(tmp_path: Path, nodes: str, tasks: str, message: str) -> None:
     with pytest.raises(TraceError, match=message):

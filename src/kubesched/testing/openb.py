@@ -21,22 +21,21 @@ How a row becomes an object (as the previous kube-scheduler measurement of issue
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubesched.testing.builders import kwok_node, pod_manifest
+from kubesched.traces.openb import NODE_COLUMNS, NODE_LIST, POD_LIST, OpenbCsvError, read_rows
 
-NODES_FILE = "openb_node_list_all_node.csv"
-TASKS_FILE = "openb_pod_list_default.csv"
+NODES_FILE = NODE_LIST
+TASKS_FILE = POD_LIST
 GPU = "nvidia.com/gpu"
 GPU_MODEL_LABEL = "alibabacloud.com/gpu-card-model"
 
 
-class TraceError(ValueError):
-    """A trace file that cannot be read; the message names the file, the row and the field."""
+#: A trace file that cannot be read; the message names the file, the row and the column.
+TraceError = OpenbCsvError
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,59 +77,21 @@ class Trace:
         return self.cut(max(1, len(self.nodes) // max(nodes, 1)))
 
 
-def _int(path: Path, row: int, record: dict[str, str], field: str) -> int:
-    value = record.get(field)
-    if value is None:
-        raise TraceError(f"{path}: row {row}: missing field {field!r}")
-    try:
-        n = int(value)
-    except ValueError:
-        raise TraceError(f"{path}: row {row} ({record.get('sn') or record.get('name')}): field {field!r}: "
-                         f"not an integer: {value!r}") from None
-    if n < 0:
-        raise TraceError(f"{path}: row {row} ({record.get('sn') or record.get('name')}): field {field!r}: "
-                         f"negative: {n}")
-    return n
-
-
-def _rows(path: Path, fields: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
-    try:
-        with path.open(newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            missing = [name for name in fields if name not in (reader.fieldnames or ())]
-            if missing:
-                raise TraceError(f"{path}: header: missing column(s) {', '.join(missing)}")
-            return [(i, rec) for i, rec in enumerate(reader, start=2)]
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise TraceError(f"{path}: not UTF-8 text at offset {e.start}") from None
-
-
 def load_trace(directory: str | Path) -> Trace:
     """Read the two CSV files of the openb trace from ``directory``."""
     d = Path(directory)
-    nodes_path, tasks_path = d / NODES_FILE, d / TASKS_FILE
-    nodes = []
-    for row, rec in _rows(nodes_path, ("sn", "cpu_milli", "memory_mib", "gpu", "model")):
-        name = (rec.get("sn") or "").strip()
-        if not name:
-            raise TraceError(f"{nodes_path}: row {row}: field 'sn': empty node name")
-        nodes.append(TraceNode(name, _int(nodes_path, row, rec, "cpu_milli"),
-                               _int(nodes_path, row, rec, "memory_mib"), _int(nodes_path, row, rec, "gpu"),
-                               (rec.get("model") or "").strip()))
+    nodes = [TraceNode(row.name("sn", "the node's name"), row.integer("cpu_milli"), row.integer("memory_mib"),
+                       row.integer("gpu"), row.text("model"))
+             for row in read_rows(d / NODES_FILE, NODE_COLUMNS)]
     tasks = []
-    for row, rec in _rows(tasks_path, ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")):
-        name = (rec.get("name") or "").strip()
-        if not name:
-            raise TraceError(f"{tasks_path}: row {row}: field 'name': empty task name")
-        num_gpu = _int(tasks_path, row, rec, "num_gpu")
-        gpu_milli = _int(tasks_path, row, rec, "gpu_milli")
+    for row in read_rows(d / TASKS_FILE, ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")):
+        name = row.name("name")
+        num_gpu = row.integer("num_gpu")
+        gpu_milli = row.integer("gpu_milli")
         # A task sharing a GPU (num_gpu 1, gpu_milli < 1000) takes the whole GPU here.
         gpus = num_gpu if num_gpu or not gpu_milli else 1
-        models = tuple(m.strip() for m in (rec.get("gpu_spec") or "").split("|") if m.strip())
-        tasks.append(TraceTask(name, _int(tasks_path, row, rec, "cpu_milli"),
-                               _int(tasks_path, row, rec, "memory_mib"), gpus, models))
+        models = tuple(m.strip() for m in row.text("gpu_spec").split("|") if m.strip())
+        tasks.append(TraceTask(name, row.integer("cpu_milli"), row.integer("memory_mib"), gpus, models))
     return Trace(tuple(nodes), tuple(tasks))
 
 

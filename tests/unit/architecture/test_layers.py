@@ -3,7 +3,7 @@ each other, and no shell names a plugin (plugins declare what they need; shells 
 
 Layers, bottom up (a module may import its own package and any lower layer):
 
-    0  api                      Kubernetes API machinery: quantities, validation
+    0  api  traces              Kubernetes API machinery: quantities, validation; public trace formats
     1  snapshot                 the node table and parsed pods
     2  framework                the plugin API and the runtime that runs a profile
     3  backend  plugins  config cache+queue; plugins; KubeSchedulerConfiguration
@@ -29,6 +29,7 @@ SRC = Path(__file__).resolve().parents[3] / "src" / "kubesched"
 LAYER = {
     "__init__": 0,
     "api": 0,
+    "traces": 0,
     "snapshot": 1,
     "framework": 2,
     "backend": 3,

@@ -71,6 +71,7 @@ from kubesched.plugins.coscheduling.podgroup import (
 )
 from kubesched.plugins.coscheduling.status import GroupStatus
 from kubesched.plugins.helpers.gang_members import MemberIndex
+from kubesched.plugins.helpers.pod_group_specs import ParsedPodGroups
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
 
@@ -106,7 +107,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         self._backoff: dict[str, float] = {}
         #: Group key → clock time until which its minResources check stays passed (upstream permittedPG).
         self._permitted: dict[str, float] = {}
-        self._parsed: dict[str, tuple[dict[str, Any], PodGroup | PodGroupSpecError]] = {}
+        self._parsed_groups = ParsedPodGroups(handle, KIND, parse_pod_group)
         self.status = GroupStatus(self.members, handle.waiting_pods)
         #: Group key → (the older group it gives way to, until when at the latest).
         self._yield_to: dict[str, tuple[str, float]] = {}
@@ -121,20 +122,8 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
 
     # -- PodGroups ---------------------------------------------------------------------------------
     def pod_group(self, key: str) -> PodGroup | PodGroupSpecError | None:
-        raw = self.handle.objects(KIND).get(key)
-        if raw is None:
-            self._parsed.pop(key, None)
-            return None
-        cached = self._parsed.get(key)
-        if cached is not None and cached[0] is raw:
-            return cached[1]
-        parsed: PodGroup | PodGroupSpecError
-        try:
-            parsed = parse_pod_group(raw)
-        except PodGroupSpecError as e:
-            parsed = e
-        self._parsed[key] = (raw, parsed)
-        return parsed
+        """The parsed PodGroup ``namespace/name`` (parsed once per object version), None if absent."""
+        return self._parsed_groups.get(key)
 
     def _group_of(self, pod: PodInfo) -> tuple[str | None, PodGroup | PodGroupSpecError | None]:
         key = group_key(pod)

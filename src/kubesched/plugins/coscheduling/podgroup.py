@@ -7,6 +7,8 @@ from typing import Any
 
 from kubesched.api.quantity import QuantityError, milli_value, value
 from kubesched.framework.objects import ObjectKind
+from kubesched.plugins.helpers.pod_group_specs import PodGroupSpecError as PodGroupSpecError
+from kubesched.plugins.helpers.pod_group_specs import validate_pod_group_with
 from kubesched.snapshot.pod import PodInfo, parse_timestamp
 
 API_GROUP = "scheduling.x-k8s.io"
@@ -14,10 +16,6 @@ API_VERSION = f"{API_GROUP}/v1alpha1"
 KIND = "PodGroup"
 #: Pods join a group with this label; its value is the PodGroup's name in the pod's namespace.
 POD_GROUP_LABEL = f"{API_GROUP}/pod-group"
-
-
-class PodGroupSpecError(ValueError):
-    """A PodGroup whose spec cannot be used; the message names the object and field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +74,7 @@ def parse_pod_group(raw: dict[str, Any]) -> PodGroup:
 
 def validate_pod_group(raw: dict[str, Any]) -> None:
     """Parse ``raw`` as the plugin will; the error names the field, not the object (the caller does)."""
-    try:
-        parse_pod_group(raw)
-    except PodGroupSpecError as e:
-        message = str(e)
-        raise PodGroupSpecError(message.split(": ", 1)[1] if ": " in message else message) from None
+    validate_pod_group_with(parse_pod_group, raw)
 
 
 def names_a_group(raw_pod: dict[str, Any]) -> bool:

@@ -284,14 +284,7 @@ class _Run:
             undo = self._allocate_device(ci, ri, si, rd.all_devices[di], must=True)
             if undo is None:
                 return False
-            try:
-                if self._one(ci, ri, si, di + 1, in_sub):
-                    return True
-            except _MaxSizeExceededError:
-                undo()
-                raise
-            undo()
-            return False
+            return self._one_after(undo, ci, ri, si, di + 1, in_sub)
         for pool_index in range(start[0], len(self.pools)):
             pool = self.pools[pool_index]
             if pool.incomplete or pool.invalid:
@@ -313,14 +306,24 @@ class _Run:
                 undo = self._allocate_device(ci, ri, si, cand, must=False)
                 if undo is None:
                     continue
-                try:
-                    if self._one(ci, ri, si, di + 1, in_sub, (pool_index, cand_index + 1)):
-                        return True
-                except _MaxSizeExceededError:
-                    undo()
-                    raise
-                undo()
+                if self._one_after(undo, ci, ri, si, di + 1, in_sub, (pool_index, cand_index + 1)):
+                    return True
         return False
+
+    def _one_after(
+        self, undo: Callable[[], None], ci: int, ri: int, si: int, di: int, in_sub: bool,
+        start: tuple[int, int] = (0, 0),
+    ) -> bool:
+        """Continue ``_one`` with a device just allocated; ``undo`` that allocation unless the search
+        succeeds (also when it gives up on the result size, before the error goes on)."""
+        try:
+            found = self._one(ci, ri, si, di, in_sub, start)
+        except _MaxSizeExceededError:
+            undo()
+            raise
+        if not found:
+            undo()
+        return found
 
     def _in_use(self, device_id: DeviceID) -> bool:
         return device_id in self.a.allocated or bool(self.allocating.get(device_id))

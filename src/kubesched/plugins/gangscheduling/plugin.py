@@ -42,6 +42,7 @@ from kubesched.plugins.gangscheduling.podgroup import (
     parse_pod_group,
 )
 from kubesched.plugins.helpers.gang_members import MemberIndex
+from kubesched.plugins.helpers.pod_group_specs import ParsedPodGroups
 from kubesched.snapshot.pod import PodInfo
 
 NAME = "GangScheduling"
@@ -58,27 +59,14 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin):
     def __init__(self, args: None, handle: Handle) -> None:
         super().__init__(args, handle)
         self.members = MemberIndex(handle.table, handle.pending_pods, group_key)
-        self._parsed: dict[str, tuple[dict[str, object], PodGroup | PodGroupSpecError]] = {}
+        self._parsed_groups = ParsedPodGroups(handle, POD_GROUP, parse_pod_group)
         #: Group key → uids of its members this plugin's PreEnqueue refused (short of minCount):
         #: the ones upstream's UnscheduledPod Add event requeues once the group is complete.
         self._held: dict[str, set[str]] = {}
 
     def pod_group(self, key: str) -> PodGroup | PodGroupSpecError | None:
         """The parsed PodGroup ``namespace/name`` (parsed once per object version), None if absent."""
-        raw = self.handle.objects(POD_GROUP).get(key)
-        if raw is None:
-            self._parsed.pop(key, None)
-            return None
-        cached = self._parsed.get(key)
-        if cached is not None and cached[0] is raw:
-            return cached[1]
-        parsed: PodGroup | PodGroupSpecError
-        try:
-            parsed = parse_pod_group(raw)
-        except PodGroupSpecError as e:
-            parsed = e
-        self._parsed[key] = (raw, parsed)
-        return parsed
+        return self._parsed_groups.get(key)
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         # Upstream: UnscheduledPod Add, AssignedPod Add, PodGroup Add and Update. An unscheduled

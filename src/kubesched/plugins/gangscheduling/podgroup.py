@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesched.framework.objects import ObjectKind
+from kubesched.plugins.helpers.pod_group_specs import PodGroupSpecError as PodGroupSpecError
+from kubesched.plugins.helpers.pod_group_specs import validate_pod_group_with
 from kubesched.snapshot.pod import PodInfo
 
 API_GROUP = "scheduling.k8s.io"
@@ -21,10 +23,6 @@ VERSION = "v1beta1"
 #: (Coscheduling), so this one is qualified by its API group.
 POD_GROUP = f"PodGroup.{API_GROUP}"
 WORKLOAD = f"Workload.{API_GROUP}"
-
-
-class PodGroupSpecError(ValueError):
-    """A PodGroup whose spec cannot be used; the message names the object and field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +81,7 @@ def parse_pod_group(raw: dict[str, Any]) -> PodGroup:
 
 def validate_pod_group(raw: dict[str, Any]) -> None:
     """Parse ``raw`` as the plugin will; the error names the field, not the object (the caller does)."""
-    try:
-        parse_pod_group(raw)
-    except PodGroupSpecError as e:
-        message = str(e)
-        raise PodGroupSpecError(message.split(": ", 1)[1] if ": " in message else message) from None
+    validate_pod_group_with(parse_pod_group, raw)
 
 
 def names_a_group(raw_pod: dict[str, Any]) -> bool:

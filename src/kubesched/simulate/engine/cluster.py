@@ -220,16 +220,7 @@ class SimulatedCluster:
     async def update_object(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
         """PUT semantics: the stored object must have the version ``obj`` was read at (else a
         conflict, as the apiserver's), then the PV controller reacts at once (volumes.py)."""
-        key = object_key(obj, kind.namespaced)
-        current = self.objects.get(kind.name, {}).get(key)
-        if current is None:
-            raise LookupError(f'{kind.resource} "{key.rpartition("/")[2]}" not found')
-        have = (current.get("metadata") or {}).get("resourceVersion")
-        want = (obj.get("metadata") or {}).get("resourceVersion")
-        if want is not None and have is not None and str(want) != str(have):
-            raise RuntimeError(
-                f'Operation cannot be fulfilled on {kind.resource} "{key.rpartition("/")[2]}": the object has been '
-                "modified; please apply your changes to the latest version and try again")
+        key, _current = self._stored_for_update(kind, obj)
         stored = self.volumes.write(kind.name, key, obj)
         self.volumes.react(kind.name, stored)
         return self.objects.get(kind.name, {}).get(key, stored)
@@ -237,6 +228,12 @@ class SimulatedCluster:
     async def update_object_status(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
         """StatusWriter: PUT on the status subresource, so only ``status`` changes (the stored
         metadata and spec stay); the same version precondition as ``update_object``."""
+        key, current = self._stored_for_update(kind, obj)
+        return self.volumes.write(kind.name, key, {**current, "status": obj.get("status") or {}})
+
+    def _stored_for_update(self, kind: ObjectKind, obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The key and stored object ``obj`` updates, checked as the apiserver does: not found, or a
+        conflict when ``obj`` was read at another resourceVersion than the stored one."""
         key = object_key(obj, kind.namespaced)
         current = self.objects.get(kind.name, {}).get(key)
         if current is None:
@@ -247,7 +244,7 @@ class SimulatedCluster:
             raise RuntimeError(
                 f'Operation cannot be fulfilled on {kind.resource} "{key.rpartition("/")[2]}": the object has been '
                 "modified; please apply your changes to the latest version and try again")
-        return self.volumes.write(kind.name, key, {**current, "status": obj.get("status") or {}})
+        return key, current
 
     def _object_written(self, kind: str, key: str, obj: dict[str, Any]) -> None:
         if self.scheduler is not None:

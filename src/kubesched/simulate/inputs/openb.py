@@ -25,61 +25,25 @@ other, never deleted (``inputs/inflation.py`` ``sequential``), on the GPU nodes 
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kubesched.simulate.inputs.scenario import PodArrival, Scenario, ScenarioError
 from kubesched.snapshot.gpushare.model import GPU_COUNT, GPU_MILLI, GPU_MODEL, MILLI
+from kubesched.traces.openb import NODE_COLUMNS, NODE_LIST, POD_COLUMNS, POD_LIST, OpenbCsvError, OpenbRow, read_rows
 
 __all__ = ["NODE_LIST", "POD_LIST", "load_openb", "openb_node", "openb_pod"]
 
-NODE_LIST = "openb_node_list_all_node.csv"
-POD_LIST = "openb_pod_list_default.csv"
 #: The pods capacity the reference's node YAML gives every node.
 PODS_PER_NODE = "1001"
-_NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
-_POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "creation_time",
-                "deletion_time", "scheduled_time")
 
 
-def _rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[str, dict[str, str]]]:
-    try:
-        with path.open(newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in columns if c not in (reader.fieldnames or [])]
-            if missing:
-                raise ScenarioError(f"{path}: missing column {missing[0]!r} (expected {', '.join(columns)})")
-            for line, row in enumerate(reader, start=2):
-                yield f"{path}:{line}", row
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(f"{path}: cannot read: {e}") from None
-
-
-def _number(row: dict[str, str], column: str, where: str, empty: float | None = None) -> float:
-    text = (row.get(column) or "").strip()
-    if not text and empty is not None:
-        return empty
-    try:
-        value = float(text)
-    except ValueError:
-        raise ScenarioError(f"{where} ({row.get('name') or row.get('sn')}): {column} must be a number, "
-                            f"got {text!r}") from None
-    if value < 0:
-        raise ScenarioError(f"{where} ({row.get('name') or row.get('sn')}): {column} must not be negative, "
-                            f"got {text!r}")
-    return value
-
-
-def openb_node(row: dict[str, str], where: str) -> dict[str, Any]:
-    name = (row.get("sn") or "").strip()
-    if not name:
-        raise ScenarioError(f"{where}: sn (the node's name) is empty")
-    gpus = int(_number(row, "gpu", where))
-    model = (row.get("model") or "").strip()
-    resources = {"cpu": f"{int(_number(row, 'cpu_milli', where))}m",
-                 "memory": f"{int(_number(row, 'memory_mib', where))}Mi", "pods": PODS_PER_NODE}
+def openb_node(row: OpenbRow) -> dict[str, Any]:
+    name = row.name("sn", "the node's name")
+    gpus = int(row.number("gpu"))
+    model = row.text("model")
+    resources = {"cpu": f"{int(row.number('cpu_milli'))}m",
+                 "memory": f"{int(row.number('memory_mib'))}Mi", "pods": PODS_PER_NODE}
     labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
     if gpus:
         resources |= {GPU_COUNT: str(gpus), GPU_MILLI: str(gpus * MILLI)}
@@ -89,17 +53,15 @@ def openb_node(row: dict[str, str], where: str) -> dict[str, Any]:
             "status": {"capacity": dict(resources), "allocatable": dict(resources)}}
 
 
-def openb_pod(row: dict[str, str], where: str, namespace: str = "default") -> dict[str, Any]:
-    name = (row.get("name") or "").strip()
-    if not name:
-        raise ScenarioError(f"{where}: name is empty")
-    requests = {"cpu": f"{int(_number(row, 'cpu_milli', where))}m",
-                "memory": f"{int(_number(row, 'memory_mib', where))}Mi"}
+def openb_pod(row: OpenbRow, namespace: str = "default") -> dict[str, Any]:
+    name = row.name("name")
+    requests = {"cpu": f"{int(row.number('cpu_milli'))}m",
+                "memory": f"{int(row.number('memory_mib'))}Mi"}
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    gpus = int(_number(row, "num_gpu", where))
+    gpus = int(row.number("num_gpu"))
     if gpus:
-        milli = int(_number(row, "gpu_milli", where, empty=MILLI))
-        models = [m for m in (row.get("gpu_spec") or "").split("|") if m.strip()]
+        milli = int(row.number("gpu_milli", empty=MILLI))
+        models = [m for m in row.text("gpu_spec").split("|") if m.strip()]
         meta["annotations"] = {GPU_MILLI: str(min(milli, MILLI)), GPU_COUNT: str(gpus)}
         if models:
             meta["annotations"][GPU_MODEL] = "|".join(m.strip() for m in models)
@@ -122,15 +84,22 @@ def load_openb(path: str | Path, gpu_nodes_only: bool = False) -> Scenario:
     for f in (node_file, pod_file):
         if not f.is_file():
             raise ScenarioError(f"openb:{path}: {f} not found")
-    nodes = [openb_node(row, where) for where, row in _rows(node_file, _NODE_COLUMNS)]
+    try:
+        return _scenario(node_file, pod_file, gpu_nodes_only)
+    except OpenbCsvError as e:
+        raise ScenarioError(str(e)) from None
+
+
+def _scenario(node_file: Path, pod_file: Path, gpu_nodes_only: bool) -> Scenario:
+    nodes = [openb_node(row) for row in read_rows(node_file, NODE_COLUMNS)]
     if gpu_nodes_only:
         nodes = [n for n in nodes if GPU_COUNT in n["status"]["capacity"]]
     arrivals: list[PodArrival] = []
-    for where, row in _rows(pod_file, _POD_COLUMNS):
-        created = _number(row, "creation_time", where)
-        deleted = _number(row, "deletion_time", where, empty=-1.0)
-        started = _number(row, "scheduled_time", where, empty=created)
+    for row in read_rows(pod_file, POD_COLUMNS):
+        created = row.number("creation_time")
+        deleted = row.number("deletion_time", empty=-1.0)
+        started = row.number("scheduled_time", empty=created)
         lifetime = max(0.0, deleted - max(started, created)) if deleted >= 0 else None
-        arrivals.append(PodArrival(created, openb_pod(row, where), lifetime))
+        arrivals.append(PodArrival(created, openb_pod(row), lifetime))
     source = f"openb:{pod_file}" + (" (GPU nodes only)" if gpu_nodes_only else "")
     return Scenario(source, nodes, arrivals).sorted()

@@ -1,5 +1,10 @@
 """The inline stylesheet and script every HTML report page shares (sortable, filterable tables;
-no external URL)."""
+no external URL), and the page around them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from html import escape
 
 _CSS = """
 :root{--fg:#1e293b;--muted:#64748b;--bg:#f1f5f9;--panel:#fff;--line:#e2e8f0;--accent:#4f46e5;
@@ -107,3 +112,14 @@ document.querySelectorAll('table.sortable').forEach(function(t){
 });
 })();
 """
+
+
+def html_page(title: str, sections: Iterable[str]) -> str:
+    """A whole self-contained report page: ``title`` (escaped here) and the rendered ``sections``."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{escape(title, quote=True)}</title><style>{_CSS}</style></head><body><main>"
+        + "".join(sections)
+        + f"</main><script>{_JS}</script></body></html>\n"
+    )
