@@ -22,6 +22,7 @@ placed), as the reference computes them from the whole workload before it starts
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,6 +34,7 @@ from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Scores
 from kubesched.framework.status import Status
 from kubesched.plugins.gpu_policies.common import sigmoid
 from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
+from kubesched.snapshot.gpushare.ledger import GpuLedger
 from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI, GpuRequest
 from kubesched.snapshot.gpushare.resources import NodeResources, accessible, model_access, node_resources
 from kubesched.snapshot.gpushare.selection import exclusive_gpus
@@ -57,6 +59,20 @@ class FGDArgs(BaseModel):
     gpu_res_weight: float = Field(default=0.0, ge=0)
 
 
+@dataclass(slots=True)
+class _ShapeScores:
+    """One pod shape's scores per table row and the ledger version of the row they were
+    computed at (-1: never): a node's score reads only that node, so a row is scored again only
+    when its pods or GPUs changed."""
+
+    versions: IntArray
+    scores: IntArray
+
+    @classmethod
+    def empty(cls, size: int) -> _ShapeScores:
+        return cls(np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64))
+
+
 def _no_requests(pod: PodInfo) -> bool:
     r = pod.requests
     return not (r.milli_cpu or r.memory or r.ephemeral_storage or r.scalar)
@@ -72,6 +88,9 @@ class FGD(ScorePlugin):
         self._typical: list[TypicalPod] | None = list(self.args.typical_pods) if self.args.typical_pods else None
         self._access_key: tuple[int, int] | None = None
         self._access_lut = np.zeros((0, 0), dtype=np.bool_)
+        #: Scores per pod shape, valid while ``_cache_key`` (typical pods, GPU models, nodes) holds.
+        self._cache: dict[PodShape, _ShapeScores] = {}
+        self._cache_key: tuple[int, int, int, int] | None = None
 
     def typical_pods(self, current: PodInfo | None = None) -> list[TypicalPod]:
         """The target workload: the args', or computed once from the known pods."""
@@ -122,7 +141,27 @@ class FGD(ScorePlugin):
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
         if _no_requests(pod):
             return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
-        return self._scores(table, pod, node_resources(table, rows))[0]
+        return self._cached_scores(table, pod, np.asarray(rows, dtype=np.intp))
+
+    def _cached_scores(self, table: NodeTable, pod: PodInfo, rows: Rows) -> IntArray:
+        """``_scores`` of ``rows``, computing only the rows changed since this shape's last score."""
+        pods = self.typical_pods(pod)
+        key = (id(pods), len(table.label_column(GPU_MODEL).values), table.node_generation, len(table.alive))
+        if key != self._cache_key:
+            self._cache.clear()
+            self._cache_key = key
+        shape = pod_shape(pod)
+        cached = self._cache.get(shape)
+        if cached is None:
+            cached = self._cache[shape] = _ShapeScores.empty(len(table.alive))
+        versions = GpuLedger.of(table).versions(rows)
+        changed = cached.versions[rows] != versions
+        if changed.any():
+            stale = rows[changed]
+            cached.scores[stale] = self._scores(table, pod, node_resources(table, stale))[0]
+            cached.versions[stale] = versions[changed]
+        scores: IntArray = cached.scores[rows]
+        return scores
 
     def choose_gpus(self, pod: PodInfo, request: GpuRequest, row: int, free: IntArray) -> tuple[int, ...] | None:
         """GpuShare's ``gpuSelMethod: FGD`` (``allocateGpuIdBasedOnFGDScore``): a share pod gets
