@@ -77,4 +77,5 @@ class GpuMetrics:
         self._dirty.clear()
         self._grow()
         # Summed one by one in row order (not numpy's pairwise sum): the figures stay the same.
-        return sum(self._frag[alive].tolist())
+        total: float = sum(self._frag[alive].tolist())
+        return total
