@@ -9,7 +9,10 @@ seconds of the process (user + system: the figure that means something on a shar
 tasks arrived, and the GPU allocation ratio when the arrived GPU demand is 100 % and 130 % of the
 capacity (``timeline.gpuAllocationAtArrivedDemand``, the reference's
 ``experiments/analysis/merge_alloc_discrete.py``) beside the reference's mean of 10 seeds.
-The policy's configuration is examples/gpushare.yaml with FGD replaced as its comment says.
+The policy's configuration is examples/gpushare.yaml with FGD replaced as its comment says. FGD
+gets ``typicalPods`` computed from the whole replayed workload (inflated, with the run's seed), as
+the reference computes them before it starts: left to itself FGD computes them at its first score
+from the pods it knows, and in a sequential replay that is the first arrival alone.
 Results are appended to bench/results/gpu-replay-<date>.json.
 """
 
@@ -26,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bench import common
 
 DEFAULT_TRACE = Path(os.environ.get("KUBESCHED_OPENB_TRACE", str(common.ROOT.parent / "shared/traces/openb")))
@@ -40,10 +45,27 @@ REFERENCE = {
 SELECTION = {"FGD": "FGD", "RandomFit": "random"}
 
 
-def policy_config(policy: str) -> str:
+def policy_config(policy: str, typical: list[dict[str, Any]] | None = None) -> str:
     text = EXAMPLE.read_text()
     text = text.replace("name: FGD", f"name: {policy}")
-    return text.replace("gpuSelMethod: FGD", f"gpuSelMethod: {SELECTION.get(policy, 'best')}")
+    text = text.replace("gpuSelMethod: FGD", f"gpuSelMethod: {SELECTION.get(policy, 'best')}")
+    if typical is None:
+        return text
+    config = yaml.safe_load(text)
+    config["profiles"][0]["pluginConfig"].append({"name": policy, "args": {"typicalPods": typical}})
+    return str(yaml.safe_dump(config))
+
+
+def workload_typical_pods(trace: Path, seed: int, inflate: float) -> list[dict[str, Any]]:
+    """FGD's target workload: the typical pods of every task the replay will see."""
+    from kubesched.simulate.inputs.scenario import load_replay
+    from kubesched.snapshot.gpushare.shapes import pod_shape
+    from kubesched.snapshot.gpushare.typical_pods import typical_pods
+    from kubesched.snapshot.pod import PodInfo
+
+    scenario = load_replay(None, f"openb:{trace}", "sequential", inflate, True, seed)
+    shapes = (pod_shape(PodInfo.from_raw(a.pod)) for a in scenario.arrivals)
+    return [t.model_dump(by_alias=True) for t in typical_pods(shapes)]
 
 
 def summarize(doc: dict[str, Any]) -> dict[str, Any]:
@@ -61,7 +83,8 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
 def run_one(trace: Path, policy: str, seed: int, inflate: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / f"{policy}.yaml"
-        config.write_text(policy_config(policy))
+        typical = workload_typical_pods(trace, seed, inflate) if policy == "FGD" else None
+        config.write_text(policy_config(policy, typical))
         cmd = [sys.executable, "-m", "kubesched.cli", "simulate", "--trace", f"openb:{trace}",
                "--arrivals", "sequential", "--inflate", str(inflate), "--gpu-nodes-only", "--seed", str(seed),
                "--config", str(config), "-o", "json"]
