@@ -27,6 +27,8 @@ Workloads:
   chaos [--only NAME,...]                    faults on the real control plane, invariants checked (bench/chaos.py)
   openb [--nodes N] [--rounds R]             the openb GPU trace: kube-scheduler vs kubesched, pods bound and
                                              time to first bind with the trace pending (bench/openb.py)
+  gpu-replay [--policies P,..] [--seeds S,..]  the ATC '23 GPU-sharing replay of the openb trace per policy and
+                                             seed: time and GPU allocation at 100/130 % demand (bench/gpu_replay.py)
   fuzz [--bodies N]                          the extender fuzzed over HTTP, RSS watched (bench/chaos_fuzz.py)
 """
 
@@ -94,6 +96,10 @@ def main(argv: list[str]) -> int:
         from bench import openb
 
         return openb.main(rest)
+    if name == "gpu-replay":
+        from bench import gpu_replay
+
+        return gpu_replay.main(rest)
     if name == "fuzz":
         from bench import chaos_fuzz
 

@@ -261,7 +261,13 @@ def device_variable(driver: str, device: Mapping[str, Any]) -> celtypes.MapType:
 
 # -- compiling and evaluating ----------------------------------------------------------------------
 
-_ENV = celpy.Environment()
+@functools.cache
+def _environment() -> celpy.Environment:
+    """Built at the first selector, not at import: building celpy's parser takes about a second,
+    which every simulation (the registry imports this plugin) would otherwise pay without CEL."""
+    return celpy.Environment()
+
+
 _CEL_KEY_ERROR = re.compile(r"no such member in mapping: '([^']*)'")
 
 
@@ -307,7 +313,8 @@ def compile_selector(expression: str) -> CompiledSelector:
     if "cel.bind(" in expression:
         return CompiledSelector(expression, None, "cel.bind is not supported by kubesched's CEL evaluator")
     try:
-        ast = _ENV.compile(expression)
-        return CompiledSelector(expression, _ENV.program(ast, functions=FUNCTIONS))
+        env = _environment()
+        ast = env.compile(expression)
+        return CompiledSelector(expression, env.program(ast, functions=FUNCTIONS))
     except CELParseError as e:
         return CompiledSelector(expression, None, f"compilation failed: {str(e).splitlines()[0]}")

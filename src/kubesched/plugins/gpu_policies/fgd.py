@@ -22,6 +22,7 @@ placed), as the reference computes them from the whole workload before it starts
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,6 +34,7 @@ from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Scores
 from kubesched.framework.status import Status
 from kubesched.plugins.gpu_policies.common import sigmoid
 from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
+from kubesched.snapshot.gpushare.ledger import GpuLedger
 from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI, GpuRequest
 from kubesched.snapshot.gpushare.resources import NodeResources, accessible, model_access, node_resources
 from kubesched.snapshot.gpushare.selection import exclusive_gpus
@@ -57,6 +59,45 @@ class FGDArgs(BaseModel):
     gpu_res_weight: float = Field(default=0.0, ge=0)
 
 
+@dataclass(slots=True)
+class _ShapeScores:
+    """One pod shape's scores per table row and the ledger version of the row they were
+    computed at (-1: never): a node's score reads only that node, so a row is scored again only
+    when its pods or GPUs changed. With each score, the state it measured (CPU left, free milli
+    per GPU) and the GPU it chose for a share pod: Reserve's GPU choice, on the same state, reads
+    it instead of measuring again."""
+
+    versions: IntArray
+    scores: IntArray
+    best: IntArray
+    cpu_left: IntArray
+    free: IntArray
+
+    @classmethod
+    def empty(cls, size: int) -> _ShapeScores:
+        return cls(np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64),
+                   np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64),
+                   np.zeros((size, 0), dtype=np.int64))
+
+    def store(self, rows: Rows, versions: IntArray, res: NodeResources, scores: IntArray, best: IntArray) -> None:
+        width = res.free.shape[1]
+        if width > self.free.shape[1]:
+            self.free = np.pad(self.free, ((0, 0), (0, width - self.free.shape[1])))
+        self.versions[rows], self.scores[rows], self.best[rows] = versions, scores, best
+        self.cpu_left[rows] = res.cpu_left
+        self.free[rows] = 0
+        self.free[rows, :width] = res.free
+
+    def best_for(self, row: int, cpu_left: int, free: IntArray) -> int | None:
+        """The GPU chosen for ``row`` if it was scored in exactly this state, else None."""
+        if self.versions[row] < 0 or int(self.cpu_left[row]) != cpu_left or len(free) > self.free.shape[1]:
+            return None
+        stored = self.free[row]
+        if not (np.array_equal(stored[: len(free)], free) and not stored[len(free):].any()):
+            return None
+        return int(self.best[row])
+
+
 def _no_requests(pod: PodInfo) -> bool:
     r = pod.requests
     return not (r.milli_cpu or r.memory or r.ephemeral_storage or r.scalar)
@@ -72,6 +113,9 @@ class FGD(ScorePlugin):
         self._typical: list[TypicalPod] | None = list(self.args.typical_pods) if self.args.typical_pods else None
         self._access_key: tuple[int, int] | None = None
         self._access_lut = np.zeros((0, 0), dtype=np.bool_)
+        #: Scores per pod shape, valid while ``_cache_key`` (typical pods, GPU models, nodes) holds.
+        self._cache: dict[PodShape, _ShapeScores] = {}
+        self._cache_key: tuple[int, int, int, int] | None = None
 
     def typical_pods(self, current: PodInfo | None = None) -> list[TypicalPod]:
         """The target workload: the args', or computed once from the known pods."""
@@ -122,7 +166,32 @@ class FGD(ScorePlugin):
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
         if _no_requests(pod):
             return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
-        return self._scores(table, pod, node_resources(table, rows))[0]
+        return self._cached_scores(table, pod, np.asarray(rows, dtype=np.intp))
+
+    @staticmethod
+    def _key(table: NodeTable, pods: list[TypicalPod]) -> tuple[int, int, int, int]:
+        """What the cached scores depend on besides each row's pods: the typical pods, the GPU
+        models known, the nodes."""
+        return id(pods), len(table.label_column(GPU_MODEL).values), table.node_generation, len(table.alive)
+
+    def _cached_scores(self, table: NodeTable, pod: PodInfo, rows: Rows) -> IntArray:
+        """``_scores`` of ``rows``, computing only the rows changed since this shape's last score."""
+        key = self._key(table, self.typical_pods(pod))
+        if key != self._cache_key:
+            self._cache.clear()
+            self._cache_key = key
+        shape = pod_shape(pod)
+        cached = self._cache.get(shape)
+        if cached is None:
+            cached = self._cache[shape] = _ShapeScores.empty(len(table.alive))
+        versions = GpuLedger.of(table).versions(rows)
+        changed = cached.versions[rows] != versions
+        if changed.any():
+            stale = rows[changed]
+            res = node_resources(table, stale)
+            cached.store(stale, versions[changed], res, *self._scores(table, pod, res))
+        scores: IntArray = cached.scores[rows]
+        return scores
 
     def choose_gpus(self, pod: PodInfo, request: GpuRequest, row: int, free: IntArray) -> tuple[int, ...] | None:
         """GpuShare's ``gpuSelMethod: FGD`` (``allocateGpuIdBasedOnFGDScore``): a share pod gets
@@ -133,10 +202,16 @@ class FGD(ScorePlugin):
         rows = np.array([row], dtype=np.intp)
         res = node_resources(table, rows)
         # Reserve runs with the pod assumed: measure the node as it was before it.
+        cpu_left = int(res.cpu_left[0]) + (pod.requests.milli_cpu if table.pod(pod.uid) is not None else 0)
+        valid = self._cache_key == self._key(table, self.typical_pods(pod))
+        cached = self._cache.get(pod_shape(pod)) if valid else None
+        known = cached.best_for(row, cpu_left, free) if cached is not None else None
+        if known is not None:
+            return (known,) if known >= 0 and free[known] >= request.milli else None
         padded = np.zeros((1, max(res.free.shape[1], len(free))), dtype=np.int64)
         padded[0, : len(free)] = free
         before = NodeResources(
-            cpu_left=res.cpu_left + pod.requests.milli_cpu if table.pod(pod.uid) is not None else res.cpu_left,
+            cpu_left=np.array([cpu_left], dtype=np.int64),
             cpu_capacity=res.cpu_capacity, free=padded,
             exists=np.arange(padded.shape[1])[None, :] < len(free), gpu_count=res.gpu_count,
             model_codes=res.model_codes)

@@ -35,7 +35,7 @@ class GpuMetrics:
         #: Fragmented milli per row, measured again for the rows in ``_dirty``: every row a pod
         #: came to or left (the table's pod observer: assumed, bound, forgotten, deleted), and
         #: every row when a node came, went or changed (``node_generation`` moved).
-        self._frag: dict[int, float] = {}
+        self._frag = np.zeros(0)
         self._dirty: set[int] = set()
         self._node_generation = -1
         #: ``model_access`` of the typical pods, for the GPU models known (a new one: again).
@@ -54,6 +54,10 @@ class GpuMetrics:
     def unplaced(self) -> int:
         return self.ledger.overcommitted_milli()
 
+    def _grow(self) -> None:
+        if len(self._frag) < len(self.table.alive):
+            self._frag = np.pad(self._frag, (0, len(self.table.alive) - len(self._frag)))
+
     def fragmented(self) -> float:
         alive = self.table.alive_rows()
         if self._node_generation != self.table.node_generation:
@@ -68,6 +72,10 @@ class GpuMetrics:
                 self._access = (models, model_access(self.table, [t.gpu_model for t in self.typical]))
             access = self._access[1]
             measured = fragmentation(NodeStates(res.cpu_left, res.free, res.model_codes, access), self.typical)
-            self._frag.update(zip(rows.tolist(), measured.tolist(), strict=True))
+            self._grow()
+            self._frag[rows] = measured
         self._dirty.clear()
-        return sum(self._frag.get(row, 0.0) for row in alive.tolist())
+        self._grow()
+        # Summed one by one in row order (not numpy's pairwise sum): the figures stay the same.
+        total: float = sum(self._frag[alive].tolist())
+        return total

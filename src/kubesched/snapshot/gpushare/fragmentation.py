@@ -63,44 +63,77 @@ def _distinct(states: NodeStates) -> tuple[IntArray, IntArray]:
     return order[new], inverse
 
 
+@dataclass(frozen=True, slots=True)
+class _Workload:
+    """The typical pods as arrays (built once per list: the measure runs once per node change)."""
+
+    pods: Sequence[TypicalPod]
+    p: np.ndarray
+    t_cpu: IntArray
+    gpu_pod: BoolArray
+    thresholds: IntArray  # the distinct milli asked
+    which: IntArray  # each pod's threshold
+    t_count: IntArray
+
+
+_WORKLOADS: dict[int, _Workload] = {}
+
+
+def _workload(pods: Sequence[TypicalPod]) -> _Workload:
+    cached = _WORKLOADS.get(id(pods))
+    if cached is not None and cached.pods is pods:
+        return cached
+    t_milli = np.array([t.milli_gpu for t in pods], dtype=np.int64)
+    thresholds, which = np.unique(t_milli, return_inverse=True)
+    workload = _Workload(
+        pods=pods, p=np.array([t.frequency for t in pods]),
+        t_cpu=np.array([t.milli_cpu for t in pods], dtype=np.int64), gpu_pod=t_milli > 0,
+        thresholds=thresholds, which=which.reshape(-1),
+        t_count=np.maximum(np.array([t.gpu_count for t in pods], dtype=np.int64), 1))
+    if len(_WORKLOADS) >= 8:  # the list is held, so its id is not reused while cached
+        _WORKLOADS.clear()
+    _WORKLOADS[id(pods)] = workload
+    return workload
+
+
+#: Below this many states, deduplicating costs more than measuring every one.
+_DEDUP_FROM = 64
+
+
 def fragmentation(states: NodeStates, pods: Sequence[TypicalPod]) -> np.ndarray:
     """``NodeGpuShareFragAmountScore`` of every state (float64 array). Each bucket is summed over
     the typical pods in order (``cumsum``), and the buckets in the reference's order, as Go adds."""
     n = len(states.cpu_left)
     if n == 0 or not pods:
         return np.zeros(n)
-    pick, inverse = _distinct(states)
-    free, cpu_left = states.free[pick], states.cpu_left[pick]
-    access = states.access[states.model_codes[pick] + 1]  # (S, T)
-    p = np.array([t.frequency for t in pods])
-    t_cpu = np.array([t.milli_cpu for t in pods], dtype=np.int64)
-    t_milli = np.array([t.milli_gpu for t in pods], dtype=np.int64)
-    t_count = np.maximum(np.array([t.gpu_count for t in pods], dtype=np.int64), 1)
+    w = _workload(pods)
+    if n >= _DEDUP_FROM:
+        pick, inverse = _distinct(states)
+        free, cpu_left, codes = states.free[pick], states.cpu_left[pick], states.model_codes[pick]
+    else:
+        free, cpu_left, codes = states.free, states.cpu_left, states.model_codes
+    access = states.access[codes + 1]  # (S, T)
     # Per distinct milli asked: the free milli of GPUs too small for it, and how many fit it.
-    thresholds, which = np.unique(t_milli, return_inverse=True)
-    small_by = np.empty((len(free), len(thresholds)))
-    fit_by = np.empty((len(free), len(thresholds)), dtype=np.int64)
-    for k, milli in enumerate(thresholds.tolist()):
-        too_small = free < milli
-        small_by[:, k] = np.where(too_small, free, 0).sum(axis=1)
-        fit_by[:, k] = free.shape[1] - too_small.sum(axis=1)
-    small, fits = small_by[:, which], fit_by[:, which] >= t_count[None, :]
+    too_small = free[:, :, None] < w.thresholds[None, None, :]  # (S, G, K)
+    small = (too_small * free[:, :, None]).sum(axis=1)[:, w.which]
+    fits = (free.shape[1] - too_small.sum(axis=1))[:, w.which] >= w.t_count[None, :]
     total = free.sum(axis=1).astype(np.float64)[:, None]
-    cpu_ok = cpu_left[:, None] >= t_cpu[None, :]
-    gpu_pod = (t_milli > 0)[None, :]
+    cpu_ok = cpu_left[:, None] >= w.t_cpu[None, :]
+    gpu_pod = w.gpu_pod[None, :]
     ok = access & gpu_pod
-    pt = p[None, :] * total  # p * all free milli
-    zero = np.zeros_like(pt)
-    buckets = (
-        np.where(ok & ~fits & ~cpu_ok, pt, zero),  # Q1 lack both
-        np.where(ok & fits & cpu_ok, p[None, :] * small, np.where(ok & ~fits & cpu_ok, pt, zero)),  # Q2
-        np.where(ok & fits & ~cpu_ok, pt, zero),  # Q4 lack CPU
-        np.where(~gpu_pod & cpu_ok, pt, zero),  # XL: no GPU asked, CPU enough
-        np.where(~gpu_pod & ~cpu_ok, pt, zero),  # XR
-        np.where(gpu_pod & ~access, pt, zero),  # NA: model not accepted
-    )
+    p = w.p[None, :]
+    pt = p * total  # p * all free milli
+    buckets = np.zeros((6, *pt.shape))
+    np.copyto(buckets[0], pt, where=ok & ~fits & ~cpu_ok)  # Q1 lack both
+    np.copyto(buckets[1], pt, where=ok & ~fits & cpu_ok)  # Q2 lack GPU ...
+    np.copyto(buckets[1], p * small, where=ok & fits & cpu_ok)  # ... and Q2 fragments of Q3
+    np.copyto(buckets[2], pt, where=ok & fits & ~cpu_ok)  # Q4 lack CPU
+    np.copyto(buckets[3], pt, where=~gpu_pod & cpu_ok)  # XL: no GPU asked, CPU enough
+    np.copyto(buckets[4], pt, where=~gpu_pod & ~cpu_ok)  # XR
+    np.copyto(buckets[5], pt, where=gpu_pod & ~access)  # NA: model not accepted
+    sums = np.cumsum(buckets, axis=2)[:, :, -1]  # (6, S), each summed in pod order
     measure = np.zeros(len(free))
-    for bucket in buckets:
-        measure = measure + np.cumsum(bucket, axis=1)[:, -1]
-    result: np.ndarray = measure[inverse]
+    for bucket in sums:
+        measure = measure + bucket
+    result: np.ndarray = measure[inverse] if n >= _DEDUP_FROM else measure
     return result

@@ -76,6 +76,9 @@ class GpuLedger:
         self._unplaced: dict[str, tuple[int, PodInfo, GpuRequest]] = {}
         #: uid → row of pods whose GPUs did not fit on their node (counted nowhere).
         self._overcommitted: dict[str, int] = {}
+        #: Per row, bumped whenever a pod comes or goes there or its GPUs change: caches of
+        #: per-row values read from the ledger and the row's requests (FGD's scores) compare it.
+        self._versions: IntArray = np.zeros(len(table.alive), dtype=np.int64)
         table.observe_pods(self._observe)
 
     # -- shape -------------------------------------------------------------------------------------
@@ -89,13 +92,16 @@ class GpuLedger:
             self._used = np.pad(self._used, ((0, max(extra_rows, 0)), (0, max(extra_cols, 0))))
         if rows > self._tags.shape[0]:
             self._tags = np.pad(self._tags, ((0, rows - self._tags.shape[0]), (0, 0)))
+        if rows > len(self._versions):
+            self._versions = np.pad(self._versions, (0, rows - len(self._versions)))
 
     # -- the observer ------------------------------------------------------------------------------
     def _observe(self, row: int, pod: PodInfo, sign: int) -> None:
+        self._ensure_shape()
+        self._versions[row] += 1
         request = gpu_request_or_none(pod)
         if request is None:
             return
-        self._ensure_shape()
         self._tag(row, request.affinity_tag, sign)
         self._release(pod.uid)
         if sign < 0:
@@ -118,6 +124,7 @@ class GpuLedger:
     def _count(self, uid: str, row: int, milli: int, indices: tuple[int, ...]) -> None:
         self._ensure_shape(max(indices) + 1)
         self._used[row, list(indices)] += milli
+        self._versions[row] += 1
         self._counted[uid] = (row, milli, indices)
 
     def _release(self, uid: str) -> None:
@@ -125,6 +132,7 @@ class GpuLedger:
         if counted is not None:
             row, milli, indices = counted
             self._used[row, list(indices)] -= milli
+            self._versions[row] += 1
         self._unplaced.pop(uid, None)
         self._overcommitted.pop(uid, None)
 
@@ -180,6 +188,13 @@ class GpuLedger:
         exists = np.arange(self._used.shape[1]) < counts[:, None]
         free: IntArray = np.where(exists, np.maximum(MILLI - self._used[rows], 0), 0)
         return free
+
+    def versions(self, rows: Rows) -> IntArray:
+        """The change counter of each row (settled first): equal counters, equal pods and GPUs."""
+        self.settle()
+        self._ensure_shape()
+        versions: IntArray = self._versions[rows]
+        return versions
 
     def gpu_counts(self, rows: Rows) -> IntArray:
         counts: IntArray = self.table.node_column(COUNT_COLUMN)[rows]
