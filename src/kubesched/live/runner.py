@@ -142,6 +142,9 @@ class LiveScheduler(SchedulerObserver):
             # kube-scheduler's informers hand the listed objects on in Go map order (random), so
             # a backlog is popped, and nodes are searched, in no particular order: do the same.
             shuffle_lists=True,
+            # ... and get them with a watch-list (client-go's WatchListClient, on since v1.35):
+            # one stream out of the watch cache instead of pages read from etcd.
+            watch_list=True,
         )
         self.pod_informer = Informer(
             api,
@@ -152,6 +155,9 @@ class LiveScheduler(SchedulerObserver):
             # kube-scheduler's informers hand the listed objects on in Go map order (random), so
             # a backlog is popped, and nodes are searched, in no particular order: do the same.
             shuffle_lists=True,
+            # ... and get them with a watch-list (client-go's WatchListClient, on since v1.35):
+            # one stream out of the watch cache instead of pages read from etcd.
+            watch_list=True,
         )
         self.objects = ObjectInformers(api, kinds, self._object_changed, read_timeout=rt)
         self.status = StatusPublisher(api, self.scheduler.plugins(), kinds, emit=self.events.object_event)
