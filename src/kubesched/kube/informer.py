@@ -168,6 +168,9 @@ class Informer:
     #: Get the initial state with a watch-list (one streamed WATCH) rather than a paged LIST
     #: (a list refused as a watch-list is listed in pages instead).
     watch_list: bool = False
+    #: Hold the first listed state until this is set before handing it on (the live scheduler's pods
+    #: wait for its nodes, so every assigned pod lands on a known node), while it is already fetched.
+    apply_after: asyncio.Event | None = None
 
     def disconnected_for(self, now: float | None = None) -> float:
         """Seconds since the informer last failed to reach the apiserver without hearing from it
@@ -284,6 +287,8 @@ class Informer:
             if not cont:
                 rv = str(meta.get("resourceVersion", ""))
                 break
+        if self.apply_after is not None:
+            await self.apply_after.wait()
         self._replace(items, rv)
 
     def _replace(self, items: list[Obj], rv: str) -> None:
@@ -330,6 +335,8 @@ class Informer:
                     elif etype == "BOOKMARK":
                         annotations = (obj.get("metadata") or {}).get("annotations") or {}
                         if annotations.get(INITIAL_EVENTS_END) == "true":
+                            if self.apply_after is not None:
+                                await self.apply_after.wait()
                             self.backoff.reset()
                             self._replace(items, _rv(obj))
                             items = None

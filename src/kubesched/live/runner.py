@@ -357,10 +357,18 @@ class LiveScheduler(SchedulerObserver):
             self.events.start()
             profiles = ",".join(self.scheduler.frameworks)
             log.info("identity=%s profiles=%s event=starting", self.options.identity, profiles)
-            # Nodes first, then pods: every assigned pod lands on a known node before scheduling.
+            # Every informer lists at once (upstream: InformerFactory.Start, then WaitForCacheSync),
+            # but pods are handed on after nodes: every assigned pod lands on a known node.
+            self.pod_informer.apply_after = self.node_informer.synced
+            self.node_informer.start()
+            self.pod_informer.start()
+            objects = asyncio.ensure_future(self.objects.start())
             if not await self._sync(self.node_informer) or not await self._sync(self.pod_informer):
+                objects.cancel()
+                with contextlib.suppress(BaseException):
+                    await objects
                 return await self._shutdown(hold)
-            await self.objects.start()
+            await objects
             await self.scheduler.start_plugins()
             self.synced = True
             self.stats.synced_at = time.monotonic()

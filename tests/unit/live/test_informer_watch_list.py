@@ -96,3 +96,25 @@ async def test_watch_list_after_410_reconciles_against_the_streamed_state() -> N
         await inf.stop()
         await api.close()
         await server.close()
+
+
+async def test_apply_after_holds_the_listed_objects_until_it_is_set() -> None:
+    coll = FakeCollection()
+    for i in range(3):
+        await coll.put(f"p{i}")
+    server, api = await serve(coll)
+    rec = Recorder()
+    gate = asyncio.Event()
+    inf = Informer(api, coll.path, rec.handlers(), backoff=_fast_backoff(), watch_list=True, apply_after=gate)
+    inf.start()
+    try:
+        await _until(lambda: coll.watch_requests)
+        await asyncio.sleep(0.1)
+        assert not inf.synced.is_set() and rec.log == [] and inf.store == {}
+        gate.set()
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        assert sorted(n for _, n, _ in rec.log) == ["p0", "p1", "p2"]
+    finally:
+        await inf.stop()
+        await api.close()
+        await server.close()
