@@ -25,6 +25,8 @@ Workloads:
   chaos [--only NAME,...]                    faults on the real control plane, invariants checked (bench/chaos.py)
   openb [--nodes N] [--rounds R]             the openb GPU trace: kube-scheduler vs kubesched, pods bound and
                                              time to first bind with the trace pending (bench/openb.py)
+  startup [--nodes N] [--rounds R]          informers syncing the openb backlog: paged LIST vs watch-list
+                                             (bench/startup.py)
   fuzz [--bodies N]                          the extender fuzzed over HTTP, RSS watched (bench/chaos_fuzz.py)
 """
 
@@ -88,6 +90,10 @@ def main(argv: list[str]) -> int:
         from bench import openb
 
         return openb.main(rest)
+    if name == "startup":
+        from bench import startup
+
+        return startup.main(rest)
     if name == "fuzz":
         from bench import chaos_fuzz
 
