@@ -29,6 +29,8 @@ Workloads:
                                              time to first bind with the trace pending (bench/openb.py)
   gpu-replay [--policies P,..] [--seeds S,..]  the ATC '23 GPU-sharing replay of the openb trace per policy and
                                              seed: time and GPU allocation at 100/130 % demand (bench/gpu_replay.py)
+  startup [--nodes N] [--rounds R]          informers syncing the openb backlog: paged LIST vs watch-list
+                                             (bench/startup.py)
   fuzz [--bodies N]                          the extender fuzzed over HTTP, RSS watched (bench/chaos_fuzz.py)
 """
 
@@ -100,6 +102,10 @@ def main(argv: list[str]) -> int:
         from bench import gpu_replay
 
         return gpu_replay.main(rest)
+    if name == "startup":
+        from bench import startup
+
+        return startup.main(rest)
     if name == "fuzz":
         from bench import chaos_fuzz
 

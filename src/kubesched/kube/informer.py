@@ -3,7 +3,14 @@
 One :class:`Informer` per resource path (``/api/v1/nodes``, ``/api/v1/pods``, any collection, e.g.
 ``/apis/scheduling.x-k8s.io/v1alpha1/podgroups``):
 
-* **list** in pages (``limit``/``continue``; handed on in list order, or shuffled as client-go's
+* **watch-list** (``watch_list``, client-go's WatchListClient, on by default since v1.35): one WATCH
+  with ``sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`` streams
+  the initial state as ADDED events out of the apiserver's watch cache and marks its end with a
+  BOOKMARK annotated ``k8s.io/initial-events-end``; the same stream then goes on as the watch. No
+  pagination, no etcd read (8,152 pods: one request instead of 17 pages of 500). An apiserver that
+  refuses it (an error, or a stream that ends before the bookmark) gets the paged list from then on,
+  as client-go's reflector falls back (tools/cache/reflector.go ``watchList``).
+* otherwise **list** in pages (``limit``/``continue``; handed on in list order, or shuffled as client-go's
   watch-list hands them: ``shuffle_lists``), then **watch** from the list's ``resourceVersion`` with
   ``allowWatchBookmarks=true`` and a server ``timeoutSeconds`` drawn from 5–10 minutes (client-go's
   ``minWatchTimeout`` × [1, 2)); a client read timeout ends a connection that went silent (the
@@ -44,10 +51,17 @@ MIN_WATCH_TIMEOUT = 300.0
 #: The apiserver's watch cache sends a bookmark roughly every minute; no byte for this long = dead.
 DEFAULT_READ_TIMEOUT = 150.0
 LIST_PAGE_SIZE = 500
+#: The annotation on the BOOKMARK that ends a watch-list's initial events
+#: (k8s.io/apimachinery/pkg/apis/meta/v1 ``InitialEventsAnnotationKey``).
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 class GoneError(Exception):
     """The resourceVersion we hold is too old (410): relist."""
+
+
+class WatchListRefused(Exception):
+    """The apiserver did not serve a watch-list (older server, WatchList gate off): list in pages."""
 
 
 def object_key(obj: Obj) -> str:
@@ -151,6 +165,12 @@ class Informer:
     #: scheduler sets it so a backlog is queued, and nodes enter the snapshot, in kube-scheduler's
     #: order; otherwise list (key) order.
     shuffle_lists: bool = False
+    #: Get the initial state with a watch-list (one streamed WATCH) rather than a paged LIST
+    #: (a list refused as a watch-list is listed in pages instead).
+    watch_list: bool = False
+    #: Hold the first listed state until this is set before handing it on (the live scheduler's pods
+    #: wait for its nodes, so every assigned pod lands on a known node), while it is already fetched.
+    apply_after: asyncio.Event | None = None
 
     def disconnected_for(self, now: float | None = None) -> float:
         """Seconds since the informer last failed to reach the apiserver without hearing from it
@@ -167,6 +187,9 @@ class Informer:
         self._watch_task: asyncio.Task[None] | None = None
         self._rng = random.Random()
         self._stopped = False
+        #: The store must be (re)filled from a list (or a watch-list's initial events) first.
+        self._need_list = True
+        self._fallback_to_list = False
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> asyncio.Task[None]:
@@ -194,15 +217,18 @@ class Informer:
 
     # -- the loop ----------------------------------------------------------------------------------
     async def run(self) -> None:
-        need_list = True
         while not self._stopped:
             await self._resume.wait()
             try:
-                if need_list:
-                    await self._list_and_reconcile()
-                    need_list = False
-                    self.synced.set()
-                self._watch_task = asyncio.get_running_loop().create_task(self._watch())
+                if self._need_list and self.watch_list and not self._fallback_to_list:
+                    # The initial state and then the watch, on one stream.
+                    self._watch_task = asyncio.get_running_loop().create_task(self._watch_list())
+                else:
+                    if self._need_list:
+                        await self._list_and_reconcile()
+                        self._fallback_to_list = False
+                        self.synced.set()
+                    self._watch_task = asyncio.get_running_loop().create_task(self._watch())
                 try:
                     await self._watch_task
                 finally:
@@ -212,10 +238,15 @@ class Informer:
                 if self._stopped or self._resume.is_set():
                     raise
                 continue  # paused
+            except WatchListRefused as e:
+                # As client-go: this list in pages, the next one (after a 410) tries the watch-list again.
+                log.info("informer=%s event=watch_list_refused msg=%r: listing in pages", self.name, str(e))
+                self._fallback_to_list = True
+                continue
             except GoneError as e:
                 log.info("informer=%s event=gone msg=%r: relisting", self.name, str(e))
                 self.stats.relists_after_gone += 1
-                need_list = True
+                self._need_list = True
                 continue
             except (TimeoutError, aiohttp.ClientError, OSError, ApiError, ValueError) as e:
                 self.stats.watch_errors += 1
@@ -256,6 +287,12 @@ class Informer:
             if not cont:
                 rv = str(meta.get("resourceVersion", ""))
                 break
+        if self.apply_after is not None:
+            await self.apply_after.wait()
+        self._replace(items, rv)
+
+    def _replace(self, items: list[Obj], rv: str) -> None:
+        """The listed state (a paged list's or a watch-list's initial events) into the store."""
         self.stats.lists += 1
         self.stats.disconnected_since = None
         self.stats.last_status = None
@@ -265,7 +302,57 @@ class Informer:
         for d in deltas:
             self._apply(d.kind, d.obj, d.old)
         self.resource_version = rv
+        self._need_list = False
         log.info("informer=%s event=listed items=%d changes=%d rv=%s", self.name, len(items), len(deltas), rv)
+
+    async def _watch_list(self) -> None:
+        """client-go's ``watchList``: the initial state as ADDED events up to the bookmark annotated
+        ``k8s.io/initial-events-end`` (collected, then reconciled into the store as a list is), then
+        the same stream as the watch. Any failure before that bookmark is :class:`WatchListRefused`
+        (client-go falls back to LIST on any watch-list error; a 410 included)."""
+        timeout = self.min_watch_timeout * (1.0 + self._rng.random())
+        params = {
+            **self.params,
+            "watch": "true",
+            "sendInitialEvents": "true",
+            "resourceVersionMatch": "NotOlderThan",
+            "resourceVersion": self.resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": int(timeout),
+        }
+        self.stats.watches += 1
+        items: list[Obj] | None = []
+        try:
+            async with self.api.stream(self.path, params, self.read_timeout, timeout + 30.0) as events:
+                async for ev in events:
+                    if items is None:
+                        self._on_event(ev)
+                        continue
+                    etype = ev.get("type")
+                    obj: Obj = ev.get("object") or {}
+                    if etype == "ADDED":
+                        items.append(trim(obj))
+                    elif etype == "BOOKMARK":
+                        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+                        if annotations.get(INITIAL_EVENTS_END) == "true":
+                            if self.apply_after is not None:
+                                await self.apply_after.wait()
+                            self.backoff.reset()
+                            self._replace(items, _rv(obj))
+                            items = None
+                            self.synced.set()
+                    else:
+                        message = obj.get("message", "")
+                        raise WatchListRefused(f"{etype} event before the initial events ended: {message}")
+        except ApiError as e:
+            if items is not None:
+                raise WatchListRefused(str(e)) from None
+            if e.status == 410:
+                raise GoneError(str(e)) from None
+            raise
+        if items is not None:
+            ended = f"the stream ended after {len(items)} objects"
+            raise WatchListRefused(f"{ended} without the {INITIAL_EVENTS_END} bookmark")
 
     async def _watch(self) -> None:
         timeout = self.min_watch_timeout * (1.0 + self._rng.random())

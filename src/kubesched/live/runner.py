@@ -142,6 +142,9 @@ class LiveScheduler(SchedulerObserver):
             # kube-scheduler's informers hand the listed objects on in Go map order (random), so
             # a backlog is popped, and nodes are searched, in no particular order: do the same.
             shuffle_lists=True,
+            # ... and get them with a watch-list (client-go's WatchListClient, on since v1.35):
+            # one stream out of the watch cache instead of pages read from etcd.
+            watch_list=True,
         )
         self.pod_informer = Informer(
             api,
@@ -152,6 +155,9 @@ class LiveScheduler(SchedulerObserver):
             # kube-scheduler's informers hand the listed objects on in Go map order (random), so
             # a backlog is popped, and nodes are searched, in no particular order: do the same.
             shuffle_lists=True,
+            # ... and get them with a watch-list (client-go's WatchListClient, on since v1.35):
+            # one stream out of the watch cache instead of pages read from etcd.
+            watch_list=True,
         )
         self.objects = ObjectInformers(api, kinds, self._object_changed, read_timeout=rt)
         self.status = StatusPublisher(api, self.scheduler.plugins(), kinds, emit=self.events.object_event)
@@ -351,10 +357,18 @@ class LiveScheduler(SchedulerObserver):
             self.events.start()
             profiles = ",".join(self.scheduler.frameworks)
             log.info("identity=%s profiles=%s event=starting", self.options.identity, profiles)
-            # Nodes first, then pods: every assigned pod lands on a known node before scheduling.
+            # Every informer lists at once (upstream: InformerFactory.Start, then WaitForCacheSync),
+            # but pods are handed on after nodes: every assigned pod lands on a known node.
+            self.pod_informer.apply_after = self.node_informer.synced
+            self.node_informer.start()
+            self.pod_informer.start()
+            objects = asyncio.ensure_future(self.objects.start())
             if not await self._sync(self.node_informer) or not await self._sync(self.pod_informer):
+                objects.cancel()
+                with contextlib.suppress(BaseException):
+                    await objects
                 return await self._shutdown(hold)
-            await self.objects.start()
+            await objects
             await self.scheduler.start_plugins()
             self.synced = True
             self.stats.synced_at = time.monotonic()

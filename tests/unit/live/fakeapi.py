@@ -30,6 +30,9 @@ class FakeCollection:
         self.fail_continue_once = False
         self.changed = asyncio.Condition()
         self.bookmark_every: float | None = None
+        #: Serve watch-lists (sendInitialEvents=true); False answers them 422 as an apiserver
+        #: without the WatchList feature does.
+        self.watch_list = True
         self._watchers: set[web.StreamResponse] = set()
 
     # -- mutations (as a client of the real apiserver would cause) ----------------------------------
@@ -105,7 +108,13 @@ class FakeCollection:
 
     async def _watch(self, request: web.Request, q: dict[str, str]) -> web.StreamResponse:
         self.watch_requests.append(q)
-        since = int(q.get("resourceVersion") or 0)
+        initial = q.get("sendInitialEvents") == "true"
+        if initial and not self.watch_list:
+            message = "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+            status = {"kind": "Status", "code": 422, "reason": "Invalid", "message": message}
+            return web.json_response(status, status=422)
+        # A watch-list starts from the current state: never too old.
+        since = self.rv if initial else int(q.get("resourceVersion") or 0)
         if since < self.compacted:
             status = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version"}
             if self.gone_as_http:
@@ -120,6 +129,13 @@ class FakeCollection:
         resp._kubesched_task = asyncio.current_task()  # type: ignore[attr-defined]
         sent = since
         try:
+            if initial:  # the current state, then the bookmark that ends it; then a watch from there
+                for obj in sorted(self.objects.values(), key=lambda o: o["metadata"]["name"]):
+                    await resp.write(orjson.dumps({"type": "ADDED", "object": obj}) + b"\n")
+                end = {"metadata": {"resourceVersion": str(self.rv),
+                                    "annotations": {"k8s.io/initial-events-end": "true"}}}
+                await resp.write(orjson.dumps({"type": "BOOKMARK", "object": end}) + b"\n")
+                sent = self.rv
             while True:
                 for rv, etype, obj in list(self.log):
                     if rv > sent:

@@ -1,0 +1,89 @@
+"""How long an informer takes to sync a backlog: paged LIST (pages of 500) against watch-list
+(issue 32 item 2), on the openb trace as a real control plane holds it.
+
+``python -m bench startup [--trace DIR] [--nodes N] [--rounds R]``
+
+The trace's nodes (KWOK) and every task as a pending pod (for a scheduler that is not running) are
+created once; then, alternately (ABAB, so a machine whose load drifts favours neither), a fresh
+:class:`~kubesched.kube.informer.Informer` for pods and one for nodes is started each way and timed
+from start to synced (request, server, transfer, decode, store; no handlers). Results are appended
+to bench/results/startup-<date>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench import common
+from bench.live import Bulk
+from bench.openb import DEFAULT_TRACE, _save, openb_cluster
+from kubesched.kube.api import ApiClient, load_connection
+from kubesched.kube.informer import Informer
+from kubesched.testing.openb import load_trace, pod_object
+
+_STARTED = common.now_iso()
+
+
+async def _sync_seconds(kubeconfig: str, path: str, watch_list: bool) -> tuple[float, int]:
+    api = ApiClient(await load_connection(kubeconfig), qps=5000, burst=5000)
+    inf = Informer(api, path, name=path, watch_list=watch_list, shuffle_lists=True)
+    try:
+        t0 = time.perf_counter()
+        inf.start()
+        await asyncio.wait_for(inf.synced.wait(), 300)
+        return time.perf_counter() - t0, len(inf.store)
+    finally:
+        await inf.stop()
+        await api.close()
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench startup", description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
+    ap.add_argument("--nodes", type=int, default=0, help="cut to about N nodes (0: the whole trace)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--note", default="")
+    args = ap.parse_args(argv)
+    trace = load_trace(args.trace)
+    if args.nodes:
+        trace = trace.cut_to(args.nodes)
+    workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"kubesched-startup-{uuid.uuid4().hex[:6]}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    times: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
+    with openb_cluster(trace, workdir) as c:
+        ns = "startup"
+        c.create_namespace(ns)
+        Bulk(c).post_all(lambda b: f"/api/v1/namespaces/{ns}/pods",
+                         [pod_object(t, ns, "nobody") for t in trace.tasks])
+        kubeconfig = str(c.scheduler_kubeconfig)
+        for rnd in range(args.rounds):
+            ways = (False, True) if rnd % 2 == 0 else (True, False)
+            for resource in ("pods", "nodes"):
+                for watch_list in ways:
+                    key = f"{resource} {'watch-list' if watch_list else 'paged list'}"
+                    secs, n = asyncio.run(_sync_seconds(kubeconfig, f"/api/v1/{resource}", watch_list))
+                    times.setdefault(key, []).append(round(secs, 3))
+                    counts[key] = n
+                    print(f"  round {rnd}: {key}: {n} objects in {secs:.2f}s")
+    summary: dict[str, Any] = {k: {"objects": counts[k], "seconds": v, "median": statistics.median(v)}
+                               for k, v in times.items()}
+    record = {"benchmark": "startup", "when": _STARTED, "commit": common.git_commit(),
+              "command": common.command_line(), "machine": common.machine(), "nodes": len(trace.nodes),
+              "tasks": len(trace.tasks), "note": args.note, "summary": summary, "complete": True}
+    path = common.RESULTS / f"startup-{common.today()}.json"
+    _save(record, path)
+    print(f"startup: {summary}\n  saved to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
