@@ -295,7 +295,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         brings the pod back."""
         s = self._state(state)
         if s is None:
-            return None, Status.error(f'error reading "{STATE_KEY}" from cycleState: not found')
+            # This plugin's PreFilter never ran: an earlier PreFilter refused the pod as
+            # unresolvable (a missing PVC, say) and upstream's RunPreFilterPlugins stops there.
+            # Upstream's PostFilter then fails to read its state and returns an Error ("not
+            # found"), which ends the PostFilter phase before DefaultPreemption and adds that text
+            # to the pod's message; kubesched answers "nothing to deallocate" instead, so the
+            # message stays the PreFilter's (README: differences from upstream).
+            return None, Status.unschedulable()
         if not s.claims:
             return None, Status.unschedulable()
         for index in sorted(s.unavailable):
