@@ -73,6 +73,10 @@ class Claim:
     #: Seconds the address stays reserved after the pod is gone; None: as long as the claim exists.
     keep_seconds: float | None
     raw: dict[str, Any]
+    #: Not declared: the claim a pod of this StatefulSet (its name) has by the plugin's
+    #: ``statefulSetKeepDuration``. It has no object and no status; it ends when its reservation
+    #: does (the pod, coming back later, takes a new address).
+    stateful_set: str | None = None
 
 
 def parse_duration(text: object, field: str) -> float:
