@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kubesched.plugins.underlay_ip.kinds import CLAIM, POOL
-from kubesched.plugins.underlay_ip.tracker import PoolTracker, rfc3339
+from kubesched.plugins.underlay_ip.kinds import CLAIM, POOL, rfc3339
+from kubesched.plugins.underlay_ip.tracker import PoolTracker
 
 
 class StatusReports:

@@ -27,7 +27,6 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -36,7 +35,16 @@ import numpy.typing as npt
 from kubesched.framework.handle import Handle
 from kubesched.plugins.helpers.owners import controller_of
 from kubesched.plugins.underlay_ip.addresses import AddressBook, Assignment
-from kubesched.plugins.underlay_ip.kinds import CLAIM, POOL, Claim, Pool, UnderlaySpecError, parse_claim, parse_pool
+from kubesched.plugins.underlay_ip.kinds import (
+    CLAIM,
+    POOL,
+    Claim,
+    Pool,
+    UnderlaySpecError,
+    parse_claim,
+    parse_pool,
+    parse_rfc3339,
+)
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import Rows
 
@@ -49,20 +57,6 @@ REFRESH_SECONDS = 1.0
 #: keeps the address at least this long, whatever its keepDuration, so it comes back to it.
 RETRY_KEEP_SECONDS = 300.0
 _LAST_RELEASED_MAX = 1024
-
-
-def rfc3339(wall: float) -> str:
-    """With microseconds: a reservation rebuilt from it must not end a second early."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_rfc3339(text: object) -> float | None:
-    for form in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
-        try:
-            return datetime.strptime(str(text), form).replace(tzinfo=UTC).timestamp()
-        except ValueError:
-            continue
-    return None
 
 
 class PoolTracker:
