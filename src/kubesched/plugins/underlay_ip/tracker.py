@@ -27,6 +27,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -142,9 +143,15 @@ class PoolTracker:
                 self.book.drop_pool(name)
                 changed = True
         for name, raw in raws.items():
-            if self._pool_raws.get(name) is raw:
+            old = self._pool_raws.get(name)
+            if old is raw:
                 continue
             self._pool_raws[name] = raw
+            if old is not None and name in self.pools and old.get("spec") == raw.get("spec"):
+                # Only its status changed (the leader patches it every few seconds): the parsed
+                # pool stands, with the new object (its status is what a restart rebuilds from).
+                self.pools[name] = replace(self.pools[name], raw=raw)
+                continue
             changed = True
             try:
                 pool = parse_pool(raw)
