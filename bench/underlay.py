@@ -17,7 +17,12 @@ machine is shared: wall time varies with the neighbours' load); wall pods/s is p
 ``--before SRC`` measures a change: each round runs every configuration once with SRC (a copy of
 ``src/`` before the change) and once with this tree's ``src/``, each in a fresh process,
 interleaved so both see the same neighbours; the best round (least CPU: the least disturbed) and
-the median are recorded. Results go to bench/results/underlay-<date>.json.
+the median are recorded, with every round's figure and each configuration ÷ default paired round by
+round. Results go to bench/results/underlay-<date>.json.
+
+Live, the same pools (``live_pools``) serve bench/live.py's UnderlayIPPools (kubesched with pools
+vs kubesched's default profile) and UnderlayIPExtender (the extender beside the no-op floor):
+``python -m bench UnderlayIPPools --size small``.
 """
 
 from __future__ import annotations

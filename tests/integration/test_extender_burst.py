@@ -183,7 +183,12 @@ def _burst(
         assert per_node_final == dict.fromkeys(nodes, IPS), per_node_final
         assert sum(watched.values()) == NODES * IPS == len(watch.bound)
         if with_bind:
-            assert ext.cluster.binds == NODES * IPS  # every bind went through the extender
+            # Every bind went through the extender: it was asked to bind each bound pod. (Its own
+            # count of successful POSTs can be lower on a loaded machine: the apiserver may answer
+            # a pods/binding with a handler timeout and still commit it.)
+            asked = ext.server.metrics.registry.get_sample_value(
+                "kubesched_extender_requests_total", {"verb": "bind", "code": "200"}) or 0
+            assert asked >= NODES * IPS and ext.cluster.binds <= NODES * IPS, (asked, ext.cluster.binds)
 
         holds = ext.service.holds
         assert holds is not None
