@@ -3,7 +3,9 @@
 3 KWOK nodes, one UnderlayIPPool of ``ADDRESSES`` addresses per node, ``PODS`` pods (more than the
 pools hold) created at once. The scheduler is killed with SIGKILL as the watch sees the
 ``KILL_AT``-th bind, started again, and left to finish; then a few bound pods are deleted and the
-pending ones must take exactly their addresses. Twice:
+pending ones must take exactly their addresses. Three of the pods have UnderlayIPClaims pinning
+an address (StatefulSet-style fixed IPs): no other pod may ever carry those, and once deleted and
+created again they return to them. Twice:
 
 * ``kubesched run`` with UnderlayIP (a subprocess: the restarted one rebuilds the assignments from
   the pods' annotations and the pools' status);
@@ -49,6 +51,8 @@ ADDRESSES = 12  # per node's pool
 PODS = 80
 KILL_AT = 6  # SIGKILL as the watch sees this many binds
 DELETE_AFTER = 4  # bound pods deleted after the restart: pending ones take their addresses
+#: Pods with an UnderlayIPClaim pinning an address of node i's pool (StatefulSet-style fixed IPs).
+CLAIMED = {f"p-{i:03d}": (i, f"10.93.{i}.5") for i in range(NODES)}
 
 PROFILE = {
     "multiPoint": {"enabled": [{"name": "UnderlayIP"}]},
@@ -81,7 +85,15 @@ def _make_pools(cp: ControlPlane, ns: str, nodes: list[str], pools: list[str]) -
             "spec": {"addresses": addrs, "nodeNames": [node]}})
         pools.append(name)
         pool_of[node] = set(addrs)
+    for pod, (i, address) in CLAIMED.items():
+        cp.api("POST", f"{GROUP_PATH}/namespaces/{ns}/underlayipclaims", {
+            "apiVersion": "underlay.kubesched.io/v1alpha1", "kind": "UnderlayIPClaim",
+            "metadata": {"name": pod, "namespace": ns},
+            "spec": {"pool": f"kill-{ns}-{i}", "address": address, "keepDuration": "1h"}})
     return pool_of
+
+
+PINNED = {address: pod for pod, (_, address) in CLAIMED.items()}
 
 
 def violations(events: list[tuple[str, dict[str, Any]]], pool_of: dict[str, set[str]]) -> list[str]:
@@ -102,6 +114,8 @@ def violations(events: list[tuple[str, dict[str, Any]]], pool_of: dict[str, set[
             found.append(f"{name} bound to {node} without an address")
         elif address not in pool_of.get(node, set()):
             found.append(f"{name} on {node} carries {address}, not an address of its node's pool")
+        if address in PINNED and PINNED[address] != name:
+            found.append(f"{name} carries {address}, pinned by the claim of {PINNED[address]}")
         if ever.setdefault(uid, address) != address:
             found.append(f"{name}'s address changed from {ever[uid]} to {address}")
         live[name] = (node, address)
@@ -136,13 +150,18 @@ class Killer:
             self.done.set()
 
 
-def _finish(cp: ControlPlane, ns: str, watch: BindWatch, pool_of: dict[str, set[str]]) -> dict[str, tuple[str, str]]:
-    """Wait until the pools are full; then delete DELETE_AFTER bound pods and wait until pending
-    pods have taken exactly their addresses. The bound pods at the end."""
+def _finish(cp: ControlPlane, ns: str, watch: BindWatch, pool_of: dict[str, set[str]], scheduler_name: str
+            ) -> dict[str, tuple[str, str]]:
+    """Wait until the pools are full (the claimed pods on their pinned addresses); delete
+    DELETE_AFTER other bound pods and wait until pending pods have taken exactly their addresses;
+    then delete the claimed pods and create them again: they return to their addresses, which no
+    pending pod takes meanwhile. The bound pods at the end."""
     capacity = NODES * ADDRESSES
     cp.wait_for(lambda: len(_bound(cp, ns)) == capacity or None, 120, 0.5, f"{capacity} pods bound after the restart")
     before = _bound(cp, ns)
-    victims = sorted(before)[:DELETE_AFTER]
+    nodes = sorted(pool_of)
+    assert {p: before.get(p) for p in CLAIMED} == {p: (nodes[i], a) for p, (i, a) in CLAIMED.items()}, before
+    victims = sorted(n for n in before if n not in CLAIMED)[:DELETE_AFTER]
     for v in victims:
         cp.delete_pod(v, ns)
     freed = {before[v][1] for v in victims}
@@ -154,9 +173,23 @@ def _finish(cp: ControlPlane, ns: str, watch: BindWatch, pool_of: dict[str, set[
     after = cp.wait_for(refilled, 120, 0.5, "pending pods took the freed addresses")
     newcomers = {n: a for n, (_, a) in after.items() if n not in before}
     assert set(newcomers.values()) == freed, (newcomers, freed)
+    for p in CLAIMED:
+        cp.delete_pod(p, ns)
+    cp.wait_for(lambda: not set(CLAIMED) & {q["metadata"]["name"] for q in pods_in(cp, ns)} or None, 60, 0.25,
+                "the claimed pods gone")
+    time.sleep(3)  # pending pods retry on the deletions: none may take a claimed address
+    create_pods(cp, ns, list(CLAIMED), scheduler_name=scheduler_name, labels={"net": "underlay"},
+                requests={"cpu": "10m"})
+
+    def claimed_back() -> dict[str, tuple[str, str]] | None:
+        now = _bound(cp, ns)
+        return now if set(CLAIMED) <= set(now) else None
+
+    back = cp.wait_for(claimed_back, 120, 0.5, "the claimed pods back")
+    assert {p: back[p] for p in CLAIMED} == {p: after[p] for p in CLAIMED}
     time.sleep(3)  # room for a late extra bind
     final = _bound(cp, ns)
-    assert final == after, (final, after)
+    assert final == back == after, (final, after)
     found = violations(watch.events, pool_of)
     assert not found, found[:20]
     assert sorted(a for _, a in final.values()) == sorted(set().union(*pool_of.values())), final
@@ -186,7 +219,7 @@ def test_kubesched_run_killed_mid_burst_loses_and_duplicates_no_address(
         after_kill = len(watch.bound)
         second = Proc(cfg, cp.kubeconfig, tmp_path / "kubesched-2.log")
         second.wait_ready(60)
-        final = _finish(cp, ns, watch, pool_of)
+        final = _finish(cp, ns, watch, pool_of, name)
 
         def status_agrees() -> bool | None:
             for pool_name, node in zip(pools, nodes, strict=True):
@@ -256,7 +289,7 @@ def test_kubesched_extender_with_bind_killed_mid_burst_loses_and_duplicates_no_a
         time.sleep(1)
         after_kill = len(watch.bound)
         second = start_extender(2)  # the same port: kube-scheduler's configuration is unchanged
-        _finish(cp, ns, watch, pool_of)
+        _finish(cp, ns, watch, pool_of, name)
         print(f"\nkubesched extender: SIGKILL at the {killer.killed_at_bind}th bind seen, {after_kill} bound once "
               f"it died; {len(watch.events)} pod events replayed")
         assert second.alive(), second.tail()
