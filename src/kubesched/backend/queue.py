@@ -258,6 +258,33 @@ class SchedulingQueue:
             return qpi
         return None
 
+    def take(self, matches: Callable[[PodInfo], bool]) -> list[QueuedPodInfo]:
+        """The pods waiting in active, backoff or unschedulable that ``matches`` selects, taken out
+        as ``pop`` takes one (an attempt counted, no new scheduling cycle): the queued members of a
+        PodGroup, scheduled with the member just popped (upstream queues a group as one entity).
+        Gated pods stay: PreEnqueue still holds them."""
+        taken: list[QueuedPodInfo] = []
+        for uid, item in list(self._active_index.items()):
+            if matches(item.qpi.pod):
+                del self._active_index[uid]
+                item.valid = False
+                taken.append(item.qpi)
+        for uid, b in list(self._backoff_index.items()):
+            if matches(b.qpi.pod):
+                del self._backoff_index[uid]
+                b.valid = False
+                taken.append(b.qpi)
+        for uid, qpi in list(self._unschedulable.items()):
+            if matches(qpi.pod):
+                del self._unschedulable[uid]
+                taken.append(qpi)
+        now = self._clock.now()
+        for qpi in taken:
+            qpi.attempts += 1
+            if qpi.initial_attempt_timestamp is None:
+                qpi.initial_attempt_timestamp = now
+        return taken
+
     def add_unschedulable(self, qpi: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
         """A failed attempt. With no rejecting plugin (an error) or a move request during the
         attempt, the pod backs off; otherwise it waits for a relevant event."""

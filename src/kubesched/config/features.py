@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-GENERIC_WORKLOAD: Final = "GenericWorkload"
+from kubesched.framework.podgroup import GENERIC_WORKLOAD as GENERIC_WORKLOAD
 
 #: Gate → its default in Kubernetes v1.37 (pkg/features/kube_features.go): GenericWorkload is beta
 #: and off by default.

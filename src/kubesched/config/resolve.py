@@ -52,6 +52,7 @@ _UPSTREAM_POINT_ORDER: Final = (
     "permit",
     "preEnqueue",
     "queueSort",
+    "podGroupPostFilter",
 )
 
 

@@ -29,6 +29,7 @@ DEFAULT_PLUGINS = {
     "preBind": [],
     "bind": ["DefaultBinder"],
     "postBind": [],
+    "podGroupPostFilter": [],
 }
 DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1}
 
@@ -295,6 +296,7 @@ def test_v1beta2_defaults_are_per_point_with_old_weights() -> None:
         "preBind": [],
         "bind": ["DefaultBinder"],
         "postBind": [],
+        "podGroupPostFilter": [],
     }
     assert p.score_weights == {
         "NodeResourcesBalancedAllocation": 1,
