@@ -51,18 +51,18 @@ from kubesched.snapshot.pod import PodInfo
 
 
 @dataclass(slots=True)
-class _PodAttempt:
+class PodAttempt:
     qpi: QueuedPodInfo
     state: CycleState
     outcome: ScheduleResult | ScheduleFailure
 
 
 @dataclass(slots=True)
-class _GroupAttempt:
+class GroupAttempt:
     """podGroupAlgorithmResult: the group's status and the attempts made, in member order."""
 
     status: Status
-    attempts: list[_PodAttempt] = field(default_factory=list)
+    attempts: list[PodAttempt] = field(default_factory=list)
     any_scheduled: bool = False
     waiting_on_preemption: bool = False
     nominations: dict[str, str] = field(default_factory=dict)
@@ -113,7 +113,7 @@ class PodGroupCycle:
             sched.in_flight[q.pod.uid] = False
         group = PodGroupInfo(pod.namespace, key.split("/", 1)[1], [q.pod for q in members])
         try:
-            result = self._algorithm(fwk, group, members)
+            result = self.algorithm(fwk, group, members)
             not_tried = result.status  # completePodGroupAlgorithmResult: cloned before PodGroupPostFilter
             if result.status.code == Code.UNSCHEDULABLE:
                 reschedule = self._rescheduler(fwk, group, members)
@@ -128,11 +128,11 @@ class PodGroupCycle:
                     result.status = Status(failed.code, (*failed.reasons, st.message), failed.plugin)
         except Exception as e:  # a bug outside the plugins' calls: fail the group (with backoff), never the scheduler
             st = Status.from_exception(e)
-            result = _GroupAttempt(Status(st.code, (f"scheduling cycle: {st.message}",), "", e))
+            result = GroupAttempt(Status(st.code, (f"scheduling cycle: {st.message}",), "", e))
             not_tried = result.status
         self._submit(fwk, members, result, not_tried, cycle)
 
-    def _algorithm(self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo]) -> _GroupAttempt:
+    def algorithm(self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo]) -> GroupAttempt:
         """runRootSchedulingAlgorithm + podGroupSchedulingDefaultAlgorithm; every assumption made
         is undone before returning."""
         reverts: list[Callable[[], None]] = []
@@ -148,9 +148,9 @@ class PodGroupCycle:
 
     def _default_algorithm(
         self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo], reverts: list[Callable[[], None]]
-    ) -> _GroupAttempt:
+    ) -> GroupAttempt:
         placement_state = CycleState()
-        result = _GroupAttempt(Status.unschedulable(POD_GROUP_UNSCHEDULABLE))
+        result = GroupAttempt(Status.unschedulable(POD_GROUP_UNSCHEDULABLE))
         remaining, scheduled = len(members), self.scheduled_count(group.key)
         st = run_placement_feasible(fwk, placement_state, group, PlacementProgress(remaining, scheduled))
         if st.is_error:
@@ -163,7 +163,7 @@ class PodGroupCycle:
         for q in members:
             state = CycleState()
             outcome, revert = self._place(fwk, state, q.pod)
-            result.attempts.append(_PodAttempt(q, state, outcome))
+            result.attempts.append(PodAttempt(q, state, outcome))
             if revert is not None:
                 reverts.append(revert)
             failed = isinstance(outcome, ScheduleFailure)
@@ -223,7 +223,7 @@ class PodGroupCycle:
         self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo]
     ) -> Callable[[], tuple[PodGroupAssignments, Status]]:
         def reschedule() -> tuple[PodGroupAssignments, Status]:
-            result = self._algorithm(fwk, group, members)
+            result = self.algorithm(fwk, group, members)
             proposed = tuple(
                 ProposedAssignment(a.qpi.pod, a.outcome.node_name, a.state)
                 for a in result.attempts
@@ -235,7 +235,7 @@ class PodGroupCycle:
 
     # -- submitting -----------------------------------------------------------------------------
     def _submit(
-        self, fwk: Framework, members: list[QueuedPodInfo], result: _GroupAttempt, not_tried: Status, cycle: int
+        self, fwk: Framework, members: list[QueuedPodInfo], result: GroupAttempt, not_tried: Status, cycle: int
     ) -> None:
         """submitPodGroupAlgorithmResult."""
         sched = self.sched
