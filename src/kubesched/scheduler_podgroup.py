@@ -22,9 +22,8 @@ members with it (upstream queues a group as one entity) and:
 
 Where kubesched differs: a failed group's members wait in the unschedulable queue for an event
 one of the rejecting plugins registered (or the 5-minute flush) where upstream backs the group
-off and retries it; the group's pods are found by a scan of the queue; ``validatePodGroup``
-(same schedulerName, priority and preemption policy across members) is not ported; PodGroup
-status conditions (``PodGroupInitiallyScheduled``) are not written.
+off and retries it; the group's pods are found by a scan of the queue; PodGroup status
+conditions (``PodGroupInitiallyScheduled``) are not written.
 """
 
 from __future__ import annotations
@@ -35,12 +34,14 @@ from dataclasses import dataclass, field
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.podgroup import (
+    POD_GROUP_OBJECTS,
     POD_GROUP_UNSCHEDULABLE,
     PlacementProgress,
     PodGroupAssignments,
     PodGroupInfo,
     ProposedAssignment,
     group_key,
+    pod_group_priority,
 )
 from kubesched.framework.podgroup_points import run_placement_feasible, run_pod_group_post_filter
 from kubesched.framework.runtime import Framework
@@ -111,7 +112,15 @@ class PodGroupCycle:
         cycle = sched.queue.scheduling_cycle
         for q in members:
             sched.in_flight[q.pod.uid] = False
-        group = PodGroupInfo(pod.namespace, key.split("/", 1)[1], [q.pod for q in members])
+        raw_group = fwk.handle.objects(POD_GROUP_OBJECTS).get(key)
+        group = PodGroupInfo(pod.namespace, key.split("/", 1)[1], [q.pod for q in members], raw_group)
+        invalid = self._validate(group)
+        if invalid is not None:
+            # handlePodGroupFailureBeforeScheduling: every member fails with the error (backoff).
+            st = Status.error(invalid)
+            for q in members:
+                sched.fail(fwk, q, ScheduleFailure(st, invalid), cycle)
+            return
         try:
             result = self.algorithm(fwk, group, members)
             not_tried = result.status  # completePodGroupAlgorithmResult: cloned before PodGroupPostFilter
@@ -131,6 +140,23 @@ class PodGroupCycle:
             result = GroupAttempt(Status(st.code, (f"scheduling cycle: {st.message}",), "", e))
             not_tried = result.status
         self._submit(fwk, members, result, not_tried, cycle)
+
+    def _validate(self, group: PodGroupInfo) -> str | None:
+        """validatePodGroup (PodGroupPreemptionPolicy off): every member, queued or placed, has the
+        PodGroup's priority and the first member's preemption policy. The scheduler name needs no
+        check: only members of the popped pod's profile are taken."""
+        group_priority = pod_group_priority(group.pod_group)
+        placed = [self.sched.cache.table.pod(uid) for uid in sorted(self._placed.get(group.key, ()))]
+        policy = ""
+        for pod in (*group.unscheduled_pods, *(p for p in placed if p is not None)):
+            if pod.priority != group_priority:
+                return ("all pods in a single pod group should have the same priority as the pod group's priority, "
+                        f"got {pod.priority} and {group_priority}")
+            own = str(pod.spec.get("preemptionPolicy") or "PreemptLowerPriority")
+            if policy and own != policy:
+                return f"all pods in a single pod group should have the same preemption policy, got {own} and {policy}"
+            policy = own
+        return None
 
     def algorithm(self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo]) -> GroupAttempt:
         """runRootSchedulingAlgorithm + podGroupSchedulingDefaultAlgorithm; every assumption made

@@ -94,11 +94,13 @@ class BindWatch:
         ]
 
 
-def _pod_group(cp: ControlPlane, ns: str, name: str, min_count: int) -> None:
+def _pod_group(cp: ControlPlane, ns: str, name: str, min_count: int, priority_class: str | None = None) -> None:
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if priority_class:  # the members' priority must be the group's (validatePodGroup)
+        spec["priorityClassName"] = priority_class
     cp.api("POST", PG_PATH.format(ns=ns), {
         "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+        "metadata": {"name": name, "namespace": ns}, "spec": spec,
     })
 
 
@@ -139,7 +141,7 @@ def _preempting_gang(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any
                       node_selector={"gang-preempt": "yes"})
     cp.wait_for(lambda: sum(1 for p in pods_in(cp, ns) if p["spec"].get("nodeName")) == 4, 60, 0.2, "low bound")
     group, count, cpu = HIGH_GANG
-    _pod_group(cp, ns, group, count)
+    _pod_group(cp, ns, group, count, HIGH_CLASS)
     with BindWatch(cp, ns, {group: count}) as watch:
         for i in range(count):
             _member(cp, ns, scheduler, group, i, cpu, "gang-preempt", priority_class_name=HIGH_CLASS)

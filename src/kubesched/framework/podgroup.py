@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Status
@@ -24,6 +25,9 @@ from kubesched.snapshot.pod import PodInfo
 
 #: The feature gate that turns the Workload API and the PodGroup cycle on (pkg/features).
 GENERIC_WORKLOAD = "GenericWorkload"
+#: The name shells and ``handle.objects`` know the Workload API's PodGroups by (GangScheduling
+#: declares the kind; ``PodGroup`` alone is scheduler-plugins' kind).
+POD_GROUP_OBJECTS = "PodGroup.scheduling.k8s.io"
 #: errPodGroupUnschedulable (schedule_one_podgroup.go): upstream attaches it as the error of a
 #: group's Unschedulable status, so the message a member gets starts with it.
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
@@ -52,6 +56,8 @@ class PodGroupInfo:
     namespace: str
     name: str
     unscheduled_pods: list[PodInfo] = field(default_factory=list)
+    #: The PodGroup object as the shell tracks it (None when the shell has none).
+    pod_group: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -93,3 +99,11 @@ class PodGroupPostFilterResult:
     """fwk.PodGroupPostFilterResult: member uid → the node it is nominated to."""
 
     nominations: dict[str, str] = field(default_factory=dict)
+
+
+def pod_group_priority(raw: dict[str, Any] | None) -> int:
+    """util.PodGroupPriority: ``spec.priority`` (filled by admission from ``priorityClassName``),
+    0 when unset."""
+    spec = (raw or {}).get("spec") or {}
+    priority = spec.get("priority")
+    return priority if isinstance(priority, int) and not isinstance(priority, bool) else 0

@@ -4,7 +4,8 @@ Port of pkg/scheduler/framework/preemption/podgrouppreemption.go (``PodGroupEval
 Kubernetes v1.37.1, GenericWorkload on, CompositePodGroup and PodGroupPreemptionPolicy off), the
 PodGroupPostFilter half of DefaultPreemption:
 
-1. the preemptor is the group (its members' priority and preemption policy); ``Never`` is not
+1. the preemptor is the group (the PodGroup's priority, its first member's preemption policy:
+   PodGroupPreemptionPolicy off, the members all share it); ``Never`` is not
    eligible; a member nominated to a node where a lower-priority pod is terminating because of
    preemption means a preemption is under way (Success, the nominations kept);
 2. the domain is the whole cluster. Its possible victims are the pods below the group's priority
@@ -35,6 +36,7 @@ from kubesched.framework.podgroup import (
     PodGroupPostFilterResult,
     PodGroupSchedulingFunc,
     group_key,
+    pod_group_priority,
 )
 from kubesched.framework.preemption_order import (
     PodDisruptionBudget,
@@ -99,7 +101,7 @@ class PodGroupEvaluator:
         first = members[0]
         if first.spec.get("preemptionPolicy") == "Never":
             return None, Status.unschedulable("not eligible due to preemptionPolicy=Never.")
-        prio = self.priority(first)
+        prio = pod_group_priority(group.pod_group) if group.pod_group is not None else self.priority(first)
         if self._ongoing(members, prio):
             nominations = {p.uid: n for p in members if (n := self._nominated_node(p.uid))}
             ongoing = Status(Code.SUCCESS, ("ongoing preemption on nominated nodes",))

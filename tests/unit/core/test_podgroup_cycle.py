@@ -44,10 +44,13 @@ NS = "default"
 GATES = {"GenericWorkload": True}
 
 
-def pod_group(name: str, min_count: int | None) -> dict[str, Any]:
+def pod_group(name: str, min_count: int | None, priority: int | None = None) -> dict[str, Any]:
     policy: dict[str, Any] = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if priority is not None:  # admission's, from priorityClassName
+        spec["priority"] = priority
     return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": NS}, "spec": {"schedulingPolicy": policy}}
+            "metadata": {"name": name, "namespace": NS}, "spec": spec}
 
 
 def member(name: str, group: str, cpu: str = "1", priority: int = 0) -> PodInfo:
@@ -191,7 +194,7 @@ def test_a_basic_group_binds_the_members_that_fit() -> None:
 def test_a_gang_preempts_lower_priority_pods_as_a_group() -> None:
     """TestPodGroupCycle_PodGroupPostFilter: the group preemption succeeds, its message is appended
     to the group's, the members are nominated; once the victims are gone the gang binds."""
-    sched, cluster, clock, seen = build([pod_group("hi", 4)])
+    sched, cluster, clock, seen = build([pod_group("hi", 4, priority=100)])
     for i in range(3):
         cluster.add_pod(PodInfo.from_raw(pod(f"low-{i}", cpu="2", namespace=NS, node_name=f"n{i % 2}")))
     for i in range(4):
@@ -212,7 +215,7 @@ def test_a_gang_preempts_lower_priority_pods_as_a_group() -> None:
 
 
 def test_a_gang_that_cannot_fit_even_with_every_victim_gone_evicts_nothing() -> None:
-    sched, cluster, _, seen = build([pod_group("hi", 5)])
+    sched, cluster, _, seen = build([pod_group("hi", 5, priority=100)])
     for i in range(2):
         cluster.add_pod(PodInfo.from_raw(pod(f"low-{i}", cpu="2", namespace=NS, node_name=f"n{i}")))
     for i in range(5):
@@ -221,6 +224,18 @@ def test_a_gang_that_cannot_fit_even_with_every_victim_gone_evicts_nothing() -> 
     assert seen.victims == []
     assert bound(cluster) == ["low-0", "low-1"]
     assert seen.failed_with["hi-3"] == "minCount (5) cannot be satisfied: 2 scheduled, 2 remaining"
+
+
+def test_members_whose_priority_is_not_the_pod_groups_fail_with_upstreams_error() -> None:
+    """validatePodGroup: upstream fails the whole group before scheduling (a SchedulerError)."""
+    sched, cluster, _, seen = build([pod_group("g", 2)])
+    for i in range(2):
+        cluster.add_pod(member(f"g-{i}", "g", "1", priority=1000))
+    run(sched)
+    assert bound(cluster) == []
+    message = ("all pods in a single pod group should have the same priority as the pod group's priority, "
+               "got 1000 and 0")
+    assert seen.failed_with == {"g-0": message, "g-1": message}
 
 
 # -- TestPodGroupSchedulingAlgorithm ---------------------------------------------------------------
