@@ -13,7 +13,10 @@ under kubesched in a namespace of its own, on the same nodes.
    no partial gang bound at any moment (from a watch of the binds).
 2. A gang preempting lower-priority pods as a group (3 × 2 CPU at priority 1000, minCount 3, on
    two 4-CPU nodes full of 2-CPU pods at priority 0): the same number of victims evicted (three:
-   the fourth is reprieved), the whole gang bound, no partial gang at any moment.
+   the fourth is reprieved), the members' FailedScheduling messages word for word, the whole gang
+   bound, no partial gang at any moment. Not compared: the victims' Preempted event text
+   (kube-scheduler: ``Preempted by podgroup <PodGroup uid> on node cluster``; kubesched names the
+   first member and the victim's node).
 """
 
 from __future__ import annotations
@@ -153,7 +156,13 @@ def _preempting_gang(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any
         cp.wait_for(gang_bound, 120, 0.3, "the gang bound")
         time.sleep(2.0)  # no further evictions
     pods = pods_in(cp, ns)
+    events = cp.get(f"/api/v1/namespaces/{ns}/events")["items"]
     return {
+        # What each gang member was told before the victims were gone (FailedScheduling events).
+        "failed_with": {name: sorted({e.get("message", "") for e in events if e.get("reason") == "FailedScheduling"
+                                      and e["involvedObject"]["name"] == name})
+                        for name in (f"{group}-{i}" for i in range(count))},
+        "preempted_events": sum(1 for e in events if e.get("reason") == "Preempted"),
         "gang_bound": sorted(p["metadata"]["name"] for p in pods
                              if p["metadata"]["name"].startswith(group) and p["spec"].get("nodeName")),
         "low_left": sum(1 for p in pods if p["metadata"]["name"].startswith("low-")),
@@ -258,4 +267,6 @@ def test_a_gang_preempts_lower_priority_pods_as_a_group_like_kube_scheduler(
     print(f"\nkube-scheduler: {oracle}\nkubesched:      {ours}")
     assert oracle["gang_bound"] == ours["gang_bound"] == [f"{HIGH_GANG[0]}-{i}" for i in range(HIGH_GANG[1])]
     assert oracle["low_left"] == ours["low_left"] == 1  # three victims: the fourth was reprieved
+    assert oracle["preempted_events"] == ours["preempted_events"] == 3
+    assert ours["failed_with"] == oracle["failed_with"]
     assert oracle["partial"] == [] and ours["partial"] == []
