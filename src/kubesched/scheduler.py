@@ -156,7 +156,9 @@ class Scheduler:
         from kubesched.scheduler_podgroup import PodGroupCycle
 
         gates = feature_gates or {}
-        self._pod_group_cycle = PodGroupCycle(self) if gates.get(GENERIC_WORKLOAD) else None
+        self._pod_group_cycle = PodGroupCycle(self, gates) if gates.get(GENERIC_WORKLOAD) else None
+        #: The nodes of the placement a PodGroup cycle is trying (None: every node).
+        self.placement_rows: Rows | None = None
         #: The rotating start index and the recent pass rate (upstream nextStartNodeIndex).
         self._feasible_nodes = FeasibleNodeSearch()
         #: Plugins that count finished pods (e.g. a PodGroup's succeeded/failed members) override
@@ -377,7 +379,8 @@ class Scheduler:
     def schedule_pod(self, fwk: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult | ScheduleFailure:
         """Pick a node for pod or explain why none fits (upstream schedulePod)."""
         table = self.cache.table
-        all_rows = table.alive_rows()
+        # A PodGroup cycle trying a placement sees that placement's nodes only (AssumePlacement).
+        all_rows = table.alive_rows() if self.placement_rows is None else self.placement_rows
         num_all = len(all_rows)
         if num_all == 0:
             return ScheduleFailure(Status.unschedulable(NO_NODES_MSG), NO_NODES_MSG)

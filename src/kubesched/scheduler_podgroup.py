@@ -28,7 +28,7 @@ conditions (``PodGroupInitiallyScheduled``) are not written.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kubesched.framework.cycle_state import CycleState
@@ -36,6 +36,8 @@ from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.podgroup import (
     POD_GROUP_OBJECTS,
     POD_GROUP_UNSCHEDULABLE,
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+    Placement,
     PlacementProgress,
     PodGroupAssignments,
     PodGroupInfo,
@@ -43,7 +45,12 @@ from kubesched.framework.podgroup import (
     group_key,
     pod_group_priority,
 )
-from kubesched.framework.podgroup_points import run_placement_feasible, run_pod_group_post_filter
+from kubesched.framework.podgroup_points import (
+    run_placement_feasible,
+    run_placement_generate,
+    run_placement_score,
+    run_pod_group_post_filter,
+)
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import QueuedPodInfo
@@ -69,6 +76,12 @@ class GroupAttempt:
     nominations: dict[str, str] = field(default_factory=dict)
 
 
+def _as_error(status: Status) -> str:
+    """Status.AsError().Error(): a status upstream built WithError(errPodGroupUnschedulable) (kubesched:
+    that text as its first reason) reads as the error alone, any other as its message."""
+    return POD_GROUP_UNSCHEDULABLE if status.reasons[:1] == (POD_GROUP_UNSCHEDULABLE,) else status.message
+
+
 def member_order(qpi: QueuedPodInfo) -> tuple[int, int, float, str]:
     """PodGroupMemberPodsOrderingFunc: priority (high first), attempts (more first), timestamp
     (earlier first), name."""
@@ -76,8 +89,10 @@ def member_order(qpi: QueuedPodInfo) -> tuple[int, int, float, str]:
 
 
 class PodGroupCycle:
-    def __init__(self, sched: Scheduler) -> None:
+    def __init__(self, sched: Scheduler, gates: Mapping[str, bool]) -> None:
         self.sched = sched
+        #: TopologyAwareWorkloadScheduling: try the group on each placement PlacementGenerate makes.
+        self.placements = bool(gates.get(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING))
         #: Group key → uids of its members in the node table (assumed or bound): ScheduledPodsCount.
         self._placed: dict[str, set[str]] = {}
         sched.cache.table.observe_pods(self._observe)
@@ -161,16 +176,74 @@ class PodGroupCycle:
     def algorithm(self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo]) -> GroupAttempt:
         """runRootSchedulingAlgorithm + podGroupSchedulingDefaultAlgorithm; every assumption made
         is undone before returning."""
-        reverts: list[Callable[[], None]] = []
-        try:
-            result = self._default_algorithm(fwk, group, members, reverts)
-        finally:
-            for revert in reversed(reverts):
-                revert()
+        if self.placements:
+            result = self._placement_algorithm(fwk, group, members)
+        else:
+            result = self._reverted_default_algorithm(fwk, group, members)
         if result.status.is_success and not result.any_scheduled:
             # The framework requires at least one member placed for a Success.
             result.status = Status.unschedulable(POD_GROUP_UNSCHEDULABLE)
         return result
+
+    def _reverted_default_algorithm(
+        self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo]
+    ) -> GroupAttempt:
+        reverts: list[Callable[[], None]] = []
+        try:
+            return self._default_algorithm(fwk, group, members, reverts)
+        finally:
+            for revert in reversed(reverts):
+                revert()
+
+    def _placement_algorithm(self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo]) -> GroupAttempt:
+        """podGroupSchedulingPlacementAlgorithm: the group tried on each placement the
+        PlacementGenerate plugin makes (the nodes outside it hidden), the placements where it fits
+        scored by the PlacementScore plugins; the best one's attempts are the result."""
+        sched = self.sched
+        parent = Placement("", sched.cache.table.alive_rows())
+        placements, st = run_placement_generate(fwk, CycleState(), group, parent)
+        if not st.is_success:
+            return GroupAttempt(st)
+        first: GroupAttempt | None = None
+        fitting: list[tuple[Placement, GroupAttempt]] = []
+        outer = sched.placement_rows
+        try:
+            for placement in placements:
+                sched.placement_rows = placement.rows
+                result = self._reverted_default_algorithm(fwk, group, members)
+                if result.status.is_error:
+                    return result
+                first = first or result
+                if result.status.is_success:
+                    fitting.append((placement, result))
+        finally:
+            sched.placement_rows = outer
+        if not fitting:
+            assert first is not None
+            first.status = Status.unschedulable(
+                POD_GROUP_UNSCHEDULABLE,
+                f"0/{len(placements)} placements are available, first placement status: {_as_error(first.status)}")
+            return first
+        if len(fitting) == 1:
+            return fitting[0][1]
+        candidates = [PodGroupAssignments(self._proposed(result), placement) for placement, result in fitting]
+        totals, st = run_placement_score(fwk, CycleState(), group, candidates)
+        if not st.is_success:
+            return GroupAttempt(st)
+        best = max(totals)
+        ties = [i for i, total in enumerate(totals) if total == best]
+        # findBestPlacement: ties broken at random (the scheduler's seeded RNG).
+        pick = ties[0] if len(ties) == 1 else ties[fwk.handle.rng.randrange(len(ties))]
+        return fitting[pick][1]
+
+    @staticmethod
+    def _proposed(result: GroupAttempt) -> tuple[ProposedAssignment, ...]:
+        """makeProposedAssignments: the members placed."""
+        return tuple(
+            ProposedAssignment(a.qpi.pod, a.outcome.node_name, a.state)
+            for a in result.attempts
+            if isinstance(a.outcome, ScheduleResult)
+        )
 
     def _default_algorithm(
         self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo], reverts: list[Callable[[], None]]
@@ -250,12 +323,7 @@ class PodGroupCycle:
     ) -> Callable[[], tuple[PodGroupAssignments, Status]]:
         def reschedule() -> tuple[PodGroupAssignments, Status]:
             result = self.algorithm(fwk, group, members)
-            proposed = tuple(
-                ProposedAssignment(a.qpi.pod, a.outcome.node_name, a.state)
-                for a in result.attempts
-                if isinstance(a.outcome, ScheduleResult)
-            )
-            return PodGroupAssignments(proposed), result.status
+            return PodGroupAssignments(self._proposed(result)), result.status
 
         return reschedule
 

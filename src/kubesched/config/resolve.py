@@ -52,6 +52,8 @@ _UPSTREAM_POINT_ORDER: Final = (
     "permit",
     "preEnqueue",
     "queueSort",
+    "placementGenerate",
+    "placementScore",
     "podGroupPostFilter",
 )
 

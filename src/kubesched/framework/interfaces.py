@@ -22,7 +22,9 @@ import numpy.typing as npt
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.objects import ObjectEvent, ObjectKind
 from kubesched.framework.podgroup import (
+    Placement,
     PlacementProgress,
+    PodGroupAssignments,
     PodGroupInfo,
     PodGroupPostFilterResult,
     PodGroupSchedulingFunc,
@@ -275,6 +277,34 @@ class PodGroupPostFilterPlugin(Plugin):
         raise NotImplementedError
 
 
+class PlacementGeneratePlugin(Plugin):
+    """TopologyAwareWorkloadScheduling: splits the nodes a group may use into placements, each
+    tried in turn (upstream fwk.PlacementGeneratePlugin; only the first configured one runs)."""
+
+    def generate_placements(
+        self, state: CycleState, group: PodGroupInfo, parent: Placement
+    ) -> tuple[list[Placement], Status]:
+        """The placements to try within ``parent`` (all nodes); ``[parent]`` when the group has no
+        constraint of this plugin's; none at all fails the group (``no feasible placements found``)."""
+        raise NotImplementedError
+
+
+class PlacementScorePlugin(Plugin):
+    """TopologyAwareWorkloadScheduling: scores the placements the group fitted on (upstream
+    fwk.PlacementScorePlugin); the highest weighted total wins."""
+
+    def score_placement(
+        self, state: CycleState, group: PodGroupInfo, assignments: PodGroupAssignments
+    ) -> tuple[int, Status]:
+        """The raw score of one placement where the group fitted (``assignments.placement``)."""
+        raise NotImplementedError
+
+    def normalize_placement_scores(self, state: CycleState, group: PodGroupInfo, scores: list[int]) -> Status | None:
+        """Optional NormalizePlacementScore: rewrite ``scores`` in place (0–100 afterwards). None
+        (the default): the plugin has no normalisation."""
+        return None
+
+
 class PreBindPlugin(Plugin):
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         raise NotImplementedError
@@ -306,6 +336,8 @@ EXTENSION_POINTS: dict[str, type[Plugin]] = {
     "preBind": PreBindPlugin,
     "bind": BindPlugin,
     "postBind": PostBindPlugin,
+    "placementGenerate": PlacementGeneratePlugin,
+    "placementScore": PlacementScorePlugin,
     "podGroupPostFilter": PodGroupPostFilterPlugin,
 }
 

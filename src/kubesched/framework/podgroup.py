@@ -22,9 +22,12 @@ from typing import Any
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Status
 from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import Rows
 
 #: The feature gate that turns the Workload API and the PodGroup cycle on (pkg/features).
 GENERIC_WORKLOAD = "GenericWorkload"
+#: The alpha gate that tries a group on several placements (PlacementGenerate/PlacementScore).
+TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
 #: The name shells and ``handle.objects`` know the Workload API's PodGroups by (GangScheduling
 #: declares the kind; ``PodGroup`` alone is scheduler-plugins' kind).
 POD_GROUP_OBJECTS = "PodGroup.scheduling.k8s.io"
@@ -83,10 +86,20 @@ class ProposedAssignment:
 
 
 @dataclass(frozen=True, slots=True)
+class Placement:
+    """fwk.Placement: a named set of nodes (rows of the node table) a group is tried on."""
+
+    name: str
+    rows: Rows
+
+
+@dataclass(frozen=True, slots=True)
 class PodGroupAssignments:
-    """fwk.PodGroupAssignments: the members a (re)run of the group algorithm placed."""
+    """fwk.PodGroupAssignments: the members a (re)run of the group algorithm placed, and on which
+    placement (None outside TopologyAwareWorkloadScheduling's placement search)."""
 
     proposed: tuple[ProposedAssignment, ...] = ()
+    placement: Placement | None = None
 
 
 #: fwk.PodGroupSchedulingFunc: runs the group algorithm again on the current snapshot (a

@@ -1,14 +1,19 @@
-"""The group-level extension points' loops: PlacementFeasible and PodGroupPostFilter.
+"""The group-level extension points' loops: PlacementGenerate, PlacementFeasible, PlacementScore
+and PodGroupPostFilter.
 
-Port of pkg/scheduler/framework/runtime/framework.go (v1.37.1) ``RunPlacementFeasiblePlugins``
-and ``RunPodGroupPostFilterPlugins``; the group cycle that calls them is ``scheduler_podgroup.py``.
+Port of pkg/scheduler/framework/runtime/framework.go (v1.37.1) ``RunPlacementGeneratePlugins``,
+``RunPlacementFeasiblePlugins``, ``RunPlacementScorePlugins`` and ``RunPodGroupPostFilterPlugins``;
+the group cycle that calls them is ``scheduler_podgroup.py``.
 """
 
 from __future__ import annotations
 
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE
 from kubesched.framework.podgroup import (
+    Placement,
     PlacementProgress,
+    PodGroupAssignments,
     PodGroupInfo,
     PodGroupPostFilterResult,
     PodGroupSchedulingFunc,
@@ -63,3 +68,59 @@ def run_pod_group_post_filter(
             continue
         return None, Status.error(f'error in "{p.name}" PodGroupPostFilter plugins: {st.message}', p.name)
     return None, Status.unschedulable(*reasons, plugin=rejector)
+
+
+def run_placement_generate(
+    fwk: Framework, state: CycleState, group: PodGroupInfo, parent: Placement
+) -> tuple[list[Placement], Status]:
+    """The first PlacementGenerate plugin only (upstream runs no other); none configured: the
+    parent placement (every node) alone."""
+    if not fwk.placement_generate:
+        return [parent], SUCCESS
+    p = fwk.placement_generate[0]
+    try:
+        placements, st = p.generate_placements(state, group, parent)
+    except Exception as e:
+        placements, st = [], Status.from_exception(e)
+    if not st.is_success:
+        return [], st.with_plugin(p.name)
+    if not placements:
+        return [], Status.unschedulable("no feasible placements found", plugin=p.name)
+    return placements, SUCCESS
+
+
+def run_placement_score(
+    fwk: Framework, state: CycleState, group: PodGroupInfo, candidates: list[PodGroupAssignments]
+) -> tuple[list[int], Status]:
+    """Each plugin scores each candidate, normalises its list, then the weighted totals (range
+    checked as upstream: 0–100 after normalisation)."""
+    per_plugin: list[tuple[str, list[int]]] = []
+    for p in fwk.placement_score:
+        scores = []
+        for c in candidates:
+            try:
+                score, st = p.score_placement(state, group, c)
+            except Exception as e:
+                score, st = 0, Status.from_exception(e)
+            if not st.is_success:
+                return [], Status.error(f'running PlacementScore plugins: plugin "{p.name}" failed with: {st.message}')
+            scores.append(score)
+        try:
+            nst = p.normalize_placement_scores(state, group, scores)
+        except Exception as e:
+            nst = Status.from_exception(e)
+        if nst is not None and not nst.is_success:
+            return [], Status.error(
+                "running NormalizePlacementScore on PlacementScore plugins: "
+                f'plugin "{p.name}" failed with: {nst.message}')
+        per_plugin.append((p.name, scores))
+    totals = [0] * len(candidates)
+    for name, scores in per_plugin:
+        weight = fwk.placement_score_weights.get(name, 1)
+        for i, score in enumerate(scores):
+            if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
+                return [], Status.error(
+                    f'applying score defaultWeights on PlacementScore plugins: plugin "{name}" returns an invalid '
+                    f"score {score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")
+            totals[i] += score * weight
+    return totals, SUCCESS

@@ -29,6 +29,8 @@ DEFAULT_PLUGINS = {
     "preBind": [],
     "bind": ["DefaultBinder"],
     "postBind": [],
+    "placementGenerate": [],
+    "placementScore": [],
     "podGroupPostFilter": [],
 }
 DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1}
@@ -296,6 +298,8 @@ def test_v1beta2_defaults_are_per_point_with_old_weights() -> None:
         "preBind": [],
         "bind": ["DefaultBinder"],
         "postBind": [],
+        "placementGenerate": [],
+        "placementScore": [],
         "podGroupPostFilter": [],
     }
     assert p.score_weights == {
