@@ -17,6 +17,9 @@ under kubesched in a namespace of its own, on the same nodes.
    bound, no partial gang at any moment. Not compared: the victims' Preempted event text
    (kube-scheduler: ``Preempted by podgroup <PodGroup uid> on node cluster``; kubesched names the
    first member and the victim's node).
+3. With TopologyAwareWorkloadScheduling on (alpha; the apiserver has it on for every scenario, so a
+   PodGroup keeps its ``schedulingConstraints``): a gang whose PodGroup asks for one ``rack`` is
+   placed within one rack, the same rack as kube-scheduler's, no partial gang at any moment.
 """
 
 from __future__ import annotations
@@ -40,11 +43,14 @@ pytestmark = pytest.mark.integration
 PG_PATH = "/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups"
 PC_PATH = "/apis/scheduling.k8s.io/v1/priorityclasses"
 GATES = ["--feature-gates=GenericWorkload=true"]
+TAS_GATES = ["--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true"]
 #: (group, members, cpu per member): 3 CPU that fit, 10 CPU that never fit in 8.
 GANGS = [("small", 3, "1"), ("big", 5, "2")]
 #: The preempting gang: 6 CPU on two 4-CPU nodes full of 2-CPU pods at priority 0.
 HIGH_GANG = ("high", 3, "2")
 HIGH_CLASS = "workload-gang-high"
+#: The gang placed within one rack (TopologyAwareWorkloadScheduling): 6 CPU, racks of 2 × 4 CPU.
+RACK_GANG = ("racked", 3, "2")
 
 Scenario = Callable[[ControlPlane, str, str], dict[str, Any]]
 
@@ -55,7 +61,8 @@ def workload_cluster(control_plane: ControlPlane, tmp_path_factory: pytest.TempP
     c = ControlPlane(
         tmp_path_factory.mktemp("workload-cluster"),
         bin_dir=control_plane.bin_dir,
-        apiserver_args=[*GATES, "--runtime-config=scheduling.k8s.io/v1beta1=true"],
+        # The alpha gate too, so the apiserver keeps a PodGroup's schedulingConstraints.
+        apiserver_args=[*TAS_GATES, "--runtime-config=scheduling.k8s.io/v1beta1=true"],
     )
     c.start(with_kwok=True)
     try:
@@ -97,10 +104,13 @@ class BindWatch:
         ]
 
 
-def _pod_group(cp: ControlPlane, ns: str, name: str, min_count: int, priority_class: str | None = None) -> None:
+def _pod_group(cp: ControlPlane, ns: str, name: str, min_count: int, priority_class: str | None = None,
+               topology_key: str | None = None) -> None:
     spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
     if priority_class:  # the members' priority must be the group's (validatePodGroup)
         spec["priorityClassName"] = priority_class
+    if topology_key:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
     cp.api("POST", PG_PATH.format(ns=ns), {
         "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
         "metadata": {"name": name, "namespace": ns}, "spec": spec,
@@ -170,6 +180,25 @@ def _preempting_gang(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any
     }
 
 
+def _within_one_rack(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any]:
+    # Rack a is busier (1 CPU taken): both placements fit the gang, PlacementScore prefers a.
+    cp.create_pod("busy", ns, requests={"cpu": "1"}, node_name="rack-a-0")
+    group, count, cpu = RACK_GANG
+    _pod_group(cp, ns, group, count, topology_key="rack")
+    with BindWatch(cp, ns, {group: count}) as watch:
+        for i in range(count):
+            _member(cp, ns, scheduler, group, i, cpu, "gang-rack")
+        cp.wait_for(lambda: sum(1 for p in pods_in(cp, ns) if p["metadata"]["name"].startswith(group)
+                                and p["spec"].get("nodeName")) == count, 60, 0.3, "the gang bound")
+    nodes = {n["metadata"]["name"]: n["metadata"]["labels"]["rack"]
+             for n in cp.get("/api/v1/nodes", labelSelector="gang-rack=yes")["items"]}
+    return {
+        "racks": sorted({nodes[p["spec"]["nodeName"]] for p in pods_in(cp, ns)
+                         if p["metadata"]["name"].startswith(group)}),
+        "partial": watch.partial_seen,
+    }
+
+
 def _reason(pod: dict[str, Any]) -> str:
     for c in pod.get("status", {}).get("conditions") or []:
         if c.get("type") == "PodScheduled" and c.get("status") == "False":
@@ -191,12 +220,14 @@ def _delete_nodes(cp: ControlPlane, nodes: list[str]) -> None:
             cp.api("DELETE", f"/api/v1/nodes/{n}")
 
 
-def _both(cp: ControlPlane, tmp_path: Path, prefix: str, scenario: Scenario) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The scenario under kube-scheduler, then under kubesched (each in its own namespace)."""
+def _both(cp: ControlPlane, tmp_path: Path, prefix: str, scenario: Scenario, topology: bool = False,
+          ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The scenario under kube-scheduler, then under kubesched (each in its own namespace);
+    ``topology``: with TopologyAwareWorkloadScheduling on in both."""
     ns = f"{prefix}-ks"
     cp.create_namespace(ns)
     ks = cp.start_kube_scheduler(cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=("ks",)),
-                                 extra_args=GATES)
+                                 extra_args=TAS_GATES if topology else GATES)
     try:
         oracle = scenario(cp, ns, "ks")
     finally:
@@ -207,7 +238,8 @@ def _both(cp: ControlPlane, tmp_path: Path, prefix: str, scenario: Scenario) -> 
     config = tmp_path / "kst.json"
     config.write_text(json.dumps({
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-        "leaderElection": {"leaderElect": False}, "featureGates": {"GenericWorkload": True},
+        "leaderElection": {"leaderElect": False},
+        "featureGates": {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": topology},
         "profiles": [{"schedulerName": "kst"}],
     }))
     sched = InProcess(config, cp.kubeconfig).start()
@@ -269,4 +301,19 @@ def test_a_gang_preempts_lower_priority_pods_as_a_group_like_kube_scheduler(
     assert oracle["low_left"] == ours["low_left"] == 1  # three victims: the fourth was reprieved
     assert oracle["preempted_events"] == ours["preempted_events"] == 3
     assert ours["failed_with"] == oracle["failed_with"]
+    assert oracle["partial"] == [] and ours["partial"] == []
+
+
+def test_a_gang_is_placed_within_one_rack_like_kube_scheduler(workload_cluster: ControlPlane, tmp_path: Path) -> None:
+    cp = workload_cluster
+    nodes = [
+        *cp.create_nodes(2, prefix="rack-a-", cpu="4", labels={"gang-rack": "yes", "rack": "a"}),
+        *cp.create_nodes(2, prefix="rack-b-", cpu="4", labels={"gang-rack": "yes", "rack": "b"}),
+    ]
+    try:
+        oracle, ours = _both(cp, tmp_path, "gang-rack", _within_one_rack, topology=True)
+    finally:
+        _delete_nodes(cp, nodes)
+    print(f"\nkube-scheduler: {oracle}\nkubesched:      {ours}")
+    assert oracle["racks"] == ours["racks"] == ["a"]
     assert oracle["partial"] == [] and ours["partial"] == []
