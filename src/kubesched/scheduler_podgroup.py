@@ -129,7 +129,9 @@ class PodGroupCycle:
             sched.in_flight[q.pod.uid] = False
         raw_group = fwk.handle.objects(POD_GROUP_OBJECTS).get(key)
         group = PodGroupInfo(pod.namespace, key.split("/", 1)[1], [q.pod for q in members], raw_group)
-        invalid = self._validate(group)
+        # Without the PodGroup object (a profile without GangScheduling reads none) there is no
+        # priority to check against; upstream would not schedule the pods at all.
+        invalid = self._validate(group) if raw_group is not None else None
         if invalid is not None:
             # handlePodGroupFailureBeforeScheduling: every member fails with the error (backoff).
             st = Status.error(invalid)
