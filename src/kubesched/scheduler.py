@@ -139,6 +139,7 @@ class Scheduler:
             first.queue_sort_key,
             self._pre_enqueue if gating else None,
             gating,
+            group_key if (feature_gates or {}).get(GENERIC_WORKLOAD) else None,
         )
         for fwk in frameworks.values():
             fwk.handle.attach_queue(self.queue.activate, self._pending_pods)

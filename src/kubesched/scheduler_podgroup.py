@@ -22,7 +22,7 @@ members with it (upstream queues a group as one entity) and:
 
 Where kubesched differs: a failed group's members wait in the unschedulable queue for an event
 one of the rejecting plugins registered (or the 5-minute flush) where upstream backs the group
-off and retries it; the group's pods are found by a scan of the queue; PodGroup status
+off and retries it; PodGroup status
 conditions (``PodGroupInitiallyScheduled``) are not written.
 """
 
@@ -116,7 +116,7 @@ class PodGroupCycle:
         """scheduleOnePodGroup: ``first`` was popped; its queued siblings come along."""
         sched = self.sched
         pod = first.pod
-        siblings = sched.queue.take(lambda p: p.scheduler_name == pod.scheduler_name and group_key(p) == key)
+        siblings = sched.queue.take_group(key, pod.scheduler_name)
         table = sched.cache.table
         # skipPodGroupPodSchedule: members being deleted or already placed are dropped.
         members = sorted(

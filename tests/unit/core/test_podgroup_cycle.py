@@ -307,7 +307,7 @@ def test_pod_group_scheduling_algorithm(
     members = [member(f"p{i}", "pg") for i in (1, 2, 3)]
     for m in members:
         sched.queue.add(m)
-    qpis = [q for q in sched.queue.take(lambda p: True)]
+    qpis = sched.queue.take_group(f"{NS}/pg", "default-scheduler")
     qpis.sort(key=lambda q: q.pod.name)
     cycle = sched._pod_group_cycle
     assert cycle is not None
@@ -322,3 +322,24 @@ def test_pod_group_scheduling_algorithm(
             got.append(E if a.outcome.status.is_error else U)
     assert got == pod_codes
     assert int(sched.cache.table.requested[:, 0].sum()) == 0  # every assumption undone
+
+
+def test_the_queue_hands_over_a_groups_queued_members_only() -> None:
+    """take_group: the members waiting in active, backoff or unschedulable of that group and
+    profile; gated members, other groups and deleted pods stay out."""
+    sched, _, _, _ = build([pod_group("g", None), pod_group("h", None), pod_group("k", 9)])
+    queue = sched.queue
+    pods = {name: member(name, group) for name, group in [("g-0", "g"), ("g-1", "g"), ("g-2", "g"), ("h-0", "h"),
+                                                           ("k-0", "k")]}
+    for p in pods.values():
+        queue.add(p)
+    popped = queue.pop()
+    assert popped is not None and popped.pod.name == "g-0"
+    queue.add_unschedulable(popped, queue.scheduling_cycle)  # back, as after a failed attempt
+    queue.delete(pods["g-2"].uid)
+    taken = queue.take_group(f"{NS}/g", "default-scheduler")
+    assert sorted(q.pod.name for q in taken) == ["g-0", "g-1"]
+    assert queue.take_group(f"{NS}/g", "default-scheduler") == []
+    assert queue.take_group(f"{NS}/h", "other-profile") == []
+    assert queue.take_group(f"{NS}/k", "default-scheduler") == []  # gated: GangScheduling holds it
+    assert [q.pod.name for q in queue.take_group(f"{NS}/h", "default-scheduler")] == ["h-0"]
