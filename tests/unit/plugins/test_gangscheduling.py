@@ -353,13 +353,18 @@ def test_simulator_loads_both_pod_group_kinds_and_schedules_each_gang_by_its_plu
     assert cluster.objects[POD_GROUP]["default/g"]["apiVersion"] == "scheduling.k8s.io/v1beta1"
     sim = Simulation(config, registry, cluster, seed=0)
 
+    interrupted: list[float] = []
+
     def guard(_bound: int, _total: int) -> None:
         if sim.clock.now() > 2 * PERMIT_TIMEOUT_SECONDS:
+            interrupted.append(sim.clock.now())
             sim.interrupt()
 
     sim._progress = guard
     result = asyncio.run(sim.run())
     assert sorted(p.name for p in result.cluster.pods.values() if p.node_name) == ["x0", "x1"]
+    # The Workload gang fails its PodGroup cycle at once (no Permit wait): the run ends by itself.
+    assert interrupted == []
 
 
 # -- TestPlacementFeasible (the PodGroup cases; the CPG ones repeat them) ----------------------------
