@@ -164,6 +164,7 @@ def _preempting_gang(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any
                        and p["spec"].get("nodeName")) == count
 
         cp.wait_for(gang_bound, 120, 0.3, "the gang bound")
+        cp.wait_for(lambda: len(watch.bound.get(group, ())) >= count, 30, 0.2, "the watch saw the gang bound")
         time.sleep(2.0)  # no further evictions
     pods = pods_in(cp, ns)
     events = cp.get(f"/api/v1/namespaces/{ns}/events")["items"]
@@ -190,6 +191,8 @@ def _within_one_rack(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any
             _member(cp, ns, scheduler, group, i, cpu, "gang-rack")
         cp.wait_for(lambda: sum(1 for p in pods_in(cp, ns) if p["metadata"]["name"].startswith(group)
                                 and p["spec"].get("nodeName")) == count, 60, 0.3, "the gang bound")
+        # The watch may trail the list: let it see every bind before judging "no partial gang".
+        cp.wait_for(lambda: len(watch.bound.get(group, ())) >= count, 30, 0.2, "the watch saw the gang bound")
     nodes = {n["metadata"]["name"]: n["metadata"]["labels"]["rack"]
              for n in cp.get("/api/v1/nodes", labelSelector="gang-rack=yes")["items"]}
     return {
