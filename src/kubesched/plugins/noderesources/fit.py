@@ -27,14 +27,16 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
     FilterPlugin,
+    PlacementScorePlugin,
     PreFilterPlugin,
     PreScorePlugin,
     ScorePlugin,
     Scores,
 )
+from kubesched.framework.podgroup import PodGroupAssignments, PodGroupInfo
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import NODE, POD, ActionType, ClusterEvent, PreFilterResult, Verdicts
-from kubesched.plugins.noderesources.args import NodeResourcesFitArgs
+from kubesched.plugins.noderesources.args import MOST_ALLOCATED, NodeResourcesFitArgs
 from kubesched.plugins.noderesources.resource_allocation import (
     ResourceAllocation,
     Scorer,
@@ -137,10 +139,11 @@ class _KeyCodes:
         return len(self.statuses)
 
 
-class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin):
     """Filter: nodes without room for the pod's requests (cpu, memory, ephemeral-storage, extended
     and hugepages resources, one pod slot). Score: LeastAllocated (default), MostAllocated or
-    RequestedToCapacityRatio over the configured resources."""
+    RequestedToCapacityRatio over the configured resources. PlacementScore
+    (TopologyAwareWorkloadScheduling): MostAllocated over a placement's nodes taken together."""
 
     name = NAME
     args_model = NodeResourcesFitArgs
@@ -155,6 +158,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.allocation = ResourceAllocation(tuple(s.resources), use_requested=False)
         shape = s.requested_to_capacity_ratio.shape if s.requested_to_capacity_ratio is not None else None
         self.scorer: Scorer = build_scorer(s.type, self.allocation.weights, shape)
+        #: fit.go placementScorer: MostAllocated over the configured resources, whatever the strategy.
+        self.placement_scorer: Scorer = build_scorer(MOST_ALLOCATED, self.allocation.weights, None)
         #: PreFilter states by (table, its column count, the pod's requests).
         #: Each entry keeps its table: a freed table's id may be reused by a new table whose
         #: extended-resource columns came in another order (sweeps and capacity searches build many).
@@ -370,6 +375,26 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # Upstream's Fit.PreScore never skips (only BalancedAllocation skips best-effort pods).
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self.allocation.pod_request_list(pod)))
         return SUCCESS
+
+    # -- PlacementScore ---------------------------------------------------------------------------
+    def score_placement(
+        self, state: CycleState, group: PodGroupInfo, assignments: PodGroupAssignments
+    ) -> tuple[int, Status]:
+        """resource_allocation.go scorePlacement: the proposed members' requests plus what the
+        placement's nodes hold, against their allocatable summed, scored MostAllocated."""
+        placement = assignments.placement
+        table = self.handle.table
+        rows = placement.rows if placement is not None else table.alive_rows()
+        group_requests = np.zeros(len(self.allocation.weights), dtype=np.int64)
+        for a in assignments.proposed:
+            group_requests += self.allocation.pod_request_list(a.pod)
+        if len(rows) == 0:
+            return 0, SUCCESS
+        alloc, requested, known_nonzero = self.allocation.allocatable_requested(table, rows, group_requests)
+        # Each row's requested carries the group's requests once; the placement carries them once.
+        total_requested = requested.sum(axis=1) - group_requests * (len(rows) - 1)
+        score = self.placement_scorer(total_requested[:, None], alloc.sum(axis=1)[:, None], known_nonzero)
+        return int(score[0]), SUCCESS
 
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
         s = state.get(PRE_SCORE_STATE_KEY)
