@@ -21,7 +21,6 @@ from kubesched.plugins.helpers.node_selector import compile_node_selector
 
 #: Features of v1.37's DRA kubesched does not implement yet, by the name the messages use.
 BINDING_CONDITIONS = "binding conditions (device bindingConditions)"
-EXTENDED_RESOURCES = "extended resources backed by DRA (DeviceClass extendedResourceName)"
 
 
 class UnsupportedFeatureError(Exception):

@@ -17,7 +17,7 @@ test_postfilter_score.py.
 
 Not ported: podgroup-* (DRAWorkloadResourceClaims, alpha), tainted-device-disabled and
 request-admin-access-without-DRAAdminAccess-featuregate (the gates are on in v1.37, kubesched has no
-switch), extended-resource-*, node-allocatable-*, binding conditions, postfilter-*-podgroup, timeouts
+switch), node-allocatable-* (extended-resource-*: test_extended.py), binding conditions, postfilter-*-podgroup, timeouts
 (features the README lists as not ported or refused).
 """
 
