@@ -9,13 +9,11 @@ and ``distinctAttribute`` constraints (constraints.py), admin access, device tai
 tolerations (taints.py, DeviceTaintRules applied to the slices), partitionable devices (shared
 counters: pools.py, counters.py), consumable capacity (capacity.py: devices with
 ``allowMultipleAllocations`` shared by several claims, request ``capacity``, request policies), the
-claim's and the classes' configuration, and the allocation's node selector. The search is
+claim's and the classes' configuration, binding conditions (a device's ``bindingConditions`` and
+``bindingFailureConditions`` copied into its result, ``bindsToNode`` pinning the allocation to the
+node, pools with such devices tried last: pools.py), and the allocation's node selector. The search is
 upstream's: claims, requests and devices in order, depth first, first full solution wins; a
 constraint, a taint, an exhausted counter or capacity or an allocated device makes it backtrack.
-
-Features of v1.37 not implemented here never pass silently: devices that need one
-(``bindingConditions``) are not allocated, and when no allocation is found the features that were
-skipped are reported (``Allocator.skipped``) so the plugin names them.
 
 Errors: ``AllocationError`` is what upstream returns as an error from Allocate (a broken claim or
 class: the pod's attempt ends with an Error status), with upstream's text; ``FailedOnNodeError`` is
@@ -45,7 +43,6 @@ from kubesched.plugins.dynamicresources.cel import CelError, compile_selector, d
 from kubesched.plugins.dynamicresources.constraints import Constraint, DistinctAttribute, MatchAttribute
 from kubesched.plugins.dynamicresources.counters import CounterLedger, PoolKey
 from kubesched.plugins.dynamicresources.pools import (
-    BINDING_CONDITIONS,
     CounterSets,
     NodeRef,
     Pool,
@@ -100,12 +97,6 @@ class _Result:
     consumed: Capacity = field(default_factory=dict)
 
 
-#: Device fields of features not implemented: such a device is not allocated (see module doc).
-_DEVICE_FEATURES = (
-    ("bindingConditions", BINDING_CONDITIONS),
-)
-
-
 class Allocator:
     """NewAllocator: built once per pod (PreFilter) and asked once per node (Filter)."""
 
@@ -123,12 +114,9 @@ class Allocator:
         #: Per pool: its counters less what allocated devices consume (counters.py).
         self.available_counters: dict[PoolKey, CounterSets] = {}
         self._device_vars: dict[int, celtypes.MapType] = {}
-        #: Features skipped on the last allocate() (for the failure message).
-        self.skipped: set[str] = set()
 
     def allocate(self, node: NodeRef, claims: Sequence[dict[str, Any]]) -> list[dict[str, Any]] | None:
         """AllocationResults, one per claim, or None when this node cannot satisfy them all."""
-        self.skipped = set()
         run = _Run(self, node, claims)
         return run.allocate()
 
@@ -360,12 +348,6 @@ class _Run:
         if ok and slice_spec(cand.slice).get("perDeviceNodeSelection"):
             d = cand.device
             ok = self.node.matches(str(d.get("nodeName") or ""), bool(d.get("allNodes")), d.get("nodeSelector"))
-        if ok:
-            for fieldname, feature in _DEVICE_FEATURES:
-                if cand.device.get(fieldname):
-                    self.a.skipped.add(feature)
-                    ok = False
-                    break
         self.matches[key] = ok
         return ok
 
@@ -460,6 +442,9 @@ class _Run:
                 entry["shareID"] = r.share_id
             if r.consumed:
                 entry["consumedCapacity"] = {k: format_quantity(v) for k, v in r.consumed.items()}
+            for key in ("bindingConditions", "bindingFailureConditions"):
+                if r.candidate.device.get(key):
+                    entry[key] = list(r.candidate.device[key])
             results.append(entry)
         devices: dict[str, Any] = {"results": results}
         config = self._config(ci, claim)

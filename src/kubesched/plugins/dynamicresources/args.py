@@ -6,9 +6,9 @@ DRAResourceClaimDeviceStatus all on): ``filterTimeout`` 10s, ``bindingTimeout`` 
 ``validation_pluginargs.go`` ``ValidateDynamicResourcesArgs``, messages as ``field.Error`` prints
 them (a ``metav1.Duration`` through its ``String()``).
 
-Accepted and validated as upstream, but neither has an effect yet: Filter is not interrupted after
-``filterTimeout`` (the filter timeout is not ported), and devices with binding conditions, the only
-ones ``bindingTimeout`` applies to, are not allocated (README.md).
+``bindingTimeout`` bounds PreBind's wait for devices' binding conditions (binding_conditions.py);
+``filterTimeout`` is accepted and validated but has no effect yet (the filter timeout is not
+ported).
 """
 
 from __future__ import annotations

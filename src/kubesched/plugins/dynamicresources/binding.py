@@ -11,10 +11,10 @@ the status subresource), re-reading the claim on a conflict (``retry.DefaultRetr
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubesched.framework.objects import ObjectCreator, ObjectWriter, StatusWriter
+from kubesched.framework.objects import ObjectCreator, ObjectWriter, PodStatusPatcher, StatusWriter
 from kubesched.plugins.dynamicresources.claims import FINALIZER, RESOURCE_CLAIM, ClaimError, allocation, claim_key
 from kubesched.snapshot.pod import PodInfo
 
@@ -132,3 +132,48 @@ async def delete_claim(client: Any, claim: dict[str, Any], lookup: ClaimLookup) 
             raise ClaimError(f"update resourceclaim {key}: {e}") from None
         break
     await client.delete_object(RESOURCE_CLAIM, key)
+
+
+async def unreserve_claim(client: Any, claim: dict[str, Any], pod: PodInfo, lookup: ClaimLookup) -> None:
+    """Unreserve's removal of the pod from an allocated claim's ``status.reservedFor`` (upstream: a
+    strategic merge patch deleting the entry by uid; here the claim as last seen, without the entry,
+    through the status subresource, re-read on a conflict). Failures are left to the next attempt,
+    as upstream only logs them."""
+    if not isinstance(client, StatusWriter):
+        return
+    key = claim_key(claim)
+    for attempt in range(CONFLICT_TRIES):
+        if attempt:
+            fresh = lookup(key)
+            if fresh is None:
+                return
+            claim = fresh
+        status = dict(claim.get("status") or {})
+        reserved = [r for r in status.get("reservedFor") or [] if r.get("uid") != pod.uid]
+        if len(reserved) == len(status.get("reservedFor") or []):
+            return
+        status["reservedFor"] = reserved
+        try:
+            await client.update_object_status(RESOURCE_CLAIM, {**claim, "status": status})
+        except Exception as e:
+            if is_conflict(e):
+                continue
+            return
+        return
+
+
+async def patch_extended_status(client: Any, pod: PodInfo, claim: dict[str, Any],
+                                mappings: Sequence[Mapping[str, str]]) -> None:
+    """patchPodExtendedResourceClaimStatus: the pod's ``status.extendedResourceClaimStatus`` names
+    the claim created for its DRA-backed extended resources and each container's request."""
+    if not mappings:
+        raise ClaimError(f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} "
+                         "ExtendedResourceClaimStatus")
+    if not isinstance(client, PodStatusPatcher):
+        raise ClaimError("update pod status: this shell's client cannot patch pods")
+    name = str((claim.get("metadata") or {}).get("name", ""))
+    try:
+        await client.patch_pod_status(pod, {"extendedResourceClaimStatus": {
+            "requestMappings": [dict(m) for m in mappings], "resourceClaimName": name}})
+    except Exception as e:
+        raise ClaimError(f"update pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus: {e}") from None

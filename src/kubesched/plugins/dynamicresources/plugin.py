@@ -28,7 +28,6 @@ allocateddevices.go; Kubernetes v1.37.1), structured parameters only:
   resources' claim an earlier attempt created (``deletion of ResourceClaim completed``);
 * Score: a prioritized list's earlier subrequests score higher (score.py), normalised to 0-100.
 
-Features of v1.37's DRA this port lacks are refused, never ignored (README.md lists them).
 Not ported: queueing hints (every registered event retries), PodGroup claims
 (DRAWorkloadResourceClaims, alpha), the filter timeout.
 """
@@ -54,13 +53,27 @@ from kubesched.framework.interfaces import (
     Scores,
 )
 from kubesched.framework.normalize import default_normalize_score
-from kubesched.framework.objects import PodStatusPatcher, StatusWriter
+from kubesched.framework.objects import StatusWriter
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilterResult, PreFilterResult
 from kubesched.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNodeError, claim_requests
 from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs
 from kubesched.plugins.dynamicresources.assumed import AssumedClaims
-from kubesched.plugins.dynamicresources.binding import bind_claim, create_extended_claim, delete_claim
+from kubesched.plugins.dynamicresources.binding import (
+    bind_claim,
+    create_extended_claim,
+    delete_claim,
+    patch_extended_status,
+    unreserve_claim,
+)
+from kubesched.plugins.dynamicresources.binding_conditions import (
+    POLL_SECONDS,
+    BindingError,
+    has_binding_conditions,
+    is_claim_ready,
+    is_claim_timed_out,
+    wait_until_ready,
+)
 from kubesched.plugins.dynamicresources.claims import (
     DEVICE_CLASS,
     DEVICE_TAINT_RULE,
@@ -85,7 +98,7 @@ from kubesched.plugins.dynamicresources.extended import (
     mapped_resources,
     node_claim,
 )
-from kubesched.plugins.dynamicresources.pools import NodeRef, UnsupportedFeatureError, unsupported_message
+from kubesched.plugins.dynamicresources.pools import NodeRef
 from kubesched.plugins.dynamicresources.score import ScoreError, compute_score
 from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
 from kubesched.plugins.helpers.device_classes import extended_resource_classes
@@ -113,6 +126,8 @@ class _State:
     reserved: dict[int, dict[str, Any]] = field(default_factory=dict)
     #: Indexes of allocated claims whose node selector excluded some node (PostFilter's candidates).
     unavailable: set[int] = field(default_factory=set)
+    #: Indexes of allocated claims whose binding failed or timed out (unavailable on every node).
+    not_bindable: list[int] = field(default_factory=list)
     #: The index of the claim for DRA-backed extended resources (last, as upstream's claimStore).
     extended: int | None = None
     #: The pod's scalar requests (podScalarResources) and the extended resource -> DeviceClass map.
@@ -146,6 +161,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self._deallocations: set[asyncio.Future[Any]] = set()
         #: Selector results across cycles and pods (selector_cache.py).
         self._selector_cache = SelectorCache()
+        #: How often PreBind looks at binding conditions (upstream: 5 s).
+        self.binding_poll_seconds = POLL_SECONDS
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return (
@@ -202,6 +219,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 # any pod; it restricts the nodes to those of its allocation.
                 if alloc.get("nodeSelector"):
                     s.available_on[index] = compile_node_selector(alloc["nodeSelector"])
+                if not self._bindable(claim):
+                    s.not_bindable.append(index)
                 continue
             s.to_allocate.append(index)
             if claim_uid(claim) in self._in_flight:
@@ -209,11 +228,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                     f"resource claim {claim_key(claim)} is in the process of being allocated")
             if index == s.extended:
                 continue  # its requests depend on the node (Filter)
-            try:
-                requests = claim_requests(claim)
-            except UnsupportedFeatureError as e:
-                return None, Status.unresolvable(str(e))
-            for alternatives in requests:
+            for alternatives in claim_requests(claim):
                 for req in alternatives:
                     if not req.class_name:
                         return None, Status.error(f"request {req.full_name}: unsupported request type")
@@ -251,22 +266,18 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 return SUCCESS  # only extended resources, all from device plugins here
         unavailable = [i for i, selector in enumerate(s.available_on)
                        if selector is not None and not selector.match_node(labels, name)]
+        unavailable += [i for i in s.not_bindable if i not in unavailable]
         if s.allocator is None:
             return self._unavailable(s, unavailable)
         claims = [node_ext.claim if i == s.extended and node_ext.claim is not None else s.claims[i]
                   for i in s.to_allocate]
         try:
             results = s.allocator.allocate(NodeRef(name, dict(labels)), claims)
-        except UnsupportedFeatureError as e:
-            return Status.unresolvable(str(e))
         except FailedOnNodeError as e:
             return Status.unresolvable(str(e))
         except AllocationError as e:
             return Status.error(str(e))
         if results is None or len(results) != len(s.to_allocate):
-            if s.allocator.skipped:
-                features = "; ".join(unsupported_message(f) for f in sorted(s.allocator.skipped))
-                return Status.unresolvable(f"cannot allocate all claims ({features})")
             return Status.unresolvable("cannot allocate all claims")
         if unavailable:
             return self._unavailable(s, unavailable)
@@ -274,6 +285,16 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if node_ext.claim is not None:
             s.node_extended[name] = node_ext
         return SUCCESS
+
+    def _bindable(self, claim: dict[str, Any]) -> bool:
+        """Filter's binding-conditions check of an allocated claim: false when a failure condition is
+        true, or the conditions are not met within ``bindingTimeout`` of its allocation (PostFilter
+        may then deallocate it, so that other devices are tried)."""
+        try:
+            return is_claim_ready(claim) or not is_claim_timed_out(claim, self.args.binding_timeout,
+                                                                   self.handle.clock.wall())
+        except BindingError:
+            return False
 
     @staticmethod
     def _unavailable(s: _State, unavailable: list[int]) -> Status:
@@ -412,6 +433,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         for index in list(s.reserved):
             self._release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
         s.reserved.clear()
+        for index, claim in enumerate(s.claims):
+            if index != s.extended and allocation(claim) is not None and is_reserved_for(claim, pod):
+                self._in_background(unreserve_claim(self.handle.client, claim, pod, self._claim))
         if s.extended is not None and not is_special(s.claims[s.extended]):
             # unreserveExtendedResourceClaim: a claim this attempt's PreBind created is deleted
             # (in the background; without an event loop there was no PreBind to create it).
@@ -448,25 +472,23 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 self._tracker.assume(written)
                 s.claims[index] = written
                 if index == s.extended:
-                    await self._patch_extended_status(pod, written, s.node_extended.get(node_name))
+                    node_ext = s.node_extended.get(node_name)
+                    await patch_extended_status(self.handle.client, pod, written,
+                                                node_ext.mappings if node_ext is not None else ())
             except Exception as e:  # the API's refusal, as upstream's bindClaim returns it
+                return Status.error(str(e))
+        if has_binding_conditions(s.claims):
+            # Wait for the drivers to prepare the devices (the in-flight allocations stay until
+            # this succeeds, or Unreserve drops them).
+            def claims_now() -> list[dict[str, Any]]:
+                s.claims[:] = [self._claim(claim_key(c)) or c for c in s.claims]
+                return s.claims
+            try:
+                await wait_until_ready(claims_now, self.handle.clock, self.args.binding_timeout,
+                                       self.binding_poll_seconds)
+            except BindingError as e:
                 return Status.error(str(e))
         for index in list(s.reserved):
             self._release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
         s.reserved.clear()
         return SUCCESS
-
-    async def _patch_extended_status(self, pod: PodInfo, claim: dict[str, Any], node_ext: NodeClaim | None) -> None:
-        """patchPodExtendedResourceClaimStatus: the pod's ``status.extendedResourceClaimStatus``."""
-        if node_ext is None or not node_ext.mappings:
-            raise ClaimError(f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} "
-                             "ExtendedResourceClaimStatus")
-        client = self.handle.client
-        if not isinstance(client, PodStatusPatcher):
-            raise ClaimError("update pod status: this shell's client cannot patch pods")
-        name = str((claim.get("metadata") or {}).get("name", ""))
-        try:
-            await client.patch_pod_status(pod, {"extendedResourceClaimStatus": {
-                "requestMappings": [dict(m) for m in node_ext.mappings], "resourceClaimName": name}})
-        except Exception as e:
-            raise ClaimError(f"update pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus: {e}") from None
