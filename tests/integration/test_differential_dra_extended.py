@@ -12,10 +12,15 @@ Compared: the pods bound and pending, the pending pod's message word for word, a
 claim the scheduler created: its name (``<pod>-extended-resources-`` and 5 characters), annotation,
 controller owner, requests, allocation (devices of the pod's node, as many as asked, none given
 twice), reservation, and the pod's ``status.extendedResourceClaimStatus``.
+
+``test_binding_conditions_match_kube_scheduler``: devices with binding conditions, the test playing
+their driver (it writes the claim's ``status.devices`` conditions): PreBind waits for them, a
+failure condition fails the attempt with the same message, and the claim is allocated again.
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
 import time
 from collections import Counter
@@ -25,7 +30,7 @@ from typing import Any
 import pytest
 
 from kubesched.testing import pod_manifest
-from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.controlplane import ApiError, ControlPlane
 
 from .test_differential_dra import GROUP, RESOURCE, _claims, _reason, _release_claims
 from .test_differential_spread import run_both
@@ -175,3 +180,124 @@ def test_dra_extended_resources_match_kube_scheduler(
     assert ours["claims"] == oracle["claims"]
     assert ours["reasons"] == oracle["reasons"]
     assert "cannot allocate all claims" in ours["reasons"]["too-many"]
+
+
+# -- binding conditions ------------------------------------------------------------------------------
+#: The devices' binding condition and failure condition (the test plays their driver).
+ATTACHED, ATTACH_FAILED = "example.com/attached", "example.com/attach-failed"
+#: pod -> what the driver reports on the first allocation of its claim (later ones: attached)
+BC_PODS = {"bc-ready": ATTACHED, "bc-fails-once": ATTACH_FAILED}
+
+
+def _bc_objects(ns: str, nodes: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    slices = [("resourceslices", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{ns}-{node}-fabric"},
+        "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "gpu-0", "bindingConditions": [ATTACHED],
+                              "bindingFailureConditions": [ATTACH_FAILED]}]}}) for node in nodes]
+    cls = ("deviceclasses", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": f"{ns}-fabric"},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    return [*slices, cls]
+
+
+def _play_driver(cp: ControlPlane, ns: str, run: str, seen: dict[str, int]) -> None:
+    """The driver: for every allocated and reserved claim without device status, report the
+    device's conditions (the first allocation of ``bc-fails-once``'s claim fails, later ones attach)."""
+    for name, claim in _claims(cp, ns).items():
+        status = claim.get("status") or {}
+        alloc = status.get("allocation")
+        if not alloc or not status.get("reservedFor") or status.get("devices"):
+            continue
+        pod = name.removeprefix(f"{run}-")
+        seen[pod] = seen.get(pod, 0) + 1
+        condition = BC_PODS[pod] if seen[pod] == 1 else ATTACHED
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        devices = [{"driver": r["driver"], "pool": r["pool"], "device": r["device"],
+                    "conditions": [{"type": condition, "status": "True", "reason": "Driver",
+                                    "message": f"{condition} by the test", "lastTransitionTime": now}]}
+                   for r in alloc["devices"]["results"]]
+        try:
+            cp.api("PUT", f"{RESOURCE}/namespaces/{ns}/resourceclaims/{name}/status",
+                   {**claim, "status": {**status, "devices": devices}})
+        except ApiError as e:
+            if e.status != 409:  # changed meanwhile: next round
+                raise
+            seen[pod] -= 1
+
+
+def _bc_scenario(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any]:
+    _release_claims(cp, ns)
+    run = scheduler.split("-")[0]
+    for pod in BC_PODS:
+        exactly = {"deviceClassName": f"{ns}-fabric", "allocationMode": "ExactCount", "count": 1}
+        cp.api("POST", f"{RESOURCE}/namespaces/{ns}/resourceclaims", {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": f"{run}-{pod}", "namespace": ns},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}})
+        body = pod_manifest(pod, ns, scheduler_name=scheduler, requests={"cpu": "100m"}, node_selector={GROUP: ns},
+                            extra_spec={"resourceClaims": [{"name": "gpu", "resourceClaimName": f"{run}-{pod}"}]})
+        body["spec"]["containers"][0].setdefault("resources", {})["claims"] = [{"name": "gpu"}]
+        cp.api("POST", f"/api/v1/namespaces/{ns}/pods", body)
+    seen: dict[str, int] = {}
+    messages: dict[str, list[str]] = {pod: [] for pod in BC_PODS}
+
+    def step() -> bool:
+        _play_driver(cp, ns, run, seen)
+        pods = {p["metadata"]["name"]: p for p in pods_in(cp, ns)}
+        for pod, p in pods.items():
+            reason = _reason(p).replace(f"{run}-", "<run>-")
+            if reason and reason not in messages[pod]:
+                messages[pod].append(reason)
+        return all(p["spec"].get("nodeName") for p in pods.values()) and len(pods) == len(BC_PODS)
+
+    try:
+        cp.wait_for(step, 120, 0.3, f"{scheduler}: both pods bound")
+    except TimeoutError as e:
+        raise AssertionError(f"{e}\nmessages: {messages}\nclaims: {_claims(cp, ns)}") from e
+    pods, claims = {p["metadata"]["name"]: p for p in pods_in(cp, ns)}, _claims(cp, ns)
+    out: dict[str, Any] = {"messages": messages, "allocations": dict(sorted(seen.items())), "claims": {}}
+    for pod in sorted(BC_PODS):
+        status = claims[f"{run}-{pod}"].get("status") or {}
+        results = status["allocation"]["devices"]["results"]
+        out["claims"][pod] = {
+            "on_pod_node": {r["pool"] for r in results} == {pods[pod]["spec"]["nodeName"]},
+            "results": [(r["bindingConditions"], r["bindingFailureConditions"]) for r in results],
+            "timestamp": bool(status["allocation"].get("allocationTimestamp")),
+            "reserved": [r["name"] for r in status.get("reservedFor") or []],
+        }
+    return out
+
+
+def test_binding_conditions_match_kube_scheduler(
+    control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str],
+    tmp_path: Path,
+) -> None:
+    """Devices that must be attached before their pod is bound: PreBind waits for the driver's
+    condition; a failure condition fails PreBind (the same Error), the next attempt deallocates the
+    claim and allocates it again, and the pod binds once the device attaches."""
+    cp, ns = control_plane, cp_namespace
+    nodes = cp.create_nodes(2, prefix=f"{ns}-bc-", cpu="8", memory="32Gi", labels={GROUP: ns}, wait_ready=False)
+    nodes_to_delete += nodes
+    cp.wait_for(lambda: set(nodes) <= cp.ready_nodes(), 60, 0.2, "nodes Ready")
+    objects = _bc_objects(ns, nodes)
+    for plural, obj in objects:
+        cp.api("POST", f"{RESOURCE}/{plural}", obj)
+    try:
+        oracle, ours = run_both(cp, ns, tmp_path, sa_kubeconfig, lambda name: _bc_scenario(cp, ns, name))
+    finally:
+        for p in pods_in(cp, ns):
+            cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
+        cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
+        _release_claims(cp, ns)
+        for plural, obj in objects:
+            cp.api("DELETE", f"{RESOURCE}/{plural}/{obj['metadata']['name']}")
+    print(f"\n[differential-dra-bc] kube-scheduler: {oracle}\n[differential-dra-bc] kubesched:      {ours}")
+    both = {"on_pod_node": True, "results": [([ATTACHED], [ATTACH_FAILED])], "timestamp": True}
+    assert oracle["claims"] == {p: {**both, "reserved": [p]} for p in sorted(BC_PODS)}
+    assert ours["claims"] == oracle["claims"]
+    assert oracle["allocations"] == {"bc-fails-once": 2, "bc-ready": 1}
+    assert ours["allocations"] == oracle["allocations"]
+    assert oracle["messages"]["bc-ready"] == ours["messages"]["bc-ready"] == []
+    assert any("device binding failed" in m for m in oracle["messages"]["bc-fails-once"])
+    assert ours["messages"]["bc-fails-once"] == oracle["messages"]["bc-fails-once"]
