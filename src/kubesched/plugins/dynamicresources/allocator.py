@@ -39,7 +39,7 @@ from kubesched.plugins.dynamicresources.capacity import (
     quantity,
     share_id,
 )
-from kubesched.plugins.dynamicresources.cel import CelError, compile_selector, device_variable
+from kubesched.plugins.dynamicresources.cel import CelError, compile_selector, device_variable, enhance_runtime_error
 from kubesched.plugins.dynamicresources.constraints import Constraint, DistinctAttribute, MatchAttribute
 from kubesched.plugins.dynamicresources.counters import CounterLedger, PoolKey
 from kubesched.plugins.dynamicresources.pools import (
@@ -70,6 +70,11 @@ class AllocationError(Exception):
 
 class FailedOnNodeError(AllocationError):
     """ErrFailedAllocationOnNode: not fatal, other nodes may succeed."""
+
+
+class FilterTimeoutError(AllocationError):
+    """The search on a node took longer than ``filterTimeout`` (upstream: the allocator's context
+    expired, ``filter operation aborted: context deadline exceeded``)."""
 
 
 @dataclass(slots=True)
@@ -115,9 +120,13 @@ class Allocator:
         self.available_counters: dict[PoolKey, CounterSets] = {}
         self._device_vars: dict[int, celtypes.MapType] = {}
 
-    def allocate(self, node: NodeRef, claims: Sequence[dict[str, Any]]) -> list[dict[str, Any]] | None:
-        """AllocationResults, one per claim, or None when this node cannot satisfy them all."""
-        run = _Run(self, node, claims)
+    def allocate(self, node: NodeRef, claims: Sequence[dict[str, Any]],
+                 deadline: tuple[Callable[[], float], float] | None = None) -> list[dict[str, Any]] | None:
+        """AllocationResults, one per claim, or None when this node cannot satisfy them all.
+        ``deadline`` is (the clock's ``now``, the time by which the search must be done): each step
+        of the search looks at it, as upstream's allocateOne looks at its context, and raises
+        FilterTimeoutError once it has passed."""
+        run = _Run(self, node, claims, deadline)
         return run.allocate()
 
     def device_var(self, cand: _Candidate) -> celtypes.MapType:
@@ -131,8 +140,10 @@ class Allocator:
 class _Run:
     """The per-node ``allocator``: one search."""
 
-    def __init__(self, alloc: Allocator, node: NodeRef, claims: Sequence[dict[str, Any]]) -> None:
+    def __init__(self, alloc: Allocator, node: NodeRef, claims: Sequence[dict[str, Any]],
+                 deadline: tuple[Callable[[], float], float] | None = None) -> None:
         self.a = alloc
+        self.deadline = deadline
         self.node = node
         self.claims = claims
         self.pools: list[Pool] = []
@@ -239,6 +250,8 @@ class _Run:
         request's next device begins: after the previous one, so one request never gets a device
         twice (a device allowing multiple allocations is not marked in use) and no permutation of a
         set of devices is tried twice."""
+        if self.deadline is not None and self.deadline[0]() > self.deadline[1]:
+            raise FilterTimeoutError("filter operation aborted: context deadline exceeded")
         if ci >= len(self.claims):
             return True
         if ri >= len(self.requests[ci]):
@@ -363,7 +376,7 @@ class _Run:
                     return False
             except CelError as e:
                 raise AllocationError(f"{owner}: selector #{i} on device {'/'.join(cand.id)}: CEL runtime error: "
-                                      f"{_enhance_runtime_error(str(e))}") from None
+                                      f"{enhance_runtime_error(str(e))}") from None
         return True
 
     # -- allocateDevice ----------------------------------------------------------------------------
@@ -473,15 +486,6 @@ class _Run:
 
 def _drop_last(items: list[Any]) -> None:
     items.pop()
-
-
-def _enhance_runtime_error(message: str) -> str:
-    """cel.EnhanceRuntimeError (k8s.io/dynamic-resource-allocation/cel/errors.go, v0.37.1): the hint
-    upstream adds to a "no such key" error, word for word."""
-    if "no such key:" not in message:
-        return message
-    return (f"{message}. consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
-            "with has() for optional fields")
 
 
 class _MaxSizeExceededError(Exception):

@@ -6,9 +6,8 @@ DRAResourceClaimDeviceStatus all on): ``filterTimeout`` 10s, ``bindingTimeout`` 
 ``validation_pluginargs.go`` ``ValidateDynamicResourcesArgs``, messages as ``field.Error`` prints
 them (a ``metav1.Duration`` through its ``String()``).
 
-``bindingTimeout`` bounds PreBind's wait for devices' binding conditions (binding_conditions.py);
-``filterTimeout`` is accepted and validated but has no effect yet (the filter timeout is not
-ported).
+``bindingTimeout`` bounds PreBind's wait for devices' binding conditions (binding_conditions.py),
+``filterTimeout`` each node's allocation search in Filter (allocator.py, on the injected clock).
 """
 
 from __future__ import annotations

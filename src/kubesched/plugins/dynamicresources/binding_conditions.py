@@ -91,6 +91,16 @@ def is_claim_timed_out(claim: Mapping[str, Any], binding_timeout: float, now_wal
                for r in _results(claim))
 
 
+def bindable(claim: Mapping[str, Any], binding_timeout: float, now_wall: float) -> bool:
+    """Filter's check of an allocated claim: false when a failure condition is true, or the
+    conditions are not met within ``binding_timeout`` of its allocation (PostFilter may then
+    deallocate it, so that other devices are tried)."""
+    try:
+        return is_claim_ready(claim) or not is_claim_timed_out(claim, binding_timeout, now_wall)
+    except BindingError:
+        return False
+
+
 def is_pod_ready(claims: Sequence[Mapping[str, Any]], binding_timeout: float, now_wall: float) -> bool:
     """isPodReadyForBinding over the claims as they are now: raises BindingError on a failure
     condition or a claim past its binding timeout."""

@@ -14,7 +14,8 @@ allocateddevices.go; Kubernetes v1.37.1), structured parameters only:
 * Filter: ``resourceclaim not available on the node`` where an allocation's node selector does
   not match; else a trial allocation of the unallocated claims from the node's ResourceSlices
   (allocator.py): ``cannot allocate all claims`` when there is none, an Error status when a claim
-  or class is broken (e.g. a CEL error), as upstream;
+  or class is broken (e.g. a CEL error) or the search outlasts ``filterTimeout`` on the injected
+  clock (``node <n>: timed out trying to allocate devices``), as upstream;
 * Reserve keeps the node's allocation in flight (the next pods' PreFilter sees those devices
   taken, and a second pod sharing the claim waits for it); Unreserve drops it;
 * PreBind writes each claim not yet reserved for the pod, as bindClaim does: the finalizer
@@ -29,7 +30,7 @@ allocateddevices.go; Kubernetes v1.37.1), structured parameters only:
 * Score: a prioritized list's earlier subrequests score higher (score.py), normalised to 0-100.
 
 Not ported: queueing hints (every registered event retries), PodGroup claims
-(DRAWorkloadResourceClaims, alpha), the filter timeout.
+(DRAWorkloadResourceClaims, alpha).
 """
 
 from __future__ import annotations
@@ -56,7 +57,13 @@ from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.objects import StatusWriter
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilterResult, PreFilterResult
-from kubesched.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNodeError, claim_requests
+from kubesched.plugins.dynamicresources.allocator import (
+    AllocationError,
+    Allocator,
+    FailedOnNodeError,
+    FilterTimeoutError,
+    claim_requests,
+)
 from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs
 from kubesched.plugins.dynamicresources.assumed import AssumedClaims
 from kubesched.plugins.dynamicresources.binding import (
@@ -69,9 +76,8 @@ from kubesched.plugins.dynamicresources.binding import (
 from kubesched.plugins.dynamicresources.binding_conditions import (
     POLL_SECONDS,
     BindingError,
+    bindable,
     has_binding_conditions,
-    is_claim_ready,
-    is_claim_timed_out,
     wait_until_ready,
 )
 from kubesched.plugins.dynamicresources.claims import (
@@ -219,7 +225,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 # any pod; it restricts the nodes to those of its allocation.
                 if alloc.get("nodeSelector"):
                     s.available_on[index] = compile_node_selector(alloc["nodeSelector"])
-                if not self._bindable(claim):
+                if not bindable(claim, self.args.binding_timeout, self.handle.clock.wall()):
                     s.not_bindable.append(index)
                 continue
             s.to_allocate.append(index)
@@ -271,8 +277,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return self._unavailable(s, unavailable)
         claims = [node_ext.claim if i == s.extended and node_ext.claim is not None else s.claims[i]
                   for i in s.to_allocate]
+        timeout = self.args.filter_timeout
+        now = self.handle.clock.now
         try:
-            results = s.allocator.allocate(NodeRef(name, dict(labels)), claims)
+            results = s.allocator.allocate(NodeRef(name, dict(labels)), claims,
+                                           (now, now() + timeout) if timeout > 0 else None)
+        except FilterTimeoutError:
+            # Potentially transient: an Error, so the pod retries through backoff (upstream).
+            return Status.error(f"node {name}: timed out trying to allocate devices")
         except FailedOnNodeError as e:
             return Status.unresolvable(str(e))
         except AllocationError as e:
@@ -285,16 +297,6 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if node_ext.claim is not None:
             s.node_extended[name] = node_ext
         return SUCCESS
-
-    def _bindable(self, claim: dict[str, Any]) -> bool:
-        """Filter's binding-conditions check of an allocated claim: false when a failure condition is
-        true, or the conditions are not met within ``bindingTimeout`` of its allocation (PostFilter
-        may then deallocate it, so that other devices are tried)."""
-        try:
-            return is_claim_ready(claim) or not is_claim_timed_out(claim, self.args.binding_timeout,
-                                                                   self.handle.clock.wall())
-        except BindingError:
-            return False
 
     @staticmethod
     def _unavailable(s: _State, unavailable: list[int]) -> Status:

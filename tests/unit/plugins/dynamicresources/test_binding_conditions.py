@@ -14,6 +14,9 @@ multi-claims-binding-conditions-one-fail (its Filter), plus PreBind waiting unti
 conditions, a failure condition ending the wait, and Unreserve taking the pod out of ``reservedFor``.
 Not ported: the metrics assertions (kubesched has no binding-conditions metrics),
 bind-failure-concurrent-deallocation (the same PreBind path as bind-claim-with-binding-conditions).
+
+Filter timeout: dynamicresources_test.go "timeout" (1ns) and "timeout_disabled" (here: 0, which
+upstream also treats as no limit), the clock injected (a clock that moves on every read).
 """
 
 from __future__ import annotations
@@ -297,3 +300,37 @@ def test_unreserve_takes_the_pod_out_of_reserved_for() -> None:
 
     asyncio.run(run())
     assert w.api.writes[-1][1]["status"]["reservedFor"] == []
+
+
+# -- the filter timeout (DynamicResourcesArgs.filterTimeout) ------------------------------------------
+class TickingClock(FakeClock):
+    """A clock that moves a second every time it is read (a search that takes long)."""
+
+    def now(self) -> float:
+        self.advance(1.0)
+        return super().now()
+
+
+def timeout_world(timeout: str) -> World:
+    w = World([plugin_claim()], [device_class()], [fabric_slice()])
+    w.plugin = new_plugin(DynamicResources, {"filterTimeout": timeout}, table=w.table, client=w.api,  # type: ignore[arg-type]
+                          objects=lambda kind: w.objects.get(kind, {}), clock=TickingClock())
+    return w
+
+
+def test_a_search_longer_than_the_filter_timeout_is_an_error() -> None:
+    """dynamicresources_test.go "timeout": filterTimeout 1ns; Error, so the pod retries via backoff."""
+    c = Cycle(timeout_world("1ns"), claim_pod())
+    assert c.pre_filter().is_success
+    assert verdict(c.filter()) == (Code.ERROR, (f"node {NODE}: timed out trying to allocate devices",))
+
+
+def test_filter_timeout_zero_disables_it() -> None:
+    """timeout_disabled: 0 means no limit, however slow the search."""
+    c = Cycle(timeout_world("0s"), claim_pod())
+    assert c.pre_filter().is_success and c.filter().is_success
+
+
+def test_a_search_within_the_filter_timeout_succeeds() -> None:
+    c = Cycle(timeout_world("10s"), claim_pod())
+    assert c.pre_filter().is_success and c.filter().is_success
