@@ -56,7 +56,8 @@ from kubesched.plugins.dynamicresources.requests import claim_ref
 from kubesched.plugins.dynamicresources.requests import claim_requests as claim_requests
 from kubesched.plugins.dynamicresources.results import UnsupportedNodeSelectorError, claim_config, node_selector
 from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
-from kubesched.plugins.dynamicresources.taints import apply_taint_rules, taint_prevents_allocation
+from kubesched.plugins.dynamicresources.slice_index import SliceIndex
+from kubesched.plugins.dynamicresources.taints import taint_prevents_allocation
 
 #: resourceapi.AllocationResultsMaxSize
 ALLOCATION_RESULTS_MAX_SIZE = 32
@@ -106,7 +107,7 @@ class Allocator:
     """NewAllocator: built once per pod (PreFilter) and asked once per node (Filter)."""
 
     def __init__(self, allocated: set[DeviceID] | AllocatedState, classes: Mapping[str, dict[str, Any]],
-                 slices: Sequence[dict[str, Any]], taint_rules: Sequence[dict[str, Any]] = (),
+                 slices: SliceIndex | Sequence[dict[str, Any]], taint_rules: Sequence[dict[str, Any]] = (),
                  selector_cache: SelectorCache | None = None) -> None:
         self.state = allocated if isinstance(allocated, AllocatedState) else AllocatedState(set(allocated))
         #: Devices given whole to a claim (upstream AllocatedDevices).
@@ -114,8 +115,9 @@ class Allocator:
         #: Selector results, shared across pods when the plugin passes its own (selector_cache.py).
         self.selector_cache = selector_cache or SelectorCache()
         self.classes = classes
-        #: The slices as the scheduler sees them: DeviceTaintRules' taints on their devices.
-        self.slices = apply_taint_rules(slices, taint_rules)
+        #: The slices as the scheduler sees them, DeviceTaintRules' taints on their devices, by node
+        #: (the plugin passes the index it keeps in step with the shell; a list is indexed here).
+        self.slices = slices if isinstance(slices, SliceIndex) else SliceIndex.of(slices, taint_rules)
         #: Per pool: its counters less what allocated devices consume (counters.py).
         self.available_counters: dict[PoolKey, CounterSets] = {}
         self._device_vars: dict[int, celtypes.MapType] = {}

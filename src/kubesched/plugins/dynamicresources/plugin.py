@@ -107,6 +107,7 @@ from kubesched.plugins.dynamicresources.extended import (
 from kubesched.plugins.dynamicresources.pools import NodeRef
 from kubesched.plugins.dynamicresources.score import ScoreError, compute_score
 from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
+from kubesched.plugins.dynamicresources.slice_index import SliceIndex
 from kubesched.plugins.helpers.device_classes import extended_resource_classes
 from kubesched.plugins.helpers.node_selector import NodeSelector, compile_node_selector
 from kubesched.snapshot.pod import PodInfo
@@ -167,6 +168,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self._deallocations: set[asyncio.Future[Any]] = set()
         #: Selector results across cycles and pods (selector_cache.py).
         self._selector_cache = SelectorCache()
+        #: The ResourceSlices by node, kept in step with the shell's at each PreFilter (slice_index.py).
+        self._slices = SliceIndex()
         #: How often PreBind looks at binding conditions (upstream: 5 s).
         self.binding_poll_seconds = POLL_SECONDS
 
@@ -245,9 +248,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             all_claims = self._claims()
             devices = allocated_devices(all_claims)
             devices |= allocated_devices({uid: c for uid, (c, _) in self._in_flight.items()})
-            s.allocator = Allocator(devices, classes, list(self.handle.objects(RESOURCE_SLICE.kind).values()),
-                                    list(self.handle.objects(DEVICE_TAINT_RULE.kind).values()),
-                                    selector_cache=self._selector_cache)
+            self._slices.sync(self.handle.objects(RESOURCE_SLICE.kind),
+                              self.handle.objects(DEVICE_TAINT_RULE.kind).values())
+            s.allocator = Allocator(devices, classes, self._slices, selector_cache=self._selector_cache)
         return None, SUCCESS
 
     def _state(self, state: CycleState) -> _State | None:

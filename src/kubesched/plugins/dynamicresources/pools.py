@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubesched.api.quantity import QuantityError, parse_quantity
+from kubesched.plugins.dynamicresources.slice_index import SliceIndex
 from kubesched.plugins.helpers.node_selector import compile_node_selector
 
 
@@ -86,12 +87,13 @@ def _targets(node: NodeRef, spec: Mapping[str, Any]) -> bool | None:
     return None
 
 
-def gather_pools(slices: Sequence[dict[str, Any]], node: NodeRef) -> list[Pool]:
+def gather_pools(slices: SliceIndex | Sequence[dict[str, Any]], node: NodeRef) -> list[Pool]:
     """GatherPools: the pools with slices for this node, newest generation only; a pool whose slices
     are not all published yet is incomplete, one with a duplicate device name (or a bad counter)
-    invalid."""
+    invalid. Only the slices the index has for the node are looked at (slice_index.py)."""
+    index = slices if isinstance(slices, SliceIndex) else SliceIndex.of(slices)
     pools: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for s in slices:
+    for s in index.for_node(node.name):
         spec = slice_spec(s)
         if not _targets(node, spec):
             continue
@@ -117,10 +119,8 @@ def gather_pools(slices: Sequence[dict[str, Any]], node: NodeRef) -> list[Pool]:
         # Some slices of the pool do not target this node, or are not published yet.
         every: list[dict[str, Any]] = []
         obsolete = False
-        for s in slices:
-            d, p, g, _ = _pool_of(slice_spec(s))
-            if (d, p) != (driver, pool):
-                continue
+        for s in index.of_pool((driver, pool)):
+            g = _pool_of(slice_spec(s))[2]
             obsolete |= g > generation
             if g == generation:
                 every.append(s)
