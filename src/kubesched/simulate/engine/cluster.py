@@ -95,6 +95,8 @@ class SimulatedCluster:
         # not changed since, that copy is the bound pod: no second copy of the object.
         same = pod.node_name == node_name and pod.raw.get("metadata") is current.raw.get("metadata")
         bound = pod if same else current.with_node(node_name)
+        if same and current.raw.get("status") is not bound.raw.get("status"):
+            bound.raw["status"] = current.raw.get("status")  # set by patch_pod_status meanwhile
         if annotations:  # as the apiserver copies a Binding's annotations onto the pod
             meta = bound.raw.get("metadata")
             merged = {**((meta or {}).get("annotations") or {}), **annotations}
@@ -266,7 +268,11 @@ class SimulatedCluster:
         current = self.pods.get(pod.uid)
         if current is None:
             raise PodGoneError(f"pod {pod.key} not found")
-        current.raw["status"] = {**(current.raw.get("status") or {}), **status}
+        stored = current.raw.get("status")
+        if isinstance(stored, dict):
+            stored.update(status)  # the assumed copy shares this map: its bind keeps the fields
+        else:
+            current.raw["status"] = dict(status)  # a new map: bind carries it over
 
     def _stored_for_update(self, kind: ObjectKind, obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """The key and stored object ``obj`` updates, checked as the apiserver does: not found, or a
