@@ -190,6 +190,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 | ActionType.UPDATE_NODE_LABEL,
                 "NodeAddOrUpdate",
             ),
+            # DRAExtendedResource: a pod may wait for a DeviceClass to back its extended resource.
+            ClusterEvent(DEVICE_CLASS_KIND, ActionType.ADD | ActionType.UPDATE),
         )
 
     # -- PreFilter / Filter -----------------------------------------------------------------------

@@ -23,6 +23,7 @@ import pytest
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.objects import ObjectKind
 from kubesched.framework.status import Code
+from kubesched.framework.types import ActionType, ClusterEvent
 from kubesched.plugins.dynamicresources import DynamicResources
 from kubesched.plugins.dynamicresources.claims import FINALIZER
 from kubesched.plugins.dynamicresources.extended import requests_and_mappings
@@ -366,3 +367,11 @@ def test_fit_leaves_a_dra_backed_resource_to_dynamic_resources(allocatable: str 
     assert (int(single.codes[0]) == 0) is passes
     if not passes:
         assert verdicts.statuses[int(verdicts.codes[0]) - 1].reasons == (f"Insufficient {GPU}",)
+
+
+def test_fit_retries_pods_when_a_device_class_appears() -> None:
+    """fit.go EventsToRegister with DRAExtendedResource: a pod refused for an extended resource
+    may fit once a DeviceClass backs it, so DeviceClass adds and updates requeue it."""
+    plugin = new_plugin(NodeResourcesFit, table=table_of(node(NODE)))
+    added = ClusterEvent("DeviceClass", ActionType.ADD, "DeviceClassAdd")
+    assert any(e.matches(added) for e in plugin.events_to_register())
