@@ -34,7 +34,7 @@ from kubesched.framework.podgroup import GENERIC_WORKLOAD, group_key
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ProfileSpec, plugin_error
 from kubesched.framework.score_totals import ScoredNodes
-from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import EVENT_POD_DELETE, ClusterEvent, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
@@ -563,11 +563,9 @@ class Scheduler:
         if not st.is_success:
             fwk.run_unreserve(state, assumed, node)
             self.cache.forget(uid)
-            failure = (
-                self.single_node_failure(node, st)
-                if st.is_rejected
-                else ScheduleFailure(st, f"binding rejected: {st.message}" if st.code == Code.ERROR else st.message)
-            )
+            # An Error's message is the pod's as it is (handleSchedulingFailure: status.Message(),
+            # e.g. 'running PreBind plugin "DynamicResources": device binding failed: ...').
+            failure = self.single_node_failure(node, st) if st.is_rejected else ScheduleFailure(st, st.message)
             # Requeue the pod first, then let the freed resources help the others (upstream
             # handleBindingCycleError moves with AssignedPodDelete, leaving this pod out), so a
             # pod rejected at Permit waits for an event instead of racing into backoff.
