@@ -187,9 +187,10 @@ async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods:
         srcs["baseline"] = baseline
     procs = {k: _start(k, stream, init_pods, src, profile if k == "kubesched" else None) for k, src in srcs.items()}
     try:
-        async with ClientSession() as session:
+        async with ClientSession() as probe:  # a connection of its own, as the kubelet's probes are
             for _, port in procs.values():
-                await _ready(session, port)
+                await _ready(probe, port)
+        async with ClientSession() as session:
             cpu0 = {k: common.proc_cpu_seconds(p.pid) or 0.0 for k, (p, _) in procs.items()}
             rtt: dict[str, list[float]] = {k: [] for k in procs}
             t0 = time.perf_counter()
