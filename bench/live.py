@@ -87,6 +87,7 @@ class Size:
 
 SIZES = {
     "small": Size(nodes=50, init_pods=50, pods=200, timeout=120),
+    "medium": Size(nodes=500, init_pods=500, pods=2000, timeout=600),
     "full": Size(nodes=1000, init_pods=1000, pods=5000, timeout=900),
 }
 
@@ -280,6 +281,19 @@ WORKLOADS: dict[str, Workload] = {
         # 2,000 measured pods at full size: with nodeCacheCapable false every pod's request carries
         # the Node objects of every feasible node, which bounds the round's duration.
         sizes={"full": Size(nodes=1000, init_pods=1000, pods=2000, timeout=900)},
+    ),
+    "ExtenderFloor": Workload(
+        "ExtenderFloor",
+        "kube-scheduler (default profile) with the no-op extender (bench/noop_extender.py, the protocol's floor) "
+        "vs with `kubesched extender` (default profile, filter+prioritize, nodeCacheCapable true), alternated "
+        "round by round in one run; SchedulingBasic pods",
+        contenders=("kube-scheduler+noop-extender-cache", "kube-scheduler+extender-cache"),
+        # Rounds of tens of seconds each (issue 32 item 4): at 3-6 s rounds (--size small) the
+        # no-op's own figure moved x3 from round to round on the loaded machine. 2,000 pods: at
+        # load ~25 creating and deleting them already takes minutes per round.
+        sizes={"small": Size(nodes=50, init_pods=50, pods=200, timeout=120),
+               "medium": Size(nodes=500, init_pods=500, pods=2000, timeout=600),
+               "full": Size(nodes=1000, init_pods=1000, pods=5000, timeout=900)},
     ),
     # scheduler_perf topology_spreading/performance-config.yaml and affinity/performance-config.yaml
     # (upstream names: TopologySpreading, PreferredTopologySpreading, SchedulingPodAntiAffinity,
@@ -584,19 +598,26 @@ def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float, burst:
         return Running(kind, {"scheduler": comp}, f"http://127.0.0.1:{port}/metrics", None, KUBESCHED_NAME)
     procs: dict[str, Component] = {}
     extenders = None
+    # "KIND@DIR": the extender's kubesched imported from the src tree DIR (e.g. `git archive REV src`
+    # unpacked), so a before/after of the extender runs side by side in one run.
+    kind, _, ext_src = kind.partition("@")
     if kind.startswith(("kube-scheduler+extender", "kube-scheduler+noop-extender")):
         cache = not kind.endswith("-nocache")
         eport = controlplane.free_port()
+        env = None
         if "noop" in kind:
             argv = [sys.executable, str(common.ROOT / "bench" / "noop_extender.py"), f"--listen=127.0.0.1:{eport}"]
         else:
-            argv = [kubesched_bin(), "extender", f"--listen=127.0.0.1:{eport}", "--log-level=warning"]
+            argv = [sys.executable, "-m", "kubesched.cli", "extender", f"--listen=127.0.0.1:{eport}",
+                    "--log-level=warning"]
+            src = Path(ext_src).resolve() if ext_src else common.ROOT / "src"
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
             if cache:
                 argv.append(f"--kubeconfig={c.scheduler_kubeconfig}")
             if wl.kubesched_profile:  # the workload's profile (schedulerName included), else the default
                 ecfg = scheduler_config(c, workdir / "kubesched-extender.yaml", wl.kubesched_profile, qps, burst)
                 argv.append(f"--config={ecfg}")
-        ext = c._add(Component("kubesched-extender", argv, c.logs_dir / "kubesched-extender.log"))
+        ext = c._add(Component("kubesched-extender", argv, c.logs_dir / "kubesched-extender.log", env))
         procs["extender"] = ext
         try:
             c.wait_for(lambda: ext.alive() and _http_ok(f"http://127.0.0.1:{eport}/readyz"), 60, 0.2, "extender ready")
@@ -912,6 +933,10 @@ def summarize(rounds: list[dict[str, Any]], contenders: tuple[str, ...]) -> dict
         if ext:
             per[k]["extender_peak_rss_mib"] = common.median(e.get("peak_rss_mib") for e in ext)
             per[k]["extender_cpu_seconds"] = common.median(e.get("cpu_seconds") for e in ext)
+            # From the first bind to the last: the extender's start-up (imports, informer list) left out.
+            per[k]["extender_cpu_ms_per_pod_window"] = common.median(
+                None if e.get("cpu_seconds_window") is None else round(e["cpu_seconds_window"] * 1000 / r["bound"], 3)
+                for e, r in zip(ext, [r for r in rs if r["processes"].get("extender")], strict=True) if r["bound"])
     base = contenders[0]
     ratios: dict[str, Any] = {}
     by_round: dict[int, dict[str, dict[str, Any]]] = {}
@@ -946,6 +971,8 @@ def summarize(rounds: list[dict[str, Any]], contenders: tuple[str, ...]) -> dict
             "peak_rss": med(rss),
             "cpu_seconds_window": med(cpu),
             "per_round_throughput": [round(x, 3) for x in tp],
+            "throughput_average_min": round(min(tp), 3) if tp else None,
+            "throughput_average_max": round(max(tp), 3) if tp else None,
         }
     return {"per_contender": per, "ratios": ratios}
 
@@ -957,7 +984,7 @@ def run_workload(name: str, size_name: str, rounds: int, qps: float, burst: int,
     ``contenders`` picks some of the workload's (the first stays the baseline of the ratios)."""
     wl = WORKLOADS[name]
     if contenders:
-        unknown = [k for k in contenders if k not in wl.contenders]
+        unknown = [k for k in contenders if k.partition("@")[0] not in wl.contenders]
         if unknown or contenders[0] != wl.contenders[0]:
             raise SystemExit(f"{name}: --contenders must start with {wl.contenders[0]} and name some of "
                              f"{', '.join(wl.contenders)}; got {', '.join(contenders)}")

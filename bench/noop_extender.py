@@ -9,13 +9,18 @@ trips and kube-scheduler's own JSON encoding and decoding per pod), which no ext
 
 Minimal HTTP/1.1 on asyncio (keep-alive, Content-Length bodies), stdlib + orjson only: not a
 product, a measuring stick. ``python bench/noop_extender.py --listen 127.0.0.1:8888``
+
+``--record FILE`` (or the environment variable ``NOOP_EXTENDER_RECORD``, for runs started by the
+live bench) appends every verb request as one line ``<verb>\t<body>``: the request stream
+kube-scheduler really sends, which bench/extender_replay.py replays against both extenders.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
+import os
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -28,9 +33,15 @@ def _names(args: Any) -> list[str]:
     return []
 
 
+#: Where requests are recorded (--record), or None.
+RECORD: BinaryIO | None = None
+
+
 def answer(path: str, body: bytes) -> tuple[int, bytes]:
     if path.endswith("/readyz") or path.endswith("/healthz"):
         return 200, b"ok"
+    if RECORD is not None:
+        RECORD.write(path.rstrip("/").rpartition("/")[2].encode() + b"\t" + body + b"\n")
     try:
         args = orjson.loads(body) if body else {}
     except orjson.JSONDecodeError:
@@ -76,7 +87,12 @@ async def serve(host: str, port: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="noop_extender", description=__doc__.splitlines()[0])
     ap.add_argument("--listen", default="127.0.0.1:8888")
+    ap.add_argument("--record", default=os.environ.get("NOOP_EXTENDER_RECORD"), metavar="FILE",
+                    help="append each verb request to FILE as <verb>\\t<body> lines")
     args = ap.parse_args(argv)
+    global RECORD
+    if args.record:
+        RECORD = open(args.record, "ab", buffering=0)  # noqa: SIM115 (open for the process's life, unbuffered: it is killed)
     host, _, port = args.listen.rpartition(":")
     asyncio.run(serve(host, int(port)))
     return 0

@@ -264,7 +264,7 @@ async def _serve(
     in_flight_timeout: float,
 ) -> None:
     from kubesched.app.startup import UserError
-    from kubesched.extender.server import ExtenderServer, start_server
+    from kubesched.extender.server import ExtenderServer, settle_heap, start_server
     from kubesched.extender.service import ExtenderService
     from kubesched.framework.runtime import FrameworkError
 
@@ -293,6 +293,7 @@ async def _serve(
             runner, bound = await start_server(server, host, port, ssl_context)
         except OSError as e:
             raise UserError(f"--listen {host}:{port}: {e}") from None
+        settle_heap()
         scheme = "https" if ssl_context is not None else "http"
         mtls = " (client certificates required)" if ssl_context is not None and \
             ssl_context.verify_mode.name == "CERT_REQUIRED" else ""

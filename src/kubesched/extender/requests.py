@@ -14,6 +14,8 @@ from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.shapes import ShapeError, check_pod_shape
 
 VERBS = ("filter", "prioritize", "preempt", "bind")
+#: The verbs answered without awaiting anything (bind awaits the API server).
+SYNC_VERBS = ("filter", "prioritize", "preempt")
 
 
 class ServiceError(Exception):

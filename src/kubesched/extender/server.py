@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import logging
 import ssl
 import time
@@ -32,6 +33,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from kubesched.extender.connection import Connection
 from kubesched.extender.limits import (
     DEFAULT_MAX_BODY,
     DEFAULT_TIMEOUT,
@@ -39,7 +41,7 @@ from kubesched.extender.limits import (
     IDLE_TIMEOUT,
     normalize_prefix,
 )
-from kubesched.extender.requests import VERBS, Deadline, Reply, ServiceError
+from kubesched.extender.requests import SYNC_VERBS, VERBS, Deadline, Reply, ServiceError
 from kubesched.extender.service import ExtenderService
 from kubesched.extender.wire import WireError, encode_error, parse_body
 
@@ -175,55 +177,92 @@ class ExtenderServer:
             kind = "method"
         else:
             reply, kind = await self._answer(verb, request)
-        self.metrics.count(verb, str(reply.status))
-        self.metrics.observe(verb, time.perf_counter() - start)
-        if kind:
-            self.metrics.error(verb, kind)
+        self._account(verb, start, reply, kind)
         resp = web.Response(status=reply.status, body=reply.body, content_type=_JSON)
         if reply.status == 405:
             resp.headers["Allow"] = "POST"
         return resp
 
+    def _account(self, verb: str, start: float, reply: Reply, kind: str) -> None:
+        self.metrics.count(verb, str(reply.status))
+        self.metrics.observe(verb, time.perf_counter() - start)
+        if kind:
+            self.metrics.error(verb, kind)
+
+    # -- the fast path (extender/connection.py) -------------------------------------------------------
+    @functools.cached_property
+    def fast_paths(self) -> dict[bytes, str]:
+        """The request paths answered without aiohttp: the verbs whose answer does not await."""
+        return {f"{self.prefix}/{verb}".encode(): verb for verb in SYNC_VERBS}
+
+    def answer_now(self, verb: str, body: bytes) -> Reply:
+        """A whole POST to one of the ``fast_paths``: the same reply and metrics as through aiohttp."""
+        start = time.perf_counter()
+        reply, kind = self._answer_body(verb, body, Deadline(verb, self.timeout))
+        self._account(verb, start, reply, kind)
+        return reply
+
+    def body_late(self, verb: str) -> Reply:
+        """The 408 for a body that did not arrive within the deadline (fast path), with its metrics."""
+        reply = Reply(408, encode_error(verb, self._late_body_message(verb)))
+        self._account(verb, time.perf_counter(), reply, "timeout")
+        return reply
+
+    def _late_body_message(self, verb: str) -> str:
+        return f"kubesched extender: the {verb} request body did not arrive within {self.timeout:g}s"
+
+    # -- answers -------------------------------------------------------------------------------------
     async def _answer(self, verb: str, request: web.Request) -> tuple[Reply, str]:
         deadline = Deadline(verb, self.timeout)
         try:
-            try:
-                if request.content.is_eof():
-                    # The whole body has arrived (the usual case): read() will not wait, so no timer.
-                    body = await request.read()
-                else:
-                    async with asyncio.timeout(deadline.remaining()):
-                        body = await request.read()
-            except web.HTTPRequestEntityTooLarge:
-                return Reply(413, encode_error(verb, f"request body larger than {self.max_body} bytes")), "too_large"
-            except TimeoutError:
-                # The client's fault (kube-scheduler sends its body at once): 408 for every verb.
-                msg = f"kubesched extender: the {verb} request body did not arrive within {self.timeout:g}s"
-                return Reply(408, encode_error(verb, msg)), "timeout"
-            data = parse_body(body)
-            if verb == "bind":
-                try:
-                    async with asyncio.timeout(max(deadline.remaining(), 0.001)):
-                        reply = await self.service.bind(data, deadline)
-                except TimeoutError:
-                    return self._server_error(
-                        verb, 504, f"kubesched extender: bind exceeded its {self.timeout:g}s deadline"
-                    ), "timeout"
+            if request.content.is_eof():
+                # The whole body has arrived (the usual case): read() will not wait, so no timer.
+                body = await request.read()
             else:
-                reply = getattr(self.service, verb)(data, deadline)
+                async with asyncio.timeout(deadline.remaining()):
+                    body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return Reply(413, encode_error(verb, f"request body larger than {self.max_body} bytes")), "too_large"
+        except TimeoutError:
+            # The client's fault (kube-scheduler sends its body at once): 408 for every verb.
+            return Reply(408, encode_error(verb, self._late_body_message(verb))), "timeout"
+        except Exception as e:
+            return self._failed(verb, e)
+        if verb != "bind":
+            return self._answer_body(verb, body, deadline)
+        try:
+            data = parse_body(body)
+            try:
+                async with asyncio.timeout(max(deadline.remaining(), 0.001)):
+                    reply = await self.service.bind(data, deadline)
+            except TimeoutError:
+                return self._server_error(
+                    verb, 504, f"kubesched extender: bind exceeded its {self.timeout:g}s deadline"
+                ), "timeout"
             return reply, reply.kind
-        except WireError as e:
+        except Exception as e:
+            return self._failed(verb, e)
+
+    def _answer_body(self, verb: str, body: bytes, deadline: Deadline) -> tuple[Reply, str]:
+        """filter, prioritize, preempt: synchronous from the body on."""
+        try:
+            reply: Reply = getattr(self.service, verb)(parse_body(body), deadline)
+            return reply, reply.kind
+        except Exception as e:
+            return self._failed(verb, e)
+
+    def _failed(self, verb: str, e: Exception) -> tuple[Reply, str]:
+        if isinstance(e, WireError):
             return Reply(400, encode_error(verb, f"kubesched extender: bad {verb} request: {e}")), "bad_request"
-        except ServiceError as e:
+        if isinstance(e, ServiceError):
             kind = "timeout" if e.status == 504 else ("bad_request" if e.status < 500 else "internal")
             if e.status < 500:
                 return Reply(e.status, encode_error(verb, f"kubesched extender: {e.message}")), kind
             return self._server_error(verb, e.status, e.message), kind
-        except Exception as e:
-            # Only the request varies between calls; a body that makes a plugin trip is a bad request.
-            log.warning("extender: %s request could not be evaluated", verb, exc_info=True)
-            msg = f"kubesched extender: could not evaluate this {verb} request: {type(e).__name__}: {e}"
-            return Reply(400, encode_error(verb, msg)), "bad_request"
+        # Only the request varies between calls; a body that makes a plugin trip is a bad request.
+        log.warning("extender: %s request could not be evaluated", verb, exc_info=e)
+        msg = f"kubesched extender: could not evaluate this {verb} request: {type(e).__name__}: {e}"
+        return Reply(400, encode_error(verb, msg)), "bad_request"
 
     @staticmethod
     def _server_error(verb: str, status: int, message: str) -> Reply:
@@ -259,62 +298,16 @@ def server_ssl_context(cert: Path, key: Path, client_ca: Path | None = None) -> 
     return ctx
 
 
-class _HeaderDeadline(asyncio.Protocol):
-    """aiohttp's protocol for one connection, closed unless the headers of its first request (up to
-    the blank line that ends them) arrive within ``timeout`` seconds of the connection opening.
-    aiohttp has no header timeout of its own: its keep-alive timer is the only bound, and that one
-    must stay above the scheduler's idle timeout (``limits.IDLE_TIMEOUT``)."""
-
-    def __init__(self, inner: asyncio.Protocol, timeout: float) -> None:
-        self._inner = inner
-        self._timeout = timeout
-        self._timer: asyncio.TimerHandle | None = None
-        self._tail = b""
-        self._transport: asyncio.BaseTransport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport
-        self._timer = asyncio.get_running_loop().call_later(self._timeout, self._expire)
-        self._inner.connection_made(transport)
-
-    def _expire(self) -> None:
-        self._timer = None
-        if self._transport is not None:
-            log.info("extender: closed a connection that sent no complete request headers in %gs", self._timeout)
-            self._transport.abort()  # type: ignore[attr-defined]
-
-    def data_received(self, data: bytes) -> None:
-        if self._timer is not None:
-            seen = self._tail + data
-            if b"\r\n\r\n" in seen:
-                self._timer.cancel()
-                self._timer = None
-            self._tail = seen[-3:]
-        self._inner.data_received(data)
-
-    def eof_received(self) -> bool | None:
-        return self._inner.eof_received()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._inner.connection_lost(exc)
-
-    def pause_writing(self) -> None:
-        self._inner.pause_writing()
-
-    def resume_writing(self) -> None:
-        self._inner.resume_writing()
-
-
 class _GuardedSite(web.BaseSite):
-    """A TCP site whose connections go through :class:`_HeaderDeadline`."""
+    """A TCP site whose connections are :class:`~kubesched.extender.connection.Connection`: the
+    header deadline, and kube-scheduler's plain filter/prioritize requests answered on the fast path."""
 
     def __init__(self, runner: web.AppRunner, host: str, port: int, *, ssl_context: ssl.SSLContext | None,
-                 header_timeout: float) -> None:
+                 header_timeout: float, idle_timeout: float, fast: ExtenderServer) -> None:
         super().__init__(runner, ssl_context=ssl_context, backlog=1024)
-        self._host, self._port, self._header_timeout = host, port, header_timeout
+        self._host, self._port = host, port
+        self._header_timeout, self._idle_timeout, self._fast = header_timeout, idle_timeout, fast
+        self._connections: set[Connection] = set()
 
     @property
     def name(self) -> str:
@@ -329,11 +322,16 @@ class _GuardedSite(web.BaseSite):
         await super().start()
         handler_factory = self._runner.server
         assert handler_factory is not None
-        timeout = self._header_timeout
         self._server = await asyncio.get_running_loop().create_server(
-            lambda: _HeaderDeadline(handler_factory(), timeout), self._host, self._port,
-            ssl=self._ssl_context, backlog=self._backlog, reuse_address=True,
+            lambda: Connection(handler_factory, self._header_timeout, self._idle_timeout, self._fast,
+                               self._connections),
+            self._host, self._port, ssl=self._ssl_context, backlog=self._backlog, reuse_address=True,
         )
+
+    async def stop(self) -> None:
+        await super().stop()
+        for conn in list(self._connections):
+            conn.close()
 
 
 async def start_server(
@@ -343,6 +341,25 @@ async def start_server(
     """Start listening; returns the runner (``await runner.cleanup()`` to stop) and the bound port."""
     runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, keepalive_timeout=idle_timeout)
     await runner.setup()
-    site = _GuardedSite(runner, host, port, ssl_context=ssl_context, header_timeout=header_timeout)
+    site = _GuardedSite(runner, host, port, ssl_context=ssl_context, header_timeout=header_timeout,
+                        idle_timeout=idle_timeout, fast=server)
     await site.start()
     return runner, site.port
+
+
+#: The young generation's threshold once serving (CPython's default is 700 allocations).
+SERVING_GC_THRESHOLD = 20_000
+
+
+def settle_heap() -> None:
+    """Once the extender serves: what it holds by then (imports, the profile's plugins, the synced
+    informer cache) is kept for the process's life, so it leaves the collector's generations
+    (gc.freeze) and the young generation is collected less often. Each request allocates a few
+    hundred containers (the decoded Pod, the answer) that die with it, and a bound pod adds some
+    that stay; with CPython's default threshold a collection ran every ~20 pods and walked the
+    survivors, a quarter of the extender's CPU per pod on the recorded stream of
+    bench/extender_replay.py. Garbage cycles are still collected, later."""
+    gc.collect()
+    gc.freeze()
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(SERVING_GC_THRESHOLD, gen1, gen2)

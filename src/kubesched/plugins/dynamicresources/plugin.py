@@ -40,6 +40,8 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
+
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
@@ -397,6 +399,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return compute_score(s.claims, allocations), SUCCESS
         except ScoreError as e:
             return 0, Status.error(str(e))
+
+    def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
+        """Score's answers for many rows: a pod without claims (nearly every pod) scores 0 on each
+        node, given at once instead of through a Score call per node."""
+        s = self._state(state)
+        if s is not None and not s.claims:
+            return np.zeros(len(rows), dtype=np.int64)
+        return super().score_batch(state, pod, table, rows)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows, scores: Scores) -> Status:
         default_normalize_score(scores)

@@ -1,0 +1,291 @@
+"""The extender's cost per pod on the requests kube-scheduler really sends, against the no-op floor.
+
+A live A/B (``python -m bench ExtenderFloor``) measures what users see, kube-scheduler's throughput
+with each extender, but on this shared 2-core machine its rounds move with the load. This harness
+measures what does not: the CPU the extender process spends per pod on a recorded request stream.
+
+1. Record: run the no-op extender under the real kube-scheduler with ``NOOP_EXTENDER_RECORD=FILE``
+   (bench/noop_extender.py appends each request as ``<verb>\\t<body>``), e.g.
+   ``NOOP_EXTENDER_RECORD=/tmp/stream.txt python -m bench ExtenderFloor --size medium --rounds 1
+   --contenders kube-scheduler+noop-extender-cache --no-save``: 500 KWOK nodes, 500 init pods bound
+   round-robin, 4,000 pods, so filter carries kube-scheduler's sampled feasible nodes (~230 names).
+2. Replay (``python -m bench.extender_replay --stream FILE``): both servers in processes of their
+   own, the stream's requests posted one at a time as kube-scheduler sends them (a scheduling
+   cycle waits for each answer), pod by pod alternately to ``kubesched extender`` and to the no-op,
+   so both see the same moments of the machine's load. Each pass starts both servers afresh.
+
+kubesched's server is ``kubesched extender``'s own (ExtenderService + ExtenderServer, default
+profile, default options) on a static node cache built like the bench's cluster: the stream's node
+names as scheduler_perf node-default nodes and the init pods bound round-robin. Standing in for the
+watch, a pod the extender held is bound right after the request that held it (the cache gets the
+bound pod and the informer-event counter moves, as the pod informer's event would). The informers'
+own work (decoding watch events) is not in this figure; the live A/B's extender CPU has it.
+
+Reported per pass and as median/min/max over the passes: each server's CPU per pod (utime+stime of
+its process over the pass, from /proc), the client-observed round trip p50 per pod, and their ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import ClientSession
+
+from bench import common
+
+RESULTS = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def read_stream(path: Path, limit: int | None = None) -> list[list[tuple[str, bytes]]]:
+    """The recorded requests grouped per pod (a filter and what follows it for the same pod)."""
+    pods: list[list[tuple[str, bytes]]] = []
+    with path.open("rb") as f:
+        for line in f:
+            verb, _, body = line.rstrip(b"\n").partition(b"\t")
+            v = verb.decode()
+            if v == "filter" or not pods:
+                if limit is not None and len(pods) == limit:
+                    break
+                pods.append([])
+            pods[-1].append((v, body))
+    return pods
+
+
+def stream_node_names(pods: list[list[tuple[str, bytes]]]) -> list[str]:
+    names: set[str] = set()
+    for reqs in pods:
+        for verb, body in reqs:
+            if verb == "filter":
+                args = orjson.loads(body)
+                names.update(args.get("NodeNames") or args.get("nodenames") or ())
+    return sorted(names)
+
+
+# -- kubesched's server (a process of its own) --------------------------------------------------------
+def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None) -> None:
+    """``kubesched extender``'s service and server on a static node cache shaped like the bench's."""
+    from bench.extender import _StaticCluster
+    from bench.live import node_body, pod_body
+    from kubesched.config.load import load_config
+    from kubesched.extender.server import ExtenderServer, start_server
+    try:
+        from kubesched.extender.server import settle_heap
+    except ImportError:  # a --baseline-src from before it
+        def settle_heap() -> None:
+            pass
+    from kubesched.extender.service import ExtenderService
+    from kubesched.plugins.builtin import builtin_registry
+    from kubesched.snapshot.pod import PodInfo
+
+    names = stream_node_names(read_stream(stream))
+    cluster = _StaticCluster([node_body(n, {}) for n in names])
+    for i in range(init_pods):
+        raw = pod_body(f"init-{i:05d}", "replay", role="init", node=names[i % len(names)])
+        raw["metadata"]["uid"] = f"init-{i:05d}"
+        cluster.cache.add_or_update_pod(PodInfo.from_raw(raw))
+    registry = builtin_registry()
+    svc = ExtenderService(load_config(None, registry).profiles[0], registry, cluster)
+    holds = svc.holds
+    assert holds is not None
+
+    def then_bound(verb: str) -> None:
+        answer = getattr(svc, verb)
+
+        def call(data: Any, deadline: Any) -> Any:
+            reply = answer(data, deadline)
+            pod = data.get("Pod") if isinstance(data, dict) else None
+            uid = (pod or {}).get("metadata", {}).get("uid")
+            node = holds.node_of(uid) if uid else None
+            if node is not None:  # the watch sees the bind: the hold is confirmed
+                cluster.changes += 1
+                cluster.cache.add_or_update_pod(PodInfo.from_raw({**pod, "spec": {**pod["spec"], "nodeName": node}}))
+            return reply
+
+        setattr(svc, verb, call)
+
+    then_bound("filter")
+    then_bound("prioritize")
+
+    async def main() -> None:
+        await start_server(ExtenderServer(svc), "127.0.0.1", port)
+        settle_heap()  # as `kubesched extender` does once it serves
+        done = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, done.set)
+        await done.wait()
+
+    if profile is None:
+        asyncio.run(main())
+        return
+    import cProfile
+
+    prof = cProfile.Profile(time.process_time)  # CPU time: on a loaded machine wall time is mostly waiting
+    prof.runcall(asyncio.run, main())
+    prof.dump_stats(str(profile))
+
+
+# -- the replay ---------------------------------------------------------------------------------------
+def _start(kind: str, stream: Path, init_pods: int, src: Path, profile: Path | None = None
+           ) -> tuple[subprocess.Popen[bytes], int]:
+    from kubesched.testing.controlplane import free_port
+
+    port = free_port()
+    path = os.pathsep.join([str(src), str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
+    env.pop("NOOP_EXTENDER_RECORD", None)
+    if kind == "noop":
+        argv = [sys.executable, str(ROOT / "bench" / "noop_extender.py"), f"--listen=127.0.0.1:{port}"]
+    else:
+        argv = [sys.executable, "-m", "bench.extender_replay", "--serve", "--stream", str(stream),
+                "--port", str(port), "--init-pods", str(init_pods)]
+        if profile is not None:
+            argv += ["--profile", str(profile)]
+    return subprocess.Popen(argv, env=env, cwd=ROOT), port
+
+
+async def _ready(session: ClientSession, port: int) -> None:
+    for _ in range(1200):
+        try:
+            async with session.get(f"http://127.0.0.1:{port}/readyz") as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        await asyncio.sleep(0.1)
+    raise RuntimeError(f"extender on port {port} not ready")
+
+
+async def _post(session: ClientSession, url: str, body: bytes) -> float:
+    t0 = time.perf_counter()
+    async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as resp:
+        await resp.read()
+        if resp.status != 200:
+            raise RuntimeError(f"{url}: HTTP {resp.status}")
+    return time.perf_counter() - t0
+
+
+async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods: int,
+                   baseline: Path | None = None, profile: Path | None = None) -> dict[str, Any]:
+    """One pass over ``pods``: kubesched (this checkout's src, and ``baseline``'s when given) and
+    the no-op, each pod's requests to each in turn."""
+    srcs = {"kubesched": ROOT / "src", "noop": ROOT / "src"}
+    if baseline is not None:
+        srcs["baseline"] = baseline
+    procs = {k: _start(k, stream, init_pods, src, profile if k == "kubesched" else None) for k, src in srcs.items()}
+    try:
+        async with ClientSession() as probe:  # a connection of its own, as the kubelet's probes are
+            for _, port in procs.values():
+                await _ready(probe, port)
+        async with ClientSession() as session:
+            cpu0 = {k: common.proc_cpu_seconds(p.pid) or 0.0 for k, (p, _) in procs.items()}
+            rtt: dict[str, list[float]] = {k: [] for k in procs}
+            t0 = time.perf_counter()
+            for reqs in pods:
+                for k, (_, port) in procs.items():
+                    spent = 0.0
+                    for verb, body in reqs:
+                        spent += await _post(session, f"http://127.0.0.1:{port}/{verb}", body)
+                    rtt[k].append(spent)
+            wall = time.perf_counter() - t0
+            cpu = {k: (common.proc_cpu_seconds(p.pid) or 0.0) - cpu0[k] for k, (p, _) in procs.items()}
+    finally:
+        for p, _ in procs.values():
+            p.send_signal(signal.SIGTERM)
+        for p, _ in procs.values():
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    n = len(pods)
+    out: dict[str, Any] = {"pods": n, "wall_seconds": round(wall, 2), "loadavg_after": common.loadavg()}
+    for k in procs:
+        out[k] = {"cpu_ms_per_pod": round(cpu[k] * 1000 / n, 4),
+                  "round_trip_p50_ms": round(statistics.median(rtt[k]) * 1000, 3)}
+    out["cpu_per_pod_over_floor"] = round(cpu["kubesched"] / max(cpu["noop"], 1e-9), 3)
+    out["cpu_per_pod_minus_floor_ms"] = round((cpu["kubesched"] - cpu["noop"]) * 1000 / n, 4)
+    rtt_p50 = out["kubesched"]["round_trip_p50_ms"], out["noop"]["round_trip_p50_ms"]
+    out["round_trip_p50_over_floor"] = round(rtt_p50[0] / rtt_p50[1], 3)
+    if baseline is not None:
+        out["baseline"]["src"] = str(baseline)
+        out["cpu_per_pod_over_baseline"] = round(cpu["kubesched"] / max(cpu["baseline"], 1e-9), 3)
+    return out
+
+
+def _spread(values: Iterator[float]) -> dict[str, float]:
+    v = list(values)
+    return {"median": round(statistics.median(v), 4), "min": round(min(v), 4), "max": round(max(v), 4)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.extender_replay", description=__doc__.splitlines()[0])
+    ap.add_argument("--stream", type=Path, required=True, help="requests recorded by bench/noop_extender.py")
+    ap.add_argument("--pods", type=int, default=None, help="replay the first N pods of the stream")
+    ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--init-pods", type=int, default=500, help="pods bound round-robin before the stream")
+    ap.add_argument("--baseline-src", type=Path, default=None, metavar="DIR",
+                    help="also replay against kubesched from another src tree (e.g. `git archive REV src`), "
+                         "interleaved with the other two: a before/after in one run")
+    ap.add_argument("--profile", type=Path, default=None, metavar="FILE",
+                    help="run this checkout's kubesched server under cProfile (CPU time), stats to FILE "
+                         "(its figures are then not comparable)")
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.serve:
+        serve(args.stream, args.port, args.init_pods, args.profile)
+        return 0
+    pods = read_stream(args.stream, args.pods)
+    passes = []
+    for i in range(args.passes):
+        r = asyncio.run(one_pass(pods, args.stream, args.init_pods, args.baseline_src, args.profile))
+        passes.append(r)
+        base = (f"; baseline {r['baseline']['cpu_ms_per_pod']} ms/pod (x{r['cpu_per_pod_over_baseline']} of it), "
+                f"round trip p50 {r['baseline']['round_trip_p50_ms']} ms" if "baseline" in r else "")
+        print(f"pass {i}: {r['pods']} pods in {r['wall_seconds']} s; CPU ms/pod kubesched "
+              f"{r['kubesched']['cpu_ms_per_pod']} noop {r['noop']['cpu_ms_per_pod']} (x{r['cpu_per_pod_over_floor']},"
+              f" +{r['cpu_per_pod_minus_floor_ms']} ms); round trip p50 {r['kubesched']['round_trip_p50_ms']} vs "
+              f"{r['noop']['round_trip_p50_ms']} ms{base}; load {r['loadavg_after']}", flush=True)
+    summary = {
+        "kubesched_cpu_ms_per_pod": _spread(p["kubesched"]["cpu_ms_per_pod"] for p in passes),
+        "noop_cpu_ms_per_pod": _spread(p["noop"]["cpu_ms_per_pod"] for p in passes),
+        "cpu_per_pod_over_floor": _spread(p["cpu_per_pod_over_floor"] for p in passes),
+        "cpu_per_pod_minus_floor_ms": _spread(p["cpu_per_pod_minus_floor_ms"] for p in passes),
+        "round_trip_p50_over_floor": _spread(p["round_trip_p50_over_floor"] for p in passes),
+    }
+    if args.baseline_src is not None:
+        summary["baseline_cpu_ms_per_pod"] = _spread(p["baseline"]["cpu_ms_per_pod"] for p in passes)
+        summary["cpu_per_pod_over_baseline"] = _spread(p["cpu_per_pod_over_baseline"] for p in passes)
+    print(json.dumps(summary, indent=1))
+    if not args.no_write:
+        RESULTS.mkdir(exist_ok=True)
+        path = RESULTS / f"extender-replay-{dt.date.today().isoformat()}.json"
+        records = json.loads(path.read_text()) if path.exists() else []
+        records.append({
+            "benchmark": "extender-replay", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "commit": common.git_commit(), "python": platform.python_version(), "cpus": os.cpu_count(),
+            "command": "python -m bench.extender_replay " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "stream": {"file": str(args.stream), "pods": len(pods), "requests": sum(len(p) for p in pods)},
+            "summary": summary, "passes": passes,
+        })
+        path.write_text(json.dumps(records, indent=2) + "\n")
+        print(f"written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

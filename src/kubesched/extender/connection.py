@@ -1,0 +1,229 @@
+"""One client connection of the extender's server: the header deadline, and the fast path.
+
+The fast path: kube-scheduler's requests are plain — ``POST <prefix>/filter`` (or prioritize) with
+``Content-Length`` and the whole body in one write. Such a request, once all of it has arrived, is
+answered here, straight from the bytes: the same ``ExtenderServer`` answer and metrics as through
+aiohttp, without aiohttp's request, response and task objects around it (on the recorded stream of
+bench/extender_replay.py aiohttp's part of a pod's two requests cost about as much as the no-op
+extender's whole answer). Anything else on the connection — another path or method, a body not
+all there yet, chunked encoding, ``Expect``, ``Connection: close``, HTTP/1.0, a header we do not
+parse exactly, a body over ``max_body`` — hands the connection to aiohttp from that byte on, for
+good, so every other status code and limit (400, 404, 405, 413) stays aiohttp's and the server's
+(extender/server.py). aiohttp's protocol is only made for connections that need it. A body split
+over several reads is waited for here, within the request's deadline (then 408, as through aiohttp).
+
+Deadlines: the first request's headers must arrive within ``header_timeout`` of the connection
+opening (aiohttp has no header timeout of its own; Go's ReadHeaderTimeout); a connection the fast
+path answered closes after ``idle_timeout`` without a byte, as aiohttp closes an idle keep-alive
+connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Literal, Protocol
+
+from kubesched.extender.requests import Reply
+
+log = logging.getLogger("kubesched.extender")
+
+#: Longest request head the fast path parses; a longer one goes to aiohttp (which limits it).
+_MAX_HEAD = 8190
+#: Headers after which the fast path leaves a request to aiohttp.
+_NOT_FAST = frozenset((b"transfer-encoding", b"expect", b"upgrade"))
+
+
+class FastAnswerer(Protocol):
+    """What the fast path needs from the server (``ExtenderServer``); ``timeout``: how long a
+    request's body may take to arrive."""
+
+    @property
+    def fast_paths(self) -> dict[bytes, str]: ...
+
+    @property
+    def max_body(self) -> int: ...
+
+    @property
+    def timeout(self) -> float: ...
+
+    def answer_now(self, verb: str, body: bytes) -> Reply: ...
+
+    def body_late(self, verb: str) -> Reply: ...
+
+
+def _response(reply: Reply) -> bytes:
+    status = HTTPStatus(reply.status)
+    return b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+        reply.status, status.phrase.encode(), len(reply.body), reply.body)
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, make_inner: Callable[[], asyncio.Protocol], header_timeout: float, idle_timeout: float,
+                 fast: FastAnswerer | None = None, open_connections: set[Connection] | None = None) -> None:
+        self._make_inner = make_inner
+        self._open = open_connections if open_connections is not None else set()
+        self._inner: asyncio.Protocol | None = None
+        self._header_timeout = header_timeout
+        self._idle_timeout = idle_timeout
+        self._fast = fast
+        self._buffer = bytearray()
+        #: The parsed head of the request at the buffer's start, while its body arrives.
+        self._head: tuple[str, int, int] | None = None
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+        self._tail = b""
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+
+    # -- asyncio.Protocol ----------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        self._open.add(self)
+        self._header_timer = self._loop.call_later(self._header_timeout, self._headers_late)
+        if self._fast is None:
+            self._to_aiohttp(b"")
+
+    def data_received(self, data: bytes) -> None:
+        if self._header_timer is not None:
+            seen = self._tail + data
+            if b"\r\n\r\n" in seen:
+                self._header_timer.cancel()
+                self._header_timer = None
+            self._tail = seen[-3:]
+        if self._inner is not None:
+            self._inner.data_received(data)
+            return
+        self._buffer += data
+        self._serve_buffer()
+
+    def eof_received(self) -> bool | None:
+        if self._inner is not None:
+            return self._inner.eof_received()
+        return None  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._open.discard(self)
+        for timer in (self._header_timer, self._idle_timer, self._body_timer):
+            if timer is not None:
+                timer.cancel()
+        self._header_timer = self._idle_timer = self._body_timer = None
+        if self._inner is not None:
+            self._inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.resume_writing()
+
+    # -- the fast path -------------------------------------------------------------------------------
+    def _serve_buffer(self) -> None:
+        assert self._fast is not None and self._transport is not None
+        buf = self._buffer
+        while buf:
+            if self._head is None:
+                head = self._parse_head(buf)
+                if head is None:  # the head has not all arrived yet
+                    break
+                if head is False:
+                    self._to_aiohttp(bytes(buf))
+                    return
+                self._head = head
+            verb, start, end = self._head
+            if len(buf) < end:  # the body is on its way: within the request's deadline
+                if self._body_timer is None:
+                    self._body_timer = self._loop.call_later(self._fast.timeout, self._body_late, verb)
+                break
+            self._head = None
+            for attr in ("_idle_timer", "_body_timer"):
+                timer = getattr(self, attr)
+                if timer is not None:
+                    timer.cancel()
+                    setattr(self, attr, None)
+            body = bytes(buf[start:end])
+            del buf[:end]
+            self._transport.write(_response(self._fast.answer_now(verb, body)))
+            if self._transport.is_closing():
+                return
+        # Waiting for the next request: idle (or its head trickling in) at most idle_timeout from
+        # the last answer, as aiohttp's keep-alive timer bounds it.
+        if self._idle_timer is None and self._body_timer is None:
+            self._idle_timer = self._loop.call_later(self._idle_timeout, self._idle)
+
+    def _parse_head(self, buf: bytearray) -> tuple[str, int, int] | Literal[False] | None:
+        """The head of the first request in ``buf`` when the fast path answers it: (verb, where its
+        body starts and ends in ``buf``); None while the head is incomplete; False for aiohttp."""
+        assert self._fast is not None
+        head_end = buf.find(b"\r\n\r\n")
+        if head_end < 0:
+            return None if len(buf) <= _MAX_HEAD else False
+        lines = bytes(buf[:head_end]).split(b"\r\n")
+        parts = lines[0].split(b" ")
+        if len(parts) != 3 or parts[0] != b"POST" or parts[2] != b"HTTP/1.1":
+            return False
+        verb = self._fast.fast_paths.get(parts[1])
+        if verb is None:
+            return False
+        length = -1
+        for line in lines[1:]:
+            name, sep, value = line.partition(b":")
+            if not sep or not name or name != name.strip():
+                return False  # folded or malformed: aiohttp decides
+            key = name.lower()
+            if key == b"content-length":
+                value = value.strip()
+                if length >= 0 or not value.isdigit():
+                    return False
+                length = int(value)
+            elif key in _NOT_FAST or (key == b"connection" and value.strip().lower() != b"keep-alive"):
+                return False
+        if length < 0 or length > self._fast.max_body:
+            return False
+        return verb, head_end + 4, head_end + 4 + length
+
+    def _body_late(self, verb: str) -> None:
+        """The body did not all arrive within the request's deadline: 408, as aiohttp's path answers
+        it, and the connection closes (the rest of that body would read as a request)."""
+        self._body_timer = None
+        assert self._fast is not None
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(_response(self._fast.body_late(verb)))
+            self._transport.close()
+
+    # -- handing over --------------------------------------------------------------------------------
+    def _to_aiohttp(self, pending: bytes) -> None:
+        """aiohttp serves the connection from here on, starting with ``pending``."""
+        assert self._transport is not None
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        self._buffer = bytearray()
+        inner = self._inner = self._make_inner()
+        inner.connection_made(self._transport)
+        if pending:
+            inner.data_received(pending)
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self._transport is not None:
+            log.info("extender: closed a connection that sent no complete request headers in %gs",
+                     self._header_timeout)
+            self._transport.abort()
+
+    def _idle(self) -> None:
+        self._idle_timer = None
+        if self._transport is not None and self._inner is None:
+            self._transport.close()
+
+    def close(self) -> None:
+        """The server is stopping: close the connection unless aiohttp serves it (aiohttp's
+        shutdown closes those)."""
+        if self._transport is not None and self._inner is None:
+            self._transport.close()
