@@ -77,9 +77,9 @@ class NodeToStatus:
         """How many nodes gave each reason (a node with two reasons counts in both), vectorised."""
         counts: Counter[str] = Counter()
         for _rows, codes, statuses in self._chunks:
-            per_code = np.bincount(codes, minlength=len(statuses) + 1)
+            per_code: list[int] = np.bincount(codes, minlength=len(statuses) + 1).tolist()
             for code, status in enumerate(statuses, start=1):
-                n = int(per_code[code])
+                n = per_code[code]
                 if n:
                     for reason in status.reasons:
                         counts[reason] += n

@@ -225,11 +225,10 @@ class Timeline:
         self._changed = False
         table = self._table
         alive = table.alive_rows()
-        alloc, req = table.allocatable[alive], table.requested[alive]
 
-        def ratio(col: int) -> float:
-            total = int(alloc[:, col].sum())
-            return round(float(req[:, col].sum()) / total, 6) if total else 0.0
+        def ratio(col: int) -> float:  # integer sums: the same whatever order they are taken in
+            total = int(table.allocatable_by_resource[col, alive].sum())
+            return round(float(table.requested_by_resource[col, alive].sum()) / total, 6) if total else 0.0
 
         gpu = self.gpu
         capacity, allocated = gpu.capacity(), gpu.allocated()
