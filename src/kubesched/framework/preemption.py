@@ -390,8 +390,12 @@ class Evaluator:
         listed = potential_rows if isinstance(potential_rows, list) else np.asarray(potential_rows, np.intp).tolist()
         order: list[int] = listed[start:] + listed[:start]  # np.roll(potential_rows, -offset)
         i = 0
+        #: Doubled after each chunk with no potential victim (on a cluster where no pod has a lower
+        #: priority, every chunk): the same outcomes in fewer calls; a chunk's outcomes never depend
+        #: on the nodes beside it.
+        grow = 1
         while i < n:
-            size = max(num_candidates - found(), _MIN_CHUNK)
+            size = max(num_candidates - found(), _MIN_CHUNK) * grow
             rows = order[i:i + size]
             batch = self.iface.select_victims_on_nodes(state, pod, rows, pdbs)
             if batch is None:
@@ -399,6 +403,7 @@ class Evaluator:
             i += len(rows)
             if batch.count(NO_VICTIMS_OUTCOME) == len(batch):  # list.count: identity first, in C
                 out.node_statuses.update(dict.fromkeys(rows, NO_VICTIMS))
+                grow *= 2
                 continue
             yield from zip(rows, batch, strict=True)
         for row in order[i:]:
