@@ -324,7 +324,9 @@ class Evaluator:
             n = len(dry.node_statuses)
             tried = np.fromiter(dry.node_statuses.keys(), dtype=np.intp, count=n)
             statuses = list(dry.node_statuses.values())
-            if n and len(set(map(id, statuses))) == 1:  # the usual case: no node had a victim
+            # The usual case, no node had a victim: one status (list.count: identity first, in C;
+            # equal statuses give the same message, which is all ``fit`` is for).
+            if n and statuses.count(statuses[0]) == n:
                 fit.node_to_status.add(tried, np.ones(n, dtype=np.int32), statuses[:1])
             else:
                 ids = np.fromiter(map(id, statuses), dtype=np.int64, count=n)

@@ -70,15 +70,10 @@ class GpuMetrics:
                 self._allocated[row] = ledger.allocated_milli(np.array([row], dtype=np.intp))
         return alive
 
-    def capacity(self) -> int:
-        self._refresh()
-        return self._capacity
-
-    def allocated(self) -> int:
-        return int(self._allocated[self._refresh()].sum())
-
-    def idle(self) -> int:
-        return int(self._idle[self._refresh()].sum())
+    def totals(self) -> tuple[int, int, int]:
+        """GPU milli of the nodes present: capacity, allocated, idle."""
+        alive = self._refresh()
+        return self._capacity, int(self._allocated[alive].sum()), int(self._idle[alive].sum())
 
     def unplaced(self) -> int:
         return self.ledger.overcommitted_milli()

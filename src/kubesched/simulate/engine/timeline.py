@@ -231,14 +231,14 @@ class Timeline:
             return round(float(table.requested_by_resource[col, alive].sum()) / total, 6) if total else 0.0
 
         gpu = self.gpu
-        capacity, allocated = gpu.capacity(), gpu.allocated()
+        capacity, allocated, idle = gpu.totals()
         self.samples.add({
             "t": now, "arrivedPods": self.arrived, "arrivedGpuMilli": self.arrived_gpu_milli,
             "pendingPods": self._queue_length(), "boundPods": self.bound,
             "cpuAllocation": ratio(CPU), "memoryAllocation": ratio(MEMORY),
             "gpuMilliAllocated": allocated, "gpuMilliCapacity": capacity,
             "gpuAllocation": round(allocated / capacity, 6) if capacity else 0.0,
-            "idleGpuMilli": gpu.idle(), "fragmentedGpuMilli": round(gpu.fragmented(), 2),
+            "idleGpuMilli": idle, "fragmentedGpuMilli": round(gpu.fragmented(), 2),
             "unplacedGpuMilli": gpu.unplaced(),
         })
 
