@@ -60,7 +60,8 @@ def print_replay_sweep(console: Console, doc: Mapping[str, Any]) -> None:
     t = Table(title=f"Sweep: {runs} replay(s) of {label} on {doc.get('workers')} worker(s){where}: GPU allocation "
               "(%) at the arrived GPU demand (% of capacity), mean ±sd over the seeds")
     points = demand_columns(summary)
-    t.add_column("configuration")
+    # The configuration names the row: never cut (the numbers wrap instead).
+    t.add_column("configuration", no_wrap=True, min_width=max((len(str(r["config"])) for r in summary), default=0))
     t.add_column("seeds", justify="right")
     for p in points:
         t.add_column(f"{p} %", justify="right")
