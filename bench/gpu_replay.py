@@ -9,7 +9,8 @@ seconds of the process (user + system: the figure that means something on a shar
 tasks arrived, and the GPU allocation ratio when the arrived GPU demand is 100 % and 130 % of the
 capacity (``timeline.gpuAllocationAtArrivedDemand``, the reference's
 ``experiments/analysis/merge_alloc_discrete.py``) beside the reference's mean of 10 seeds.
-The policy's configuration is examples/gpushare.yaml with FGD replaced as its comment says. FGD
+The policy's configuration is its example file (``POLICY_CONFIGS``: examples/gpushare.yaml for FGD,
+examples/gpushare-<policy>.yaml for the others, the files ``kubesched sweep --trace`` is shown with). FGD
 gets ``typicalPods`` computed from the whole replayed workload (inflated, with the run's seed), as
 the reference computes them before it starts: left to itself FGD computes them at its first score
 from the pods it knows, and in a sequential replay that is the first arrival alone.
@@ -34,21 +35,22 @@ import yaml
 from bench import common
 
 DEFAULT_TRACE = Path(os.environ.get("KUBESCHED_OPENB_TRACE", str(common.ROOT.parent / "shared/traces/openb")))
-EXAMPLE = common.ROOT / "examples/gpushare.yaml"
+#: Each policy's KubeSchedulerConfiguration: GpuShare and the policy as the only score.
+POLICY_CONFIGS = {
+    "FGD": common.ROOT / "examples/gpushare.yaml",
+    **{p: common.ROOT / f"examples/gpushare-{p.lower()}.yaml"
+       for p in ("BestFit", "DotProduct", "GpuPacking", "GpuClustering", "RandomFit")},
+}
 #: hkust-adsl/kubernetes-scheduler-simulator experiments/analysis/expected_results (mean of 10
 #: seeds, openb_pod_list_default): GPU allocation % at 100 % and 130 % arrived demand.
 REFERENCE = {
     "FGD": (95.23, 95.39), "BestFit": (92.86, 93.08), "GpuPacking": (91.78, 92.00),
     "GpuClustering": (91.65, 91.88), "DotProduct": (90.62, 90.85), "RandomFit": (86.30, 87.47),
 }
-#: GpuShare's gpuSelMethod per policy (the example's comment).
-SELECTION = {"FGD": "FGD", "RandomFit": "random"}
 
 
 def policy_config(policy: str, typical: list[dict[str, Any]] | None = None) -> str:
-    text = EXAMPLE.read_text()
-    text = text.replace("name: FGD", f"name: {policy}")
-    text = text.replace("gpuSelMethod: FGD", f"gpuSelMethod: {SELECTION.get(policy, 'best')}")
+    text = POLICY_CONFIGS[policy].read_text()
     if typical is None:
         return text
     config = yaml.safe_load(text)

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from kubesched.simulate.whatif.sweep import OUTCOME_FIELDS, jobs_for
+from kubesched.simulate.whatif.sweep import OUTCOME_FIELDS, REPLAY_OUTCOME_FIELDS, jobs_for
 from unit.simulate.test_compare import BINPACK
 
 pytestmark = pytest.mark.integration
@@ -112,6 +112,9 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("client")
     shutil.copytree(EXAMPLE, d / "domain_cap", ignore=shutil.ignore_patterns("__pycache__"))
     (d / "binpack.yaml").write_text(BINPACK)
+    shutil.copytree(REPO / "examples" / "openb-mini", d / "openb-mini")
+    for policy in ("gpushare-bestfit.yaml", "gpushare-randomfit.yaml"):
+        shutil.copy(REPO / "examples" / policy, d / policy)
     return d
 
 
@@ -159,6 +162,23 @@ def test_a_sweep_on_dask_gives_the_results_of_the_same_sweep_run_here(dask_clust
     assert (capped["scheduled"], capped["unschedulable"]) == (5, 2)  # as examples/plugins/domain_cap says
     # The workers' copies are gone once the sweep is over.
     assert sweep_dirs() <= before
+
+
+def test_a_replay_sweep_on_dask_gives_the_curves_of_the_same_sweep_run_here(dask_cluster: DaskCluster,
+                                                                           inputs: Path) -> None:
+    """Policies × seeds over a trace: the trace directory is sent to the workers like a cluster."""
+    args = ["--trace", "openb:openb-mini", "--arrivals", "sequential", "--inflate", "1.3", "--gpu-nodes-only",
+            "--config", "gpushare-bestfit.yaml", "--config", "gpushare-randomfit.yaml", "--seeds", "1-2",
+            "--output", "json"]
+    local = kubesched(inputs, *args, "--workers", "2")
+    assert local.returncode == 0, local.stderr
+    on_dask = kubesched(inputs, *args, "--engine", "dask", "--dask-scheduler", dask_cluster.address)
+    assert on_dask.returncode == 0, f"{on_dask.stderr}\n{dask_cluster.logs()}"
+    here, there = json.loads(local.stdout), json.loads(on_dask.stdout)
+    keys = ("index", "configLabel", "clusterLabel", "seed", "replay", *REPLAY_OUTCOME_FIELDS)
+    assert [{k: r[k] for k in keys} for r in there["results"]] == [{k: r[k] for k in keys} for r in here["results"]]
+    assert {r["replay"]["trace"] for r in there["results"]} == {"openb:openb-mini"}  # as given, not the copy
+    assert [row["curves"] for row in there["summary"]] == [row["curves"] for row in here["summary"]]
 
 
 def test_a_failing_simulation_on_a_worker_is_one_line_naming_the_file_as_given(dask_cluster: DaskCluster,

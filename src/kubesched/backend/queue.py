@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,6 +157,11 @@ class SchedulingQueue:
         self._backoff: list[_BackoffItem] = []
         self._backoff_index: dict[str, _BackoffItem] = {}
         self._unschedulable: dict[str, QueuedPodInfo] = {}
+        #: Whether ``_unschedulable`` is in timestamp order (its insertion order: each entry's
+        #: timestamp is the clock when it went in), so ``flush`` reads only the expired head; False
+        #: once a clock went back (until the map empties), and every entry is read again.
+        self._unschedulable_ordered = True
+        self._unschedulable_last = -math.inf
         self._gated: dict[str, QueuedPodInfo] = {}
         self._seq = itertools.count()
         #: Incremented on every pop; a pod's attempt carries the cycle it was popped in.
@@ -321,6 +327,11 @@ class SchedulingQueue:
         ):
             self._to_backoff(qpi)
         else:
+            if not self._unschedulable:
+                self._unschedulable_ordered, self._unschedulable_last = True, -math.inf
+            if qpi.timestamp < self._unschedulable_last:
+                self._unschedulable_ordered = False
+            self._unschedulable_last = qpi.timestamp
             self._unschedulable[uid] = qpi
 
     def requeue_after_error(self, qpi: QueuedPodInfo) -> None:
@@ -461,11 +472,10 @@ class SchedulingQueue:
             if item.valid:
                 del self._backoff_index[item.qpi.pod.uid]
                 self._push_active(item.qpi)
-        for uid, qpi in list(self._unschedulable.items()):
-            if now - qpi.timestamp >= self.max_unschedulable:
-                if self._unschedulable.pop(uid, None) is None:
-                    continue  # activated by a pod moved before it
-                self._move(qpi)
+        for uid, qpi in self._expired_unschedulable(now):
+            if self._unschedulable.pop(uid, None) is None:
+                continue  # activated by a pod moved before it
+            self._move(qpi)
         for uid, qpi in list(self._gated.items()):
             # Gated pods are checked again at the same period, counted from the last check.
             if now - max(qpi.timestamp, qpi.flush_timestamp or 0.0) >= self.max_unschedulable:
@@ -473,6 +483,18 @@ class SchedulingQueue:
                     continue  # activated by a pod moved before it
                 qpi.flush_timestamp = now
                 self._move(qpi)
+
+    def _expired_unschedulable(self, now: float) -> list[tuple[str, QueuedPodInfo]]:
+        """The unschedulable pods waiting ``max_unschedulable`` or longer, in map order; in
+        timestamp order only the head is read (``now - t`` falls as ``t`` rises)."""
+        if not self._unschedulable_ordered:
+            return [(uid, q) for uid, q in self._unschedulable.items() if now - q.timestamp >= self.max_unschedulable]
+        expired: list[tuple[str, QueuedPodInfo]] = []
+        for uid, qpi in self._unschedulable.items():
+            if now - qpi.timestamp < self.max_unschedulable:
+                break
+            expired.append((uid, qpi))
+        return expired
 
     def next_wakeup(self, include_unschedulable: bool = True) -> float | None:
         """When ``flush`` next has work: the earliest backoff expiry (and unschedulable timeout)."""
@@ -482,6 +504,8 @@ class SchedulingQueue:
         if self._backoff:
             times.append(self._backoff[0].expiry)
         if include_unschedulable and self._unschedulable:
-            times.append(min(q.timestamp for q in self._unschedulable.values()) + self.max_unschedulable)
+            oldest = (next(iter(self._unschedulable.values())).timestamp if self._unschedulable_ordered
+                      else min(q.timestamp for q in self._unschedulable.values()))
+            times.append(oldest + self.max_unschedulable)
         return min(times) if times else None
 

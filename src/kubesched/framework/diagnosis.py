@@ -28,6 +28,8 @@ class NodeToStatus:
         self._chunks: list[tuple[Rows, npt.NDArray[np.int32], list[Status]]] = []
         self._count = 0
         self._by_row: dict[int, Status] | None = None
+        #: ``reason_histogram`` of the chunks so far (None: to count again).
+        self._histogram: Counter[str] | None = None
         #: Upstream NodeToStatus.absentNodesStatus: the verdict for nodes with no row of their own
         #: (a Permit rejection on a node deleted meanwhile); counted in the FitError message.
         self.absent_status: Status | None = None
@@ -40,6 +42,7 @@ class NodeToStatus:
             self._chunks.append((rows, codes, statuses))
             self._count += len(rows) if failed is None else failed
             self._by_row = None
+            self._histogram = None
 
     def add_all(self, rows: Rows, status: Status) -> None:
         self.add(rows, np.ones(len(rows), dtype=np.int32), [status])
@@ -74,12 +77,19 @@ class NodeToStatus:
         return np.concatenate(rows), np.concatenate(codes), statuses
 
     def reason_histogram(self) -> Counter[str]:
-        """How many nodes gave each reason (a node with two reasons counts in both), vectorised."""
+        """How many nodes gave each reason (a node with two reasons counts in both), vectorised;
+        a new Counter each call (counted once per set of chunks: a failure's message, its message
+        after PostFilter and its record all ask)."""
+        if self._histogram is None:
+            self._histogram = self._count_reasons()
+        return Counter(self._histogram)
+
+    def _count_reasons(self) -> Counter[str]:
         counts: Counter[str] = Counter()
         for _rows, codes, statuses in self._chunks:
-            per_code = np.bincount(codes, minlength=len(statuses) + 1)
+            per_code: list[int] = np.bincount(codes, minlength=len(statuses) + 1).tolist()
             for code, status in enumerate(statuses, start=1):
-                n = int(per_code[code])
+                n = per_code[code]
                 if n:
                     for reason in status.reasons:
                         counts[reason] += n

@@ -324,10 +324,18 @@ class Evaluator:
             n = len(dry.node_statuses)
             tried = np.fromiter(dry.node_statuses.keys(), dtype=np.intp, count=n)
             statuses = list(dry.node_statuses.values())
-            ids = np.fromiter(map(id, statuses), dtype=np.int64, count=n)
-            _, first, codes = np.unique(ids, return_index=True, return_inverse=True)
-            fit.node_to_status.add(tried, codes.astype(np.int32) + 1, [statuses[i] for i in first.tolist()])
-            absent = all_rows[~np.isin(all_rows, tried)]
+            # The usual case, no node had a victim: one status (list.count: identity first, in C;
+            # equal statuses give the same message, which is all ``fit`` is for).
+            if n and statuses.count(statuses[0]) == n:
+                fit.node_to_status.add(tried, np.ones(n, dtype=np.int32), statuses[:1])
+            else:
+                ids = np.fromiter(map(id, statuses), dtype=np.int64, count=n)
+                _, first, codes = np.unique(ids, return_index=True, return_inverse=True)
+                fit.node_to_status.add(tried, codes.astype(np.int32) + 1, [statuses[i] for i in first.tolist()])
+            # The rows not tried, in the order of all_rows (np.isin without its sort).
+            untried = np.ones(int(max(int(all_rows.max()), int(tried.max()) if n else 0)) + 1, dtype=np.bool_)
+            untried[tried] = False
+            absent = all_rows[untried[all_rows]]
             fit.node_to_status.add_all(absent, Status.unresolvable(NOT_HELPFUL_MSG))
             return PostFilterResult(""), Status.unschedulable(fit_error_message(len(all_rows), fit))
 
@@ -380,10 +388,16 @@ class Evaluator:
         at a time on a clone of ``state``, as upstream. A chunk where no node has a potential
         victim goes straight into ``out.node_statuses`` (nothing in it can become a candidate)."""
         n = len(potential_rows)
-        order: list[int] = np.roll(np.asarray(potential_rows, dtype=np.intp), -offset).tolist() if n else []
+        start = offset % n if n else 0
+        listed = potential_rows if isinstance(potential_rows, list) else np.asarray(potential_rows, np.intp).tolist()
+        order: list[int] = listed[start:] + listed[:start]  # np.roll(potential_rows, -offset)
         i = 0
+        #: Doubled after each chunk with no potential victim (on a cluster where no pod has a lower
+        #: priority, every chunk): the same outcomes in fewer calls; a chunk's outcomes never depend
+        #: on the nodes beside it.
+        grow = 1
         while i < n:
-            size = max(num_candidates - found(), _MIN_CHUNK)
+            size = max(num_candidates - found(), _MIN_CHUNK) * grow
             rows = order[i:i + size]
             batch = self.iface.select_victims_on_nodes(state, pod, rows, pdbs)
             if batch is None:
@@ -391,6 +405,7 @@ class Evaluator:
             i += len(rows)
             if batch.count(NO_VICTIMS_OUTCOME) == len(batch):  # list.count: identity first, in C
                 out.node_statuses.update(dict.fromkeys(rows, NO_VICTIMS))
+                grow *= 2
                 continue
             yield from zip(rows, batch, strict=True)
         for row in order[i:]:
@@ -417,10 +432,14 @@ def _unschedulable_rows(diagnosis: Diagnosis, rows: np.ndarray) -> list[int]:
     if not len(rejected) or not len(rows):
         return []
     is_unschedulable = np.array([st.code == Code.UNSCHEDULABLE for st in statuses], dtype=np.int8)
-    flag = np.full(int(max(int(rows.max()), int(rejected.max()))) + 1, -1, dtype=np.int8)
-    _, last = np.unique(rejected[::-1], return_index=True)  # the last record of each row
-    keep = len(rejected) - 1 - last
-    flag[rejected[keep]] = is_unschedulable[index[keep]]
+    size = int(max(int(rows.max()), int(rejected.max()))) + 1
+    flag = np.full(size, -1, dtype=np.int8)
+    if int(np.bincount(rejected, minlength=size).max()) <= 1:
+        flag[rejected] = is_unschedulable[index]  # one record per row (the usual case): no sort
+    else:
+        _, last = np.unique(rejected[::-1], return_index=True)  # the last record of each row
+        keep = len(rejected) - 1 - last
+        flag[rejected[keep]] = is_unschedulable[index[keep]]
     picked: list[int] = rows[flag[rows] == 1].tolist()
     return picked
 

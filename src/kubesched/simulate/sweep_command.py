@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from rich.table import Table
 
 from kubesched.app.options import lenient_option, plugins_option
 from kubesched.app.startup import UserError
+from kubesched.simulate.whatif.sweep import Replay
 
 __all__ = ["sweep"]
 
@@ -44,6 +46,21 @@ def _int_list(text: str, option: str) -> list[int]:
 @click.option("--nodes", "node_counts", metavar="N[,N...]",
               help="Generated clusters of these sizes (e.g. 500,5000), with --pods-per-node pods each.")
 @click.option("--pods-per-node", type=click.FloatRange(min=0), default=2.0, show_default=True)
+@click.option("--scenario", "scenario_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Replay this workload over time in every run (as `kubesched simulate --scenario`) instead of "
+              "a cluster.")
+@click.option("--trace", metavar="openb:PATH",
+              help="Replay this trace in every run (as `kubesched simulate --trace`): openb:DIR.")
+@click.option("--arrivals", type=click.Choice(["trace", "sequential"]), default="trace", show_default=True,
+              help="With --scenario/--trace, as `kubesched simulate --arrivals` (sequential: the ATC '23 "
+              "experiments' order, drawn with each run's seed).")
+@click.option("--inflate", "inflate_to", type=click.FloatRange(min=0, min_open=True), metavar="FACTOR",
+              help="With --scenario/--trace: clone random pods (each run's seed) until the arrived GPU demand "
+              "reaches FACTOR × the GPU capacity.")
+@click.option("--gpu-nodes-only", is_flag=True, help="With --trace: only the nodes with GPUs.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --scenario/--trace: write an HTML page with the GPU allocation and fragmentation "
+              "curves against the arrived GPU demand, per configuration over the seeds.")
 @click.option("--seeds", default="0", show_default=True, metavar="LIST",
               help="Seeds, e.g. 1,2,3 or 1-5: each combination runs once per seed.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -63,6 +80,12 @@ def sweep(
     cluster_paths: tuple[Path, ...],
     node_counts: str | None,
     pods_per_node: float,
+    scenario_path: Path | None,
+    trace: str | None,
+    arrivals: str,
+    inflate_to: float | None,
+    gpu_nodes_only: bool,
+    report_path: Path | None,
     seeds: str,
     workers: int | None,
     engine: str,
@@ -75,14 +98,23 @@ def sweep(
     """Run every configuration on every cluster with every seed, in parallel worker processes (on this
     machine, or on a Dask cluster with --engine dask), and gather the results into one table (per run,
     and per configuration and cluster over the seeds). The results are the same whatever the number
-    of workers and wherever they run."""
+    of workers and wherever they run.
+
+    With --trace or --scenario, every configuration (a policy) replays that workload once per seed
+    instead: the table gives the GPU allocation against the arrived GPU demand and the
+    fragmentation, mean and spread over the seeds (--report: the curves as an HTML figure)."""
     from kubesched.app.render import console
     from kubesched.app.startup import load_scheduler_config
-    from kubesched.simulate.command import write_json
+    from kubesched.simulate.command import check_output_path, write_json, write_report
     from kubesched.simulate.whatif.sweep import aggregate, jobs_for, run_sweep
 
-    if not cluster_paths and not node_counts:
-        raise UserError("give --cluster FILE or --nodes N[,N...] (or both)")
+    replay = _replay(scenario_path, trace, arrivals, inflate_to, gpu_nodes_only, bool(cluster_paths or node_counts))
+    if replay is None and not cluster_paths and not node_counts:
+        raise UserError("give --cluster FILE or --nodes N[,N...] (or both), or a workload to replay: --trace "
+                        "openb:DIR or --scenario FILE")
+    if replay is None and report_path is not None:
+        raise UserError("--report draws the curves of a replay: give --trace or --scenario")
+    check_output_path("--report", report_path)
     ctx = click.get_current_context()
     if engine == "dask":
         if not dask_address:
@@ -97,7 +129,7 @@ def sweep(
     for c in configs:  # fail here, once, with the command's own error, not in every worker
         load_scheduler_config(Path(c) if c else None, plugin_modules)
     jobs = jobs_for(configs, plugin_modules, [str(p) for p in cluster_paths], sizes, _int_list(seeds, "--seeds"),
-                    lenient)
+                    lenient, replay)
     show_progress = not (quiet or output == "json")
     doc: dict[str, Any] = {"kind": "Sweep", "schemaVersion": 1, "engine": engine}
     if engine == "dask":
@@ -114,10 +146,41 @@ def sweep(
         with _progress(f"sweep ({n_workers} worker(s))", len(jobs), show_progress) as done:
             results = _failing_clearly(lambda: run_sweep(jobs, n_workers, done))
     doc |= {"workers": n_workers, "results": results, "summary": aggregate(results)}
+    if replay is not None:
+        doc["replay"] = asdict(replay)
     if output == "json":
         write_json(doc)
+    elif replay is not None:
+        from kubesched.simulate.report.sweep import print_replay_sweep
+
+        print_replay_sweep(console(), doc)
     else:
         print_sweep(console(), doc)
+    if report_path is not None:
+        from kubesched.simulate.report.sweep import render_sweep_html
+
+        write_report(report_path, render_sweep_html(doc), console(stderr=True))
+
+
+def _replay(scenario: Path | None, trace: str | None, arrivals: str, inflate_to: float | None,
+            gpu_nodes_only: bool, clusters_given: bool) -> Replay | None:
+    """The workload every run replays (None: none asked for); the options' errors, once, here."""
+    from kubesched.simulate.inputs.scenario import ScenarioError, load_replay
+
+    ctx = click.get_current_context()
+    replay_only = [f"--{name.replace('_', '-')}" for name in ("arrivals", "inflate_to", "gpu_nodes_only")
+                   if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+    if scenario is None and trace is None:
+        if replay_only:
+            raise UserError(f"{replay_only[0].replace('-to', '')} applies to a replay: give --trace or --scenario")
+        return None
+    if clusters_given:
+        raise UserError("--scenario/--trace replay a workload of their own: not with --cluster or --nodes")
+    try:  # fail here, once, with the command's own error, not in every worker
+        load_replay(scenario, trace, arrivals, inflate_to, gpu_nodes_only, 0)
+    except ScenarioError as e:
+        raise UserError(str(e)) from None
+    return Replay(str(scenario) if scenario is not None else None, trace, arrivals, inflate_to, gpu_nodes_only)
 
 
 @contextmanager

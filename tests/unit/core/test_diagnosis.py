@@ -47,6 +47,17 @@ def test_histogram_counts_each_reason_of_a_multi_reason_status() -> None:
     assert nts.reason_histogram() == {"Insufficient cpu": 4, "Insufficient memory": 2}
 
 
+def test_histogram_is_counted_again_after_a_new_chunk_and_each_caller_gets_its_own() -> None:
+    cpu = Status.unschedulable("Insufficient cpu", plugin="Fit")
+    nts = NodeToStatus()
+    nts.add(rows(0, 1), codes(1, 1), [cpu])
+    first = nts.reason_histogram()
+    first["Insufficient cpu"] += 10  # fit_error_message adds the absent nodes to its copy
+    assert nts.reason_histogram() == {"Insufficient cpu": 2}
+    nts.add_all(rows(4), cpu)
+    assert nts.reason_histogram() == {"Insufficient cpu": 3}
+
+
 def test_fit_error_message_sorts_the_histogram_as_strings() -> None:
     d = Diagnosis()
     d.node_to_status.add_all(rows(*range(10)), Status.unschedulable("Insufficient cpu"))

@@ -269,6 +269,40 @@ def test_max_unschedulable_stay_flushes_the_pod() -> None:
     assert qpi is not None and qpi.pod.name == "p"
 
 
+class RewindableClock(FakeClock):
+    """A clock that can go back (FakeClock refuses to): a custom clock might."""
+
+    def rewind(self, seconds: float) -> None:
+        self._now -= seconds
+
+
+@pytest.mark.parametrize("clock_goes_back", [False, True])
+def test_flush_moves_exactly_the_pods_unschedulable_long_enough(clock_goes_back: bool) -> None:
+    """Pods failing one a minute: a flush moves those that failed 5 minutes ago or more, and
+    next_wakeup names the oldest left's time; the same when the clock went back in between (the
+    unschedulable pods are then no longer in the order of their times)."""
+    clock = RewindableClock(1000.0)
+    q, _ = make(clock, max_unschedulable_seconds=300.0)
+    failed_at = {}
+    for i in range(6):
+        q.add(pod_info(f"p{i}"))
+        qpi = attempt_and_fail(q, "Deaf")
+        failed_at[qpi.pod.name] = clock.now()
+        if clock_goes_back and i == 2:
+            clock.rewind(200)  # p3 fails at 920, before p0
+        else:
+            clock.advance(60)
+    assert q.next_wakeup() == min(failed_at.values()) + 300.0
+    clock.set(max(clock.now(), 1350.0))
+    now = clock.now()
+    q.flush(now)
+    due = {n for n, t in failed_at.items() if now - t >= 300}
+    assert due == ({"p0", "p3", "p4", "p5"} if clock_goes_back else {"p0", "p1"})
+    assert q.counts()["unschedulable"] == 6 - len(due)
+    assert set(pop_names(q)) == due
+    assert q.next_wakeup() == min(t for n, t in failed_at.items() if n not in due) + 300.0
+
+
 # ---------------------------------------------------------------------------------------------
 # moveRequestCycle
 # ---------------------------------------------------------------------------------------------

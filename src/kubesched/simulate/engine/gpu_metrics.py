@@ -40,16 +40,40 @@ class GpuMetrics:
         self._node_generation = -1
         #: ``model_access`` of the typical pods, for the GPU models known (a new one: again).
         self._access: tuple[int, np.ndarray] = (-1, np.zeros((0, 0), dtype=np.bool_))
+        #: Per row: the ledger change counter last read (-1: never), GPU milli allocated and idle;
+        #: the GPU capacity of the alive rows; all for the nodes of ``_sums_generation``.
+        self._sums_generation = -1
+        self._seen = np.zeros(0, dtype=np.int64)
+        self._allocated = np.zeros(0, dtype=np.int64)
+        self._idle = np.zeros(0, dtype=np.int64)
+        self._capacity = 0
         table.add_pod_observer(lambda row, _pod, _sign: self._dirty.add(row))
 
-    def capacity(self) -> int:
-        return int(self.ledger.gpu_counts(self.table.alive_rows()).sum()) * MILLI
+    def _refresh(self) -> np.ndarray:
+        """The alive rows, with ``_capacity``, ``_allocated`` and ``_idle`` up to date: per row,
+        measured again where the ledger's change counter moved since (every row after a node
+        change). Integers, so their sums are those of the whole ledger read at once."""
+        table, ledger = self.table, self.ledger
+        alive = table.alive_rows()
+        versions = ledger.versions(alive)
+        if self._sums_generation != table.node_generation or len(self._seen) < len(table.alive):
+            self._sums_generation = table.node_generation
+            self._seen = np.full(len(table.alive), -1, dtype=np.int64)
+            self._allocated = np.zeros(len(table.alive), dtype=np.int64)
+            self._idle = np.zeros(len(table.alive), dtype=np.int64)
+            self._capacity = int(ledger.gpu_counts(alive).sum()) * MILLI
+        changed = alive[versions != self._seen[alive]]
+        if len(changed):
+            self._seen[changed] = ledger.versions(changed)
+            self._idle[changed] = ledger.free(changed).sum(axis=1)
+            for row in changed.tolist():
+                self._allocated[row] = ledger.allocated_milli(np.array([row], dtype=np.intp))
+        return alive
 
-    def allocated(self) -> int:
-        return self.ledger.allocated_milli(self.table.alive_rows())
-
-    def idle(self) -> int:
-        return int(self.ledger.free(self.table.alive_rows()).sum())
+    def totals(self) -> tuple[int, int, int]:
+        """GPU milli of the nodes present: capacity, allocated, idle."""
+        alive = self._refresh()
+        return self._capacity, int(self._allocated[alive].sum()), int(self._idle[alive].sum())
 
     def unplaced(self) -> int:
         return self.ledger.overcommitted_milli()

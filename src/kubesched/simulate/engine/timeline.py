@@ -30,7 +30,7 @@ from kubesched.snapshot.gpushare.typical_pods import typical_pods
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import CPU, MEMORY, NodeTable
 
-__all__ = ["SAMPLE_COLUMNS", "Samples", "Timeline", "allocation_at_demand", "scenario_input"]
+__all__ = ["SAMPLE_COLUMNS", "Samples", "Timeline", "allocation_at_demand", "demand_curves", "scenario_input"]
 
 #: Same-time order: what leaves frees room first, then nodes change, then pods arrive.
 _DEPART, _NODE, _ARRIVE = 0, 1, 2
@@ -60,22 +60,61 @@ class Samples:
         return len(self.columns["t"])
 
 
+def _demand_percent(samples: Samples) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample: the arrived GPU demand in whole percent of the capacity (NaN: no capacity), and
+    the capacity."""
+    cols = samples.columns
+    capacity = np.asarray(cols["gpuMilliCapacity"], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        arrived = np.where(capacity > 0, np.asarray(cols["arrivedGpuMilli"]) / capacity * 100, np.nan)
+    return np.round(arrived), capacity
+
+
+def _mean_at(rounded: np.ndarray, values: np.ndarray, percent: int) -> float | None:
+    """The mean of ``values`` over the samples whose demand rounds to ``percent`` (else within one
+    point of it), rounded to 0.01; None when no sample is that close."""
+    hit = rounded == percent
+    if not hit.any():
+        hit = (rounded >= percent - 1) & (rounded <= percent + 1)
+    return round(float(values[hit].mean()), 2) if hit.any() else None
+
+
+def _gpu_allocation_percent(samples: Samples, capacity: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(capacity > 0,
+                        np.round(np.asarray(samples.columns["gpuMilliAllocated"]) / capacity * 100, 2), np.nan)
+
+
 def allocation_at_demand(samples: Samples, percent: int) -> float | None:
     """GPU allocation (%) when the arrived GPU demand is ``percent`` % of the capacity, as the
     reference's ``experiments/analysis/merge_alloc_discrete.py``: the mean allocation of the
     samples whose demand rounds to it (else within one point of it), rounded to 0.01."""
-    cols = samples.columns
-    capacity = np.asarray(cols["gpuMilliCapacity"], dtype=float)
+    rounded, capacity = _demand_percent(samples)
     if not len(capacity):
         return None
+    return _mean_at(rounded, _gpu_allocation_percent(samples, capacity), percent)
+
+
+def demand_curves(samples: Samples) -> dict[str, dict[int, float]]:
+    """Against the arrived GPU demand, every whole percent from 1 to the last sample's: the GPU
+    allocation (%) as ``allocation_at_demand`` reads it, and the fragmentation ratio (%: fragmented
+    GPU milli of the idle GPU milli, 0 when none is idle) read the same way. A percent no sample
+    comes within one point of is left out (a jump in demand: one pod asking for many GPUs)."""
+    rounded, capacity = _demand_percent(samples)
+    curves: dict[str, dict[int, float]] = {"gpuAllocation": {}, "fragmentationRatio": {}}
+    if not len(capacity) or np.isnan(rounded).all():
+        return curves
+    allocation = _gpu_allocation_percent(samples, capacity)
+    idle = np.asarray(samples.columns["idleGpuMilli"], dtype=float)
+    fragmented = np.asarray(samples.columns["fragmentedGpuMilli"], dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        arrived = np.where(capacity > 0, np.asarray(cols["arrivedGpuMilli"]) / capacity * 100, np.nan)
-        alloc = np.where(capacity > 0, np.round(np.asarray(cols["gpuMilliAllocated"]) / capacity * 100, 2), np.nan)
-    rounded = np.round(arrived)
-    hit = rounded == percent
-    if not hit.any():
-        hit = (rounded >= percent - 1) & (rounded <= percent + 1)
-    return round(float(alloc[hit].mean()), 2) if hit.any() else None
+        ratio = np.where(idle > 0, np.round(fragmented / idle * 100, 2), 0.0)
+    for percent in range(1, int(np.nanmax(rounded)) + 1):
+        for name, values in (("gpuAllocation", allocation), ("fragmentationRatio", ratio)):
+            value = _mean_at(rounded, values, percent)
+            if value is not None:
+                curves[name][percent] = value
+    return curves
 
 
 class Timeline:
@@ -186,21 +225,20 @@ class Timeline:
         self._changed = False
         table = self._table
         alive = table.alive_rows()
-        alloc, req = table.allocatable[alive], table.requested[alive]
 
-        def ratio(col: int) -> float:
-            total = int(alloc[:, col].sum())
-            return round(float(req[:, col].sum()) / total, 6) if total else 0.0
+        def ratio(col: int) -> float:  # integer sums: the same whatever order they are taken in
+            total = int(table.allocatable_by_resource[col, alive].sum())
+            return round(float(table.requested_by_resource[col, alive].sum()) / total, 6) if total else 0.0
 
         gpu = self.gpu
-        capacity, allocated = gpu.capacity(), gpu.allocated()
+        capacity, allocated, idle = gpu.totals()
         self.samples.add({
             "t": now, "arrivedPods": self.arrived, "arrivedGpuMilli": self.arrived_gpu_milli,
             "pendingPods": self._queue_length(), "boundPods": self.bound,
             "cpuAllocation": ratio(CPU), "memoryAllocation": ratio(MEMORY),
             "gpuMilliAllocated": allocated, "gpuMilliCapacity": capacity,
             "gpuAllocation": round(allocated / capacity, 6) if capacity else 0.0,
-            "idleGpuMilli": gpu.idle(), "fragmentedGpuMilli": round(gpu.fragmented(), 2),
+            "idleGpuMilli": idle, "fragmentedGpuMilli": round(gpu.fragmented(), 2),
             "unplacedGpuMilli": gpu.unplaced(),
         })
 

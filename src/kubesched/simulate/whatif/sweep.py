@@ -16,12 +16,12 @@ import hashlib
 import statistics
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SweepJob", "aggregate", "jobs_for", "run_job", "run_sweep"]
+__all__ = ["Replay", "SweepJob", "aggregate", "jobs_for", "run_job", "run_sweep"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,11 @@ class SweepJob:
     seed: int
     #: --lenient: skip the cluster file's invalid objects.
     lenient: bool = False
+    #: A workload replayed over time instead of a cluster: ``--scenario FILE`` or ``--trace
+    #: openb:PATH``, with ``--arrivals``, ``--inflate`` and ``--gpu-nodes-only`` as ``kubesched
+    #: simulate`` takes them (inputs/scenario.py ``load_replay``; the job's seed draws the order
+    #: and the clones).
+    replay: Replay | None = None
 
     @property
     def config_label(self) -> str:
@@ -42,19 +47,57 @@ class SweepJob:
 
     @property
     def cluster_label(self) -> str:
+        if self.replay is not None:
+            return self.replay.label
         return Path(self.cluster).name if self.cluster else f"{self.nodes} nodes / {self.pods} pods"
 
 
+@dataclass(frozen=True)
+class Replay:
+    """What a replay sweep replays (the same for every job of the sweep)."""
+
+    scenario: str | None = None
+    trace: str | None = None
+    arrivals: str = "trace"
+    inflate: float | None = None
+    gpu_nodes_only: bool = False
+
+    @property
+    def path(self) -> str:
+        """The file or directory read: the scenario, or the trace's PATH."""
+        if self.scenario is not None:
+            return self.scenario
+        assert self.trace is not None
+        return self.trace.partition(":")[2]
+
+    @property
+    def label(self) -> str:
+        name = Path(self.path.rstrip("/")).name
+        where = f"{self.trace.partition(':')[0]}:{name}" if self.trace is not None else name
+        return where + (f" ×{self.inflate:g}" if self.inflate is not None else "")
+
+    def at(self, path: str) -> Replay:
+        """The same replay reading ``path`` (a worker's copy of the input)."""
+        if self.scenario is not None:
+            return replace(self, scenario=path)
+        assert self.trace is not None
+        return replace(self, trace=f"{self.trace.partition(':')[0]}:{path}")
+
+
 def jobs_for(configs: Sequence[str | None], plugin_modules: tuple[str, ...], clusters: Sequence[str],
-             sizes: Sequence[tuple[int, int]], seeds: Sequence[int], lenient: bool = False) -> list[SweepJob]:
-    """Every combination, configurations outermost, seeds innermost."""
+             sizes: Sequence[tuple[int, int]], seeds: Sequence[int], lenient: bool = False,
+             replay: Replay | None = None) -> list[SweepJob]:
+    """Every combination, configurations outermost, seeds innermost (with ``replay``: configurations
+    × seeds, each replaying it)."""
     targets: list[tuple[str | None, int | None, int | None]] = [(c, None, None) for c in clusters]
     targets += [(None, n, p) for n, p in sizes]
+    if replay is not None:
+        targets = [(None, None, None)]
     out: list[SweepJob] = []
     for config in configs:
         for cluster, nodes, pods in targets:
             for seed in seeds:
-                out.append(SweepJob(len(out), config, plugin_modules, cluster, nodes, pods, seed, lenient))
+                out.append(SweepJob(len(out), config, plugin_modules, cluster, nodes, pods, seed, lenient, replay))
     return out
 
 
@@ -67,12 +110,18 @@ def run_job(job: SweepJob) -> dict[str, Any]:
     from kubesched.app.startup import load_scheduler_config
     from kubesched.framework.registry import profiles_object_kinds
     from kubesched.simulate.engine.runner import Simulation
+    from kubesched.simulate.engine.timeline import demand_curves
     from kubesched.simulate.inputs.dump import load_cluster
     from kubesched.simulate.inputs.generator import generate_cluster
+    from kubesched.simulate.inputs.scenario import load_replay
     from kubesched.simulate.whatif.compare import run_summary
 
     config, registry = load_scheduler_config(Path(job.config) if job.config else None, job.plugin_modules)
-    if job.cluster is not None:
+    cluster: Any
+    if job.replay is not None:
+        r = job.replay
+        cluster = load_replay(r.scenario, r.trace, r.arrivals, r.inflate, r.gpu_nodes_only, job.seed)
+    elif job.cluster is not None:
         cluster = load_cluster(job.cluster, profiles_object_kinds(registry, config.profiles), job.lenient)
     else:
         assert job.nodes is not None
@@ -81,6 +130,20 @@ def run_job(job: SweepJob) -> dict[str, Any]:
     result = asyncio.run(Simulation(config, registry, cluster, seed=job.seed).run())
     summary = run_summary(job.config_label, job.config or "", result)
     simulated = summary["scheduled"] + summary["unschedulable"] + summary["errors"]
+    replayed: dict[str, Any] = {}
+    if result.timeline is not None:
+        final = {c: v[-1] for c, v in result.timeline.samples.columns.items() if v}
+        idle = final.get("idleGpuMilli", 0)
+        replayed = {
+            "arrived": result.timeline.arrived,
+            "gpuAllocation": final.get("gpuAllocation", 0.0),
+            "fragmentedGpuMilli": final.get("fragmentedGpuMilli", 0.0),
+            "idleGpuMilli": idle,
+            "fragmentationRatio": round(final.get("fragmentedGpuMilli", 0.0) / idle, 6) if idle else 0.0,
+            # JSON keys are strings: the curves are sent and written as JSON.
+            "curves": {name: {str(p): v for p, v in curve.items()}
+                       for name, curve in demand_curves(result.timeline.samples).items()},
+        }
     return {
         **asdict(job),
         "configLabel": job.config_label,
@@ -97,6 +160,7 @@ def run_job(job: SweepJob) -> dict[str, Any]:
         "podsPerSecond": round(simulated / summary["wallSeconds"], 1) if summary["wallSeconds"] else 0.0,
         # Peak RSS of the process that ran it (a worker may run several jobs: an upper bound).
         "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        **replayed,
     }
 
 
@@ -125,19 +189,42 @@ def run_sweep(jobs: Sequence[SweepJob], workers: int, done: Callable[[dict[str, 
 #: Fields that depend on the seed and the scheduling, not on the machine (what must not change with
 #: the number of workers or the engine).
 NUMERIC_OUTCOMES = ("scheduled", "unschedulable", "preemptions", "nodesUsed", "cpuStddev", "memoryStddev")
+#: A replay's, besides: at the end, and the curves against the arrived GPU demand.
+REPLAY_OUTCOMES = ("arrived", "gpuAllocation", "fragmentedGpuMilli", "fragmentationRatio")
 OUTCOME_FIELDS = (*NUMERIC_OUTCOMES, "placementDigest")
+REPLAY_OUTCOME_FIELDS = (*OUTCOME_FIELDS, *REPLAY_OUTCOMES, "curves")
+
+
+def _spread(values: Sequence[float]) -> dict[str, float]:
+    """Over the seeds: mean, sample standard deviation (0 for one run), min and max."""
+    return {"mean": round(statistics.fmean(values), 6),
+            "sd": round(statistics.stdev(values), 6) if len(values) > 1 else 0.0,
+            "min": min(values), "max": max(values)}
 
 
 def aggregate(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (configuration, cluster): the seeds' mean, min and max of each outcome and of pods/s."""
+    """Per (configuration, cluster): the seeds' mean, min and max of each outcome and of pods/s; for
+    a replay, also of the GPU figures at the end and of each curve at each demand percent (over
+    the runs that reached it: ``runs`` there)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in results:
         groups.setdefault((r["configLabel"], r["clusterLabel"]), []).append(r)
     out = []
     for (config, cluster), rs in groups.items():
         row: dict[str, Any] = {"config": config, "cluster": cluster, "runs": len(rs)}
-        for key in (*NUMERIC_OUTCOMES, "podsPerSecond", "wallSeconds", "peakRssMiB"):
+        replayed = all("curves" in r for r in rs)
+        keys = (*NUMERIC_OUTCOMES, "podsPerSecond", "wallSeconds", "peakRssMiB")
+        for key in (*keys, *REPLAY_OUTCOMES) if replayed else keys:
             values = [float(r[key]) for r in rs]
-            row[key] = {"mean": round(statistics.fmean(values), 6), "min": min(values), "max": max(values)}
+            row[key] = {k: v for k, v in _spread(values).items() if k != "sd" or key in REPLAY_OUTCOMES}
+        if replayed:
+            curves: dict[str, dict[str, dict[str, float]]] = {}
+            for name in rs[0]["curves"]:
+                percents = sorted({int(p) for r in rs for p in r["curves"][name]})
+                curves[name] = {}
+                for p in percents:
+                    values = [float(r["curves"][name][str(p)]) for r in rs if str(p) in r["curves"][name]]
+                    curves[name][str(p)] = {**_spread(values), "runs": len(values)}
+            row["curves"] = curves
         out.append(row)
     return out

@@ -1,7 +1,8 @@
 """What a sweep sends to workers that need not share this machine's files (``kubesched sweep
 --engine dask``).
 
-Every input a job names by path — its configuration, its cluster file or directory, each ``--plugins``
+Every input a job names by path — its configuration, its cluster file or directory (or the scenario
+file or trace it replays), each ``--plugins``
 ``.py`` file or package directory — is read here, once, and sent with the jobs. On the worker's
 machine it is written back under a directory of its own for this sweep (``<tmp>/kubesched-sweep-<id>/
 <digest>/<original name>``) and ``run_job`` runs on those copies; the result names the original paths
@@ -58,7 +59,7 @@ def plugin_is_path(spec: str) -> bool:
 
 def input_paths(job: SweepJob) -> list[str]:
     """The paths a job reads, in a fixed order."""
-    paths = [p for p in (job.config, job.cluster) if p is not None]
+    paths = [p for p in (job.config, job.cluster, job.replay.path if job.replay else None) if p is not None]
     return paths + [m for m in job.plugin_modules if plugin_is_path(m)]
 
 
@@ -154,6 +155,7 @@ def run_shipped_job(job: SweepJob, inputs: Sequence[ShippedInput], sweep_id: str
         job,
         config=str(copies[job.config]) if job.config is not None else None,
         cluster=str(copies[job.cluster]) if job.cluster is not None else None,
+        replay=job.replay.at(str(copies[job.replay.path])) if job.replay is not None else None,
         plugin_modules=tuple(str(copies.get(m, m)) for m in job.plugin_modules),
     )
     with _errors_named_as_given(copies):

@@ -79,11 +79,17 @@ class GpuLedger:
         #: Per row, bumped whenever a pod comes or goes there or its GPUs change: caches of
         #: per-row values read from the ledger and the row's requests (FGD's scores) compare it.
         self._versions: IntArray = np.zeros(len(table.alive), dtype=np.int64)
+        #: (node generation, rows) when ``_ensure_shape`` last checked the GPU counts.
+        self._shape_checked: tuple[int, int] = (-1, -1)
         table.observe_pods(self._observe)
 
     # -- shape -------------------------------------------------------------------------------------
     def _ensure_shape(self, gpus: int = 0) -> None:
         rows = len(self.table.alive)
+        key = (self.table.node_generation, rows)
+        if gpus <= self._used.shape[1] and key == self._shape_checked:
+            return  # no node came, went or changed since the last check: the shape still holds
+        self._shape_checked = key
         if gpus <= self._used.shape[1]:
             counts = self.table.node_column(COUNT_COLUMN)
             gpus = max(gpus, int(counts.max()) if len(counts) else 0)
