@@ -26,6 +26,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from kubesched.kube.kubeconfig_loaders import kubeconfig_loaders
 from kubesched.kube.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -76,8 +77,8 @@ async def load_connection(
     ``in_cluster`` goes straight to the pod's service account (as kubectl in a pod without a kubeconfig).
 
     Always through kubernetes_asyncio's maintained loaders (exec and auth-provider plugins, token
-    files, inline data, in-cluster): its import costs ~33 MiB of RSS, a price worth paying for not
-    re-implementing kubeconfig semantics.
+    files, inline data, in-cluster), imported without its generated API classes
+    (kube/kubeconfig_loaders.py: 0.1 s and ~4 MiB instead of 0.7 s and ~37 MiB).
     """
     # KUBECONFIG may list several files: kubectl merges them, and so does kubernetes_asyncio's
     # loader (KubeConfigMerger) when handed the whole list.
@@ -92,17 +93,16 @@ async def load_connection(
     if not in_cluster and not kubeconfig and env_missing:
         raise ConnectionConfigError(f"KUBECONFIG {os.pathsep.join(env_paths)}: no such file")
 
-    from kubernetes_asyncio import config as k8s_config
-    from kubernetes_asyncio.client import Configuration
-
-    cfg = Configuration()
+    loaders = kubeconfig_loaders()
+    k8s_config = loaders.config
+    cfg = loaders.configuration_class()
     loader: Any = None
     namespace: str | None = None
     try:
         if in_cluster:
             if not os.environ.get("KUBERNETES_SERVICE_HOST"):
                 raise ConnectionConfigError("--in-cluster: not in a pod (KUBERNETES_SERVICE_HOST is not set)")
-            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            k8s_config.load_incluster_config(client_configuration=cfg)
             namespace = _read_first_line(SERVICE_ACCOUNT_NAMESPACE_FILE)
         elif path or os.path.exists(default_path):
             loader = await k8s_config.load_kube_config(
@@ -111,7 +111,7 @@ async def load_connection(
             current = loader.current_context or {}
             namespace = (current.get("context") or {}).get("namespace") or None
         elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            k8s_config.load_incluster_config(client_configuration=cfg)
             namespace = _read_first_line(SERVICE_ACCOUNT_NAMESPACE_FILE)
         else:
             raise ConnectionConfigError(
