@@ -20,7 +20,9 @@ Method (one control plane; for each round and each contender, in turn):
   Priority and Fairness as in bench/live.py, with their default profile, leader election off; with
   ``--stock``, both as shipped instead: the default clientConnection (qps 50, burst 100) and leader
   election on (each its own Lease, free when it starts).
-* Peak RSS (VmHWM) of the scheduler process, read just before it is stopped.
+* Peak RSS (VmHWM) of the scheduler process, read just before it is stopped, and the CPU seconds it
+  had used when its first bind was seen (on a loaded machine the wall time to the first bind is
+  mostly waiting for a core; the CPU is the start-up's own cost).
 * A contender ``kubesched@DIR`` is kubesched run from the source tree DIR (its PYTHONPATH), e.g.
   the code before a change (``git archive``), side by side with this one.
 
@@ -120,6 +122,9 @@ class Outcome:
     last_bind_s: float | None
     settle_s: float
     peak_rss_mib: float | None = None
+    #: CPU seconds (user + system) the scheduler process had used when its first bind was seen:
+    #: its start-up's cost, which the machine's load does not stretch as it does the wall time.
+    cpu_to_first_bind_s: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -177,7 +182,14 @@ def run_contender(c: ControlPlane, trace: Trace, kind: str, workdir: Path, *, qp
         Bulk(c).post_all(lambda b: f"/api/v1/namespaces/{ns}/pods", bodies)
         log(f"  {kind}: {len(bodies)} pods pending in {ns} ({time.monotonic() - t0:.1f}s)")
         rv = c.get(f"/api/v1/namespaces/{ns}/pods", limit=1)["metadata"]["resourceVersion"]
-        watcher = BindWatcher(c, ns, rv, len(bodies))
+        scheduler_pid: list[int] = []
+        cpu_at_first_bind: list[float | None] = []
+
+        def at_first_bind() -> None:
+            if scheduler_pid:
+                cpu_at_first_bind.append(common.proc_cpu_seconds(scheduler_pid[0]))
+
+        watcher = BindWatcher(c, ns, rv, len(bodies), on_first=at_first_bind)
         watcher.start()
         started = time.monotonic()
         run = start_contender(c, Workload(base, "openb"), base, qps, burst, workdir, leader_elect=leader_elect,
@@ -185,6 +197,8 @@ def run_contender(c: ControlPlane, trace: Trace, kind: str, workdir: Path, *, qp
         peak_kib: int | None = None
         try:
             proc = run.procs["scheduler"]
+            if proc.pid is not None:
+                scheduler_pid.append(proc.pid)
             pods = settle(c, ns, len(bodies), timeout, quiet, proc.alive)
             settled = time.monotonic() - started
             peak_kib = common.proc_status_kib(proc.pid, "VmHWM")
@@ -207,9 +221,10 @@ def run_contender(c: ControlPlane, trace: Trace, kind: str, workdir: Path, *, qp
                       dict(sorted(pending_by.items())), dict(reasons.most_common()),
                       round(binds[0] - started, 2) if binds else None,
                       round(binds[-1] - started, 2) if binds else None, round(settled, 1),
-                      round(peak_kib / 1024, 1) if peak_kib else None)
-        log(f"  {kind}: {out.bound}/{out.pods} bound {out.bound_by_size}, first bind {out.first_bind_s}s, "
-            f"last {out.last_bind_s}s, peak RSS {out.peak_rss_mib} MiB")
+                      round(peak_kib / 1024, 1) if peak_kib else None,
+                      cpu_at_first_bind[0] if cpu_at_first_bind else None)
+        log(f"  {kind}: {out.bound}/{out.pods} bound {out.bound_by_size}, first bind {out.first_bind_s}s "
+            f"({out.cpu_to_first_bind_s} CPU s), last {out.last_bind_s}s, peak RSS {out.peak_rss_mib} MiB")
         return out
     finally:
         cleanup_namespace(c, ns, [b["metadata"]["name"] for b in bodies])
@@ -260,6 +275,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
             "first_bind_s": [o.first_bind_s for o in runs],
             "last_bind_s": [o.last_bind_s for o in runs],
             "peak_rss_mib": [o.peak_rss_mib for o in runs],
+            "cpu_to_first_bind_s": [o.cpu_to_first_bind_s for o in runs],
         }
         for kind, runs in by.items()
     }
