@@ -199,6 +199,10 @@ def run_contender(c: ControlPlane, trace: Trace, kind: str, workdir: Path, *, qp
             proc = run.procs["scheduler"]
             if proc.pid is not None:
                 scheduler_pid.append(proc.pid)
+                if watcher.bound and not cpu_at_first_bind:
+                    # It bound before its start returned (kube-scheduler is waited for until
+                    # healthy): read now, a little late (more CPU than at its first bind).
+                    cpu_at_first_bind.append(common.proc_cpu_seconds(proc.pid))
             pods = settle(c, ns, len(bodies), timeout, quiet, proc.alive)
             settled = time.monotonic() - started
             peak_kib = common.proc_status_kib(proc.pid, "VmHWM")
