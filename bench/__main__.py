@@ -34,6 +34,8 @@ Workloads:
                                              seed: time and GPU allocation at 100/130 % demand (bench/gpu_replay.py)
   startup [--nodes N] [--rounds R]          informers syncing the openb backlog: paged LIST vs watch-list
                                              (bench/startup.py)
+  startup-cost [--rounds R] [SRC ...]        CPU and peak RSS of `kubesched run` up to its first request, per
+                                             source tree, side by side (bench/startup_cost.py)
   fuzz [--bodies N]                          the extender fuzzed over HTTP, RSS watched (bench/chaos_fuzz.py)
 """
 
@@ -109,6 +111,10 @@ def main(argv: list[str]) -> int:
         from bench import startup
 
         return startup.main(rest)
+    if name == "startup-cost":
+        from bench import startup_cost
+
+        return startup_cost.main(rest)
     if name == "fuzz":
         from bench import chaos_fuzz
 

@@ -565,13 +565,20 @@ class Running:
             return f"# scrape failed: {e}\n"
 
 
-def scheduler_config(c: ControlPlane, path: Path, profile: dict[str, Any], qps: float, burst: int,
-                     extenders: list[dict[str, Any]] | None = None) -> Path:
+def scheduler_config(c: ControlPlane, path: Path, profile: dict[str, Any], qps: float | None, burst: int | None,
+                     extenders: list[dict[str, Any]] | None = None, leader_elect: bool = False) -> Path:
+    """A KubeSchedulerConfiguration; ``qps``/``burst`` None keep the defaults (50/100), and
+    ``leader_elect`` the default Lease (each scheduler its own: kubesched names it kubesched)."""
+    connection: dict[str, Any] = {"kubeconfig": str(c.scheduler_kubeconfig)}
+    if qps is not None:
+        connection["qps"] = qps
+    if burst is not None:
+        connection["burst"] = burst
     cfg: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "leaderElection": {"leaderElect": False},
-        "clientConnection": {"kubeconfig": str(c.scheduler_kubeconfig), "qps": qps, "burst": burst},
+        "leaderElection": {"leaderElect": leader_elect},
+        "clientConnection": connection,
         "profiles": [profile],
     }
     if extenders:
@@ -580,9 +587,11 @@ def scheduler_config(c: ControlPlane, path: Path, profile: dict[str, Any], qps: 
     return path
 
 
-def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float, burst: int, workdir: Path,
-                    wrap: list[str] | None = None) -> Running:
-    """Start ``kind``; ``wrap`` (e.g. a profiler's argv) prefixes the kubesched command."""
+def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float | None, burst: int | None, workdir: Path,
+                    wrap: list[str] | None = None, leader_elect: bool = False,
+                    kubesched_src: str | None = None) -> Running:
+    """Start ``kind``; ``wrap`` (e.g. a profiler's argv) prefixes the kubesched command;
+    ``kubesched_src`` runs kubesched from that source tree (PYTHONPATH) instead of this one."""
     if kind == "scheduler-plugins":
         from bench import gangs
 
@@ -591,10 +600,10 @@ def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float, burst:
         port = controlplane.free_port()
         profile = wl.kubesched_profile if kind == "kubesched" else {}
         cfg = scheduler_config(c, workdir / "kubesched.yaml", {"schedulerName": KUBESCHED_NAME, **profile}, qps,
-                               burst)
-        argv = [*(wrap or []), kubesched_bin(), "run", f"--config={cfg}", f"--health-addr=127.0.0.1:{port}",
-                "--no-leader-elect"]
-        comp = c._add(Component("kubesched", argv, c.logs_dir / "kubesched.log"))
+                               burst, leader_elect=leader_elect)
+        argv = [*(wrap or []), kubesched_bin(), "run", f"--config={cfg}", f"--health-addr=127.0.0.1:{port}"]
+        env = None if kubesched_src is None else {**os.environ, "PYTHONPATH": kubesched_src}
+        comp = c._add(Component("kubesched", argv, c.logs_dir / "kubesched.log", env))
         return Running(kind, {"scheduler": comp}, f"http://127.0.0.1:{port}/metrics", None, KUBESCHED_NAME)
     procs: dict[str, Component] = {}
     extenders = None
@@ -633,7 +642,8 @@ def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float, burst:
             "ignorable": False,
             **({"bindVerb": "bind"} if kind.endswith("-bind") else {}),
         }]
-    cfg = scheduler_config(c, workdir / "kube-scheduler.yaml", {"schedulerName": DEFAULT_NAME}, qps, burst, extenders)
+    cfg = scheduler_config(c, workdir / "kube-scheduler.yaml", {"schedulerName": DEFAULT_NAME}, qps, burst, extenders,
+                           leader_elect)
     try:
         comp = c.start_kube_scheduler(cfg, extra_args=["--v=0"])
     except BaseException:

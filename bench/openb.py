@@ -17,7 +17,14 @@ Method (one control plane; for each round and each contender, in turn):
 * Recorded: pods bound (in all and per task size), the unschedulable reasons (the FitError's
   phrases without their node counts), seconds from process start to the first and the last bind.
 * Both schedulers use the same identity and clientConnection (qps/burst 5000), exempted from API
-  Priority and Fairness as in bench/live.py, with their default profile.
+  Priority and Fairness as in bench/live.py, with their default profile, leader election off; with
+  ``--stock``, both as shipped instead: the default clientConnection (qps 50, burst 100) and leader
+  election on (each its own Lease, free when it starts).
+* Peak RSS (VmHWM) of the scheduler process, read just before it is stopped, and the CPU seconds it
+  had used when its first bind was seen (on a loaded machine the wall time to the first bind is
+  mostly waiting for a core; the CPU is the start-up's own cost).
+* A contender ``kubesched@DIR`` is kubesched run from the source tree DIR (its PYTHONPATH), e.g.
+  the code before a change (``git archive``), side by side with this one.
 
 Results are appended to bench/results/openb-<date>.json.
 """
@@ -114,6 +121,10 @@ class Outcome:
     first_bind_s: float | None
     last_bind_s: float | None
     settle_s: float
+    peak_rss_mib: float | None = None
+    #: CPU seconds (user + system) the scheduler process had used when its first bind was seen:
+    #: its start-up's cost, which the machine's load does not stretch as it does the wall time.
+    cpu_to_first_bind_s: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -148,14 +159,16 @@ def settle(c: ControlPlane, ns: str, expected: int, timeout: float, quiet: float
         time.sleep(2.0)
 
 
-def run_contender(c: ControlPlane, trace: Trace, kind: str, workdir: Path, *, qps: float = 5000, burst: int = 5000,
+def run_contender(c: ControlPlane, trace: Trace, kind: str, workdir: Path, *, qps: float | None = 5000,
+                  burst: int | None = 5000, leader_elect: bool = False,
                   node_selector: dict[str, str] | None = None, timeout: float = 1800, quiet: float = 10.0,
                   log: Callable[[str], None] = print) -> Outcome:
     """The whole trace pending in a fresh namespace, then ``kind`` started; see the module docstring.
     ``node_selector`` confines the pods to the trace's nodes on a shared control plane."""
     ns = f"openb-{uuid.uuid4().hex[:6]}"
     c.create_namespace(ns)
-    sched_name = KUBESCHED_NAME if kind == "kubesched" else DEFAULT_NAME
+    base, _, src = kind.partition("@")
+    sched_name = KUBESCHED_NAME if base == "kubesched" else DEFAULT_NAME
     size_of = {t.name: size_class(t) for t in trace.tasks}
     bodies = []
     for t in trace.tasks:
@@ -169,14 +182,30 @@ def run_contender(c: ControlPlane, trace: Trace, kind: str, workdir: Path, *, qp
         Bulk(c).post_all(lambda b: f"/api/v1/namespaces/{ns}/pods", bodies)
         log(f"  {kind}: {len(bodies)} pods pending in {ns} ({time.monotonic() - t0:.1f}s)")
         rv = c.get(f"/api/v1/namespaces/{ns}/pods", limit=1)["metadata"]["resourceVersion"]
-        watcher = BindWatcher(c, ns, rv, len(bodies))
+        scheduler_pid: list[int] = []
+        cpu_at_first_bind: list[float | None] = []
+
+        def at_first_bind() -> None:
+            if scheduler_pid:
+                cpu_at_first_bind.append(common.proc_cpu_seconds(scheduler_pid[0]))
+
+        watcher = BindWatcher(c, ns, rv, len(bodies), on_first=at_first_bind)
         watcher.start()
         started = time.monotonic()
-        run = start_contender(c, Workload(kind, "openb"), kind, qps, burst, workdir)
+        run = start_contender(c, Workload(base, "openb"), base, qps, burst, workdir, leader_elect=leader_elect,
+                              kubesched_src=src or None)
+        peak_kib: int | None = None
         try:
             proc = run.procs["scheduler"]
+            if proc.pid is not None:
+                scheduler_pid.append(proc.pid)
+                if watcher.bound and not cpu_at_first_bind:
+                    # It bound before its start returned (kube-scheduler is waited for until
+                    # healthy): read now, a little late (more CPU than at its first bind).
+                    cpu_at_first_bind.append(common.proc_cpu_seconds(proc.pid))
             pods = settle(c, ns, len(bodies), timeout, quiet, proc.alive)
             settled = time.monotonic() - started
+            peak_kib = common.proc_status_kib(proc.pid, "VmHWM")
         finally:
             stop_contender(c, run)
             watcher.close()
@@ -195,9 +224,11 @@ def run_contender(c: ControlPlane, trace: Trace, kind: str, workdir: Path, *, qp
         out = Outcome(kind, len(bodies), sum(bound_by.values()), dict(sorted(bound_by.items())),
                       dict(sorted(pending_by.items())), dict(reasons.most_common()),
                       round(binds[0] - started, 2) if binds else None,
-                      round(binds[-1] - started, 2) if binds else None, round(settled, 1))
-        log(f"  {kind}: {out.bound}/{out.pods} bound {out.bound_by_size}, first bind {out.first_bind_s}s, "
-            f"last {out.last_bind_s}s")
+                      round(binds[-1] - started, 2) if binds else None, round(settled, 1),
+                      round(peak_kib / 1024, 1) if peak_kib else None,
+                      cpu_at_first_bind[0] if cpu_at_first_bind else None)
+        log(f"  {kind}: {out.bound}/{out.pods} bound {out.bound_by_size}, first bind {out.first_bind_s}s "
+            f"({out.cpu_to_first_bind_s} CPU s), last {out.last_bind_s}s, peak RSS {out.peak_rss_mib} MiB")
         return out
     finally:
         cleanup_namespace(c, ns, [b["metadata"]["name"] for b in bodies])
@@ -220,6 +251,23 @@ def openb_cluster(trace: Trace, workdir: Path, log: Callable[[str], None] = prin
         shutil.rmtree(c.dir / "etcd-data", ignore_errors=True)
 
 
+def grant_kubesched_lease(c: ControlPlane, namespace: str = "kube-system", lease: str = "kubesched") -> None:
+    """The leader-election Role ``kubesched run --print-rbac`` prints, bound to the schedulers'
+    shared identity (system:kube-scheduler may get and update only the Lease named kube-scheduler)."""
+    from kubesched.live.rbac import leader_election_role
+
+    role = leader_election_role("kubesched-leader-election", namespace, lease)
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "kubesched-leader-election", "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"}],
+    }
+    base = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
+    c.client.request("POST", f"{base}/roles", role)
+    c.client.request("POST", f"{base}/rolebindings", binding)
+
+
 def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
     by: dict[str, list[Outcome]] = {}
     for o in outcomes:
@@ -230,6 +278,8 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
             "spread": [min(o.bound for o in runs), max(o.bound for o in runs)],
             "first_bind_s": [o.first_bind_s for o in runs],
             "last_bind_s": [o.last_bind_s for o in runs],
+            "peak_rss_mib": [o.peak_rss_mib for o in runs],
+            "cpu_to_first_bind_s": [o.cpu_to_first_bind_s for o in runs],
         }
         for kind, runs in by.items()
     }
@@ -243,6 +293,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--contenders", default=",".join(CONTENDERS))
     ap.add_argument("--qps", type=float, default=5000)
     ap.add_argument("--burst", type=int, default=5000)
+    ap.add_argument("--stock", action="store_true",
+                    help="both schedulers as shipped: default qps/burst (50/100), leader election on")
     ap.add_argument("--note", default="", help="stored with the result (what code was measured)")
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -257,9 +309,14 @@ def main(argv: list[str]) -> int:
     path = common.RESULTS / f"openb-{common.today()}.json"
     record: dict[str, Any] = {}
     with openb_cluster(trace, workdir) as c:
+        if args.stock:
+            grant_kubesched_lease(c)
         for rnd in range(args.rounds):
             for kind in contenders if rnd % 2 == 0 else reversed(contenders):  # ABBA
-                outcomes.append(run_contender(c, trace, kind, workdir))
+                if args.stock:
+                    outcomes.append(run_contender(c, trace, kind, workdir, qps=None, burst=None, leader_elect=True))
+                else:
+                    outcomes.append(run_contender(c, trace, kind, workdir, qps=args.qps, burst=args.burst))
                 # Saved after every run (the record replaced): a full round takes ~15 min here.
                 record = _record(args, trace, outcomes, complete=False)
                 _save(record, path)
@@ -280,6 +337,7 @@ def _record(args: argparse.Namespace, trace: Trace, outcomes: list[Outcome], com
         "nodes": len(trace.nodes),
         "tasks": len(trace.tasks),
         "note": args.note,
+        "stock": args.stock,
         "summary": summarize(outcomes),
         "runs": [o.as_dict() for o in outcomes],
         "complete": complete,

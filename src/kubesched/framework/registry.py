@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import importlib
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from kubesched.framework.interfaces import FilterPlugin, Plugin, ScorePlugin, extension_points_of
@@ -18,11 +19,32 @@ def _overrides(cls: type, base: type, method: str) -> bool:
 
 
 class Registry:
-    def __init__(self, plugins: Iterable[type[Plugin]] = (), origin: str = "") -> None:
+    def __init__(
+        self, plugins: Iterable[type[Plugin]] = (), origin: str = "", lazy: Mapping[str, str] | None = None
+    ) -> None:
+        """``lazy``: plugin name → ``"module:attribute"`` of its class, imported when the plugin is
+        first looked up (:meth:`register_lazy`)."""
         self._plugins: dict[str, type[Plugin]] = {}
+        self._lazy: dict[str, str] = {}
         self._origins: dict[str, str] = {}
         for p in plugins:
             self.register(p, origin=origin)
+        for name, target in (lazy or {}).items():
+            self.register_lazy(name, target, origin=origin)
+
+    def _refuse_duplicate(self, name: str) -> None:
+        if name in self._plugins or name in self._lazy:
+            first = self._origins.get(name) or "an earlier registration"
+            raise RegistryError(f"a plugin named {name!r} already exists (from {first})")
+
+    def register_lazy(self, name: str, target: str, *, origin: str = "") -> None:
+        """Add the plugin ``name`` whose class is ``target`` (``"module:attribute"``), imported and
+        checked as :meth:`register` checks a class when it is first looked up: a command pays only
+        for the plugins its configuration names (``kubesched run`` with the default profile does not
+        import kubesched's own GPU, gang or network plugins)."""
+        self._refuse_duplicate(name)
+        self._lazy[name] = target
+        self._origins[name] = origin
 
     def register(self, cls: type[Plugin], name: str | None = None, *, origin: str = "") -> None:
         """Add a plugin class; ``origin`` says where it came from (``built-in``, ``entry point
@@ -31,9 +53,13 @@ class Registry:
         name = name or cls.name
         if not name:
             raise RegistryError(f"plugin class {cls.__qualname__} has no name")
-        if name in self._plugins:
-            first = self._origins.get(name) or "an earlier registration"
-            raise RegistryError(f"a plugin named {name!r} already exists (from {first})")
+        self._refuse_duplicate(name)
+        self._check(cls, name)
+        self._plugins[name] = cls
+        self._origins[name] = origin
+
+    @staticmethod
+    def _check(cls: type[Plugin], name: str) -> None:
         if not extension_points_of(cls):
             raise RegistryError(f"plugin {name!r} implements no extension point")
         if issubclass(cls, FilterPlugin) and not (
@@ -44,8 +70,16 @@ class Registry:
             _overrides(cls, ScorePlugin, "score") or _overrides(cls, ScorePlugin, "score_batch")
         ):
             raise RegistryError(f"score plugin {name!r} must implement score() or score_batch()")
+
+    def _load(self, name: str) -> type[Plugin]:
+        module, _, attr = self._lazy[name].partition(":")
+        cls: type[Plugin] = getattr(importlib.import_module(module), attr)
+        if cls.name != name:
+            raise RegistryError(f"plugin {name!r} ({self._lazy[name]}) is named {cls.name!r}")
+        self._check(cls, name)
+        del self._lazy[name]
         self._plugins[name] = cls
-        self._origins[name] = origin
+        return cls
 
     def origin(self, name: str) -> str:
         """Where the plugin ``name`` was registered from ("" when not said)."""
@@ -54,18 +88,23 @@ class Registry:
     def merge(self, other: Registry) -> None:
         for name, cls in other._plugins.items():
             self.register(cls, name, origin=other.origin(name))
+        for name, target in other._lazy.items():
+            self.register_lazy(name, target, origin=other.origin(name))
 
     def get(self, name: str) -> type[Plugin] | None:
-        return self._plugins.get(name)
+        cls = self._plugins.get(name)
+        if cls is None and name in self._lazy:
+            return self._load(name)
+        return cls
 
     def __contains__(self, name: str) -> bool:
-        return name in self._plugins
+        return name in self._plugins or name in self._lazy
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._plugins))
+        return iter(self.names())
 
     def names(self) -> list[str]:
-        return sorted(self._plugins)
+        return sorted([*self._plugins, *self._lazy])
 
     def object_kinds(self, plugin_names: Iterable[str]) -> list[ObjectKind]:
         """The objects the named plugins declare (framework/objects.py), merged; unknown names are

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,9 @@ def run_command(
     """Run kubesched as a scheduler in a real cluster: pods whose spec.schedulerName matches a profile
     are scheduled and bound. Exits 0 on SIGTERM (after draining binds and releasing the lease), 1 when
     the leader lease is lost."""
+    # No cyclic garbage collection while the process starts (imports, configuration, informers'
+    # caches): the runner turns it back on once synced (settings.end_startup_gc says why).
+    gc.disable()
     from kubesched.kube.api import ConnectionConfigError
     from kubesched.live import logs
     from kubesched.live.health import parse_addr
@@ -84,7 +88,7 @@ def run_command(
         raise UserError(f"--health-addr: {e}") from None
     logs.configure(verbosity, log_format)
     options = LiveOptions(health_addr=health_addr, context=context, leader_elect=leader_elect, lease_name=lease_name,
-                          replace_default_scheduler=replace_default_scheduler, debug=debug)
+                          replace_default_scheduler=replace_default_scheduler, debug=debug, owns_process_gc=True)
     if identity:
         options.identity = identity
     try:

@@ -52,6 +52,7 @@ from kubesched.live.settings import (
     EXIT_OK,
     LiveOptions,
     RunStats,
+    end_startup_gc,
     lease_name_for,
 )
 from kubesched.scheduler import QueueSettings, ScheduleFailure, Scheduler, ScheduleResult, SchedulerObserver
@@ -371,6 +372,8 @@ class LiveScheduler(SchedulerObserver):
                 return await self._shutdown(hold)
             await objects
             await self.scheduler.start_plugins()
+            if self.options.owns_process_gc:
+                end_startup_gc()
             self.synced = True
             self.stats.synced_at = time.monotonic()
             log.info(
@@ -390,6 +393,8 @@ class LiveScheduler(SchedulerObserver):
             await self._loop()
             return await self._shutdown(hold)
         finally:
+            if self.options.owns_process_gc:
+                end_startup_gc()
             lag_watch.cancel()
             if self.options.install_signal_handlers:
                 for sig in (signal.SIGTERM, signal.SIGINT):

@@ -1,71 +1,50 @@
 """The built-in plugin registry: the default-equivalent plugins plus kubesched's own (out-of-tree
-plugins are loaded by ``kubesched.app.plugin_loading``)."""
+plugins are loaded by ``kubesched.app.plugin_loading``). Each is imported when a configuration
+first names it (``Registry.register_lazy``)."""
 
 from __future__ import annotations
 
 from kubesched.framework.registry import Registry
 
+#: Plugin name → ``"module:class"``, in the order upstream's registry lists the in-tree plugins,
+#: then kubesched's own.
+BUILTIN_PLUGINS: dict[str, str] = {
+    "SchedulingGates": "kubesched.plugins.schedulinggates:SchedulingGates",
+    "PrioritySort": "kubesched.plugins.priority_sort:PrioritySort",
+    "NodeUnschedulable": "kubesched.plugins.node_unschedulable:NodeUnschedulable",
+    "NodeName": "kubesched.plugins.node_name:NodeName",
+    "TaintToleration": "kubesched.plugins.taint_toleration:TaintToleration",
+    "NodeAffinity": "kubesched.plugins.node_affinity:NodeAffinity",
+    "NodePorts": "kubesched.plugins.node_ports:NodePorts",
+    "NodeResourcesFit": "kubesched.plugins.noderesources:NodeResourcesFit",
+    "VolumeRestrictions": "kubesched.plugins.volumerestrictions:VolumeRestrictions",
+    "NodeVolumeLimits": "kubesched.plugins.nodevolumelimits:NodeVolumeLimits",
+    "VolumeBinding": "kubesched.plugins.volumebinding:VolumeBinding",
+    "VolumeZone": "kubesched.plugins.volumezone:VolumeZone",
+    "DynamicResources": "kubesched.plugins.dynamicresources:DynamicResources",
+    "PodTopologySpread": "kubesched.plugins.podtopologyspread:PodTopologySpread",
+    "InterPodAffinity": "kubesched.plugins.interpodaffinity:InterPodAffinity",
+    "DefaultPreemption": "kubesched.plugins.defaultpreemption:DefaultPreemption",
+    "NodeResourcesBalancedAllocation": "kubesched.plugins.noderesources:NodeResourcesBalancedAllocation",
+    "ImageLocality": "kubesched.plugins.imagelocality:ImageLocality",
+    "DefaultBinder": "kubesched.plugins.default_binder:DefaultBinder",
+    "NodeDeclaredFeatures": "kubesched.plugins.nodedeclaredfeatures:NodeDeclaredFeatures",
+    "GangScheduling": "kubesched.plugins.gangscheduling:GangScheduling",
+    "TopologyPlacementGenerator": "kubesched.plugins.topologyaware:TopologyPlacementGenerator",
+    "PodGroupPodsCount": "kubesched.plugins.podgrouppodscount:PodGroupPodsCount",
+    "UnderlayIP": "kubesched.plugins.underlay_ip:UnderlayIP",
+    "Coscheduling": "kubesched.plugins.coscheduling:Coscheduling",
+    "RealUsage": "kubesched.plugins.real_usage:RealUsage",
+    "MemRealUsage": "kubesched.plugins.real_usage:MemRealUsage",
+    "GpuShare": "kubesched.plugins.gpushare:GpuShare",
+    "FGD": "kubesched.plugins.gpu_policies:FGD",
+    "BestFit": "kubesched.plugins.gpu_policies:BestFit",
+    "DotProduct": "kubesched.plugins.gpu_policies:DotProduct",
+    "GpuPacking": "kubesched.plugins.gpu_policies:GpuPacking",
+    "GpuClustering": "kubesched.plugins.gpu_policies:GpuClustering",
+    "RandomFit": "kubesched.plugins.gpu_policies:RandomFit",
+}
+
 
 def builtin_registry() -> Registry:
-    from kubesched.plugins.coscheduling import Coscheduling
-    from kubesched.plugins.default_binder import DefaultBinder
-    from kubesched.plugins.defaultpreemption import DefaultPreemption
-    from kubesched.plugins.dynamicresources import DynamicResources
-    from kubesched.plugins.gangscheduling import GangScheduling
-    from kubesched.plugins.gpu_policies import POLICIES
-    from kubesched.plugins.gpushare import GpuShare
-    from kubesched.plugins.imagelocality import ImageLocality
-    from kubesched.plugins.interpodaffinity import InterPodAffinity
-    from kubesched.plugins.node_affinity import NodeAffinity
-    from kubesched.plugins.node_name import NodeName
-    from kubesched.plugins.node_ports import NodePorts
-    from kubesched.plugins.node_unschedulable import NodeUnschedulable
-    from kubesched.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
-    from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
-    from kubesched.plugins.nodevolumelimits import NodeVolumeLimits
-    from kubesched.plugins.podgrouppodscount import PodGroupPodsCount
-    from kubesched.plugins.podtopologyspread import PodTopologySpread
-    from kubesched.plugins.priority_sort import PrioritySort
-    from kubesched.plugins.real_usage import MemRealUsage, RealUsage
-    from kubesched.plugins.schedulinggates import SchedulingGates
-    from kubesched.plugins.taint_toleration import TaintToleration
-    from kubesched.plugins.topologyaware import TopologyPlacementGenerator
-    from kubesched.plugins.underlay_ip import UnderlayIP
-    from kubesched.plugins.volumebinding import VolumeBinding
-    from kubesched.plugins.volumerestrictions import VolumeRestrictions
-    from kubesched.plugins.volumezone import VolumeZone
-
-    return Registry(
-        origin="built-in",
-        plugins=[
-            SchedulingGates,
-            PrioritySort,
-            NodeUnschedulable,
-            NodeName,
-            TaintToleration,
-            NodeAffinity,
-            NodePorts,
-            NodeResourcesFit,
-            VolumeRestrictions,
-            NodeVolumeLimits,
-            VolumeBinding,
-            VolumeZone,
-            DynamicResources,
-            PodTopologySpread,
-            InterPodAffinity,
-            DefaultPreemption,
-            NodeResourcesBalancedAllocation,
-            ImageLocality,
-            DefaultBinder,
-            NodeDeclaredFeatures,
-            GangScheduling,
-            TopologyPlacementGenerator,
-            PodGroupPodsCount,
-            UnderlayIP,
-            Coscheduling,
-            RealUsage,
-            MemRealUsage,
-            GpuShare,
-            *POLICIES,
-        ]
-    )
+    return Registry(origin="built-in", lazy=BUILTIN_PLUGINS)

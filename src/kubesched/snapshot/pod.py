@@ -140,16 +140,26 @@ class PodInfo:
             uid=raw_pod_uid(raw),
             namespace=namespace,
             name=name,
-            labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+            labels=_string_map(meta.get("labels") or {}),
             priority=int(priority or 0),
             creation_ts=created,
             scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
             node_name=str(spec.get("nodeName") or ""),
             requests=requests,
-            node_selector={str(k): str(v) for k, v in node_selector.items()},
+            node_selector=_string_map(node_selector),
             tolerations=tolerations,
             host_ports=_host_ports(spec, where),
         )
+
+
+def _string_map(value: dict[Any, Any]) -> dict[str, str]:
+    """``value`` itself when its keys and values are all strings, as the apiserver sends them (no
+    copy per pod: the informer's object and its PodInfo share it, and nothing modifies either),
+    else a copy with both made strings (objects written by hand)."""
+    for k, v in value.items():
+        if type(k) is not str or type(v) is not str:
+            return {str(k): str(v) for k, v in value.items()}
+    return value
 
 
 def _host_ports(spec: dict[str, Any], where: str) -> tuple[HostPort, ...]:

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubesched.kube.informer import Handlers, Informer, object_key, reconcile
-from kubesched.kube.ratelimit import Backoff
-from unit.live.fakeapi import FakeCollection, serve
+from kubesched.kube.informer import Handlers, object_key, reconcile
+from unit.live.informer_harness import collection_of, started_informer, until
 
 
 def _obj(name: str, rv: int, uid: str | None = None, ns: str = "default") -> dict[str, Any]:
@@ -48,57 +47,9 @@ def test_object_key_cluster_scoped() -> None:
 
 
 # -- against the fake apiserver ---------------------------------------------------------------------
-class Recorder:
-    def __init__(self) -> None:
-        self.log: list[tuple[str, str, str]] = []
-        self.changed = asyncio.Event()
-
-    def handlers(self) -> Handlers:
-        def add(o: dict[str, Any]) -> None:
-            self._rec("add", o)
-
-        def update(old: dict[str, Any], o: dict[str, Any]) -> None:
-            self._rec("update", o)
-
-        def delete(o: dict[str, Any]) -> None:
-            self._rec("delete", o)
-
-        return Handlers(add, update, delete)
-
-    def _rec(self, kind: str, o: dict[str, Any]) -> None:
-        self.log.append((kind, o["metadata"]["name"], o["metadata"]["uid"]))
-        self.changed.set()
-
-    async def wait_for(self, n: int, timeout: float = 5.0) -> None:
-        async def go() -> None:
-            while len(self.log) < n:
-                self.changed.clear()
-                await self.changed.wait()
-
-        await asyncio.wait_for(go(), timeout)
-
-
-async def _until(pred: Any, timeout: float = 5.0) -> None:
-    async def go() -> None:
-        while not pred():
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(go(), timeout)
-
-
-def _fast_backoff() -> Backoff:
-    return Backoff(initial=0.01, cap=0.05, jitter=0.0)
-
-
 async def test_paginated_list_then_watch_delivers_each_change_once() -> None:
-    coll = FakeCollection()
-    for i in range(7):
-        await coll.put(f"p{i}")
-    server, api = await serve(coll)
-    rec = Recorder()
-    inf = Informer(api, coll.path, rec.handlers(), page_size=3, backoff=_fast_backoff())
-    inf.start()
-    try:
+    coll = await collection_of(*(f"p{i}" for i in range(7)))
+    async with started_informer(coll, page_size=3) as (inf, rec):
         await asyncio.wait_for(inf.synced.wait(), 5)
         assert len(coll.list_requests) == 3  # 3 + 3 + 1
         assert sorted(n for _, n, _ in rec.log) == [f"p{i}" for i in range(7)]
@@ -113,26 +64,16 @@ async def test_paginated_list_then_watch_delivers_each_change_once() -> None:
         assert w["allowWatchBookmarks"] == "true"
         assert 300 <= int(w["timeoutSeconds"]) < 600
         assert set(inf.store) == {f"default/p{i}" for i in range(1, 8)}
-    finally:
-        await inf.stop()
-        await api.close()
-        await server.close()
 
 
 @pytest.mark.parametrize("as_http", [False, True], ids=["error-event", "http-410"])
 async def test_410_relists_and_reconciles_without_loss_or_duplicates(as_http: bool) -> None:
-    coll = FakeCollection()
+    coll = await collection_of("keep", "change", "remove")
     coll.gone_as_http = as_http
-    for name in ("keep", "change", "remove"):
-        await coll.put(name)
-    server, api = await serve(coll)
-    rec = Recorder()
-    inf = Informer(api, coll.path, rec.handlers(), backoff=_fast_backoff())
-    inf.start()
-    try:
+    async with started_informer(coll) as (inf, rec):
         await asyncio.wait_for(inf.synced.wait(), 5)
         inf.pause()
-        await _until(lambda: not coll._watchers)
+        await until(lambda: not coll._watchers)
         # While we are away: changes the watch can no longer replay.
         coll.silent_put("change", flavour="x")
         coll.silent_delete("remove")
@@ -158,93 +99,52 @@ async def test_410_relists_and_reconciles_without_loss_or_duplicates(as_http: bo
         await coll.put("later")
         await rec.wait_for(6)
         assert rec.log[-1] == ("add", "later", "uid-later")
-    finally:
-        await inf.stop()
-        await api.close()
-        await server.close()
 
 
 async def test_continue_token_expiring_mid_list_restarts_the_list() -> None:
-    coll = FakeCollection()
-    for i in range(5):
-        await coll.put(f"p{i}")
+    coll = await collection_of(*(f"p{i}" for i in range(5)))
     coll.fail_continue_once = True
-    server, api = await serve(coll)
-    rec = Recorder()
-    inf = Informer(api, coll.path, rec.handlers(), page_size=2, backoff=_fast_backoff())
-    inf.start()
-    try:
+    async with started_informer(coll, page_size=2) as (inf, rec):
         await asyncio.wait_for(inf.synced.wait(), 5)
         assert sorted(n for _, n, _ in rec.log) == [f"p{i}" for i in range(5)]  # each exactly once
-    finally:
-        await inf.stop()
-        await api.close()
-        await server.close()
 
 
 async def test_outage_backs_off_and_resumes_from_last_resource_version() -> None:
-    coll = FakeCollection()
-    await coll.put("a")
-    server, api = await serve(coll)
-    rec = Recorder()
-    inf = Informer(api, coll.path, rec.handlers(), backoff=_fast_backoff())
-    inf.start()
-    try:
+    coll = await collection_of("a")
+    async with started_informer(coll) as (inf, rec):
         await asyncio.wait_for(inf.synced.wait(), 5)
-        await _until(lambda: coll._watchers)
+        await until(lambda: coll._watchers)
         rv_before = inf.resource_version
         coll.down = True
         await coll.drop_watches()
-        await _until(lambda: inf.stats.watch_errors >= 2)
+        await until(lambda: inf.stats.watch_errors >= 2)
         coll.down = False
         await coll.put("b")  # still in the log: a resume, not a relist
         await rec.wait_for(2)
         assert rec.log == [("add", "a", "uid-a"), ("add", "b", "uid-b")]
         assert inf.stats.lists == 1
         assert any(w["resourceVersion"] == rv_before for w in coll.watch_requests[1:])
-    finally:
-        await inf.stop()
-        await api.close()
-        await server.close()
 
 
 async def test_bookmarks_advance_the_resource_version() -> None:
-    coll = FakeCollection()
-    await coll.put("a")
+    coll = await collection_of("a")
     coll.bookmark_every = 0.05
-    server, api = await serve(coll)
-    inf = Informer(api, coll.path, Handlers(), backoff=_fast_backoff())
-    inf.start()
-    try:
+    async with started_informer(coll, Handlers()) as (inf, _):
         await asyncio.wait_for(inf.synced.wait(), 5)
         coll.silent_put("b")  # moves the collection's rv without an event
-        await _until(lambda: inf.stats.bookmarks > 0 and inf.resource_version == str(coll.rv))
-    finally:
-        await inf.stop()
-        await api.close()
-        await server.close()
+        await until(lambda: inf.stats.bookmarks > 0 and inf.resource_version == str(coll.rv))
 
 
 async def test_silent_connection_is_detected_by_the_read_timeout() -> None:
-    coll = FakeCollection()
-    await coll.put("a")
-    server, api = await serve(coll)
-    inf = Informer(api, coll.path, Handlers(), read_timeout=0.2, backoff=_fast_backoff())
-    inf.start()
-    try:
+    coll = await collection_of("a")
+    async with started_informer(coll, Handlers(), read_timeout=0.2) as (inf, _):
         await asyncio.wait_for(inf.synced.wait(), 5)
-        await _until(lambda: len(coll.watch_requests) >= 2, timeout=5)  # reconnected after silence
+        await until(lambda: len(coll.watch_requests) >= 2, timeout=5)  # reconnected after silence
         assert inf.stats.lists == 1
-    finally:
-        await inf.stop()
-        await api.close()
-        await server.close()
 
 
 async def test_handler_exception_does_not_stop_the_informer() -> None:
-    coll = FakeCollection()
-    await coll.put("bad")
-    server, api = await serve(coll)
+    coll = await collection_of("bad")
     seen: list[str] = []
 
     def add(o: dict[str, Any]) -> None:
@@ -252,16 +152,10 @@ async def test_handler_exception_does_not_stop_the_informer() -> None:
             raise RuntimeError("boom")
         seen.append(o["metadata"]["name"])
 
-    inf = Informer(api, coll.path, Handlers(on_add=add), backoff=_fast_backoff())
-    inf.start()
-    try:
+    async with started_informer(coll, Handlers(on_add=add)) as (inf, _):
         await asyncio.wait_for(inf.synced.wait(), 5)
         await coll.put("good")
-        await _until(lambda: seen == ["good"])
-    finally:
-        await inf.stop()
-        await api.close()
-        await server.close()
+        await until(lambda: seen == ["good"])
 
 
 @pytest.mark.parametrize("shuffle", [False, True], ids=["list-order", "shuffled"])
@@ -271,19 +165,9 @@ async def test_listed_objects_are_handed_on_in_list_or_random_order(shuffle: boo
     and is not the key order, every object still exactly once."""
     orders = []
     for _ in range(3):
-        coll = FakeCollection()
-        for i in range(40):
-            await coll.put(f"p{i:02d}")
-        server, api = await serve(coll)
-        rec = Recorder()
-        inf = Informer(api, coll.path, rec.handlers(), page_size=16, backoff=_fast_backoff(), shuffle_lists=shuffle)
-        inf.start()
-        try:
+        coll = await collection_of(*(f"p{i:02d}" for i in range(40)))
+        async with started_informer(coll, page_size=16, shuffle_lists=shuffle) as (inf, rec):
             await asyncio.wait_for(inf.synced.wait(), 5)
-        finally:
-            await inf.stop()
-            await api.close()
-            await server.close()
         names = [n for _, n, _ in rec.log]
         assert sorted(names) == [f"p{i:02d}" for i in range(40)]
         orders.append(names)

@@ -5,20 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.kube.informer import Informer
-from unit.live.fakeapi import FakeCollection, serve
-from unit.live.test_informer import Recorder, _fast_backoff, _until
+from unit.live.informer_harness import collection_of, started_informer, until
 
 
 async def test_watch_list_syncs_without_a_list_and_goes_on_watching_on_the_same_stream() -> None:
-    coll = FakeCollection()
-    for i in range(7):
-        await coll.put(f"p{i}")
-    server, api = await serve(coll)
-    rec = Recorder()
-    inf = Informer(api, coll.path, rec.handlers(), page_size=3, backoff=_fast_backoff(), watch_list=True)
-    inf.start()
-    try:
+    coll = await collection_of(*(f"p{i}" for i in range(7)))
+    async with started_informer(coll, page_size=3, watch_list=True) as (inf, rec):
         await asyncio.wait_for(inf.synced.wait(), 5)
         assert coll.list_requests == []
         w = coll.watch_requests[0]
@@ -34,22 +26,12 @@ async def test_watch_list_syncs_without_a_list_and_goes_on_watching_on_the_same_
         assert rec.log[7:] == [("update", "p1", "uid-p1"), ("add", "p7", "uid-p7"), ("delete", "p0", "uid-p0")]
         assert len(coll.watch_requests) == 1  # no second request: the watch-list's stream went on
         assert set(inf.store) == {f"default/p{i}" for i in range(1, 8)}
-    finally:
-        await inf.stop()
-        await api.close()
-        await server.close()
 
 
 async def test_refused_watch_list_falls_back_to_a_paged_list() -> None:
-    coll = FakeCollection()
+    coll = await collection_of(*(f"p{i}" for i in range(5)))
     coll.watch_list = False  # an apiserver without the WatchList feature: 422
-    for i in range(5):
-        await coll.put(f"p{i}")
-    server, api = await serve(coll)
-    rec = Recorder()
-    inf = Informer(api, coll.path, rec.handlers(), page_size=2, backoff=_fast_backoff(), watch_list=True)
-    inf.start()
-    try:
+    async with started_informer(coll, page_size=2, watch_list=True) as (inf, rec):
         await asyncio.wait_for(inf.synced.wait(), 5)
         assert len(coll.list_requests) == 3
         assert sorted(n for _, n, _ in rec.log) == [f"p{i}" for i in range(5)]
@@ -58,24 +40,14 @@ async def test_refused_watch_list_falls_back_to_a_paged_list() -> None:
         await rec.wait_for(6)
         assert rec.log[-1] == ("add", "p5", "uid-p5")
         assert "sendInitialEvents" not in coll.watch_requests[-1]
-    finally:
-        await inf.stop()
-        await api.close()
-        await server.close()
 
 
 async def test_watch_list_after_410_reconciles_against_the_streamed_state() -> None:
-    coll = FakeCollection()
-    for name in ("keep", "change", "remove"):
-        await coll.put(name)
-    server, api = await serve(coll)
-    rec = Recorder()
-    inf = Informer(api, coll.path, rec.handlers(), backoff=_fast_backoff(), watch_list=True)
-    inf.start()
-    try:
+    coll = await collection_of("keep", "change", "remove")
+    async with started_informer(coll, watch_list=True) as (inf, rec):
         await asyncio.wait_for(inf.synced.wait(), 5)
         inf.pause()
-        await _until(lambda: not coll._watchers)
+        await until(lambda: not coll._watchers)
         coll.silent_put("change", flavour="x")
         coll.silent_delete("remove")
         coll.silent_put("added")
@@ -92,29 +64,15 @@ async def test_watch_list_after_410_reconciles_against_the_streamed_state() -> N
         await coll.put("later")
         await rec.wait_for(4)
         assert rec.log[-1] == ("add", "later", "uid-later")
-    finally:
-        await inf.stop()
-        await api.close()
-        await server.close()
 
 
 async def test_apply_after_holds_the_listed_objects_until_it_is_set() -> None:
-    coll = FakeCollection()
-    for i in range(3):
-        await coll.put(f"p{i}")
-    server, api = await serve(coll)
-    rec = Recorder()
+    coll = await collection_of(*(f"p{i}" for i in range(3)))
     gate = asyncio.Event()
-    inf = Informer(api, coll.path, rec.handlers(), backoff=_fast_backoff(), watch_list=True, apply_after=gate)
-    inf.start()
-    try:
-        await _until(lambda: coll.watch_requests)
+    async with started_informer(coll, watch_list=True, apply_after=gate) as (inf, rec):
+        await until(lambda: coll.watch_requests)
         await asyncio.sleep(0.1)
         assert not inf.synced.is_set() and rec.log == [] and inf.store == {}
         gate.set()
         await asyncio.wait_for(inf.synced.wait(), 5)
         assert sorted(n for _, n, _ in rec.log) == ["p0", "p1", "p2"]
-    finally:
-        await inf.stop()
-        await api.close()
-        await server.close()

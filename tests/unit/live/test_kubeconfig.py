@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import ssl
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +71,20 @@ async def test_a_broken_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
 async def test_a_missing_kubeconfig_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConnectionConfigError, match=r"--kubeconfig .*nope: no such file"):
         await load_connection(str(tmp_path / "nope"))
+
+
+def test_loading_credentials_leaves_kubernetes_asyncio_whole_for_later_imports(tmp_path: Path) -> None:
+    """The loaders are imported without kubernetes_asyncio's ~860 generated modules (a fresh
+    process: what `kubesched run` pays at start-up), and a plugin importing the package afterwards
+    still gets all of it."""
+    kc = _kubeconfig(tmp_path / "kc", {"server": "https://10.0.0.1:6443"}, {"token": "t"})
+    script = f"""
+import asyncio, sys
+from kubesched.kube.api import load_connection
+conn = asyncio.run(load_connection({str(kc)!r}))
+loaded = sum(1 for m in sys.modules if m.startswith("kubernetes_asyncio"))
+import kubernetes_asyncio.client
+print(conn.host, loaded, hasattr(kubernetes_asyncio.client, "CoreV1Api"))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["https://10.0.0.1:6443", "0", "True"]

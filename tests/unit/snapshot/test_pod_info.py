@@ -63,3 +63,15 @@ def test_raw_pod_uid_falls_back_to_namespace_and_name() -> None:
     assert raw_pod_uid({"metadata": {"name": "a", "namespace": "x"}}) == PodInfo.from_raw(
         {"metadata": {"name": "a", "namespace": "x"}, "spec": {"containers": []}}
     ).uid
+
+
+def test_labels_and_node_selector_are_strings_and_not_copied_when_they_already_are() -> None:
+    raw = pod("web", labels={"app": "web"})
+    raw["spec"]["nodeSelector"] = {"zone": "a"}
+    info = PodInfo.from_raw(raw)
+    assert info.labels is raw["metadata"]["labels"] and info.node_selector is raw["spec"]["nodeSelector"]
+    hand_written = pod("web", labels={"app": "web"})
+    hand_written["metadata"]["labels"]["tier"] = 2  # a YAML number, as a hand-written file may hold
+    hand_written["spec"]["nodeSelector"] = {"rack": 7}
+    parsed = PodInfo.from_raw(hand_written)
+    assert parsed.labels == {"app": "web", "tier": "2"} and parsed.node_selector == {"rack": "7"}

@@ -1,0 +1,102 @@
+"""What `kubesched run` costs before it talks to the apiserver (issue 32 items 2-3): imports, the
+configuration, the credentials and the LiveScheduler built, in a fresh process each time; its CPU
+seconds (user + system) and peak RSS, for one or more source trees side by side.
+
+``python -m bench startup-cost [--rounds N] [SRC ...]``  (default SRC: this checkout's src/)
+
+Each round runs every tree once, in turn (ABAB, so a drifting machine load favours none); the
+figures are each process's own (``os.wait4``). No cluster is needed: the kubeconfig points at an
+address nobody listens on, and nothing is requested. Results are appended to
+bench/results/startup-cost-<date>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench import common
+from bench.openb import _save
+
+#: What the command does up to its first log line (live/commands.py run_command, runner.run_live).
+_CHILD = """
+import asyncio, dataclasses, gc
+from kubesched.live.commands import run_command  # noqa: F401
+from kubesched.live.settings import LiveOptions
+if "owns_process_gc" in {f.name for f in dataclasses.fields(LiveOptions)}:
+    gc.disable()  # as this tree's run_command does before it loads anything more
+from kubesched.app.startup import load_scheduler_config
+from kubesched.kube.api import ApiClient, load_connection
+from kubesched.live.runner import LiveScheduler
+import sys
+config, registry = load_scheduler_config(None)
+
+async def main():
+    api = ApiClient(await load_connection(sys.argv[1]), 50, 100)
+    LiveScheduler(config, registry, api, LiveOptions())
+    await api.close()
+
+asyncio.run(main())
+"""
+
+
+def _kubeconfig(directory: Path) -> Path:
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "x",
+           "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+           "users": [{"name": "u", "user": {"token": "t"}}],
+           "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}
+    path = directory / "kubeconfig"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _one(src: str, kubeconfig: Path) -> tuple[float, float]:
+    """(CPU seconds, peak RSS MiB) of one start-up from ``src``."""
+    env = {**os.environ, "PYTHONPATH": src}
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(kubeconfig)], env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise RuntimeError(f"start-up from {src} exited {proc.returncode}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench startup-cost", description=__doc__.splitlines()[0])
+    ap.add_argument("src", nargs="*", default=[str(common.ROOT / "src")])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--note", default="")
+    args = ap.parse_args(argv)
+    runs: dict[str, list[tuple[float, float]]] = {s: [] for s in args.src}
+    with tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = _kubeconfig(Path(tmp))
+        for s in args.src:  # a warm-up each: .pyc files written, the page cache filled
+            _one(s, kubeconfig)
+        for rnd in range(args.rounds):
+            for s in args.src if rnd % 2 == 0 else reversed(args.src):
+                runs[s].append(_one(s, kubeconfig))
+    summary: dict[str, Any] = {}
+    for s, figures in runs.items():
+        cpu = [round(c, 3) for c, _ in figures]
+        rss = [round(r, 1) for _, r in figures]
+        summary[s] = {"cpu_s": cpu, "cpu_median_s": statistics.median(cpu), "peak_rss_mib": rss,
+                      "peak_rss_median_mib": statistics.median(rss)}
+        print(f"{s}: CPU median {statistics.median(cpu):.3f} s {cpu}, peak RSS median {statistics.median(rss):.1f} MiB")
+    record = {"benchmark": "startup_cost", "when": common.now_iso(), "commit": common.git_commit(),
+              "command": common.command_line(), "machine": common.machine(), "rounds": args.rounds,
+              "load": os.getloadavg()[0], "note": args.note, "summary": summary, "complete": True}
+    path = common.RESULTS / f"startup-cost-{common.today()}.json"
+    _save(record, path)
+    print(f"  saved to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
