@@ -422,7 +422,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                         try:
                             claim = await client.update_object(RESOURCE_CLAIM, claim)
                         except Exception as e:
-                            raise _Retry(e, f"add finalizer to claim {key}: {e}") from e
+                            raise _Retry(e, f"add finalizer to claim {key}: {_error_text(e)}") from e
                 status = dict(claim.get("status") or {})
                 if alloc is not None:
                     status["allocation"] = alloc
@@ -440,7 +440,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                     written: dict[str, Any] = await client.update_object_status(RESOURCE_CLAIM, update)
                 except Exception as e:
                     what = "add allocation and reservation to" if alloc is not None else "add reservation to"
-                    raise _Retry(e, f"{what} claim {key}: {e}") from e
+                    raise _Retry(e, f"{what} claim {key}: {_error_text(e)}") from e
             except _Retry as r:
                 if _is_conflict(r.cause) and attempt + 1 < _CONFLICT_TRIES:
                     continue
@@ -455,6 +455,13 @@ class _Retry(Exception):
         super().__init__(message)
         self.cause = cause
         self.message = message
+
+
+def _error_text(e: BaseException) -> str:
+    """The exception's message, or its type where it has none: a request that timed out (an
+    ``asyncio.TimeoutError``, e.g. while the event loop was busy scheduling) left the pod's message
+    ending in "add finalizer to claim ns/x: " with nothing after it."""
+    return str(e) or type(e).__name__
 
 
 def _is_conflict(e: BaseException) -> bool:
