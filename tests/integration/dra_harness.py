@@ -81,6 +81,8 @@ class CasePod:
     #: the node (1-based) the pod is expected on; 0: it stays pending (the wait for a wave ends when
     #: the others are bound and these have a PodScheduled message)
     node: int = 0
+    #: extended resources the container requests (DRA-backed: the scheduler makes the claim)
+    extended: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -120,10 +122,12 @@ class DraCase:
                 sources = [{"name": claim, ("resourceClaimName" if kind == "claim" else
                                             "resourceClaimTemplateName"): f"{run}-{obj}"}
                            for claim, (kind, obj) in p.claims.items()]
-                body = pod_manifest(p.name, ns, scheduler_name=scheduler, requests={"cpu": "100m"},
-                                    node_selector={GROUP: ns}, extra_spec={"resourceClaims": sources})
-                body["spec"]["containers"][0].setdefault("resources", {})["claims"] = [
-                    {"name": claim} for claim in p.claims]
+                body = pod_manifest(p.name, ns, scheduler_name=scheduler, requests={"cpu": "100m", **p.extended},
+                                    limits=p.extended or None, node_selector={GROUP: ns},
+                                    extra_spec={"resourceClaims": sources} if sources else None)
+                if p.claims:
+                    body["spec"]["containers"][0].setdefault("resources", {})["claims"] = [
+                        {"name": claim} for claim in p.claims]
                 cp.api("POST", f"/api/v1/namespaces/{ns}/pods", body)
 
     def run(self, cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -> dict[str, Any]:
@@ -154,11 +158,15 @@ class DraCase:
 
 
 def pod_claim_names(pod: dict[str, Any]) -> dict[str, str]:
-    """pod claim name -> the ResourceClaim's name (named by the pod, or from its template: pod status)."""
-    made = {s["name"]: s.get("resourceClaimName") or ""
-            for s in pod.get("status", {}).get("resourceClaimStatuses") or []}
-    return {s["name"]: str(s.get("resourceClaimName") or made.get(s["name"], ""))
-            for s in pod["spec"]["resourceClaims"]}
+    """pod claim name -> the ResourceClaim's name (named by the pod, or from its template: pod status);
+    ``extended-resources`` -> the claim the scheduler made for DRA-backed extended resources."""
+    status = pod.get("status") or {}
+    made = {s["name"]: s.get("resourceClaimName") or "" for s in status.get("resourceClaimStatuses") or []}
+    out = {s["name"]: str(s.get("resourceClaimName") or made.get(s["name"], ""))
+           for s in pod["spec"].get("resourceClaims") or []}
+    if status.get("extendedResourceClaimStatus"):
+        out["extended-resources"] = str(status["extendedResourceClaimStatus"].get("resourceClaimName") or "")
+    return out
 
 
 def outcome(cp: ControlPlane, ns: str, nodes: list[str], run: str = "") -> dict[str, Any]:
