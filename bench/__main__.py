@@ -18,6 +18,9 @@ Workloads:
                                              ExtendedResource, kubesched vs the real kube-scheduler (bench/dra.py)
   SchedulingBasic NodeAffinity Taints        live: kubesched vs the real kube-scheduler (bench/live.py)
   UnderlayIP Coscheduling
+  UnderlayIPPools                            live: kubesched with UnderlayIP pools vs kubesched's default profile
+  UnderlayIPExtender                         live: `kubesched extender` with UnderlayIP pools (filter-only, bind)
+                                             beside the no-op extender floor
   Gangs                                      live: kubesched vs scheduler-plugins' Coscheduling (bench/gangs.py)
   TopologySpreading PreferredTopologySpreading  live: scheduler_perf's spreading and pod (anti-)affinity
   PodAntiAffinity PreferredPodAntiAffinity      workloads (upstream SchedulingPodAntiAffinity ... also accepted)

@@ -53,7 +53,7 @@ from typing import Any
 import orjson
 import yaml
 
-from bench import common
+from bench import common, underlay
 from bench.templates import (
     HOSTNAME,
     PREEMPTION_HIGH_CLASS,
@@ -234,6 +234,28 @@ WORKLOADS: dict[str, Workload] = {
         "score plugin) in kubesched; kube-scheduler runs the default profile on the same pods as the baseline",
         kubesched_profile=_profile_from("ip-scheduler.yaml"),
         note="kube-scheduler has no UnderlayIP: its column is the default profile (a baseline, not the same policy)",
+    ),
+    "UnderlayIPPools": Workload(
+        "UnderlayIPPools",
+        "UnderlayIP with UnderlayIPPools (examples/ip-scheduler.yaml; 10 pools of a /22 over a tenth of the nodes "
+        "each: every pod's address picked at Reserve and written with its Binding, pool status patched) against "
+        "kubesched's default profile, both `kubesched run` (issue 30: within 10 % of the default profile)",
+        kubesched_profile=_profile_from("ip-scheduler.yaml"),
+        contenders=("kubesched-default", "kubesched"),
+        ns_setup=underlay.live_pools,
+        note="both contenders are kubesched: its default profile is the baseline of the ratios",
+    ),
+    "UnderlayIPExtender": Workload(
+        "UnderlayIPExtender",
+        "kube-scheduler (default profile) with `kubesched extender` serving UnderlayIP with the pools of "
+        "UnderlayIPPools (filter + prioritize, nodeCacheCapable: every approval held until the bind is seen; and "
+        "with the bind verb: the address assigned and written at bind), beside the no-op extender's floor "
+        "(bench/noop_extender.py: no capacity check at all)",
+        kubesched_profile={**_profile_from("ip-scheduler.yaml"), "schedulerName": DEFAULT_NAME},
+        contenders=("kube-scheduler+noop-extender-cache", "kube-scheduler+extender-cache",
+                    "kube-scheduler+extender-bind"),
+        ns_setup=underlay.live_pools,
+        note="the first contender (the no-op extender) is the baseline of the ratios",
     ),
     "Coscheduling": Workload(
         "Coscheduling",
@@ -563,10 +585,11 @@ def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float, burst:
         from bench import gangs
 
         return gangs.start_scheduler_plugins(c, wl, qps, burst, workdir)
-    if kind == "kubesched":
+    if kind in ("kubesched", "kubesched-default"):
         port = controlplane.free_port()
-        cfg = scheduler_config(c, workdir / "kubesched.yaml", {"schedulerName": KUBESCHED_NAME,
-                                                               **wl.kubesched_profile}, qps, burst)
+        profile = wl.kubesched_profile if kind == "kubesched" else {}
+        cfg = scheduler_config(c, workdir / "kubesched.yaml", {"schedulerName": KUBESCHED_NAME, **profile}, qps,
+                               burst)
         argv = [*(wrap or []), kubesched_bin(), "run", f"--config={cfg}", f"--health-addr=127.0.0.1:{port}",
                 "--no-leader-elect"]
         comp = c._add(Component("kubesched", argv, c.logs_dir / "kubesched.log"))
@@ -574,7 +597,7 @@ def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float, burst:
     procs: dict[str, Component] = {}
     extenders = None
     if kind.startswith(("kube-scheduler+extender", "kube-scheduler+noop-extender")):
-        cache = kind.endswith("-cache")
+        cache = not kind.endswith("-nocache")
         eport = controlplane.free_port()
         if "noop" in kind:
             argv = [sys.executable, str(common.ROOT / "bench" / "noop_extender.py"), f"--listen=127.0.0.1:{eport}"]
@@ -582,6 +605,9 @@ def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float, burst:
             argv = [kubesched_bin(), "extender", f"--listen=127.0.0.1:{eport}", "--log-level=warning"]
             if cache:
                 argv.append(f"--kubeconfig={c.scheduler_kubeconfig}")
+            if wl.kubesched_profile:  # the workload's profile (schedulerName included), else the default
+                ecfg = scheduler_config(c, workdir / "kubesched-extender.yaml", wl.kubesched_profile, qps, burst)
+                argv.append(f"--config={ecfg}")
         ext = c._add(Component("kubesched-extender", argv, c.logs_dir / "kubesched-extender.log"))
         procs["extender"] = ext
         try:
@@ -596,6 +622,7 @@ def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float, burst:
             "weight": 1,
             "nodeCacheCapable": cache,
             "ignorable": False,
+            **({"bindVerb": "bind"} if kind.endswith("-bind") else {}),
         }]
     cfg = scheduler_config(c, workdir / "kube-scheduler.yaml", {"schedulerName": DEFAULT_NAME}, qps, burst, extenders)
     try:
@@ -636,7 +663,7 @@ def run_round(c: ControlPlane, wl: Workload, size: Size, kind: str, rnd: int, no
     if wl.ns_setup is not None:
         wl.ns_setup(c, ns, size)
     bulk = Bulk(c)
-    sched_name = KUBESCHED_NAME if kind == "kubesched" else DEFAULT_NAME
+    sched_name = KUBESCHED_NAME if kind in ("kubesched", "kubesched-default") else DEFAULT_NAME
     t0 = time.monotonic()
     init = [pod_body(f"init-{i:05d}", ns, role="init", node=nodes[i % len(nodes)], extra=wl.init_pod(i))
             for i in range(size.init_pods)]

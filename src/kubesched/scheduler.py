@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,10 +30,11 @@ from kubesched.framework.feasible_nodes import FeasibleNodeSearch
 from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError
 from kubesched.framework.interfaces import Plugin
 from kubesched.framework.objects import ObjectKind, kinds_of_plugins
+from kubesched.framework.podgroup import GENERIC_WORKLOAD, group_key
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ProfileSpec, plugin_error
 from kubesched.framework.score_totals import ScoredNodes
-from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import EVENT_POD_DELETE, ClusterEvent, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
@@ -108,6 +109,7 @@ class Scheduler:
         seed: int | None = None,
         observer: SchedulerObserver | None = None,
         eager_binding: bool = False,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         if not frameworks:
             raise ValueError("a scheduler needs at least one profile")
@@ -137,6 +139,7 @@ class Scheduler:
             first.queue_sort_key,
             self._pre_enqueue if gating else None,
             gating,
+            group_key if (feature_gates or {}).get(GENERIC_WORKLOAD) else None,
         )
         for fwk in frameworks.values():
             fwk.handle.attach_queue(self.queue.activate, self._pending_pods)
@@ -148,7 +151,15 @@ class Scheduler:
         self._eager_binding = eager_binding
         self._tasks: set[asyncio.Task[None]] = set()
         #: Pods between pop and the end of their binding cycle; value = deleted meanwhile.
-        self._in_flight: dict[str, bool] = {}
+        self.in_flight: dict[str, bool] = {}
+        #: GenericWorkload: a pod naming a PodGroup is scheduled with its group's queued members in
+        #: one PodGroup cycle (scheduler_podgroup.py). Imported here: that module imports this one.
+        from kubesched.scheduler_podgroup import PodGroupCycle
+
+        gates = feature_gates or {}
+        self._pod_group_cycle = PodGroupCycle(self, gates) if gates.get(GENERIC_WORKLOAD) else None
+        #: The nodes of the placement a PodGroup cycle is trying (None: every node).
+        self.placement_rows: Rows | None = None
         #: The rotating start index and the recent pass rate (upstream nextStartNodeIndex).
         self._feasible_nodes = FeasibleNodeSearch()
         #: Plugins that count finished pods (e.g. a PodGroup's succeeded/failed members) override
@@ -170,6 +181,7 @@ class Scheduler:
         observer: SchedulerObserver | None = None,
         objects: Callable[[str], Any] | None = None,
         eager_binding: bool = False,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> Scheduler:
         """A scheduler with one framework per configured profile, sharing one cache and queue."""
         cache = cache or SchedulerCache()
@@ -178,7 +190,8 @@ class Scheduler:
         for profile in profiles:
             handle = Handle(cache.table, clock, waiting, client, profile.scheduler_name, parallelism, objects)
             frameworks[profile.scheduler_name] = Framework.build(profile, registry, handle)
-        return Scheduler(frameworks, cache, clock, waiting, queue_settings, seed, observer, eager_binding)
+        return Scheduler(
+            frameworks, cache, clock, waiting, queue_settings, seed, observer, eager_binding, feature_gates)
 
     def _pre_enqueue(self, pod: PodInfo, first: str) -> Status:
         """The queue's PreEnqueue check: the plugins of the pod's profile (upstream
@@ -217,14 +230,14 @@ class Scheduler:
         return (
             self.responsible_for(pod)
             and not pod.terminal
-            and pod.uid not in self._in_flight
+            and pod.uid not in self.in_flight
             and not self.cache.is_assumed(pod.uid)
         )
 
     def on_pod_delete(self, uid: str) -> None:
         self.queue.delete(uid)
-        if uid in self._in_flight:
-            self._in_flight[uid] = True
+        if uid in self.in_flight:
+            self.in_flight[uid] = True
             self.waiting_pods.reject(uid, "", "pod was deleted")
         self._move(self.cache.remove_pod(uid))
 
@@ -320,8 +333,11 @@ class Scheduler:
         fwk = self.frameworks.get(pod.scheduler_name)
         if fwk is None or pod.deleting or self.cache.table.pod(pod.uid) is not None:
             return True  # not ours, going away, or already placed: nothing to do
+        if self._pod_group_cycle is not None and (key := group_key(pod)) is not None:
+            self._pod_group_cycle.run(fwk, qpi, key)
+            return True
         cycle = self.queue.scheduling_cycle
-        self._in_flight[pod.uid] = False
+        self.in_flight[pod.uid] = False
         state = CycleState()
         try:
             outcome = self.schedule_pod(fwk, state, pod)
@@ -336,10 +352,17 @@ class Scheduler:
                     outcome.diagnosis.post_filter_msg = st.message
                     outcome.message = fit_error_message(outcome.num_all_nodes, outcome.diagnosis)
                 outcome.nominated_node_name = None if result is None else result.nominated_node_name
-            self._fail(fwk, qpi, outcome, cycle)
+            self.fail(fwk, qpi, outcome, cycle)
             return True
 
-        node = outcome.node_name
+        self.start_binding(fwk, state, qpi, outcome, cycle)
+        return True
+
+    def start_binding(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, outcome: ScheduleResult,
+                      cycle: int) -> None:
+        """prepareForBindingCycle and the binding cycle: assume, Reserve, Permit, then bind
+        asynchronously; a rejection unreserves, forgets and requeues the pod."""
+        pod, node = qpi.pod, outcome.node_name
         assumed = self.cache.assume(pod, node)
         if self.queue.nominator.by_node:
             self.queue.nominator.delete(pod.uid)  # an assumed pod is no longer nominated (assume)
@@ -349,16 +372,16 @@ class Scheduler:
         if not (st.is_success or st.is_wait):
             fwk.run_unreserve(state, assumed, node)
             self.cache.forget(pod.uid)
-            self._fail(fwk, qpi, self._single_node_failure(node, st), cycle)
-            return True
+            self.fail(fwk, qpi, self.single_node_failure(node, st), cycle)
+            return
         self.observer.scheduled(assumed, fwk.profile_name, outcome)
         self._spawn_task(self._binding_cycle(fwk, state, qpi, assumed, node, cycle))
-        return True
 
     def schedule_pod(self, fwk: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult | ScheduleFailure:
         """Pick a node for pod or explain why none fits (upstream schedulePod)."""
         table = self.cache.table
-        all_rows = table.alive_rows()
+        # A PodGroup cycle trying a placement sees that placement's nodes only (AssumePlacement).
+        all_rows = table.alive_rows() if self.placement_rows is None else self.placement_rows
         num_all = len(all_rows)
         if num_all == 0:
             return ScheduleFailure(Status.unschedulable(NO_NODES_MSG), NO_NODES_MSG)
@@ -401,7 +424,7 @@ class Scheduler:
         pick = best[0] if len(best) == 1 else best[self._rng.randrange(len(best))]
         return int(scored.rows[pick])
 
-    def _single_node_failure(self, node: str, st: Status) -> ScheduleFailure:
+    def single_node_failure(self, node: str, st: Status) -> ScheduleFailure:
         """Reserve/Permit rejections are reported as a FitError over the one chosen node."""
         if not st.is_rejected:
             return ScheduleFailure(st, st.message)
@@ -414,9 +437,9 @@ class Scheduler:
         diagnosis.unschedulable_plugins.add(st.plugin)
         return ScheduleFailure(st, fit_error_message(1, diagnosis), diagnosis, 1)
 
-    def _fail(self, fwk: Framework, qpi: QueuedPodInfo, failure: ScheduleFailure, cycle: int) -> None:
+    def fail(self, fwk: Framework, qpi: QueuedPodInfo, failure: ScheduleFailure, cycle: int) -> None:
         """Requeue a failed pod (unless deleted meanwhile) and tell the observer."""
-        deleted = self._in_flight.pop(qpi.pod.uid, False)
+        deleted = self.in_flight.pop(qpi.pod.uid, False)
         if failure.unschedulable:
             qpi.unschedulable_plugins = set(failure.diagnosis.unschedulable_plugins)
             qpi.failed_with_error = False
@@ -530,7 +553,7 @@ class Scheduler:
             # Bound by someone else (the informer will account the real placement), or gone.
             fwk.run_unreserve(state, assumed, node)
             self.cache.forget(uid)
-            self._in_flight.pop(uid, None)
+            self.in_flight.pop(uid, None)
             if isinstance(e, PodGoneError):
                 self.queue.delete(uid)
             return
@@ -540,18 +563,16 @@ class Scheduler:
         if not st.is_success:
             fwk.run_unreserve(state, assumed, node)
             self.cache.forget(uid)
-            failure = (
-                self._single_node_failure(node, st)
-                if st.is_rejected
-                else ScheduleFailure(st, f"binding rejected: {st.message}" if st.code == Code.ERROR else st.message)
-            )
+            # An Error's message is the pod's as it is (handleSchedulingFailure: status.Message(),
+            # e.g. 'running PreBind plugin "DynamicResources": device binding failed: ...').
+            failure = self.single_node_failure(node, st) if st.is_rejected else ScheduleFailure(st, st.message)
             # Requeue the pod first, then let the freed resources help the others (upstream
             # handleBindingCycleError moves with AssignedPodDelete, leaving this pod out), so a
             # pod rejected at Permit waits for an event instead of racing into backoff.
-            self._fail(fwk, qpi, failure, cycle)
+            self.fail(fwk, qpi, failure, cycle)
             self.queue.move_all_to_active_or_backoff(EVENT_POD_DELETE, exclude_uid=uid)
             return
-        self._in_flight.pop(uid, None)
+        self.in_flight.pop(uid, None)
         fwk.run_post_bind(state, assumed, node)
         self.observer.bound(assumed, fwk.profile_name, node)
 

@@ -1,40 +1,58 @@
-"""GangScheduling (issue 31, phase 1) against the real kube-scheduler v1.37, both with the
+"""The Workload API's gangs (issue 31) against the real kube-scheduler v1.37, both with the
 GenericWorkload gate on, on a control plane of this module's own whose kube-apiserver serves the
 Workload API (``--feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1beta1=true``;
-the session's control plane has no per-test apiserver flags).
+the session's control plane has no per-test apiserver flags). kubesched runs its default profile
+with ``featureGates: {GenericWorkload: true}``, kube-scheduler its default profile with
+``--feature-gates=GenericWorkload=true``; each scenario runs under kube-scheduler first, then
+under kubesched in a namespace of its own, on the same nodes.
 
-A gang that fits (3 × 1 CPU, minCount 3) next to one that never fits (5 × 2 CPU, minCount 5, on
-two 4-CPU nodes): the same pods bound (all of the small gang, none of the big one), the same pods
-pending, and no partial gang bound at any moment (from a watch of the binds). kubesched runs its
-default profile with ``featureGates: {GenericWorkload: true}``, kube-scheduler its default profile
-with ``--feature-gates=GenericWorkload=true``.
-
-Not compared yet: the pending pods' messages. kube-scheduler fails the big gang in its PodGroup
-scheduling cycle; kubesched (no group cycle yet) holds two members at Permit until the 5-minute
-timeout and reports per-pod Filter reasons for the others (gangscheduling/README.md).
+1. A gang that fits (3 × 1 CPU, minCount 3) next to one that never fits (5 × 2 CPU, minCount 5,
+   on two 4-CPU nodes): the same pods bound (all of the small gang, none of the big one), the same
+   pods pending with the same messages word for word (kube-scheduler's PodGroup cycle fails the
+   big gang at once: two members placed then failed, one refused by Filter, two never tried), and
+   no partial gang bound at any moment (from a watch of the binds).
+2. A gang preempting lower-priority pods as a group (3 × 2 CPU at priority 1000, minCount 3, on
+   two 4-CPU nodes full of 2-CPU pods at priority 0): the same number of victims evicted (three:
+   the fourth is reprieved), the members' FailedScheduling messages word for word, the whole gang
+   bound, no partial gang at any moment. Not compared: the victims' Preempted event text
+   (kube-scheduler: ``Preempted by podgroup <PodGroup uid> on node cluster``; kubesched names the
+   first member and the victim's node).
+3. With TopologyAwareWorkloadScheduling on (alpha; the apiserver has it on for every scenario, so a
+   PodGroup keeps its ``schedulingConstraints``): a gang whose PodGroup asks for one ``rack`` is
+   placed within one rack, the same rack as kube-scheduler's, no partial gang at any moment.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.controlplane import ApiError, ControlPlane
 
 from .test_live_scheduler import InProcess, pods_in
 
 pytestmark = pytest.mark.integration
 
 PG_PATH = "/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups"
+PC_PATH = "/apis/scheduling.k8s.io/v1/priorityclasses"
 GATES = ["--feature-gates=GenericWorkload=true"]
+TAS_GATES = ["--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true"]
 #: (group, members, cpu per member): 3 CPU that fit, 10 CPU that never fit in 8.
 GANGS = [("small", 3, "1"), ("big", 5, "2")]
+#: The preempting gang: 6 CPU on two 4-CPU nodes full of 2-CPU pods at priority 0.
+HIGH_GANG = ("high", 3, "2")
+HIGH_CLASS = "workload-gang-high"
+#: The gang placed within one rack (TopologyAwareWorkloadScheduling): 6 CPU, racks of 2 × 4 CPU.
+RACK_GANG = ("racked", 3, "2")
+
+Scenario = Callable[[ControlPlane, str, str], dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +61,8 @@ def workload_cluster(control_plane: ControlPlane, tmp_path_factory: pytest.TempP
     c = ControlPlane(
         tmp_path_factory.mktemp("workload-cluster"),
         bin_dir=control_plane.bin_dir,
-        apiserver_args=[*GATES, "--runtime-config=scheduling.k8s.io/v1beta1=true"],
+        # The alpha gate too, so the apiserver keeps a PodGroup's schedulingConstraints.
+        apiserver_args=[*TAS_GATES, "--runtime-config=scheduling.k8s.io/v1beta1=true"],
     )
     c.start(with_kwok=True)
     try:
@@ -53,10 +72,10 @@ def workload_cluster(control_plane: ControlPlane, tmp_path_factory: pytest.TempP
 
 
 class BindWatch:
-    """Records, from a watch on the namespace's pods, each group's bound count at every bind."""
+    """Records, from a watch on the namespace's pods, each group's bound members at every bind."""
 
-    def __init__(self, cp: ControlPlane, ns: str) -> None:
-        self.cp, self.ns = cp, ns
+    def __init__(self, cp: ControlPlane, ns: str, min_counts: dict[str, int]) -> None:
+        self.cp, self.ns, self.min_counts = cp, ns, min_counts
         self.bound: dict[str, set[str]] = {}
         self.partial_seen: list[str] = []
         self._stop = threading.Event()
@@ -80,35 +99,106 @@ class BindWatch:
         self._stop.set()
         self._thread.join(10)
         # A group with a member ever bound must have had minCount bound: no partial gang.
-        minimum = {g: n for g, n, _ in GANGS}
-        self.partial_seen = [f"{g}: {sorted(names)}" for g, names in self.bound.items() if len(names) < minimum[g]]
+        self.partial_seen = [
+            f"{g}: {sorted(names)}" for g, names in self.bound.items() if len(names) < self.min_counts[g]
+        ]
 
 
-def _scenario(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any]:
+def _pod_group(cp: ControlPlane, ns: str, name: str, min_count: int, priority_class: str | None = None,
+               topology_key: str | None = None) -> None:
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if priority_class:  # the members' priority must be the group's (validatePodGroup)
+        spec["priorityClassName"] = priority_class
+    if topology_key:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
+    cp.api("POST", PG_PATH.format(ns=ns), {
+        "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": ns}, "spec": spec,
+    })
+
+
+def _member(cp: ControlPlane, ns: str, scheduler: str, group: str, i: int, cpu: str, label: str, **kw: Any) -> None:
+    body = cp.pod_manifest(
+        f"{group}-{i}", ns, scheduler_name=scheduler, requests={"cpu": cpu}, node_selector={label: "yes"},
+        extra_spec={"schedulingGroup": {"podGroupName": group}}, **kw,
+    )
+    cp.api("POST", f"/api/v1/namespaces/{ns}/pods", body)
+
+
+def _never_fits(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any]:
     for group, count, _ in GANGS:
-        cp.api("POST", PG_PATH.format(ns=ns), {
-            "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": group, "namespace": ns},
-            "spec": {"schedulingPolicy": {"gang": {"minCount": count}}},
-        })
-    with BindWatch(cp, ns) as watch:
+        _pod_group(cp, ns, group, count)
+    with BindWatch(cp, ns, {g: n for g, n, _ in GANGS}) as watch:
         for group, count, cpu in GANGS:
             for i in range(count):
-                body = cp.pod_manifest(
-                    f"{group}-{i}", ns, scheduler_name=scheduler, requests={"cpu": cpu},
-                    node_selector={"gang-test": "yes"}, extra_spec={"schedulingGroup": {"podGroupName": group}},
-                )
-                cp.api("POST", f"/api/v1/namespaces/{ns}/pods", body)
+                _member(cp, ns, scheduler, group, i, cpu, "gang-test")
         cp.wait_for(lambda: sum(1 for p in pods_in(cp, ns) if p["spec"].get("nodeName")) >= 3, 60, 0.2,
                     "the small gang bound")
-        # The big gang never completes: give it time to (wrongly) bind anything.
-        time.sleep(8)
+        # The big gang never completes: give it time to (wrongly) bind anything, and both
+        # schedulers time to write every member's reason.
+        cp.wait_for(lambda: all(_reason(p) for p in pods_in(cp, ns) if not p["spec"].get("nodeName")), 60, 0.3,
+                    "a reason on every pending pod")
+        time.sleep(5)
     pods = pods_in(cp, ns)
     return {
         "bound": sorted(p["metadata"]["name"] for p in pods if p["spec"].get("nodeName")),
         "pending": sorted(p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName")),
         "partial": watch.partial_seen,
         "reasons": {p["metadata"]["name"]: _reason(p) for p in pods if not p["spec"].get("nodeName")},
+    }
+
+
+def _preempting_gang(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any]:
+    for i in range(4):  # two 4-CPU nodes, full
+        cp.create_pod(f"low-{i}", ns, scheduler_name=scheduler, requests={"cpu": "2"},
+                      node_selector={"gang-preempt": "yes"})
+    cp.wait_for(lambda: sum(1 for p in pods_in(cp, ns) if p["spec"].get("nodeName")) == 4, 60, 0.2, "low bound")
+    group, count, cpu = HIGH_GANG
+    _pod_group(cp, ns, group, count, HIGH_CLASS)
+    with BindWatch(cp, ns, {group: count}) as watch:
+        for i in range(count):
+            _member(cp, ns, scheduler, group, i, cpu, "gang-preempt", priority_class_name=HIGH_CLASS)
+
+        def gang_bound() -> bool:
+            return sum(1 for p in pods_in(cp, ns) if p["metadata"]["name"].startswith(group)
+                       and p["spec"].get("nodeName")) == count
+
+        cp.wait_for(gang_bound, 120, 0.3, "the gang bound")
+        cp.wait_for(lambda: len(watch.bound.get(group, ())) >= count, 30, 0.2, "the watch saw the gang bound")
+        time.sleep(2.0)  # no further evictions
+    pods = pods_in(cp, ns)
+    events = cp.get(f"/api/v1/namespaces/{ns}/events")["items"]
+    return {
+        # What each gang member was told before the victims were gone (FailedScheduling events).
+        "failed_with": {name: sorted({e.get("message", "") for e in events if e.get("reason") == "FailedScheduling"
+                                      and e["involvedObject"]["name"] == name})
+                        for name in (f"{group}-{i}" for i in range(count))},
+        "preempted_events": sum(1 for e in events if e.get("reason") == "Preempted"),
+        "gang_bound": sorted(p["metadata"]["name"] for p in pods
+                             if p["metadata"]["name"].startswith(group) and p["spec"].get("nodeName")),
+        "low_left": sum(1 for p in pods if p["metadata"]["name"].startswith("low-")),
+        "partial": watch.partial_seen,
+    }
+
+
+def _within_one_rack(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any]:
+    # Rack a is busier (1 CPU taken): both placements fit the gang, PlacementScore prefers a.
+    cp.create_pod("busy", ns, requests={"cpu": "1"}, node_name="rack-a-0")
+    group, count, cpu = RACK_GANG
+    _pod_group(cp, ns, group, count, topology_key="rack")
+    with BindWatch(cp, ns, {group: count}) as watch:
+        for i in range(count):
+            _member(cp, ns, scheduler, group, i, cpu, "gang-rack")
+        cp.wait_for(lambda: sum(1 for p in pods_in(cp, ns) if p["metadata"]["name"].startswith(group)
+                                and p["spec"].get("nodeName")) == count, 60, 0.3, "the gang bound")
+        # The watch may trail the list: let it see every bind before judging "no partial gang".
+        cp.wait_for(lambda: len(watch.bound.get(group, ())) >= count, 30, 0.2, "the watch saw the gang bound")
+    nodes = {n["metadata"]["name"]: n["metadata"]["labels"]["rack"]
+             for n in cp.get("/api/v1/nodes", labelSelector="gang-rack=yes")["items"]}
+    return {
+        "racks": sorted({nodes[p["spec"]["nodeName"]] for p in pods_in(cp, ns)
+                         if p["metadata"]["name"].startswith(group)}),
+        "partial": watch.partial_seen,
     }
 
 
@@ -127,40 +217,106 @@ def _clear(cp: ControlPlane, ns: str) -> None:
     cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
 
 
-def test_a_gang_that_fits_next_to_one_that_never_fits_matches_kube_scheduler(
-    workload_cluster: ControlPlane, tmp_path: Path
-) -> None:
-    cp = workload_cluster
-    cp.create_nodes(2, prefix="gangs-n", cpu="4", labels={"gang-test": "yes"})
-    ns = "gangs-ks"
-    cp.create_namespace(ns)
+def _delete_nodes(cp: ControlPlane, nodes: list[str]) -> None:
+    for n in nodes:
+        with contextlib.suppress(ApiError):
+            cp.api("DELETE", f"/api/v1/nodes/{n}")
 
+
+def _both(cp: ControlPlane, tmp_path: Path, prefix: str, scenario: Scenario, topology: bool = False,
+          ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The scenario under kube-scheduler, then under kubesched (each in its own namespace);
+    ``topology``: with TopologyAwareWorkloadScheduling on in both."""
+    ns = f"{prefix}-ks"
+    cp.create_namespace(ns)
     ks = cp.start_kube_scheduler(cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=("ks",)),
-                                 extra_args=GATES)
+                                 extra_args=TAS_GATES if topology else GATES)
     try:
-        oracle = _scenario(cp, ns, "ks")
+        oracle = scenario(cp, ns, "ks")
     finally:
         cp.stop_component(ks)
     _clear(cp, ns)
-    ns = "gangs-kst"
+    ns = f"{prefix}-kst"
     cp.create_namespace(ns)
-
     config = tmp_path / "kst.json"
     config.write_text(json.dumps({
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-        "leaderElection": {"leaderElect": False}, "featureGates": {"GenericWorkload": True},
+        "leaderElection": {"leaderElect": False},
+        "featureGates": {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": topology},
         "profiles": [{"schedulerName": "kst"}],
     }))
     sched = InProcess(config, cp.kubeconfig).start()
     try:
-        ours = _scenario(cp, ns, "kst")
+        ours = scenario(cp, ns, "kst")
     finally:
         assert sched.stop() == 0
+    _clear(cp, ns)
+    return oracle, ours
 
+
+@pytest.fixture(scope="module")
+def never_fits(workload_cluster: ControlPlane, tmp_path_factory: pytest.TempPathFactory,
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    cp = workload_cluster
+    nodes = cp.create_nodes(2, prefix="gangs-n", cpu="4", labels={"gang-test": "yes"})
+    try:
+        return _both(cp, tmp_path_factory.mktemp("never-fits"), "gangs", _never_fits)
+    finally:
+        _delete_nodes(cp, nodes)
+
+
+def test_a_gang_that_fits_next_to_one_that_never_fits_matches_kube_scheduler(
+    never_fits: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    oracle, ours = never_fits
     assert oracle["bound"] == ["small-0", "small-1", "small-2"], oracle
     assert ours["bound"] == oracle["bound"]
     assert ours["pending"] == oracle["pending"] == [f"big-{i}" for i in range(5)]
     assert oracle["partial"] == [] and ours["partial"] == []
-    # Shown, not compared (module docstring): kube-scheduler's group-cycle reasons vs kubesched's.
+
+
+def test_a_never_fitting_gangs_reasons_match_kube_scheduler_word_for_word(
+    never_fits: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    oracle, ours = never_fits
     print("kube-scheduler:", json.dumps(oracle["reasons"], indent=1))
     print("kubesched:", json.dumps(ours["reasons"], indent=1))
+    assert oracle["reasons"]["big-3"] == "minCount (5) cannot be satisfied: 2 scheduled, 2 remaining"
+    assert ours["reasons"] == oracle["reasons"]
+
+
+def test_a_gang_preempts_lower_priority_pods_as_a_group_like_kube_scheduler(
+    workload_cluster: ControlPlane, tmp_path: Path,
+) -> None:
+    cp = workload_cluster
+    with contextlib.suppress(ApiError):
+        cp.api("POST", PC_PATH, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                 "metadata": {"name": HIGH_CLASS}, "value": 1000})
+    nodes = cp.create_nodes(2, prefix="preempt-n", cpu="4", labels={"gang-preempt": "yes"})
+    try:
+        oracle, ours = _both(cp, tmp_path, "gang-preempt", _preempting_gang)
+    finally:
+        _delete_nodes(cp, nodes)
+        with contextlib.suppress(ApiError):
+            cp.api("DELETE", f"{PC_PATH}/{HIGH_CLASS}")
+    print(f"\nkube-scheduler: {oracle}\nkubesched:      {ours}")
+    assert oracle["gang_bound"] == ours["gang_bound"] == [f"{HIGH_GANG[0]}-{i}" for i in range(HIGH_GANG[1])]
+    assert oracle["low_left"] == ours["low_left"] == 1  # three victims: the fourth was reprieved
+    assert oracle["preempted_events"] == ours["preempted_events"] == 3
+    assert ours["failed_with"] == oracle["failed_with"]
+    assert oracle["partial"] == [] and ours["partial"] == []
+
+
+def test_a_gang_is_placed_within_one_rack_like_kube_scheduler(workload_cluster: ControlPlane, tmp_path: Path) -> None:
+    cp = workload_cluster
+    nodes = [
+        *cp.create_nodes(2, prefix="rack-a-", cpu="4", labels={"gang-rack": "yes", "rack": "a"}),
+        *cp.create_nodes(2, prefix="rack-b-", cpu="4", labels={"gang-rack": "yes", "rack": "b"}),
+    ]
+    try:
+        oracle, ours = _both(cp, tmp_path, "gang-rack", _within_one_rack, topology=True)
+    finally:
+        _delete_nodes(cp, nodes)
+    print(f"\nkube-scheduler: {oracle}\nkubesched:      {ours}")
+    assert oracle["racks"] == ours["racks"] == ["a"]
+    assert oracle["partial"] == [] and ours["partial"] == []

@@ -1,7 +1,8 @@
 """UnderlayIP with pools and claims in the live scheduler, on the real control plane with KWOK nodes
 (the CRDs from deploy/crds): a pool shared by 3 nodes caps their total and each bound pod carries
 its own address (written with the Binding); StatefulSet-style pods keep their addresses across
-deletion, recreation and a scheduler restart, while another pod takes none of them."""
+deletion, recreation and a scheduler restart, while another pod takes none of them; so do a real
+StatefulSet's pods with statefulSetKeepDuration and no claim objects."""
 
 from __future__ import annotations
 
@@ -150,5 +151,78 @@ def test_statefulset_pods_keep_their_addresses_across_deletion_and_a_scheduler_r
         cp.wait_for(lambda: bound_count(cp, ns) == 6, 60, 0.25, "web pods bound again")
         again = addresses(cp, ns)
         assert {w: again[w] for w in web} == {w: first[w] for w in web}
+    finally:
+        assert sched.stop() == 0
+
+
+def test_a_real_statefulsets_pods_keep_their_addresses_without_claims_across_deletion_and_a_restart(
+    control_plane: ControlPlane, cp_namespace: str, nodes_to_delete: list[str], tmp_path: Path, pools: list[str]
+) -> None:
+    """statefulSetKeepDuration: the StatefulSet controller (kube-controller-manager) recreates the
+    deleted pods under the same names; they get their addresses back, a scheduler restart in
+    between included, and a bare pod created meanwhile takes none of them. No UnderlayIPClaim."""
+    cp, ns = control_plane, cp_namespace
+    nodes = make_nodes(cp, nodes_to_delete, ns, [("32", "64Gi")] * 2)
+    pool = f"ssk-{ns}"
+    cp.api("POST", f"{GROUP_PATH}/underlayippools", {
+        "apiVersion": "underlay.kubesched.io/v1alpha1", "kind": "UnderlayIPPool", "metadata": {"name": pool},
+        "spec": {"addresses": [f"10.79.0.{i}" for i in range(1, 9)], "nodeNames": nodes}})
+    pools.append(pool)
+    name = f"ul-{ns}"
+    cfg = write_profile(
+        tmp_path / "sts.json", name,
+        {"multiPoint": {"enabled": [{"name": "UnderlayIP"}]},
+         "score": {"disabled": [{"name": "*"}], "enabled": [{"name": "UnderlayIP"}]}},
+        [{"name": "UnderlayIP", "args": {"statefulSetKeepDuration": "1h"}}],
+    )
+    labels = {"app": "web"}
+    cp.api("POST", f"/apis/apps/v1/namespaces/{ns}/statefulsets", {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web", "namespace": ns},
+        "spec": {"replicas": 3, "serviceName": "web", "podManagementPolicy": "Parallel",
+                 "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels}, "spec": {
+                     "schedulerName": name, "nodeSelector": {"kubesched.test/group": ns},
+                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"requests": {"cpu": "100m"}}}]}}}})
+    web = [f"web-{i}" for i in range(3)]
+
+    def uids() -> dict[str, str]:
+        return {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods_in(cp, ns)}
+
+    def web_bound(unlike: dict[str, str] | None = None) -> dict[str, str] | None:
+        """The web pods' addresses once all 3 are bound (with uids other than ``unlike``'s)."""
+        got = {n: a for n, a in addresses(cp, ns).items() if n in web}
+        if sorted(got) != web or not all(got.values()):
+            return None
+        return got if unlike is None or all(uids().get(w) != unlike[w] for w in web) else None
+
+    sched = InProcess(cfg, cp.kubeconfig).start()
+    try:
+        first = cp.wait_for(web_bound, 60, 0.25, "the StatefulSet's 3 pods bound with addresses")
+        assert len(set(first.values())) == 3, first
+        before = uids()
+        for w in web:
+            cp.delete_pod(w, ns)
+        # The controller recreates them at once: the same names, new pods (new uids), bound again.
+        again = cp.wait_for(lambda: web_bound(before), 60, 0.25, "the StatefulSet's pods recreated and bound")
+        assert again == first
+        status = cp.wait_for(
+            lambda: (s := cp.get(f"{GROUP_PATH}/underlayippools/{pool}").get("status") or {}).get("active") == 3 and s,
+            30, 0.25, "the pool's status reports 3 active")
+        assert {e.get("statefulSet") for e in status["allocations"].values()} == {"web"}
+        # Scale to 0: the pods go, their addresses stay kept; status written before the stop.
+        cp.api("PATCH", f"/apis/apps/v1/namespaces/{ns}/statefulsets/web", {"spec": {"replicas": 0}})
+        cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.25, "the StatefulSet scaled to 0")
+    finally:
+        assert sched.stop() == 0
+    assert not cp.get(f"{GROUP_PATH}/namespaces/{ns}/underlayipclaims")["items"]  # none needed, none written
+    sched = InProcess(cfg, cp.kubeconfig).start()
+    try:
+        create_pods(cp, ns, [f"bare-{i}" for i in range(3)], scheduler_name=name, requests={"cpu": "100m"})
+        cp.wait_for(lambda: len(addresses(cp, ns)) == 3, 60, 0.25, "bare pods bound")
+        assert not set(addresses(cp, ns).values()) & set(first.values())
+        cp.api("PATCH", f"/apis/apps/v1/namespaces/{ns}/statefulsets/web", {"spec": {"replicas": 3}})
+        final = cp.wait_for(web_bound, 60, 0.25, "the StatefulSet's pods back")
+        assert final == first
     finally:
         assert sched.stop() == 0

@@ -135,6 +135,7 @@ class SchedulingQueue:
         sort_key: Callable[[QueuedPodInfo], Any] | None = None,
         pre_enqueue: PreEnqueue | None = None,
         gating_plugins: Sequence[str] = (),
+        group_of: Callable[[PodInfo], str | None] | None = None,
     ) -> None:
         self._less = less
         #: When the QueueSort plugin offers a sort key, heap entries are (key, seq, item) tuples
@@ -161,6 +162,10 @@ class SchedulingQueue:
         self.scheduling_cycle = 0
         self._move_request_cycle = -1
         self.nominator = Nominator()
+        #: The PodGroup a pod names (None: in no group), when the scheduler schedules groups
+        #: together; then ``_members`` indexes the queued pods by group for ``take_group``.
+        self._group_of = group_of
+        self._members: dict[str, set[str]] = {}
 
     # -- sizes ---------------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -203,6 +208,7 @@ class SchedulingQueue:
             self.update(pod)
             return
         qpi = QueuedPodInfo(pod=pod, timestamp=self._clock.now())
+        self._index_member(qpi.pod)
         if pod.raw.get("status") and nominated_node_name(pod):
             self.nominator.add(pod, nominated_node_name(pod))
         self._to_active(qpi)
@@ -251,6 +257,7 @@ class SchedulingQueue:
                 continue
             del self._active_index[item.qpi.pod.uid]
             qpi = item.qpi
+            self._unindex_member(qpi.pod)
             qpi.attempts += 1
             if qpi.initial_attempt_timestamp is None:
                 qpi.initial_attempt_timestamp = self._clock.now()
@@ -258,12 +265,54 @@ class SchedulingQueue:
             return qpi
         return None
 
+    def take_group(self, key: str, scheduler_name: str) -> list[QueuedPodInfo]:
+        """The members of PodGroup ``key`` (of the profile ``scheduler_name``) waiting in active,
+        backoff or unschedulable, taken out as ``pop`` takes one (an attempt counted, no new
+        scheduling cycle): scheduled with the member just popped (upstream queues a group as one
+        entity). Gated members stay: PreEnqueue still holds them."""
+        taken: list[QueuedPodInfo] = []
+        for uid in sorted(self._members.get(key, ())):
+            if (a := self._active_index.get(uid)) is not None:
+                qpi = a.qpi
+                if qpi.pod.scheduler_name == scheduler_name:
+                    del self._active_index[uid]
+                    a.valid = False
+                    taken.append(qpi)
+            elif (b := self._backoff_index.get(uid)) is not None:
+                if b.qpi.pod.scheduler_name == scheduler_name:
+                    del self._backoff_index[uid]
+                    b.valid = False
+                    taken.append(b.qpi)
+            elif (u := self._unschedulable.get(uid)) is not None and u.pod.scheduler_name == scheduler_name:
+                del self._unschedulable[uid]
+                taken.append(u)
+        now = self._clock.now()
+        for qpi in taken:
+            self._unindex_member(qpi.pod)
+            qpi.attempts += 1
+            if qpi.initial_attempt_timestamp is None:
+                qpi.initial_attempt_timestamp = now
+        return taken
+
+    def _index_member(self, pod: PodInfo) -> None:
+        if self._group_of is not None and (key := self._group_of(pod)) is not None:
+            self._members.setdefault(key, set()).add(pod.uid)
+
+    def _unindex_member(self, pod: PodInfo) -> None:
+        if self._group_of is not None and (key := self._group_of(pod)) is not None:
+            members = self._members.get(key)
+            if members is not None:
+                members.discard(pod.uid)
+                if not members:
+                    del self._members[key]
+
     def add_unschedulable(self, qpi: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
         """A failed attempt. With no rejecting plugin (an error) or a move request during the
         attempt, the pod backs off; otherwise it waits for a relevant event."""
         uid = qpi.pod.uid
         if uid in self:
             return
+        self._index_member(qpi.pod)
         qpi.timestamp = self._clock.now()
         if (
             not qpi.unschedulable_plugins
@@ -321,12 +370,16 @@ class SchedulingQueue:
         """The pod left the queue for good (bound, deleted): its nomination goes too."""
         if self.nominator.by_node:
             self.nominator.delete(uid)
+        queued: QueuedPodInfo | None = None
         if (a := self._active_index.pop(uid, None)) is not None:
             a.valid = False
+            queued = a.qpi
         if (b := self._backoff_index.pop(uid, None)) is not None:
             b.valid = False
-        self._unschedulable.pop(uid, None)
-        self._gated.pop(uid, None)
+            queued = b.qpi
+        queued = self._unschedulable.pop(uid, None) or self._gated.pop(uid, None) or queued
+        if queued is not None:
+            self._unindex_member(queued.pod)
 
     # -- moving ----------------------------------------------------------------------------------
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from kubesched.config.decode import V1BETA2
-from kubesched.config.features import GENERIC_WORKLOAD
+from kubesched.config.features import GENERIC_WORKLOAD, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING
 from kubesched.config.models import (
     DEFAULT_SCHEDULER_NAME,
     KubeSchedulerConfiguration,
@@ -237,6 +237,8 @@ def default_plugin_sets(
         multi_point = list(DEFAULT_MULTI_POINT)
         if (gates or {}).get(GENERIC_WORKLOAD):
             multi_point.append(("GangScheduling", None))  # applyGangScheduling
+        if (gates or {}).get(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):  # applyTopologyAwareWorkloadScheduling
+            multi_point.extend((("TopologyPlacementGenerator", None), ("PodGroupPodsCount", 1)))
         sets["multiPoint"] = PluginSet(enabled=[PluginRef(name=n, weight=w) for n, w in multi_point if n in reg])
     return sets
 

@@ -4,7 +4,9 @@ kube-scheduler takes gates on its command line (``--feature-gates=GenericWorkloa
 kubesched reads them from the configuration file's ``featureGates`` map (a kubesched field, not
 upstream's: a file is what every shell — live, simulator, extender — loads). A gate changes what
 upstream's gate changes: ``GenericWorkload`` adds GangScheduling to the default plugins
-(pkg/scheduler/apis/config/v1/default_plugins.go ``applyFeatureGates``).
+(pkg/scheduler/apis/config/v1/default_plugins.go ``applyFeatureGates``);
+``TopologyAwareWorkloadScheduling`` (alpha) adds TopologyPlacementGenerator and PodGroupPodsCount
+and makes the PodGroup cycle try each placement they generate.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-GENERIC_WORKLOAD: Final = "GenericWorkload"
+from kubesched.framework.podgroup import GENERIC_WORKLOAD as GENERIC_WORKLOAD
+from kubesched.framework.podgroup import TOPOLOGY_AWARE_WORKLOAD_SCHEDULING as TOPOLOGY_AWARE_WORKLOAD_SCHEDULING
 
 #: Gate → its default in Kubernetes v1.37 (pkg/features/kube_features.go): GenericWorkload is beta
 #: and off by default.
-KNOWN_GATES: Final[Mapping[str, bool]] = {GENERIC_WORKLOAD: False}
+KNOWN_GATES: Final[Mapping[str, bool]] = {GENERIC_WORKLOAD: False, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: False}
 
 
 def unknown_gate_errors(gates: Mapping[str, bool]) -> list[str]:

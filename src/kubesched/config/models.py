@@ -135,6 +135,11 @@ class Plugins(_Model):
     pre_bind: PluginSet = Field(default_factory=PluginSet, alias="preBind")
     bind: PluginSet = Field(default_factory=PluginSet)
     post_bind: PluginSet = Field(default_factory=PluginSet, alias="postBind")
+    #: TopologyAwareWorkloadScheduling: the placements a PodGroup is tried on, and their scores.
+    placement_generate: PluginSet = Field(default_factory=PluginSet, alias="placementGenerate")
+    placement_score: PluginSet = Field(default_factory=PluginSet, alias="placementScore")
+    #: GenericWorkload: plugins run when a PodGroup's group cycle fails (e.g. group preemption).
+    pod_group_post_filter: PluginSet = Field(default_factory=PluginSet, alias="podGroupPostFilter")
     multi_point: PluginSet = Field(default_factory=PluginSet, alias="multiPoint")
 
     def by_point(self) -> dict[str, PluginSet]:

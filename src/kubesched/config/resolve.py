@@ -52,6 +52,9 @@ _UPSTREAM_POINT_ORDER: Final = (
     "permit",
     "preEnqueue",
     "queueSort",
+    "placementGenerate",
+    "placementScore",
+    "podGroupPostFilter",
 )
 
 

@@ -21,6 +21,14 @@ import numpy.typing as npt
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.objects import ObjectEvent, ObjectKind
+from kubesched.framework.podgroup import (
+    Placement,
+    PlacementProgress,
+    PodGroupAssignments,
+    PodGroupInfo,
+    PodGroupPostFilterResult,
+    PodGroupSchedulingFunc,
+)
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import (
     EVENT_WILDCARD,
@@ -245,6 +253,58 @@ class PermitPlugin(Plugin):
         raise NotImplementedError
 
 
+class PlacementFeasiblePlugin(Plugin):
+    """A Permit plugin that also judges a PodGroup in its group cycle (upstream
+    framework.PlacementFeasiblePlugin; not an extension point of its own: the Permit plugins that
+    implement it are asked). Called before the first member is tried and after each one."""
+
+    def placement_feasible(self, state: CycleState, group: PodGroupInfo, progress: PlacementProgress) -> Status:
+        """Success: the group's constraints are met; Wait: they may be once more members are
+        tried; Unschedulable: they cannot be, whatever the remaining members do (the cycle stops)."""
+        raise NotImplementedError
+
+
+class PodGroupPostFilterPlugin(Plugin):
+    """Called when a PodGroup's cycle fails (upstream fwk.PodGroupPostFilterPlugin), e.g. to
+    preempt for the whole group."""
+
+    def pod_group_post_filter(
+        self, state: CycleState, group: PodGroupInfo, reschedule: PodGroupSchedulingFunc
+    ) -> tuple[PodGroupPostFilterResult | None, Status]:
+        """``reschedule`` runs the group algorithm again on the table as it is now (with victims
+        taken off, say) and undoes what it assumed. Success: the group waits for the preemption
+        (the result nominates its members' nodes)."""
+        raise NotImplementedError
+
+
+class PlacementGeneratePlugin(Plugin):
+    """TopologyAwareWorkloadScheduling: splits the nodes a group may use into placements, each
+    tried in turn (upstream fwk.PlacementGeneratePlugin; only the first configured one runs)."""
+
+    def generate_placements(
+        self, state: CycleState, group: PodGroupInfo, parent: Placement
+    ) -> tuple[list[Placement], Status]:
+        """The placements to try within ``parent`` (all nodes); ``[parent]`` when the group has no
+        constraint of this plugin's; none at all fails the group (``no feasible placements found``)."""
+        raise NotImplementedError
+
+
+class PlacementScorePlugin(Plugin):
+    """TopologyAwareWorkloadScheduling: scores the placements the group fitted on (upstream
+    fwk.PlacementScorePlugin); the highest weighted total wins."""
+
+    def score_placement(
+        self, state: CycleState, group: PodGroupInfo, assignments: PodGroupAssignments
+    ) -> tuple[int, Status]:
+        """The raw score of one placement where the group fitted (``assignments.placement``)."""
+        raise NotImplementedError
+
+    def normalize_placement_scores(self, state: CycleState, group: PodGroupInfo, scores: list[int]) -> Status | None:
+        """Optional NormalizePlacementScore: rewrite ``scores`` in place (0–100 afterwards). None
+        (the default): the plugin has no normalisation."""
+        return None
+
+
 class PreBindPlugin(Plugin):
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         raise NotImplementedError
@@ -276,6 +336,9 @@ EXTENSION_POINTS: dict[str, type[Plugin]] = {
     "preBind": PreBindPlugin,
     "bind": BindPlugin,
     "postBind": PostBindPlugin,
+    "placementGenerate": PlacementGeneratePlugin,
+    "placementScore": PlacementScorePlugin,
+    "podGroupPostFilter": PodGroupPostFilterPlugin,
 }
 
 

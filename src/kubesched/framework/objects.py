@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from kubesched.snapshot.pod import PodInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +122,34 @@ class StatusWriter(Protocol):
         """Replace the object's ``status`` (an HTTP PUT on the status subresource,
         ``metadata.resourceVersion`` as the precondition) and return the object as stored. Raises
         on a conflict or another API error."""
+        ...
+
+
+@runtime_checkable
+class ObjectCreator(Protocol):
+    """Optional, for plugins that create and delete objects of a kind they declare with ``writes``
+    (``create``, ``delete``): e.g. DynamicResources' claim for extended resources backed by DRA,
+    which kube-scheduler creates at PreBind and deletes when the attempt fails. The live client
+    and the simulator's offer it. Upstream plugins call the clientset (``Create``, ``Delete``)."""
+
+    async def create_object(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create the object (an HTTP POST; ``metadata.generateName`` gives it a name when
+        ``metadata.name`` is empty) and return it as stored. Raises on an API error."""
+        ...
+
+    async def delete_object(self, kind: ObjectKind, key: str) -> None:
+        """Delete the object by key (``namespace/name``); one already gone is not an error."""
+        ...
+
+
+@runtime_checkable
+class PodStatusPatcher(Protocol):
+    """Optional, for plugins that set a field of a pod's ``status`` at PreBind (DynamicResources:
+    ``status.extendedResourceClaimStatus``, as kube-scheduler's ``PatchPodStatus``). The live client
+    merge-patches ``pods/status``; the simulator's updates its stored pod."""
+
+    async def patch_pod_status(self, pod: PodInfo, status: Mapping[str, Any]) -> None:
+        """Merge ``status`` into the pod's status. Raises PodGoneError when the pod is gone."""
         ...
 
 

@@ -21,7 +21,11 @@ from kubesched.framework.interfaces import (
     BindPlugin,
     FilterPlugin,
     PermitPlugin,
+    PlacementFeasiblePlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     Plugin,
+    PodGroupPostFilterPlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
@@ -138,6 +142,17 @@ class Framework(FilterPoints):
         self.pre_bind: list[PreBindPlugin] = list(plugins.get("preBind", ()))  # type: ignore[arg-type]
         self.bind: list[BindPlugin] = list(plugins.get("bind", ()))  # type: ignore[arg-type]
         self.post_bind: list[PostBindPlugin] = list(plugins.get("postBind", ()))  # type: ignore[arg-type]
+        self.placement_generate = [p for p in plugins.get("placementGenerate", ())
+                                   if isinstance(p, PlacementGeneratePlugin)]
+        self.placement_score = [p for p in plugins.get("placementScore", ()) if isinstance(p, PlacementScorePlugin)]
+        #: PlacementScore weights: the plugin's Score weight when it has one (NodeResourcesFit),
+        #: else 1 (PodGroupPodsCount's default multiPoint weight).
+        self.placement_score_weights = {p.name: int(score_weights.get(p.name, 1)) for p in self.placement_score}
+        self.pod_group_post_filter: list[PodGroupPostFilterPlugin] = list(
+            plugins.get("podGroupPostFilter", ()))  # type: ignore[arg-type]
+        #: The Permit plugins that also judge a PodGroup's placement (PlacementFeasiblePlugin).
+        self.placement_feasible: list[PlacementFeasiblePlugin] = [
+            p for p in self.permit if isinstance(p, PlacementFeasiblePlugin)]
         self.score_weights = {p.name: int(score_weights.get(p.name, 1)) for p in self.score}
         seen: dict[str, Plugin] = {}
         for instances in plugins.values():

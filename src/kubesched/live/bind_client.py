@@ -45,6 +45,17 @@ class MeteredBindClient:
         """StatusWriter, passed through (DynamicResources' PreBind writes claims' allocations)."""
         return await self.client.update_object_status(kind, obj)
 
+    async def create_object(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
+        """ObjectCreator, passed through (DynamicResources' claim for DRA-backed extended resources)."""
+        return await self.client.create_object(kind, obj)
+
+    async def delete_object(self, kind: ObjectKind, key: str) -> None:
+        await self.client.delete_object(kind, key)
+
+    async def patch_pod_status(self, pod: PodInfo, status: Mapping[str, Any]) -> None:
+        """PodStatusPatcher, passed through (``status.extendedResourceClaimStatus``)."""
+        await self.client.patch_pod_status(pod, status)
+
     async def bind(self, pod: PodInfo, node_name: str, annotations: Mapping[str, str] | None = None) -> None:
         if not self.node_exists(node_name):
             self.metrics.bind("node_gone")

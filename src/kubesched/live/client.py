@@ -81,6 +81,33 @@ class LiveClusterClient:
         stored = await self.api.request("PUT", path, obj)
         return stored if isinstance(stored, dict) else obj
 
+    async def create_object(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
+        """POST a declared object (framework/objects.py ObjectCreator), e.g. DynamicResources' claim
+        for extended resources backed by DRA; ``generateName`` names it."""
+        namespace = (obj.get("metadata") or {}).get("namespace") or "default"
+        stored = await self.api.request("POST", kind.collection_path_in(namespace), obj)
+        return stored if isinstance(stored, dict) else obj
+
+    async def delete_object(self, kind: ObjectKind, key: str) -> None:
+        """DELETE a declared object by key; a 404 (already gone) is not an error."""
+        try:
+            await self.api.request("DELETE", kind.object_path(key))
+        except ApiError as e:
+            if e.status != 404:
+                raise
+
+    async def patch_pod_status(self, pod: PodInfo, status: Mapping[str, Any]) -> None:
+        """A JSON merge patch of ``pods/status`` (framework/objects.py PodStatusPatcher), with the
+        pod's uid, so a newer pod of the same name is never patched."""
+        path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}/status"
+        try:
+            await self.api.request("PATCH", path, {"metadata": {"uid": pod.uid}, "status": dict(status)},
+                                   content_type=MERGE_PATCH)
+        except ApiError as e:
+            if e.status == 404:
+                raise PodGoneError(str(e)) from None
+            raise
+
     async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
         """Preempt ``pod`` as upstream's executor does (framework/preemption/executor.go): the
         ``DisruptionTarget`` condition on its status, then a graceful delete with a UID

@@ -62,7 +62,7 @@ async def explain_live(
         objects[kind.name] = {object_key(o): o for o in listed}
     scheduler = Scheduler.build(
         config.profiles, registry, RealClock(), parallelism=config.parallelism,
-        objects=lambda kind: objects.get(kind, {}),
+        objects=lambda kind: objects.get(kind, {}), feature_gates=config.feature_gates,
     )
     nodes = await list_all(api, "/api/v1/nodes")
     pods = await list_all(api, "/api/v1/pods")

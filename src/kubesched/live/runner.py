@@ -111,6 +111,7 @@ class LiveScheduler(SchedulerObserver):
             client=MeteredBindClient(self.client, self.metrics, lambda node: node in self.node_informer.store),
             queue_settings=QueueSettings(config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds),
             parallelism=config.parallelism,
+            feature_gates=config.feature_gates,
             observer=self,
             objects=self._objects,
         )

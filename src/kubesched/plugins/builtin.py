@@ -23,11 +23,13 @@ def builtin_registry() -> Registry:
     from kubesched.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
     from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
     from kubesched.plugins.nodevolumelimits import NodeVolumeLimits
+    from kubesched.plugins.podgrouppodscount import PodGroupPodsCount
     from kubesched.plugins.podtopologyspread import PodTopologySpread
     from kubesched.plugins.priority_sort import PrioritySort
     from kubesched.plugins.real_usage import MemRealUsage, RealUsage
     from kubesched.plugins.schedulinggates import SchedulingGates
     from kubesched.plugins.taint_toleration import TaintToleration
+    from kubesched.plugins.topologyaware import TopologyPlacementGenerator
     from kubesched.plugins.underlay_ip import UnderlayIP
     from kubesched.plugins.volumebinding import VolumeBinding
     from kubesched.plugins.volumerestrictions import VolumeRestrictions
@@ -57,6 +59,8 @@ def builtin_registry() -> Registry:
             DefaultBinder,
             NodeDeclaredFeatures,
             GangScheduling,
+            TopologyPlacementGenerator,
+            PodGroupPodsCount,
             UnderlayIP,
             Coscheduling,
             RealUsage,

@@ -154,7 +154,8 @@ def test_api_version_and_kind(doc: dict[str, Any], message: str) -> None:
         (c(parallelsm=3), 'parallelsm: unknown field (did you mean "parallelism"?)'),
         (
             c(featureGates={"A": True}),
-            "featureGates.A: unrecognized feature gate: A (kubesched knows: GenericWorkload)",
+            "featureGates.A: unrecognized feature gate: A "
+            "(kubesched knows: GenericWorkload, TopologyAwareWorkloadScheduling)",
         ),
         (
             c(featureGates={"GenericWorkload": "on"}),

@@ -29,6 +29,9 @@ DEFAULT_PLUGINS = {
     "preBind": [],
     "bind": ["DefaultBinder"],
     "postBind": [],
+    "placementGenerate": [],
+    "placementScore": [],
+    "podGroupPostFilter": [],
 }
 DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1}
 
@@ -295,6 +298,9 @@ def test_v1beta2_defaults_are_per_point_with_old_weights() -> None:
         "preBind": [],
         "bind": ["DefaultBinder"],
         "postBind": [],
+        "placementGenerate": [],
+        "placementScore": [],
+        "podGroupPostFilter": [],
     }
     assert p.score_weights == {
         "NodeResourcesBalancedAllocation": 1,

@@ -9,8 +9,8 @@ Test_isSchedulableAfterPodGroupUpdated (a gated member enters the queue when the
 its group, or its PodGroup, arrives).
 
 Not ported: every CPG=true case and Test_isSchedulableAfterCompositePodGroupAdded
-(CompositePodGroup is not implemented); TestPlacementFeasible (the PodGroup scheduling cycle is not
-implemented); the queueing hints' QueueSkip answers for other groups (kubesched's queue has no
+(CompositePodGroup is not implemented; TestPlacementFeasible's CPG variants repeat the PodGroup
+ones, which are ported); the queueing hints' QueueSkip answers for other groups (kubesched's queue has no
 queueing hints: any PodGroup event re-runs PreEnqueue, which answers the same); the
 isDuringPodGroupSchedulingCycle variants.
 """
@@ -26,6 +26,7 @@ import pytest
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.podgroup import PlacementProgress, PodGroupInfo
 from kubesched.framework.status import Code
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.gangscheduling import PERMIT_TIMEOUT_SECONDS, POD_GROUP, GangScheduling, parse_pod_group
@@ -310,7 +311,7 @@ def test_generic_workload_gate_adds_gang_scheduling_to_the_default_profile() -> 
     # Appended after the default plugins, as applyGangScheduling appends it to multiPoint.
     assert plugins["preEnqueue"][0] == "SchedulingGates" and plugins["preEnqueue"][-1] == "GangScheduling"
     assert plugins["permit"] == ["GangScheduling"]
-    assert on.feature_gates == {"GenericWorkload": True}
+    assert on.feature_gates == {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": False}
 
 
 # -- the simulator: a dump holding both PodGroup kinds ------------------------------------------------
@@ -352,10 +353,62 @@ def test_simulator_loads_both_pod_group_kinds_and_schedules_each_gang_by_its_plu
     assert cluster.objects[POD_GROUP]["default/g"]["apiVersion"] == "scheduling.k8s.io/v1beta1"
     sim = Simulation(config, registry, cluster, seed=0)
 
+    interrupted: list[float] = []
+
     def guard(_bound: int, _total: int) -> None:
         if sim.clock.now() > 2 * PERMIT_TIMEOUT_SECONDS:
+            interrupted.append(sim.clock.now())
             sim.interrupt()
 
     sim._progress = guard
     result = asyncio.run(sim.run())
     assert sorted(p.name for p in result.cluster.pods.values() if p.node_name) == ["x0", "x1"]
+    # The Workload gang fails its PodGroup cycle at once (no Permit wait): the run ends by itself.
+    assert interrupted == []
+
+
+# -- TestPlacementFeasible (the PodGroup cases; the CPG ones repeat them) ----------------------------
+
+S, U, W = Code.SUCCESS, Code.UNSCHEDULABLE, Code.WAIT
+
+
+@pytest.mark.parametrize(
+    ("min_count", "members", "pod_codes", "expected", "initially_scheduled"),
+    [
+        (2, 2, [S, S], [W, S], 0),  # all pods succeed, minCount met at end
+        (3, 3, [U], [U], 0),  # first pod fails, minCount not satisfiable
+        (2, 2, [S, U], [W, U], 0),  # second pod fails, minCount not satisfiable
+        (None, 1, [U], [U], 0),  # non-gang pod group with 0 scheduled pods fails
+        (None, 1, [S], [S], 0),  # non-gang pod group succeeds
+        (None, 1, [U], [S], 1),  # non-gang pod group with 1 scheduled pod succeeds
+        (2, 3, [S, S, S], [W, S, S], 0),  # minCount met before the last pod
+        (2, 3, [U, S, S], [W, W, S], 0),  # first fails, the others complete minCount
+        (2, 3, [U, U], [W, U], 0),  # two fail: minCount out of reach
+        (3, 2, [S, S], [W, S], 1),  # minCount met with an already scheduled pod
+        (2, 1, [U], [S], 2),  # minCount already met by scheduled pods
+        (3, 2, [U], [U], 1),  # scheduled pods do not help enough
+        (4, 2, [S], [U], 1),  # minCount larger than every pod of the group
+    ],
+)
+def test_placement_feasible(
+    min_count: int | None, members: int, pod_codes: list[Code], expected: list[Code], initially_scheduled: int
+) -> None:
+    sched, _, _ = build([pod_group("test-pg", min_count)])
+    group = PodGroupInfo(NS, "test-pg", [member(f"p{i}", "test-pg") for i in range(members)])
+    scheduled = initially_scheduled
+    got = []
+    for i, code in enumerate(pod_codes):
+        scheduled += 1 if code == S else 0
+        st = plugin_of(sched).placement_feasible(CycleState(), group, PlacementProgress(members - i - 1, scheduled))
+        got.append(st.code)
+    assert got == expected
+
+
+def test_placement_feasible_messages() -> None:
+    sched, _, _ = build([pod_group("test-pg", 5)])
+    group = PodGroupInfo(NS, "test-pg", [])
+    pl = plugin_of(sched)
+    assert pl.placement_feasible(CycleState(), group, PlacementProgress(2, 2)).message == (
+        "minCount (5) cannot be satisfied: 2 scheduled, 2 remaining")
+    assert pl.placement_feasible(CycleState(), group, PlacementProgress(3, 2)).message == (
+        "minCount (5) is not yet satisfied: 2 scheduled, 3 remaining")

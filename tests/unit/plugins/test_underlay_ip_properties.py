@@ -2,7 +2,8 @@
 deletions, restarts (a new scheduler rebuilt from the pods and the pools' status), nodes leaving
 and returning, and claims expiring, no address is ever held by two pods, every pool's addresses are
 accounted exactly once (free, active or reserved), and a released claimed address is given to no
-other pod until its claim expires."""
+other pod until its claim expires. Two of the claimed pods have declared UnderlayIPClaims, two are a
+StatefulSet's (their claims come from ``statefulSetKeepDuration``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tests.unit.plugins.test_underlay_ip import ip_pod
 from tests.unit.plugins.test_underlay_ip_pools import KEY, World, claim_obj, pool_obj
+from tests.unit.plugins.test_underlay_ip_statefulsets import owned
 
 from kubesched.framework.clock import FakeClock
 from kubesched.plugins.underlay_ip.kinds import CLAIM
@@ -21,7 +23,9 @@ from kubesched.testing import node
 
 NODES = ["n1", "n2", "n3"]
 CLAIMED = ["web-0", "web-1"]
+STATEFUL = ["db-0", "db-1"]  # pods of StatefulSet db: claims without objects
 KEEP_SECONDS = 600.0
+ARGS = {"statefulSetKeepDuration": "10m"}
 
 
 class FlakyCluster(SimulatedCluster):
@@ -44,14 +48,14 @@ def new_world() -> World:
         cluster.add_object("UnderlayIPPool", p["metadata"]["name"], p)
     for i, name in enumerate(CLAIMED):
         cluster.add_object(CLAIM, f"default/{name}", claim_obj(name, uid=f"claim-{i}", keepDuration="10m"))
-    w = World([], [], clock=FakeClock(1000.0), cluster=cluster)
+    w = World([], [], ARGS, clock=FakeClock(1000.0), cluster=cluster)
     for n in NODES:
         cluster.add_node(node(n, cpu="64", memory="64Gi"))
     return w
 
 
 OPS = st.one_of(
-    st.tuples(st.just("add"), st.sampled_from([*CLAIMED, "x"])),
+    st.tuples(st.just("add"), st.sampled_from([*CLAIMED, *STATEFUL, "x"])),
     st.tuples(st.just("flaky"), st.just(0)),  # the binds of the next scheduling round fail
     st.tuples(st.just("delete"), st.integers(0, 7)),
     st.tuples(st.just("restart"), st.just(0)),
@@ -96,6 +100,8 @@ def check(w: World, model: Model) -> None:
 @example([("add", "x"), ("node_down", "n1"), ("add", "x"), ("node_up", "n1")])
 @example([("add", "web-1"), ("add", "x"), ("delete", 0), ("restart", 0), ("add", "x"), ("wait", 599.0),
           ("add", "x"), ("wait", 1.0), ("add", "x"), ("add", "web-1")])
+@example([("add", "db-0"), ("add", "x"), ("delete", 0), ("restart", 0), ("add", "x"), ("wait", 601.0),
+          ("add", "x"), ("add", "db-0")])
 @example([("flaky", 0), ("add", "web-0"), ("wait", 30.0), ("add", "web-0"), ("delete", 0), ("wait", 601.0),
           ("add", "web-0")])
 def test_no_address_is_ever_held_twice_and_claims_keep_theirs_until_they_expire(ops: list[tuple[str, Any]]) -> None:
@@ -108,7 +114,9 @@ def test_no_address_is_ever_held_twice_and_claims_keep_theirs_until_they_expire(
             existing = {p.name for p in w.cluster.pods.values()}
             name = arg if arg != "x" else f"x{serial}"
             serial += 1
-            if name not in existing:
+            if name in STATEFUL and name not in existing:
+                w.add(owned(name, owner="db"))
+            elif name not in existing:
                 w.add(ip_pod(name))
         elif op == "flaky":
             assert isinstance(w.cluster, FlakyCluster)
@@ -118,12 +126,12 @@ def test_no_address_is_ever_held_twice_and_claims_keep_theirs_until_they_expire(
             if pods:
                 victim = pods[arg % len(pods)]
                 address = (victim.raw["metadata"].get("annotations") or {}).get(KEY)
-                if victim.name in CLAIMED and address:
+                if victim.name in (*CLAIMED, *STATEFUL) and address:
                     model.released[victim.name] = (address, w.clock.now())
                 w.cluster.delete_pod(victim.uid)
         elif op == "restart":
             w.publish_status()  # a graceful stop publishes a last status round
-            w = World([], [], clock=FakeClock(w.clock.now()), cluster=w.cluster)
+            w = World([], [], ARGS, clock=FakeClock(w.clock.now()), cluster=w.cluster)
         elif op == "node_down" and arg in w.cluster.nodes:
             down[arg] = w.cluster.nodes[arg]
             w.cluster.delete_node(arg)

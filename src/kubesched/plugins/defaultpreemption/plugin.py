@@ -31,7 +31,11 @@ the nominated-pods check and this plugin always agree.
 The victim search itself (:func:`kubesched.framework.preemption.select_victims_on_node`) is
 shared with the extender's ``preempt`` verb.
 
-Not ported: pod-group victims (GenericWorkload), ``IsEligiblePod``/``MoreImportantVictim``
+With GenericWorkload on it is also a PodGroupPostFilter plugin: a PodGroup whose group cycle failed
+preempts for the whole group or not at all (:mod:`kubesched.framework.preemption_podgroup`,
+messages prefixed ``pod group preemption: ``).
+
+Not ported: pod-group victims in single-pod preemption, ``IsEligiblePod``/``MoreImportantVictim``
 customisation hooks, calling extenders from this plugin. The evictions are sent asynchronously
 (tasks of the shell's client) and the preemptor is held at PreEnqueue until they are sent and its
 last victim is terminating or gone, as upstream's async executor (SchedulerAsyncPreemption).
@@ -46,11 +50,13 @@ from typing import Any, ClassVar
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
-from kubesched.framework.interfaces import PostFilterPlugin, PreEnqueuePlugin
+from kubesched.framework.interfaces import PodGroupPostFilterPlugin, PostFilterPlugin, PreEnqueuePlugin
 from kubesched.framework.objects import ObjectKind
+from kubesched.framework.podgroup import PodGroupInfo, PodGroupPostFilterResult, PodGroupSchedulingFunc
 from kubesched.framework.preemption import NO_VICTIMS_OUTCOME, Evaluator, select_victims_on_node
 from kubesched.framework.preemption_batch import select_victims_on_nodes
 from kubesched.framework.preemption_order import PodDisruptionBudget, pod_terminating_by_preemption
+from kubesched.framework.preemption_podgroup import PodGroupEvaluator
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import POD, ActionType, ClusterEvent, PostFilterResult
 from kubesched.plugins.defaultpreemption.args import DefaultPreemptionArgs
@@ -96,7 +102,7 @@ def may_preempt(raw_pod: dict[str, Any]) -> bool:
             and (spec.get("priority") or 0) > 0 and spec.get("preemptionPolicy") != "Never")
 
 
-class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
+class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, PodGroupPostFilterPlugin):
     name: ClassVar[str] = NAME
     args_model: ClassVar[type[Any] | None] = DefaultPreemptionArgs
     object_kinds: ClassVar[tuple[ObjectKind, ...]] = (
@@ -141,6 +147,16 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         result, st = self.evaluator.preempt(state, pod, diagnosis)
         if st.message:
             return result, Status(st.code, (f"preemption: {st.message}",), "", st.exception)
+        return result, st
+
+    # -- PodGroupPostFilter (GenericWorkload) ------------------------------------------------------
+    def pod_group_post_filter(
+        self, state: CycleState, group: PodGroupInfo, reschedule: PodGroupSchedulingFunc
+    ) -> tuple[PodGroupPostFilterResult | None, Status]:
+        """Preempt for the whole group or not at all (framework/preemption_podgroup.py)."""
+        result, st = PodGroupEvaluator(self.handle, self.priority, self.pdbs()).preempt(group, reschedule)
+        if st.message:
+            return result, Status(st.code, (f"pod group preemption: {st.message}",), "", st.exception)
         return result, st
 
     # -- the preemption.Interface -------------------------------------------------------------------

@@ -9,13 +9,11 @@ and ``distinctAttribute`` constraints (constraints.py), admin access, device tai
 tolerations (taints.py, DeviceTaintRules applied to the slices), partitionable devices (shared
 counters: pools.py, counters.py), consumable capacity (capacity.py: devices with
 ``allowMultipleAllocations`` shared by several claims, request ``capacity``, request policies), the
-claim's and the classes' configuration, and the allocation's node selector. The search is
+claim's and the classes' configuration, binding conditions (a device's ``bindingConditions`` and
+``bindingFailureConditions`` copied into its result, ``bindsToNode`` pinning the allocation to the
+node, pools with such devices tried last: pools.py), and the allocation's node selector. The search is
 upstream's: claims, requests and devices in order, depth first, first full solution wins; a
 constraint, a taint, an exhausted counter or capacity or an allocated device makes it backtrack.
-
-Features of v1.37 not implemented here never pass silently: devices that need one
-(``bindingConditions``) are not allocated, and when no allocation is found the features that were
-skipped are reported (``Allocator.skipped``) so the plugin names them.
 
 Errors: ``AllocationError`` is what upstream returns as an error from Allocate (a broken claim or
 class: the pod's attempt ends with an Error status), with upstream's text; ``FailedOnNodeError`` is
@@ -41,11 +39,10 @@ from kubesched.plugins.dynamicresources.capacity import (
     quantity,
     share_id,
 )
-from kubesched.plugins.dynamicresources.cel import CelError, compile_selector, device_variable
+from kubesched.plugins.dynamicresources.cel import CelError, compile_selector, device_variable, enhance_runtime_error
 from kubesched.plugins.dynamicresources.constraints import Constraint, DistinctAttribute, MatchAttribute
 from kubesched.plugins.dynamicresources.counters import CounterLedger, PoolKey
 from kubesched.plugins.dynamicresources.pools import (
-    BINDING_CONDITIONS,
     CounterSets,
     NodeRef,
     Pool,
@@ -59,7 +56,8 @@ from kubesched.plugins.dynamicresources.requests import claim_ref
 from kubesched.plugins.dynamicresources.requests import claim_requests as claim_requests
 from kubesched.plugins.dynamicresources.results import UnsupportedNodeSelectorError, claim_config, node_selector
 from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
-from kubesched.plugins.dynamicresources.taints import apply_taint_rules, taint_prevents_allocation
+from kubesched.plugins.dynamicresources.slice_index import SliceIndex
+from kubesched.plugins.dynamicresources.taints import taint_prevents_allocation
 
 #: resourceapi.AllocationResultsMaxSize
 ALLOCATION_RESULTS_MAX_SIZE = 32
@@ -73,6 +71,11 @@ class AllocationError(Exception):
 
 class FailedOnNodeError(AllocationError):
     """ErrFailedAllocationOnNode: not fatal, other nodes may succeed."""
+
+
+class FilterTimeoutError(AllocationError):
+    """The search on a node took longer than ``filterTimeout`` (upstream: the allocator's context
+    expired, ``filter operation aborted: context deadline exceeded``)."""
 
 
 @dataclass(slots=True)
@@ -100,17 +103,11 @@ class _Result:
     consumed: Capacity = field(default_factory=dict)
 
 
-#: Device fields of features not implemented: such a device is not allocated (see module doc).
-_DEVICE_FEATURES = (
-    ("bindingConditions", BINDING_CONDITIONS),
-)
-
-
 class Allocator:
     """NewAllocator: built once per pod (PreFilter) and asked once per node (Filter)."""
 
     def __init__(self, allocated: set[DeviceID] | AllocatedState, classes: Mapping[str, dict[str, Any]],
-                 slices: Sequence[dict[str, Any]], taint_rules: Sequence[dict[str, Any]] = (),
+                 slices: SliceIndex | Sequence[dict[str, Any]], taint_rules: Sequence[dict[str, Any]] = (),
                  selector_cache: SelectorCache | None = None) -> None:
         self.state = allocated if isinstance(allocated, AllocatedState) else AllocatedState(set(allocated))
         #: Devices given whole to a claim (upstream AllocatedDevices).
@@ -118,18 +115,20 @@ class Allocator:
         #: Selector results, shared across pods when the plugin passes its own (selector_cache.py).
         self.selector_cache = selector_cache or SelectorCache()
         self.classes = classes
-        #: The slices as the scheduler sees them: DeviceTaintRules' taints on their devices.
-        self.slices = apply_taint_rules(slices, taint_rules)
+        #: The slices as the scheduler sees them, DeviceTaintRules' taints on their devices, by node
+        #: (the plugin passes the index it keeps in step with the shell; a list is indexed here).
+        self.slices = slices if isinstance(slices, SliceIndex) else SliceIndex.of(slices, taint_rules)
         #: Per pool: its counters less what allocated devices consume (counters.py).
         self.available_counters: dict[PoolKey, CounterSets] = {}
         self._device_vars: dict[int, celtypes.MapType] = {}
-        #: Features skipped on the last allocate() (for the failure message).
-        self.skipped: set[str] = set()
 
-    def allocate(self, node: NodeRef, claims: Sequence[dict[str, Any]]) -> list[dict[str, Any]] | None:
-        """AllocationResults, one per claim, or None when this node cannot satisfy them all."""
-        self.skipped = set()
-        run = _Run(self, node, claims)
+    def allocate(self, node: NodeRef, claims: Sequence[dict[str, Any]],
+                 deadline: tuple[Callable[[], float], float] | None = None) -> list[dict[str, Any]] | None:
+        """AllocationResults, one per claim, or None when this node cannot satisfy them all.
+        ``deadline`` is (the clock's ``now``, the time by which the search must be done): each step
+        of the search looks at it, as upstream's allocateOne looks at its context, and raises
+        FilterTimeoutError once it has passed."""
+        run = _Run(self, node, claims, deadline)
         return run.allocate()
 
     def device_var(self, cand: _Candidate) -> celtypes.MapType:
@@ -143,8 +142,10 @@ class Allocator:
 class _Run:
     """The per-node ``allocator``: one search."""
 
-    def __init__(self, alloc: Allocator, node: NodeRef, claims: Sequence[dict[str, Any]]) -> None:
+    def __init__(self, alloc: Allocator, node: NodeRef, claims: Sequence[dict[str, Any]],
+                 deadline: tuple[Callable[[], float], float] | None = None) -> None:
         self.a = alloc
+        self.deadline = deadline
         self.node = node
         self.claims = claims
         self.pools: list[Pool] = []
@@ -251,6 +252,8 @@ class _Run:
         request's next device begins: after the previous one, so one request never gets a device
         twice (a device allowing multiple allocations is not marked in use) and no permutation of a
         set of devices is tried twice."""
+        if self.deadline is not None and self.deadline[0]() > self.deadline[1]:
+            raise FilterTimeoutError("filter operation aborted: context deadline exceeded")
         if ci >= len(self.claims):
             return True
         if ri >= len(self.requests[ci]):
@@ -360,12 +363,6 @@ class _Run:
         if ok and slice_spec(cand.slice).get("perDeviceNodeSelection"):
             d = cand.device
             ok = self.node.matches(str(d.get("nodeName") or ""), bool(d.get("allNodes")), d.get("nodeSelector"))
-        if ok:
-            for fieldname, feature in _DEVICE_FEATURES:
-                if cand.device.get(fieldname):
-                    self.a.skipped.add(feature)
-                    ok = False
-                    break
         self.matches[key] = ok
         return ok
 
@@ -381,7 +378,7 @@ class _Run:
                     return False
             except CelError as e:
                 raise AllocationError(f"{owner}: selector #{i} on device {'/'.join(cand.id)}: CEL runtime error: "
-                                      f"{_enhance_runtime_error(str(e))}") from None
+                                      f"{enhance_runtime_error(str(e))}") from None
         return True
 
     # -- allocateDevice ----------------------------------------------------------------------------
@@ -460,6 +457,9 @@ class _Run:
                 entry["shareID"] = r.share_id
             if r.consumed:
                 entry["consumedCapacity"] = {k: format_quantity(v) for k, v in r.consumed.items()}
+            for key in ("bindingConditions", "bindingFailureConditions"):
+                if r.candidate.device.get(key):
+                    entry[key] = list(r.candidate.device[key])
             results.append(entry)
         devices: dict[str, Any] = {"results": results}
         config = self._config(ci, claim)
@@ -488,15 +488,6 @@ class _Run:
 
 def _drop_last(items: list[Any]) -> None:
     items.pop()
-
-
-def _enhance_runtime_error(message: str) -> str:
-    """cel.EnhanceRuntimeError (k8s.io/dynamic-resource-allocation/cel/errors.go, v0.37.1): the hint
-    upstream adds to a "no such key" error, word for word."""
-    if "no such key:" not in message:
-        return message
-    return (f"{message}. consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
-            "with has() for optional fields")
 
 
 class _MaxSizeExceededError(Exception):

@@ -318,3 +318,12 @@ def compile_selector(expression: str) -> CompiledSelector:
         return CompiledSelector(expression, env.program(ast, functions=FUNCTIONS))
     except CELParseError as e:
         return CompiledSelector(expression, None, f"compilation failed: {str(e).splitlines()[0]}")
+
+
+def enhance_runtime_error(message: str) -> str:
+    """cel.EnhanceRuntimeError (k8s.io/dynamic-resource-allocation/cel/errors.go, v0.37.1): the hint
+    upstream adds to a "no such key" error, word for word."""
+    if "no such key:" not in message:
+        return message
+    return (f"{message}. consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
+            "with has() for optional fields")

@@ -45,8 +45,9 @@ def _check_slice(obj: dict[str, Any]) -> None:
 #: apiserver lets a status write change allocation or reservedFor only with ``update`` on
 #: ``resourceclaims/binding`` (DRAResourceClaimGranularStatusAuthorization, on by default; upstream's
 #: system:kube-scheduler role has it: plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go).
+#: PreBind creates the claim for DRA-backed extended resources; Unreserve and PostFilter delete it.
 RESOURCE_CLAIM = ObjectKind("ResourceClaim", GROUP, "v1", "resourceclaims", writes_status=True,
-                            writes=("update",), status_writes=("update",),
+                            writes=("create", "delete", "update"), status_writes=("update",),
                             subresource_writes=(("binding", ("update",)),), validate=_check_claim,
                             pod_controller=stamp_claims)
 RESOURCE_CLAIM_TEMPLATE = ObjectKind("ResourceClaimTemplate", GROUP, "v1", "resourceclaimtemplates",

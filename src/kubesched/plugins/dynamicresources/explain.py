@@ -15,7 +15,7 @@ from typing import Any
 
 from kubesched.plugins.dynamicresources.allocator import Allocator
 from kubesched.plugins.dynamicresources.cel import CelError, compile_selector, device_variable
-from kubesched.plugins.dynamicresources.pools import NodeRef, UnsupportedFeatureError, gather_pools, slice_spec
+from kubesched.plugins.dynamicresources.pools import NodeRef, gather_pools, slice_spec
 from kubesched.plugins.dynamicresources.requests import claim_ref, claim_requests
 
 #: Devices listed per node before the rest are counted.
@@ -54,11 +54,7 @@ def _device_line(allocator: Allocator, driver: str, pool: str, slice_: Mapping[s
         return f"{name}: in use"
     verdicts: list[str] = []
     for claim in claims:
-        try:
-            requests = claim_requests(claim)
-        except UnsupportedFeatureError:
-            continue
-        for alternatives in requests:
+        for alternatives in claim_requests(claim):
             for req in alternatives:
                 cls = allocator.classes.get(req.class_name) or {}
                 why = (_excluded_by(allocator, slice_, driver, device, (cls.get("spec") or {}).get("selectors") or [],

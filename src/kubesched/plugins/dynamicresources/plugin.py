@@ -5,7 +5,8 @@ allocateddevices.go; Kubernetes v1.37.1), structured parameters only:
 
 * PreEnqueue: every claim of ``spec.resourceClaims`` exists (a template's claim is named in
   ``status.resourceClaimStatuses``, and owned by the pod), and is not being deleted;
-* PreFilter: Skip for a pod without claims; an allocated claim restricts the nodes to its
+* PreFilter: Skip for a pod without claims (nor an extended resource a DeviceClass backs: then
+  the claim of extended.py is one more, last); an allocated claim restricts the nodes to its
   allocation's ``nodeSelector``; an unallocated one needs its DeviceClasses (``request <r>: device
   class <c> does not exist``) and must not be in the middle of another pod's allocation
   (``resource claim <ns/name> is in the process of being allocated``); the allocator is set up
@@ -13,28 +14,29 @@ allocateddevices.go; Kubernetes v1.37.1), structured parameters only:
 * Filter: ``resourceclaim not available on the node`` where an allocation's node selector does
   not match; else a trial allocation of the unallocated claims from the node's ResourceSlices
   (allocator.py): ``cannot allocate all claims`` when there is none, an Error status when a claim
-  or class is broken (e.g. a CEL error), as upstream;
+  or class is broken (e.g. a CEL error) or the search outlasts ``filterTimeout`` on the injected
+  clock (``node <n>: timed out trying to allocate devices``), as upstream;
 * Reserve keeps the node's allocation in flight (the next pods' PreFilter sees those devices
   taken, and a second pod sharing the claim waits for it); Unreserve drops it;
 * PreBind writes each claim not yet reserved for the pod, as bindClaim does: the finalizer
   (``update``), then ``status.allocation`` (with ``allocationTimestamp``) and the pod in
   ``status.reservedFor`` (``update`` on the status subresource, framework/objects.py
-  ``StatusWriter``), re-reading the claim on a conflict; the written claim is assumed until the
-  shell's copy catches up;
+  ``StatusWriter``), re-reading the claim on a conflict (binding.py); the written claim is assumed
+  until the shell's copy catches up (assumed.py); the extended resources' claim is created first
+  and the pod's ``status.extendedResourceClaimStatus`` set after;
 * PostFilter deallocates an allocated claim that kept a node out and that no other pod uses
-  (``deallocation of ResourceClaim completed``) instead of evicting;
+  (``deallocation of ResourceClaim completed``) instead of evicting, or deletes an extended
+  resources' claim an earlier attempt created (``deletion of ResourceClaim completed``);
 * Score: a prioritized list's earlier subrequests score higher (score.py), normalised to 0-100.
 
-Features of v1.37's DRA this port lacks are refused, never ignored (README.md lists them).
-Not ported: queueing hints (every registered event retries), extended resources backed by DRA, PodGroup claims
-(DRAWorkloadResourceClaims, alpha), the filter timeout.
+Not ported: queueing hints (every registered event retries), PodGroup claims
+(DRAWorkloadResourceClaims, alpha).
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -52,15 +54,35 @@ from kubesched.framework.interfaces import (
     Scores,
 )
 from kubesched.framework.normalize import default_normalize_score
-from kubesched.framework.objects import ObjectWriter, StatusWriter
+from kubesched.framework.objects import StatusWriter
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilterResult, PreFilterResult
-from kubesched.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNodeError, claim_requests
+from kubesched.plugins.dynamicresources.allocator import (
+    AllocationError,
+    Allocator,
+    FailedOnNodeError,
+    FilterTimeoutError,
+    claim_requests,
+)
 from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs
+from kubesched.plugins.dynamicresources.assumed import AssumedClaims
+from kubesched.plugins.dynamicresources.binding import (
+    bind_claim,
+    create_extended_claim,
+    delete_claim,
+    patch_extended_status,
+    unreserve_claim,
+)
+from kubesched.plugins.dynamicresources.binding_conditions import (
+    POLL_SECONDS,
+    BindingError,
+    bindable,
+    has_binding_conditions,
+    wait_until_ready,
+)
 from kubesched.plugins.dynamicresources.claims import (
     DEVICE_CLASS,
     DEVICE_TAINT_RULE,
-    FINALIZER,
     RESOURCE_CLAIM,
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_SLICE,
@@ -71,25 +93,28 @@ from kubesched.plugins.dynamicresources.claims import (
     claim_uid,
     is_reserved_for,
     pod_claims,
-    resource_version,
 )
 from kubesched.plugins.dynamicresources.explain import node_note
-from kubesched.plugins.dynamicresources.pools import (
-    EXTENDED_RESOURCES,
-    NodeRef,
-    UnsupportedFeatureError,
-    unsupported_message,
+from kubesched.plugins.dynamicresources.extended import (
+    NodeClaim,
+    find_extended_claim,
+    has_requests,
+    in_memory_claim,
+    is_special,
+    mapped_resources,
+    node_claim,
 )
+from kubesched.plugins.dynamicresources.pools import NodeRef
 from kubesched.plugins.dynamicresources.score import ScoreError, compute_score
 from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
+from kubesched.plugins.dynamicresources.slice_index import SliceIndex
+from kubesched.plugins.helpers.device_classes import extended_resource_classes
 from kubesched.plugins.helpers.node_selector import NodeSelector, compile_node_selector
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
-#: retry.DefaultRetry: five tries on a conflict.
-_CONFLICT_TRIES = 5
 
 
 @dataclass(slots=True)
@@ -108,6 +133,18 @@ class _State:
     reserved: dict[int, dict[str, Any]] = field(default_factory=dict)
     #: Indexes of allocated claims whose node selector excluded some node (PostFilter's candidates).
     unavailable: set[int] = field(default_factory=set)
+    #: Indexes of allocated claims whose binding failed or timed out (unavailable on every node).
+    not_bindable: list[int] = field(default_factory=list)
+    #: The index of the claim for DRA-backed extended resources (last, as upstream's claimStore).
+    extended: int | None = None
+    #: The pod's scalar requests (podScalarResources) and the extended resource -> DeviceClass map.
+    extended_resources: dict[str, int] = field(default_factory=dict)
+    resolver: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: node name -> that node's variant of the extended claim and its container mappings.
+    node_extended: dict[str, NodeClaim] = field(default_factory=dict)
+    #: Per claim index: the uid its in-flight allocation is kept under (the extended claim's
+    #: changes when PreBind creates it).
+    in_flight_uid: dict[int, str] = field(default_factory=dict)
 
     def clone(self) -> _State:
         return self
@@ -125,13 +162,16 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         #: claim uid -> the claim with the allocation Reserve made, until PreBind wrote it or
         #: Unreserve dropped it (upstream inFlightAllocations), with the pods sharing it.
         self._in_flight: dict[str, tuple[dict[str, Any], set[str]]] = {}
-        #: claim key -> the claim as PreBind wrote it, until the shell's copy is as new (upstream's
-        #: assume cache: AssumeClaimAfterAPICall).
-        self._assumed: dict[str, dict[str, Any]] = {}
+        #: The claims as the scheduler sees them (assumed.py: PreBind's writes until the shell has them).
+        self._tracker = AssumedClaims(lambda: self.handle.objects(RESOURCE_CLAIM.kind))
         #: PostFilter's claim status writes in flight (kept referenced until done).
         self._deallocations: set[asyncio.Future[Any]] = set()
         #: Selector results across cycles and pods (selector_cache.py).
         self._selector_cache = SelectorCache()
+        #: The ResourceSlices by node, kept in step with the shell's at each PreFilter (slice_index.py).
+        self._slices = SliceIndex()
+        #: How often PreBind looks at binding conditions (upstream: 5 s).
+        self.binding_poll_seconds = POLL_SECONDS
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return (
@@ -143,30 +183,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             ClusterEvent(DEVICE_TAINT_RULE.kind, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
         )
 
-    # -- the claims as the scheduler sees them (dra_manager.go claimTracker) -----------------------
     def _claims(self) -> dict[str, dict[str, Any]]:
-        """Every claim, PreBind's writes first while the shell has not caught up."""
-        objects = self.handle.objects(RESOURCE_CLAIM.kind)
-        if not self._assumed:
-            return dict(objects)
-        out = dict(objects)
-        for key, written in list(self._assumed.items()):
-            latest = objects.get(key)
-            if latest is None or _newer_or_same(latest, written):
-                del self._assumed[key]
-            else:
-                out[key] = written
-        return out
+        return self._tracker.all()
 
     def _claim(self, key: str) -> dict[str, Any] | None:
-        written = self._assumed.get(key)
-        latest = self.handle.objects(RESOURCE_CLAIM.kind).get(key)
-        if written is None:
-            return latest
-        if latest is None or _newer_or_same(latest, written):
-            del self._assumed[key]
-            return latest
-        return written
+        return self._tracker.get(key)
 
     # -- PreEnqueue -----------------------------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status:
@@ -182,17 +203,22 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
         s = _State()
         state.write(STATE_KEY, s)
-        if not pod.spec.get("resourceClaims"):
-            return None, Status.skip()
-        try:
-            claims = pod_claims(pod, self._claim)
-        except ClaimError as e:
-            return None, Status.unresolvable(str(e))
+        claims: list[dict[str, Any]] = []
+        if pod.spec.get("resourceClaims"):
+            try:
+                claims = pod_claims(pod, self._claim)
+            except ClaimError as e:
+                return None, Status.unresolvable(str(e))
+        classes = self.handle.objects(DEVICE_CLASS.kind)
+        if pod.requests.scalar and classes:
+            # preFilterExtendedResources: one claim for the extended resources DeviceClasses back.
+            s.resolver = extended_resource_classes(classes)
+            s.extended_resources = mapped_resources(pod, s.resolver)
+            if s.extended_resources:
+                s.extended = len(claims)
+                claims.append(find_extended_claim(pod, self._claims()) or in_memory_claim(pod))
         if not claims:
             return None, Status.skip()
-        classes = self.handle.objects(DEVICE_CLASS.kind)
-        if _requests_dra_extended_resource(pod, classes):
-            return None, Status.unresolvable(unsupported_message(EXTENDED_RESOURCES))
         s.claims = claims
         s.available_on = [None] * len(claims)
         for index, claim in enumerate(claims):
@@ -202,16 +228,16 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 # any pod; it restricts the nodes to those of its allocation.
                 if alloc.get("nodeSelector"):
                     s.available_on[index] = compile_node_selector(alloc["nodeSelector"])
+                if not bindable(claim, self.args.binding_timeout, self.handle.clock.wall()):
+                    s.not_bindable.append(index)
                 continue
             s.to_allocate.append(index)
             if claim_uid(claim) in self._in_flight:
                 return None, Status.unresolvable(
                     f"resource claim {claim_key(claim)} is in the process of being allocated")
-            try:
-                requests = claim_requests(claim)
-            except UnsupportedFeatureError as e:
-                return None, Status.unresolvable(str(e))
-            for alternatives in requests:
+            if index == s.extended:
+                continue  # its requests depend on the node (Filter)
+            for alternatives in claim_requests(claim):
                 for req in alternatives:
                     if not req.class_name:
                         return None, Status.error(f"request {req.full_name}: unsupported request type")
@@ -222,9 +248,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             all_claims = self._claims()
             devices = allocated_devices(all_claims)
             devices |= allocated_devices({uid: c for uid, (c, _) in self._in_flight.items()})
-            s.allocator = Allocator(devices, classes, list(self.handle.objects(RESOURCE_SLICE.kind).values()),
-                                    list(self.handle.objects(DEVICE_TAINT_RULE.kind).values()),
-                                    selector_cache=self._selector_cache)
+            self._slices.sync(self.handle.objects(RESOURCE_SLICE.kind),
+                              self.handle.objects(DEVICE_TAINT_RULE.kind).values())
+            s.allocator = Allocator(devices, classes, self._slices, selector_cache=self._selector_cache)
         return None, SUCCESS
 
     def _state(self, state: CycleState) -> _State | None:
@@ -239,26 +265,40 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if not s.claims:
             return SUCCESS
         name, labels = node.name, node.labels
+        node_ext = NodeClaim()
+        if s.extended is not None:
+            node_ext = node_claim(s.claims[s.extended], pod, s.extended_resources, s.resolver, node,
+                                  has_user_claims=s.extended > 0)
+            if node_ext.refusal:
+                return Status.unresolvable(node_ext.refusal)
+            if node_ext.claim is None and s.extended == 0:
+                return SUCCESS  # only extended resources, all from device plugins here
         unavailable = [i for i, selector in enumerate(s.available_on)
                        if selector is not None and not selector.match_node(labels, name)]
+        unavailable += [i for i in s.not_bindable if i not in unavailable]
         if s.allocator is None:
             return self._unavailable(s, unavailable)
+        claims = [node_ext.claim if i == s.extended and node_ext.claim is not None else s.claims[i]
+                  for i in s.to_allocate]
+        timeout = self.args.filter_timeout
+        now = self.handle.clock.now
         try:
-            results = s.allocator.allocate(NodeRef(name, dict(labels)), [s.claims[i] for i in s.to_allocate])
-        except UnsupportedFeatureError as e:
-            return Status.unresolvable(str(e))
+            results = s.allocator.allocate(NodeRef(name, dict(labels)), claims,
+                                           (now, now() + timeout) if timeout > 0 else None)
+        except FilterTimeoutError:
+            # Potentially transient: an Error, so the pod retries through backoff (upstream).
+            return Status.error(f"node {name}: timed out trying to allocate devices")
         except FailedOnNodeError as e:
             return Status.unresolvable(str(e))
         except AllocationError as e:
             return Status.error(str(e))
         if results is None or len(results) != len(s.to_allocate):
-            if s.allocator.skipped:
-                features = "; ".join(unsupported_message(f) for f in sorted(s.allocator.skipped))
-                return Status.unresolvable(f"cannot allocate all claims ({features})")
             return Status.unresolvable("cannot allocate all claims")
         if unavailable:
             return self._unavailable(s, unavailable)
         s.node_allocations[name] = results
+        if node_ext.claim is not None:
+            s.node_extended[name] = node_ext
         return SUCCESS
 
     @staticmethod
@@ -304,8 +344,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return None, Status.unschedulable()
         if not s.claims:
             return None, Status.unschedulable()
+        extended = s.claims[s.extended] if s.extended is not None else None
+        written = extended is not None and not is_special(extended)
         for index in sorted(s.unavailable):
             claim = s.claims[index]
+            if index == s.extended:
+                if written:
+                    break  # deleted below
+                continue
             reserved = (claim.get("status") or {}).get("reservedFor") or []
             if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
                 client = self.handle.client
@@ -313,15 +359,29 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                     return None, Status.error("deallocating a claim: this shell's client cannot update ResourceClaims")
                 status = {k: v for k, v in (claim.get("status") or {}).items()
                           if k not in ("reservedFor", "allocation", "devices")}
-                try:
-                    loop = asyncio.get_running_loop()
-                except RuntimeError:
+                if not self._in_background(client.update_object_status(RESOURCE_CLAIM, {**claim, "status": status})):
                     return None, Status.error("deallocating a claim: no event loop to send the update from")
-                task = loop.create_task(client.update_object_status(RESOURCE_CLAIM, {**claim, "status": status}))
-                self._deallocations.add(task)
-                task.add_done_callback(self._deallocations.discard)
                 return None, Status.unschedulable("deallocation of ResourceClaim completed")
+        if extended is not None and written:
+            # The extended resource claim an earlier attempt created: deleted, the next attempt
+            # starts anew (its deletion is the event that brings the pod back).
+            if not self._in_background(delete_claim(self.handle.client, extended, self._claim)):
+                return None, Status.error("deleting a claim: no event loop to send the update from")
+            return None, Status.unschedulable("deletion of ResourceClaim completed")
         return None, Status.unschedulable()
+
+    def _in_background(self, write: Coroutine[Any, Any, Any]) -> bool:
+        """Send a claim write now and await it in the background (kept referenced until done);
+        False without a running event loop."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            write.close()
+            return False
+        task = loop.create_task(write)
+        self._deallocations.add(task)
+        task.add_done_callback(self._deallocations.discard)
+        return True
 
     # -- Score ----------------------------------------------------------------------------------
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
@@ -349,15 +409,21 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return SUCCESS
         results = s.node_allocations.get(node_name)
         if results is None:
+            if s.to_allocate == [s.extended]:
+                return SUCCESS  # only extended resources, all from device plugins on this node
             return Status.error("claim allocation not found for node")
         if len(results) != len(s.to_allocate):
             return Status.error(f"internal error, have {len(results)} allocations, {len(s.to_allocate)} claims to "
                                 f"allocate, want {len(s.to_allocate)} claims")
+        node_ext = s.node_extended.get(node_name)
         for index, alloc in zip(s.to_allocate, results, strict=True):
             claim = s.claims[index]
-            s.reserved[index] = alloc
-            pending = {**claim, "status": {**(claim.get("status") or {}), "allocation": alloc}}
             uid = claim_uid(claim)
+            if index == s.extended and node_ext is not None and node_ext.claim is not None:
+                claim = node_ext.claim  # this node's requests
+            s.reserved[index] = alloc
+            s.in_flight_uid[index] = uid
+            pending = {**claim, "status": {**(claim.get("status") or {}), "allocation": alloc}}
             entry = self._in_flight.get(uid)
             if entry is None:
                 self._in_flight[uid] = (pending, {pod.uid})
@@ -370,8 +436,15 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if s is None:
             return
         for index in list(s.reserved):
-            self._release(claim_uid(s.claims[index]), pod.uid)
+            self._release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
         s.reserved.clear()
+        for index, claim in enumerate(s.claims):
+            if index != s.extended and allocation(claim) is not None and is_reserved_for(claim, pod):
+                self._in_background(unreserve_claim(self.handle.client, claim, pod, self._claim))
+        if s.extended is not None and not is_special(s.claims[s.extended]):
+            # unreserveExtendedResourceClaim: a claim this attempt's PreBind created is deleted
+            # (in the background; without an event loop there was no PreBind to create it).
+            self._in_background(delete_claim(self.handle.client, s.claims[s.extended], self._claim))
 
     def _release(self, uid: str, pod_uid: str) -> None:
         entry = self._in_flight.get(uid)
@@ -385,111 +458,42 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         s = self._state(state)
         if s is None or not s.claims:
             return SUCCESS
-        client = self.handle.client
-        if not isinstance(client, StatusWriter) or not isinstance(client, ObjectWriter):
-            return Status.error("binding claims: this shell's client cannot update ResourceClaims")
         for index, claim in enumerate(s.claims):
             if is_reserved_for(claim, pod):
                 continue
+            alloc = s.reserved.get(index)
             try:
-                s.claims[index] = await self._bind_claim(client, claim, s.reserved.get(index), pod)
+                if index == s.extended:
+                    if alloc is None and not has_requests(claim):
+                        continue  # extended resources from device plugins: nothing to allocate
+                    if is_special(claim):
+                        node_ext = s.node_extended.get(node_name)
+                        if node_ext is None or node_ext.claim is None:
+                            return Status.error(f"extended resource claim not found for node {node_name}")
+                        claim = await create_extended_claim(self.handle.client, node_ext.claim)
+                        self._tracker.assume(claim, created=True)
+                        s.claims[index] = claim  # Unreserve deletes it from now on
+                written = await bind_claim(self.handle.client, claim, alloc, pod, self.handle.clock.wall(), self._claim)
+                self._tracker.assume(written)
+                s.claims[index] = written
+                if index == s.extended:
+                    node_ext = s.node_extended.get(node_name)
+                    await patch_extended_status(self.handle.client, pod, written,
+                                                node_ext.mappings if node_ext is not None else ())
             except Exception as e:  # the API's refusal, as upstream's bindClaim returns it
                 return Status.error(str(e))
+        if has_binding_conditions(s.claims):
+            # Wait for the drivers to prepare the devices (the in-flight allocations stay until
+            # this succeeds, or Unreserve drops them).
+            def claims_now() -> list[dict[str, Any]]:
+                s.claims[:] = [self._claim(claim_key(c)) or c for c in s.claims]
+                return s.claims
+            try:
+                await wait_until_ready(claims_now, self.handle.clock, self.args.binding_timeout,
+                                       self.binding_poll_seconds)
+            except BindingError as e:
+                return Status.error(str(e))
         for index in list(s.reserved):
-            self._release(claim_uid(s.claims[index]), pod.uid)
+            self._release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
         s.reserved.clear()
         return SUCCESS
-
-    async def _bind_claim(self, client: Any, claim: dict[str, Any], alloc: dict[str, Any] | None,
-                          pod: PodInfo) -> dict[str, Any]:
-        key = claim_key(claim)
-        for attempt in range(_CONFLICT_TRIES):
-            if attempt:
-                fresh = self._claim(key)
-                if fresh is None:
-                    raise ClaimError(f"get updated claim {key} after conflict: not found")
-                claim = fresh
-            if (claim.get("metadata") or {}).get("deletionTimestamp"):
-                raise ClaimError(f"claim {key} got deleted in the meantime")
-            try:
-                if alloc is not None:
-                    if allocation(claim) is not None:
-                        raise ClaimError(f"claim {key} got allocated elsewhere in the meantime")
-                    finalizers = list((claim.get("metadata") or {}).get("finalizers") or [])
-                    if FINALIZER not in finalizers:
-                        claim = {**claim, "metadata": {**(claim.get("metadata") or {}),
-                                                        "finalizers": [*finalizers, FINALIZER]}}
-                        try:
-                            claim = await client.update_object(RESOURCE_CLAIM, claim)
-                        except Exception as e:
-                            raise _Retry(e, f"add finalizer to claim {key}: {_error_text(e)}") from e
-                status = dict(claim.get("status") or {})
-                if alloc is not None:
-                    status["allocation"] = alloc
-                if status.get("allocation") is None:
-                    raise ClaimError(f"claim {key} got deallocated elsewhere in the meantime")
-                if not status["allocation"].get("allocationTimestamp"):
-                    # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on in v1.37:
-                    # every claim PreBind reserves gets the timestamp, already allocated ones too.
-                    status["allocation"] = {**status["allocation"],
-                                            "allocationTimestamp": _now_rfc3339(self.handle.clock.wall())}
-                status["reservedFor"] = [*(status.get("reservedFor") or []),
-                                         {"resource": "pods", "name": pod.name, "uid": pod.uid}]
-                try:
-                    update = {**claim, "status": status}
-                    written: dict[str, Any] = await client.update_object_status(RESOURCE_CLAIM, update)
-                except Exception as e:
-                    what = "add allocation and reservation to" if alloc is not None else "add reservation to"
-                    raise _Retry(e, f"{what} claim {key}: {_error_text(e)}") from e
-            except _Retry as r:
-                if _is_conflict(r.cause) and attempt + 1 < _CONFLICT_TRIES:
-                    continue
-                raise ClaimError(r.message) from None
-            self._assumed[key] = written
-            return written
-        raise ClaimError(f"claim {key}: too many conflicts")  # not reached: the last try raises
-
-
-class _Retry(Exception):
-    def __init__(self, cause: BaseException, message: str) -> None:
-        super().__init__(message)
-        self.cause = cause
-        self.message = message
-
-
-def _error_text(e: BaseException) -> str:
-    """The exception's message, or its type where it has none: a request that timed out (an
-    ``asyncio.TimeoutError``, e.g. while the event loop was busy scheduling) left the pod's message
-    ending in "add finalizer to claim ns/x: " with nothing after it."""
-    return str(e) or type(e).__name__
-
-
-def _is_conflict(e: BaseException) -> bool:
-    status = getattr(e, "status", None)
-    return status == 409 or "the object has been modified" in str(e)
-
-
-def _now_rfc3339(now: float) -> str:
-    return datetime.datetime.fromtimestamp(now, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _newer_or_same(latest: Mapping[str, Any], written: Mapping[str, Any]) -> bool:
-    """Whether the shell's copy has caught up with what PreBind wrote (resourceVersions compared as
-    numbers, as upstream's assume cache does; otherwise: equal means caught up)."""
-    a, b = resource_version(latest), resource_version(written)
-    if a.isdigit() and b.isdigit():
-        return int(a) >= int(b)
-    return a == b
-
-
-def _requests_dra_extended_resource(pod: PodInfo, classes: Mapping[str, dict[str, Any]]) -> bool:
-    """Whether the pod asks for an extended resource a DeviceClass maps (DRAExtendedResource)."""
-    mapped = {str((c.get("spec") or {}).get("extendedResourceName")) for c in classes.values()
-              if (c.get("spec") or {}).get("extendedResourceName")}
-    if not mapped:
-        return False
-    for container in [*(pod.spec.get("containers") or []), *(pod.spec.get("initContainers") or [])]:
-        resources = container.get("resources") or {}
-        if mapped & {*(resources.get("requests") or {}), *(resources.get("limits") or {})}:
-            return True
-    return False

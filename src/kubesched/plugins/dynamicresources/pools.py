@@ -6,7 +6,8 @@ Port of k8s.io/dynamic-resource-allocation/structured/internal/incubating/pools_
 ``checkSlicesInPool``), partitionable devices included: slices with ``sharedCounters`` give the
 pool its counter sets, a ``perDeviceNodeSelection`` slice is the node's when one of its devices is,
 and every device's ``consumesCounters`` must name a counter of the pool (else the pool is invalid).
-Pools are sorted by driver and pool, a pool's slices by name, as upstream.
+Pools are sorted by driver and pool, those with devices that have binding conditions last, a
+pool's slices by name, as upstream.
 """
 
 from __future__ import annotations
@@ -17,19 +18,8 @@ from fractions import Fraction
 from typing import Any
 
 from kubesched.api.quantity import QuantityError, parse_quantity
+from kubesched.plugins.dynamicresources.slice_index import SliceIndex
 from kubesched.plugins.helpers.node_selector import compile_node_selector
-
-#: Features of v1.37's DRA kubesched does not implement yet, by the name the messages use.
-BINDING_CONDITIONS = "binding conditions (device bindingConditions)"
-EXTENDED_RESOURCES = "extended resources backed by DRA (DeviceClass extendedResourceName)"
-
-
-class UnsupportedFeatureError(Exception):
-    """A claim needs a DRA feature kubesched does not implement; the message names it."""
-
-
-def unsupported_message(feature: str) -> str:
-    return f"kubesched does not support {feature} yet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +87,13 @@ def _targets(node: NodeRef, spec: Mapping[str, Any]) -> bool | None:
     return None
 
 
-def gather_pools(slices: Sequence[dict[str, Any]], node: NodeRef) -> list[Pool]:
+def gather_pools(slices: SliceIndex | Sequence[dict[str, Any]], node: NodeRef) -> list[Pool]:
     """GatherPools: the pools with slices for this node, newest generation only; a pool whose slices
     are not all published yet is incomplete, one with a duplicate device name (or a bad counter)
-    invalid."""
+    invalid. Only the slices the index has for the node are looked at (slice_index.py)."""
+    index = slices if isinstance(slices, SliceIndex) else SliceIndex.of(slices)
     pools: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for s in slices:
+    for s in index.for_node(node.name):
         spec = slice_spec(s)
         if not _targets(node, spec):
             continue
@@ -113,18 +104,23 @@ def gather_pools(slices: Sequence[dict[str, Any]], node: NodeRef) -> list[Pool]:
         elif generation == _pool_of(slice_spec(have[0]))[2]:
             have.append(s)
     result: list[Pool] = []
+    #: Pools with devices that have binding conditions come last (pools_incubating.go): a device
+    #: that needs no preparation is preferred.
+    with_binding_conditions: list[Pool] = []
+
+    def add(built: Pool) -> None:
+        (with_binding_conditions if _has_binding_conditions(built) else result).append(built)
+
     for (driver, pool), members in sorted(pools.items()):
         _, _, generation, count = _pool_of(slice_spec(members[0]))
         if len(members) == count:
-            result.append(_build_pool(driver, pool, members, []))
+            add(_build_pool(driver, pool, members, []))
             continue
         # Some slices of the pool do not target this node, or are not published yet.
         every: list[dict[str, Any]] = []
         obsolete = False
-        for s in slices:
-            d, p, g, _ = _pool_of(slice_spec(s))
-            if (d, p) != (driver, pool):
-                continue
+        for s in index.of_pool((driver, pool)):
+            g = _pool_of(slice_spec(s))[2]
             obsolete |= g > generation
             if g == generation:
                 every.append(s)
@@ -133,8 +129,14 @@ def gather_pools(slices: Sequence[dict[str, Any]], node: NodeRef) -> list[Pool]:
         if len(every) != count:
             result.append(Pool(driver, pool, incomplete=True))
             continue
-        result.append(_build_pool(driver, pool, members, every))
-    return result
+        add(_build_pool(driver, pool, members, every))
+    return result + with_binding_conditions
+
+
+def _has_binding_conditions(pool: Pool) -> bool:
+    """poolHasBindingConditions: a device of the slices targeting the node has binding conditions."""
+    return any(device.get("bindingConditions") is not None
+               for s in pool.slices for device in slice_spec(s).get("devices") or [])
 
 
 def _name(s: Mapping[str, Any]) -> str:

@@ -56,15 +56,16 @@ def claim_config(chosen: Sequence[tuple[str, str, Mapping[str, Any] | None]],
 
 def node_selector(placements: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
                   node_name: str) -> dict[str, Any] | None:
-    """createNodeSelector: per allocated (slice, device), a node name pins the allocation to the node
-    allocated for, else the slices' (with perDeviceNodeSelection, the devices') node selectors'
-    requirements are merged into one term; nothing when available everywhere."""
+    """createNodeSelector: per allocated (slice, device), a node name (or a device that binds to
+    the node, ``bindsToNode``) pins the allocation to the node allocated for, else the slices' (with
+    perDeviceNodeSelection, the devices') node selectors' requirements are merged into one term;
+    nothing when available everywhere."""
     fields: list[dict[str, Any]] = []
     expressions: list[dict[str, Any]] = []
     for s, device in placements:
         spec = s.get("spec") or {}
         where = device if spec.get("perDeviceNodeSelection") else spec
-        if where.get("nodeName"):
+        if where.get("nodeName") or device.get("bindsToNode") is True:
             return {"nodeSelectorTerms": [{"matchFields": [
                 {"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}
         terms = (where.get("nodeSelector") or {}).get("nodeSelectorTerms") or []

@@ -15,11 +15,9 @@ Members are counted by the gang member index Coscheduling uses too (plugins/help
 upstream's PodGroupState of the scheduler cache): assigned members from the node table, pending
 ones from every pod that passes PreEnqueue, resynchronised from ``handle.pending_pods()``.
 
-Where kubesched differs (phase 1): kube-scheduler v1.37 with GenericWorkload on pops a whole pod
-group from its queue and runs the PodGroup scheduling cycle (PlacementGenerate / PlacementScore /
-PlacementFeasible / PodGroupPostFilter); kubesched schedules the members one by one, so a gang that
-can never fit waits at Permit until its timeout instead of failing the group cycle at once. See
-README.md.
+* PlacementFeasible: in the PodGroup cycle (scheduler_podgroup.py), ``minCount`` placed is a
+  Success, reachable with the members left a Wait, out of reach Unschedulable (the cycle stops:
+  ``minCount (N) cannot be satisfied: S scheduled, R remaining``).
 """
 
 from __future__ import annotations
@@ -28,7 +26,8 @@ from collections.abc import Sequence
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
-from kubesched.framework.interfaces import PermitPlugin, PreEnqueuePlugin
+from kubesched.framework.interfaces import PermitPlugin, PlacementFeasiblePlugin, PreEnqueuePlugin
+from kubesched.framework.podgroup import PlacementProgress, PodGroupInfo
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import POD, ActionType, ClusterEvent
 from kubesched.plugins.gangscheduling.podgroup import (
@@ -52,7 +51,7 @@ PERMIT_TIMEOUT_SECONDS = 300.0
 __all__ = ["NAME", "PERMIT_TIMEOUT_SECONDS", "GangScheduling"]
 
 
-class GangScheduling(PreEnqueuePlugin, PermitPlugin):
+class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
     name = NAME
     object_kinds = (POD_GROUP_KIND, WORKLOAD_KIND)
 
@@ -140,3 +139,21 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin):
             if wp is not None:
                 wp.allow(self.name)
         return SUCCESS, 0.0
+
+    # -- PlacementFeasible -------------------------------------------------------------------------
+    def placement_feasible(self, state: CycleState, group: PodGroupInfo, progress: PlacementProgress) -> Status:
+        pg = self.pod_group(group.key)
+        if pg is None:
+            return Status.error(
+                f'failed to get podGroup {group.key}: podgroup.scheduling.k8s.io "{group.name}" not found')
+        if isinstance(pg, PodGroupSpecError):
+            return Status.error(str(pg))
+        min_count, remaining, scheduled = pg.min_count, progress.remaining, progress.scheduled
+        if remaining + scheduled < min_count:
+            # minCount can't be satisfied because there are not enough remaining pods.
+            return Status.unschedulable(
+                f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining")
+        if scheduled < min_count:
+            return Status.wait(
+                f"minCount ({min_count}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining")
+        return SUCCESS

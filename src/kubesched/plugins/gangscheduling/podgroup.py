@@ -13,15 +13,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesched.framework.objects import ObjectKind
+from kubesched.framework.podgroup import POD_GROUP_OBJECTS
+from kubesched.framework.podgroup import group_key as group_key
+from kubesched.framework.podgroup import group_name as group_name
 from kubesched.plugins.helpers.pod_group_specs import PodGroupSpecError as PodGroupSpecError
 from kubesched.plugins.helpers.pod_group_specs import validate_pod_group_with
-from kubesched.snapshot.pod import PodInfo
 
 API_GROUP = "scheduling.k8s.io"
 VERSION = "v1beta1"
 #: The name the shells and ``handle.objects`` know the kind by: ``PodGroup`` is scheduler-plugins'
 #: (Coscheduling), so this one is qualified by its API group.
-POD_GROUP = f"PodGroup.{API_GROUP}"
+POD_GROUP = POD_GROUP_OBJECTS
 WORKLOAD = f"Workload.{API_GROUP}"
 
 
@@ -36,21 +38,6 @@ class PodGroup:
     def min_count(self) -> int:
         """getMinCount: a basic group counts as a gang of one."""
         return self.gang_min_count if self.gang_min_count is not None else 1
-
-
-def group_name(pod: PodInfo) -> str | None:
-    """``spec.schedulingGroup.podGroupName`` of the pod, None when it names no group."""
-    group = pod.spec.get("schedulingGroup")
-    if not isinstance(group, dict):
-        return None
-    name = group.get("podGroupName")
-    return name if isinstance(name, str) and name else None
-
-
-def group_key(pod: PodInfo) -> str | None:
-    """``namespace/podGroupName`` of the pod's PodGroup, or None for a pod in no group."""
-    name = group_name(pod)
-    return f"{pod.namespace}/{name}" if name is not None else None
 
 
 def parse_pod_group(raw: dict[str, Any]) -> PodGroup:

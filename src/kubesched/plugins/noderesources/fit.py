@@ -9,14 +9,19 @@ ephemeral-storage, each requested scalar resource) yields a per-row state — fi
 insufficient even on an empty node — and rows are grouped by their combination of states, so one
 Status is built per distinct combination, not per node.
 
-Not ported: the DRA-backed extended resources (``shouldDelegateResourceToDRA``,
-DRAExtendedResource gate), queueing hints (our queue has none; the registered events are upstream's
+Extended resources backed by DRA (DRAExtendedResource, GA and on): a resource a DeviceClass maps
+(plugins/helpers/device_classes.py) is not checked on a node whose allocatable lacks it
+(``shouldDelegateResourceToDRA``): DynamicResources allocates it there. The DeviceClasses are those the
+shell tracks for DynamicResources; a profile without that plugin has none, so nothing is delegated
+(upstream's DRA manager exists whatever the profile). Not ported: the scoring of such resources
+(``draPreScoreState``: a scoring strategy naming a DRA-backed resource scores it as 0 requested, 0
+allocatable on nodes without it), queueing hints (our queue has none; the registered events are upstream's
 non-QueueingHint set) and the SidecarContainers-disabled PreFilter rejection (the gate is GA).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -27,14 +32,17 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
     FilterPlugin,
+    PlacementScorePlugin,
     PreFilterPlugin,
     PreScorePlugin,
     ScorePlugin,
     Scores,
 )
+from kubesched.framework.podgroup import PodGroupAssignments, PodGroupInfo
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import NODE, POD, ActionType, ClusterEvent, PreFilterResult, Verdicts
-from kubesched.plugins.noderesources.args import NodeResourcesFitArgs
+from kubesched.plugins.helpers.device_classes import DEVICE_CLASS_KIND, extended_resource_classes
+from kubesched.plugins.noderesources.args import MOST_ALLOCATED, NodeResourcesFitArgs
 from kubesched.plugins.noderesources.resource_allocation import (
     ResourceAllocation,
     Scorer,
@@ -78,6 +86,8 @@ class _Check:
     column: int
     amount: int
     reason: str
+    #: A DeviceClass backs the resource: nodes with none of it leave it to DynamicResources.
+    delegable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +97,8 @@ class _PreFilterState:
     requests_nothing: bool
     #: "Too many pods", then each check's reason: a packed key holds two bits per reason.
     reasons: tuple[str, ...]
-    #: (column, amount) of every check: names the "request exceeds the whole allocatable" bits.
-    too_big_key: tuple[tuple[int, int], ...]
+    #: (column, amount, delegable) of every check: names the "request exceeds the whole allocatable" bits.
+    too_big_key: tuple[tuple[int, int, bool], ...]
     #: Per resource column (as many as the table had, × 1): a node is short of it where its
     #: available amount is below this; the pod's amount for a checked column, 1 for the pod slot,
     #: and the lowest int64 (never short) for the rest. Columns added later are not checked.
@@ -137,10 +147,11 @@ class _KeyCodes:
         return len(self.statuses)
 
 
-class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin):
     """Filter: nodes without room for the pod's requests (cpu, memory, ephemeral-storage, extended
     and hugepages resources, one pod slot). Score: LeastAllocated (default), MostAllocated or
-    RequestedToCapacityRatio over the configured resources."""
+    RequestedToCapacityRatio over the configured resources. PlacementScore
+    (TopologyAwareWorkloadScheduling): MostAllocated over a placement's nodes taken together."""
 
     name = NAME
     args_model = NodeResourcesFitArgs
@@ -155,14 +166,17 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.allocation = ResourceAllocation(tuple(s.resources), use_requested=False)
         shape = s.requested_to_capacity_ratio.shape if s.requested_to_capacity_ratio is not None else None
         self.scorer: Scorer = build_scorer(s.type, self.allocation.weights, shape)
-        #: PreFilter states by (table, its column count, the pod's requests).
+        #: fit.go placementScorer: MostAllocated over the configured resources, whatever the strategy.
+        self.placement_scorer: Scorer = build_scorer(MOST_ALLOCATED, self.allocation.weights, None)
+        #: PreFilter states by (table, its column count, the pod's requests, those backed by DRA).
         #: Each entry keeps its table: a freed table's id may be reused by a new table whose
         #: extended-resource columns came in another order (sweeps and capacity searches build many).
-        self._pre_filter_states: dict[tuple[int, int, tuple[object, ...]], tuple[NodeTable, _PreFilterState]] = {}
+        self._pre_filter_states: dict[tuple[int, int, tuple[object, ...], frozenset[str]],
+                                      tuple[NodeTable, _PreFilterState]] = {}
         #: Per (table, the checks' columns and amounts): per table row, the packed key bits of
         #: "request exceeds the whole allocatable" of every check.
         self._too_big: dict[
-            tuple[int, tuple[tuple[int, int], ...]], tuple[NodeTable, int, npt.NDArray[np.int32]]
+            tuple[int, tuple[tuple[int, int, bool], ...]], tuple[NodeTable, int, npt.NDArray[np.int32]]
         ] = {}
         #: Filter statuses by reasons and packed per-reason states, built on first use.
         self._key_codes: dict[tuple[str, ...], _KeyCodes] = {}
@@ -181,10 +195,12 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 | ActionType.UPDATE_NODE_LABEL,
                 "NodeAddOrUpdate",
             ),
+            # DRAExtendedResource: a pod may wait for a DeviceClass to back its extended resource.
+            ClusterEvent(DEVICE_CLASS_KIND, ActionType.ADD | ActionType.UPDATE),
         )
 
     # -- PreFilter / Filter -----------------------------------------------------------------------
-    def _compute_pre_filter_state(self, pod: PodInfo, table: NodeTable) -> _PreFilterState:
+    def _compute_pre_filter_state(self, pod: PodInfo, table: NodeTable, delegable: frozenset[str]) -> _PreFilterState:
         req = pod.requests
         table.request_vector(pod)  # adds table columns for extended resources nobody offers yet
         checks = []
@@ -206,7 +222,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 rname in self.ignored_resources or rname.split("/", 1)[0] in self.ignored_resource_groups
             ):
                 continue
-            checks.append(_Check(table.resource_column(rname), amount, f"Insufficient {rname}"))
+            checks.append(_Check(table.resource_column(rname), amount, f"Insufficient {rname}", rname in delegable))
         nothing = req.milli_cpu == 0 and req.memory == 0 and req.ephemeral_storage == 0 and not req.scalar
         if nothing:
             checks = []
@@ -217,7 +233,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         thresholds.flags.writeable = False
         return _PreFilterState(
             tuple(checks), nothing, ("Too many pods", *(c.reason for c in checks)),
-            tuple((c.column, c.amount) for c in checks), thresholds,
+            tuple((c.column, c.amount, c.delegable) for c in checks), thresholds,
         )
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
@@ -226,16 +242,28 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # pod's scalar resources first and is stored under the count after that; columns are only
         # ever appended, so a state found under the current count is what computing would give.
         req = pod.requests
-        entry = self._pre_filter_states.get((id(table), len(table.resource_names), req.key))
+        delegable = self._delegable(req.scalar)
+        key = (id(table), len(table.resource_names), req.key, delegable)
+        entry = self._pre_filter_states.get(key)
         if entry is not None and entry[0] is table:
             s = entry[1]
         else:
-            s = self._compute_pre_filter_state(pod, table)
+            s = self._compute_pre_filter_state(pod, table, delegable)
             if len(self._pre_filter_states) >= 1024:
                 self._pre_filter_states.clear()
-            self._pre_filter_states[(id(table), len(table.resource_names), req.key)] = (table, s)
+            self._pre_filter_states[key] = (table, s)
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, SUCCESS
+
+    def _delegable(self, scalar: Mapping[str, int]) -> frozenset[str]:
+        """The pod's scalar resources a DeviceClass backs (shouldDelegateResourceToDRA's mapping)."""
+        if not scalar:
+            return frozenset()
+        classes = self.handle.objects(DEVICE_CLASS_KIND)
+        if not classes:
+            return frozenset()
+        resolver = extended_resource_classes(classes)
+        return frozenset(name for name in scalar if name in resolver)
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         s = state.get(PRE_FILTER_STATE_KEY)
@@ -248,6 +276,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # matrix) and one comparison: ``short[column, i]``, candidate i is short of that column.
         thresholds = s.thresholds
         short = table.available_by_resource[: len(thresholds)].take(rows, axis=1) < thresholds
+        for c in s.checks:
+            if c.delegable:  # nodes without the resource leave it to DynamicResources
+                short[c.column] &= table.allocatable_by_resource[c.column].take(rows) > 0
         if not np.count_nonzero(short):
             return Verdicts.all_pass(len(rows))
         checks = s.checks
@@ -286,6 +317,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return _ONE_PASSES
         whole = table.allocatable[row].tolist()
         for i, c in enumerate(s.checks, start=1):
+            if c.delegable and whole[c.column] <= 0:
+                continue  # left to DynamicResources
             if free[c.column] < c.amount:
                 key |= 1 << (2 * i)
             if whole[c.column] < c.amount:
@@ -306,7 +339,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return cached[2]
         bits = np.zeros(len(table.allocatable), dtype=np.int32)
         for i, c in enumerate(s.checks, start=1):
-            bits |= np.left_shift(table.allocatable_by_resource[c.column] < c.amount, 2 * i + 1, dtype=np.int32)
+            whole = table.allocatable_by_resource[c.column]
+            too_big = (whole < c.amount) & (whole > 0) if c.delegable else whole < c.amount
+            bits |= np.left_shift(too_big, 2 * i + 1, dtype=np.int32)
         if len(self._too_big) >= 512:
             self._too_big.clear()
         self._too_big[key] = (table, table.node_generation, bits)
@@ -370,6 +405,26 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # Upstream's Fit.PreScore never skips (only BalancedAllocation skips best-effort pods).
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self.allocation.pod_request_list(pod)))
         return SUCCESS
+
+    # -- PlacementScore ---------------------------------------------------------------------------
+    def score_placement(
+        self, state: CycleState, group: PodGroupInfo, assignments: PodGroupAssignments
+    ) -> tuple[int, Status]:
+        """resource_allocation.go scorePlacement: the proposed members' requests plus what the
+        placement's nodes hold, against their allocatable summed, scored MostAllocated."""
+        placement = assignments.placement
+        table = self.handle.table
+        rows = placement.rows if placement is not None else table.alive_rows()
+        group_requests = np.zeros(len(self.allocation.weights), dtype=np.int64)
+        for a in assignments.proposed:
+            group_requests += self.allocation.pod_request_list(a.pod)
+        if len(rows) == 0:
+            return 0, SUCCESS
+        alloc, requested, known_nonzero = self.allocation.allocatable_requested(table, rows, group_requests)
+        # Each row's requested carries the group's requests once; the placement carries them once.
+        total_requested = requested.sum(axis=1) - group_requests * (len(rows) - 1)
+        score = self.placement_scorer(total_requested[:, None], alloc.sum(axis=1)[:, None], known_nonzero)
+        return int(score[0]), SUCCESS
 
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
         s = state.get(PRE_SCORE_STATE_KEY)

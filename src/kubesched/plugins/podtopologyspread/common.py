@@ -34,6 +34,7 @@ from kubesched.plugins.helpers.label_selector import (
     selector_from_set,
 )
 from kubesched.plugins.helpers.node_selector import RequiredNodeAffinity
+from kubesched.plugins.helpers.owners import controller_of
 from kubesched.plugins.helpers.taints import pod_tolerations, tolerations_key, untolerated_mask
 from kubesched.plugins.podtopologyspread.args import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from kubesched.snapshot.pod import PodInfo
@@ -168,14 +169,6 @@ class NamespaceIndex:
         return self._by_ns.get(namespace, [])
 
 
-def _controller_of(pod: PodInfo) -> Mapping[str, Any] | None:
-    """metav1.GetControllerOfNoCopy."""
-    for ref in (pod.raw.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return ref
-    return None
-
-
 def default_selector(
     pod: PodInfo, objects: Callable[[str], Mapping[str, dict[str, Any]]], services_index: NamespaceIndex
 ) -> Selector:
@@ -192,7 +185,7 @@ def default_selector(
             if selector_from_set(sel).matches(pod.labels):
                 label_set.update({str(k): str(v) for k, v in sel.items()})
     selector = selector_from_set(label_set)
-    owner = _controller_of(pod)
+    owner = controller_of(pod)
     if owner is None:
         return selector
     api_version = str(owner.get("apiVersion") or "")

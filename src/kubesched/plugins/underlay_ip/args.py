@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from kubesched.framework.labels import LabelSelector
+from kubesched.plugins.underlay_ip.kinds import parse_duration
 
 #: Node label or annotation that overrides ``ipsPerNode`` for one node (an integer ≥ 0).
 DEFAULT_CAPACITY_KEY = "kubesched.io/underlay-ips"
@@ -32,3 +33,20 @@ class UnderlayIPArgs(BaseModel):
     annotation_key: str = Field(DEFAULT_ANNOTATION_KEY, min_length=1)
     #: Cluster-wide cap on the underlay IPs pods of this profile hold (BlueKing v2's quota).
     quota: int | None = Field(None, ge=0)
+    #: With UnderlayIPPools: a pod controlled by a StatefulSet keeps its address for its ``ns/name``
+    #: this long after it is gone (a Go duration: ``30m``, ``24h``), as if an UnderlayIPClaim of
+    #: its name with this ``keepDuration`` were declared (one of the same name wins). None: only
+    #: declared claims keep addresses.
+    stateful_set_keep_duration: str | None = None
+
+    @field_validator("stateful_set_keep_duration")
+    @classmethod
+    def _a_positive_duration(cls, value: str | None) -> str | None:
+        if value is not None and parse_duration(value, "statefulSetKeepDuration") <= 0:
+            raise ValueError("must be more than 0 (leave it out to keep no address)")
+        return value
+
+    @property
+    def stateful_set_keep_seconds(self) -> float | None:
+        text = self.stateful_set_keep_duration
+        return None if text is None else parse_duration(text, "statefulSetKeepDuration")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -73,6 +74,10 @@ class Claim:
     #: Seconds the address stays reserved after the pod is gone; None: as long as the claim exists.
     keep_seconds: float | None
     raw: dict[str, Any]
+    #: Not declared: the claim a pod of this StatefulSet (its name) has by the plugin's
+    #: ``statefulSetKeepDuration``. It has no object and no status; it ends when its reservation
+    #: does (the pod, coming back later, takes a new address).
+    stateful_set: str | None = None
 
 
 def parse_duration(text: object, field: str) -> float:
@@ -85,6 +90,20 @@ def parse_duration(text: object, field: str) -> float:
     if not parts or "".join(n + u for n, u in parts) != text:
         raise UnderlaySpecError(f"{field}: invalid duration {text!r} (expected e.g. 30s, 10m, 24h)")
     return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+
+
+def rfc3339(wall: float) -> str:
+    """With microseconds: a reservation rebuilt from it must not end a second early."""
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_rfc3339(text: object) -> float | None:
+    for form in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
+        try:
+            return datetime.strptime(str(text), form).replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            continue
+    return None
 
 
 def _address(text: object, field: str) -> IPAddress:

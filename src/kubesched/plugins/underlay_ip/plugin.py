@@ -76,7 +76,8 @@ class UnderlayIP(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, Res
         self._budget = f"UnderlayIP/{self._profile}/budget"
         handle.table.register_pod_column(self._used, self.ips_needed)
         handle.table.register_node_column(self._budget, self.node_budget)
-        self.pools = PoolTracker(handle, self.ips_needed, self.args.annotation_key)
+        self.pools = PoolTracker(handle, self.ips_needed, self.args.annotation_key,
+                                 stateful_set_keep=self.args.stateful_set_keep_seconds)
         self.reports = StatusReports(self.pools)
 
     # -- who consumes what ----------------------------------------------------------------------
@@ -147,7 +148,7 @@ class UnderlayIP(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, Res
         error = tracker.claim_error(pod.key)
         if error is not None:
             return None, Status.unresolvable(error)
-        claim = tracker.claim(pod.key)
+        claim = tracker.claim_of(pod)
         if claim is None:
             return None, SUCCESS
         if tracker.is_expired(claim):

@@ -3,8 +3,9 @@ merge-patches (changed fields only; an allocation that ended is sent as null, wh
 patch deletes) and what a simulation reports per pool.
 
 Pool status: ``total``, ``active`` (held by pods), ``reserved`` (kept for claims), ``free`` and
-``allocations`` (address → ``{state: Active, pod, node[, claim]}`` or
-``{state: Reserved, claim[, releasedAt, keepUntil]}``): a restarted scheduler rebuilds the
+``allocations`` (address → ``{state: Active, pod, node[, claim[, statefulSet]]}`` or
+``{state: Reserved, claim[, statefulSet, releasedAt, keepUntil]}``; ``statefulSet`` marks the
+claim a StatefulSet's pod has by ``statefulSetKeepDuration``): a restarted scheduler rebuilds the
 reservations from it (tracker.py). Claim status: ``phase`` (Pending, Bound, Released, Expired),
 ``pool``, ``addresses``, and for a released claim ``releasedAt`` and ``keepUntil``.
 """
@@ -14,8 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kubesched.plugins.underlay_ip.kinds import CLAIM, POOL
-from kubesched.plugins.underlay_ip.tracker import PoolTracker, rfc3339
+from kubesched.plugins.underlay_ip.kinds import CLAIM, POOL, rfc3339
+from kubesched.plugins.underlay_ip.tracker import PoolTracker
 
 
 class StatusReports:
@@ -29,18 +30,23 @@ class StatusReports:
 
     def allocations(self) -> dict[str, dict[str, dict[str, Any]]]:
         """Pool name → address → its allocation entry."""
-        book = self.tracker.book
+        book, implicit = self.tracker.book, self.tracker.implicit
         out: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in book.pools}
+
+        def claimed(entry: dict[str, Any], claim: str) -> dict[str, Any]:
+            entry["claim"] = claim
+            if (c := implicit.get(claim)) is not None and c.stateful_set is not None:
+                entry["statefulSet"] = c.stateful_set  # a claim without an object: rebuilt from this
+            return entry
+
         for a in book.assignments.values():
             if a.pool not in out:
                 continue
             for addr in a.addresses:
                 entry: dict[str, Any] = {"state": "Active", "pod": a.pod_key, "node": a.node}
-                if a.claim is not None:
-                    entry["claim"] = a.claim
-                out[a.pool][addr] = entry
+                out[a.pool][addr] = entry if a.claim is None else claimed(entry, a.claim)
         for pool, addr, kept in book.kept_items():
-            entry = {"state": "Reserved", "claim": kept.claim}
+            entry = claimed({"state": "Reserved"}, kept.claim)
             if kept.released_at is not None:
                 entry["releasedAt"] = self._wall(kept.released_at)
             if kept.until != math.inf:

@@ -27,15 +27,25 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from kubesched.framework.handle import Handle
+from kubesched.plugins.helpers.owners import controller_of
 from kubesched.plugins.underlay_ip.addresses import AddressBook, Assignment
-from kubesched.plugins.underlay_ip.kinds import CLAIM, POOL, Claim, Pool, UnderlaySpecError, parse_claim, parse_pool
+from kubesched.plugins.underlay_ip.kinds import (
+    CLAIM,
+    POOL,
+    Claim,
+    Pool,
+    UnderlaySpecError,
+    parse_claim,
+    parse_pool,
+    parse_rfc3339,
+)
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import Rows
 
@@ -50,26 +60,16 @@ RETRY_KEEP_SECONDS = 300.0
 _LAST_RELEASED_MAX = 1024
 
 
-def rfc3339(wall: float) -> str:
-    """With microseconds: a reservation rebuilt from it must not end a second early."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_rfc3339(text: object) -> float | None:
-    for form in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
-        try:
-            return datetime.strptime(str(text), form).replace(tzinfo=UTC).timestamp()
-        except ValueError:
-            continue
-    return None
-
-
 class PoolTracker:
     def __init__(self, handle: Handle, needed: Callable[[PodInfo], int], annotation_key: str,
-                 wall: Callable[[], float] = time.time) -> None:
+                 wall: Callable[[], float] = time.time, stateful_set_keep: float | None = None) -> None:
         self.handle = handle
         self.needed = needed
         self.annotation_key = annotation_key
+        #: statefulSetKeepDuration in seconds: StatefulSet pods have a claim without an object.
+        self.stateful_set_keep = stateful_set_keep
+        #: Pod key → its StatefulSet claim (``claim_of``), while the pod or its reservation lasts.
+        self.implicit: dict[str, Claim] = {}
         #: Wall-clock seconds, only to write and read the times in objects' status.
         self.wall = wall
         self.book = AddressBook()
@@ -129,6 +129,7 @@ class PoolTracker:
             self._sync_pools(raws)
             self._sync_claims()
         self.book.expire(now)
+        self._end_implicit()
         self._sync_serving()
 
     def _sync_pools(self, raws: Mapping[str, dict[str, Any]]) -> None:
@@ -142,9 +143,15 @@ class PoolTracker:
                 self.book.drop_pool(name)
                 changed = True
         for name, raw in raws.items():
-            if self._pool_raws.get(name) is raw:
+            old = self._pool_raws.get(name)
+            if old is raw:
                 continue
             self._pool_raws[name] = raw
+            if old is not None and name in self.pools and old.get("spec") == raw.get("spec"):
+                # Only its status changed (the leader patches it every few seconds): the parsed
+                # pool stands, with the new object (its status is what a restart rebuilds from).
+                self.pools[name] = replace(self.pools[name], raw=raw)
+                continue
             changed = True
             try:
                 pool = parse_pool(raw)
@@ -172,6 +179,8 @@ class PoolTracker:
         """Drop reservations of claims deleted (or recreated: another uid); keep pinned addresses."""
         raws = self.objects(CLAIM)
         for key in [*self.book.claim_bindings, *self.book.expired]:
+            if key in self.implicit and key not in raws:
+                continue
             raw = raws.get(key)
             uid = str((raw.get("metadata") or {}).get("uid") or "") if raw is not None else None
             if raw is None or uid != self._claim_uids.get(key, uid):
@@ -201,6 +210,30 @@ class PoolTracker:
             del self._claim_uids[key]
         return claim
 
+    def claim_of(self, pod: PodInfo) -> Claim | None:
+        """The pod's claim: the UnderlayIPClaim of its namespace/name, else (with
+        ``statefulSetKeepDuration``) the claim a StatefulSet's pod has without an object."""
+        if pod.key in self.objects(CLAIM) or self.stateful_set_keep is None:
+            return self.claim(pod.key)
+        implicit = self.implicit.get(pod.key)
+        if implicit is None:
+            owner = controller_of(pod)
+            if owner is not None and owner.get("kind") == "StatefulSet" and owner.get("apiVersion") == "apps/v1":
+                implicit = self._implicit(pod.key, str(owner.get("name") or ""))
+        return implicit
+
+    def _implicit(self, key: str, stateful_set: str) -> Claim:
+        claim = Claim(key, "", None, None, self.stateful_set_keep, {}, stateful_set)
+        self.implicit[key] = claim
+        return claim
+
+    def _end_implicit(self) -> None:
+        """A StatefulSet claim whose reservation expired ends: its pod, coming back later, gets a
+        new address as any pod (an expired declared claim refuses its pod instead)."""
+        for key in [k for k in self.book.expired if k in self.implicit]:
+            del self.book.expired[key]
+            del self.implicit[key]
+
     def claim_error(self, key: str) -> str | None:
         raw = self.objects(CLAIM).get(key)
         if raw is None:
@@ -212,9 +245,12 @@ class PoolTracker:
         return None
 
     def _note_claim(self, claim: Claim) -> None:
-        self._claim_uids[claim.key] = claim.uid
+        if claim.stateful_set is None:
+            self._claim_uids[claim.key] = claim.uid
 
     def is_expired(self, claim: Claim) -> bool:
+        if claim.stateful_set is not None:
+            return False
         if claim.key in self.book.expired:
             return True
         if claim.key in self.book.claim_bindings:
@@ -234,6 +270,9 @@ class PoolTracker:
         now, wall = self.handle.clock.now(), self.wall()
         for key, entries in sorted(by_claim.items()):
             claim = self.claim(key)
+            stateful_set = entries[0][1].get("statefulSet")
+            if claim is None and key not in self.objects(CLAIM) and stateful_set and self.stateful_set_keep:
+                claim = self.implicit.get(key) or self._implicit(key, str(stateful_set))
             if claim is None or key in self.book.claim_bindings or self.is_expired(claim):
                 continue
             first = entries[0][1]
@@ -251,6 +290,7 @@ class PoolTracker:
             self._note_claim(claim)
             if until <= now:
                 self.book.expire_claim(key, now)
+                self._end_implicit()
             else:
                 self.book.keep_for_claim(key, pool.name, tuple(sorted(a for a, _ in entries)), until, released_at)
 
@@ -336,7 +376,7 @@ class PoolTracker:
             return
         if self.handle.table.pod(pod.uid) is not None:
             return  # still accounted: its node left (the pod still exists), or a newer object
-        claim = self.claim(pod.key)
+        claim = self.claim_of(pod)
         keep = claim.keep_seconds if claim is not None else None
         if pod.uid == self.unreserving and keep is not None:
             keep = max(keep, RETRY_KEEP_SECONDS)  # not gone: retrying
@@ -367,7 +407,7 @@ class PoolTracker:
         if not need:
             return
         serving = self.serving.get(pod.node_name, ())
-        claim = self.claim(pod.key)
+        claim = self.claim_of(pod)
         if claim is not None:
             self._note_claim(claim)
         # What a pod carries it holds, whether or not its node is (still) served or known.
@@ -402,7 +442,7 @@ class PoolTracker:
         need = self.needed(pod)
         serving = self.serving.get(pod.node_name, ())
         counted = self.book.uncount(pod.uid)
-        a = self.choose(pod, need, serving, self.claim(pod.key)) if need and serving else None
+        a = self.choose(pod, need, serving, self.claim_of(pod)) if need and serving else None
         if a is not None:
             self.book.take(pod.uid, a)
             return True

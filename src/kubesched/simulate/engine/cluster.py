@@ -20,6 +20,7 @@ controller had acted between the pod's creation and its first scheduling attempt
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import itertools
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,8 @@ from kubesched.scheduler import Scheduler
 from kubesched.simulate.engine.volumes import VolumeController
 from kubesched.snapshot.pod import PodInfo
 
+#: k8s.io/apimachinery/pkg/util/rand: the characters generated names end with.
+_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 #: Upstream v1.DefaultTerminationGracePeriodSeconds.
 DEFAULT_GRACE_SECONDS = 30.0
 
@@ -64,6 +67,8 @@ class SimulatedCluster:
         #: Pending deletions of evicted pods: (virtual time due, sequence, uid).
         self._evictions: list[tuple[float, int, str]] = []
         self._seq = itertools.count()
+        #: Objects created through create_object (their generated names' seed).
+        self._created = itertools.count()
         self._now = 0.0
         self.evicted = 0
         #: The PV controller and provisioner (the scheduler's PreBind writes start their work).
@@ -90,6 +95,8 @@ class SimulatedCluster:
         # not changed since, that copy is the bound pod: no second copy of the object.
         same = pod.node_name == node_name and pod.raw.get("metadata") is current.raw.get("metadata")
         bound = pod if same else current.with_node(node_name)
+        if same and current.raw.get("status") is not bound.raw.get("status"):
+            bound.raw["status"] = current.raw.get("status")  # set by patch_pod_status meanwhile
         if annotations:  # as the apiserver copies a Binding's annotations onto the pod
             meta = bound.raw.get("metadata")
             merged = {**((meta or {}).get("annotations") or {}), **annotations}
@@ -230,6 +237,42 @@ class SimulatedCluster:
         metadata and spec stay); the same version precondition as ``update_object``."""
         key, current = self._stored_for_update(kind, obj)
         return self.volumes.write(kind.name, key, {**current, "status": obj.get("status") or {}})
+
+    async def create_object(self, kind: ObjectKind, obj: dict[str, Any]) -> dict[str, Any]:
+        """ObjectCreator: store a new object. ``generateName`` is completed as the apiserver does
+        (the base cut to 58 characters, 5 more), from a hash of the base and the count of objects
+        created so far instead of at random, so a replay names the same objects; a uid likewise."""
+        meta = dict(obj.get("metadata") or {})
+        if not meta.get("name"):
+            base = str(meta.get("generateName") or "")[:58]
+            seq = next(self._created)
+            digest = hashlib.sha256(f"{base}/{seq}".encode()).digest()
+            meta["name"] = base + "".join(_ALPHANUMS[b % len(_ALPHANUMS)] for b in digest[:5])
+        meta.setdefault("uid", f"simulated-{kind.resource}-{meta['name']}")
+        meta.setdefault("creationTimestamp", _rfc3339(self._now))
+        key = object_key({"metadata": meta}, kind.namespaced)
+        if key in self.objects.get(kind.name, {}):
+            raise RuntimeError(f'{kind.resource} "{meta["name"]}" already exists')
+        return self.volumes.write(kind.name, key, {**obj, "metadata": meta})
+
+    async def delete_object(self, kind: ObjectKind, key: str) -> None:
+        """ObjectCreator: remove the object (gone already: nothing to do)."""
+        if self.objects.get(kind.name, {}).pop(key, None) is not None and self.scheduler is not None:
+            self.scheduler.queue.move_all_to_active_or_backoff(
+                ClusterEvent(kind.name, ActionType.DELETE, f"{kind.name}Delete"))
+
+    async def patch_pod_status(self, pod: PodInfo, status: Mapping[str, Any]) -> None:
+        """PodStatusPatcher: merge ``status`` into the stored pod's status, in place (as
+        ``annotate_pod``: the scheduler's assumed copy shares the raw object and no field the
+        scheduler parses changes)."""
+        current = self.pods.get(pod.uid)
+        if current is None:
+            raise PodGoneError(f"pod {pod.key} not found")
+        stored = current.raw.get("status")
+        if isinstance(stored, dict):
+            stored.update(status)  # the assumed copy shares this map: its bind keeps the fields
+        else:
+            current.raw["status"] = dict(status)  # a new map: bind carries it over
 
     def _stored_for_update(self, kind: ObjectKind, obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """The key and stored object ``obj`` updates, checked as the apiserver does: not found, or a

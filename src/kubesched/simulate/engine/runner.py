@@ -117,6 +117,7 @@ class Simulation:
             client=self.cluster,
             queue_settings=QueueSettings(config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds),
             parallelism=config.parallelism,
+            feature_gates=config.feature_gates,
             seed=seed,
             objects=self.cluster.kind,
             eager_binding=True,  # binds complete in memory: no Task per pod

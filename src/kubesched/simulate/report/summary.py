@@ -145,18 +145,26 @@ def _profiles_table(
     """One row per profile: what its pods did and how its chosen nodes scored (each profile weighs
     its own plugins, so scores are compared within a profile, never merged)."""
     t = Table(title="Per profile (simulated pods)")
-    t.add_column("profile", overflow="fold")
-    for col in ("pods", "scheduled", "unschedulable", "errors", "other", "preemptions", "mean score"):
-        t.add_column(col, justify="right")
+    # A profile name is what a reader looks for: keep names up to 24 characters on one line.
+    t.add_column("profile", overflow="fold", min_width=min(24, max(map(len, by_profile), default=7)))
+    rows: list[dict[str, str | int]] = []
     for profile, placements in by_profile.items():
         status = Counter(p["status"] for p in placements)
         totals = [p["score"]["total"] for p in placements if p["status"] == "Scheduled" and p.get("score")]
         other = len(placements) - status["Scheduled"] - status["Unschedulable"] - status["Error"]
-        t.add_row(
-            escape(profile), f"{len(placements):,}", f"{status['Scheduled']:,}", f"{status['Unschedulable']:,}",
-            f"{status['Error']:,}", f"{other:,}", f"{len(preemptions_by.get(profile, [])):,}",
-            f"{sum(totals) / len(totals):.1f}" if totals else "-",
-        )
+        rows.append({
+            "profile": escape(profile), "pods": len(placements), "scheduled": status["Scheduled"],
+            "unschedulable": status["Unschedulable"], "errors": status["Error"], "other": other,
+            "preemptions": len(preemptions_by.get(profile, [])),
+            "mean score": f"{sum(totals) / len(totals):.1f}" if totals else "-",
+        })
+    # Errors and "other" (neither scheduled nor unschedulable) are rare: a column only when some profile has them.
+    columns = [c for c in ("pods", "scheduled", "unschedulable", "errors", "other", "preemptions", "mean score")
+               if c not in ("errors", "other") or any(r[c] for r in rows)]
+    for col in columns:
+        t.add_column(col, justify="right")
+    for r in rows:
+        t.add_row(str(r["profile"]), *(v if isinstance(v := r[c], str) else f"{v:,}" for c in columns))
     console.print(t)
 
 

@@ -22,7 +22,7 @@ partitionable-devices-per-device-node-selection-nodename.
 Consumable capacity: test_allocator_capacity.py.
 
 Not ported, and why: the ``*-disabled`` variants (the gates are on in v1.37 and kubesched has no
-switch for them), partitionable-*-binding-conditions* (binding conditions are not implemented),
+switch for them), partitionable-*-binding-conditions* (test_binding_conditions.py has two),
 compatibility-groups-* (alpha),
 partitionable-devices-counter-cache-not-crossed-between-driver-schemas and
 -counter-quantities-are-not-modified (Go aliasing of resource.Quantity; Python's Fractions are

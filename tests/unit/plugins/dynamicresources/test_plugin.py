@@ -17,8 +17,9 @@ test_postfilter_score.py.
 
 Not ported: podgroup-* (DRAWorkloadResourceClaims, alpha), tainted-device-disabled and
 request-admin-access-without-DRAAdminAccess-featuregate (the gates are on in v1.37, kubesched has no
-switch), extended-resource-*, node-allocatable-*, binding conditions, postfilter-*-podgroup, timeouts
-(features the README lists as not ported or refused).
+switch), node-allocatable-* (DRANodeAllocatableResources), postfilter-*-podgroup, timeouts (the
+filter timeout is not ported). Elsewhere: extended-resource-* in test_extended.py, the binding
+conditions cases in test_binding_conditions.py.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ TestPlugin's wrong-topology PostFilter (deallocation), exhausted-resources-in-in
 PostFilter (nothing to deallocate), TestPostFilterNoOpStatusHasNoUserVisibleReason, TestComputeScore
 and TestNormalizeScore — plus the plugin scoring a prioritized list per node.
 
-Not ported: postfilter-*-podgroup (DRAWorkloadResourceClaims, alpha), the extended-resource claim
-deletion (DRA-backed extended resources are refused)."""
+Not ported: postfilter-*-podgroup (DRAWorkloadResourceClaims, alpha); the extended-resource claim
+deletion is in test_extended.py."""
 
 from __future__ import annotations
 

@@ -144,3 +144,41 @@ def test_claim_allocated_where_its_pod_cannot_go_is_deallocated_and_allocated_ag
     assert placed["node"] == NODES[3]
     (claim,) = [o for o in yaml.safe_load(out.read_text())["items"] if o["kind"] == "ResourceClaim"]
     assert [r["pool"] for r in claim["status"]["allocation"]["devices"]["results"]] == [NODES[3]]
+
+
+def test_extended_resources_backed_by_dra_get_a_claim_in_the_simulator(tmp_path: Path) -> None:
+    """A DeviceClass maps example.com/gpu; pods ask for it as an extended resource: the simulator
+    creates each pod's claim (``<pod>-extended-resources-`` and 5 characters), allocates it on the
+    pod's node, names it in the pod's status, and a pod asking for more than is left stays pending."""
+    gpu = "example.com/gpu"
+    items: list[dict[str, Any]] = [{**node(NODES[0], labels={"kubernetes.io/hostname": NODES[0]}),
+                                    "apiVersion": "v1", "kind": "Node"}, s.resource_slice(NODES[0], 1)]
+    cls = s.device_class()
+    cls["spec"]["extendedResourceName"] = gpu
+    items.append(cls)
+    capacity = len(items[1]["spec"]["devices"])
+    for name, count in (("one", 1), ("rest", capacity - 1), ("too-many", 1)):
+        raw = pod(name, cpu="100m", extra_requests={gpu: str(count)})
+        raw["spec"]["containers"][0]["resources"]["limits"] = {gpu: str(count)}
+        items.append({**raw, "apiVersion": "v1", "kind": "Pod"})
+    (tmp_path / "dump.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    out = tmp_path / "out.yaml"
+    result = CliRunner().invoke(main, ["simulate", "--cluster", str(tmp_path / "dump.yaml"), "--output", "json",
+                                       "--out-cluster", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    placed = {p["pod"].split("/")[1]: p for p in orjson.loads(result.stdout)["placements"]}
+    assert placed["one"]["node"] == placed["rest"]["node"] == NODES[0]
+    assert not placed["too-many"]["node"]
+    assert "cannot allocate all claims" in placed["too-many"]["message"]
+    objects = yaml.safe_load(out.read_text())["items"]
+    claims = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ResourceClaim"}
+    pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}
+    assert len(claims) == 2
+    for name, count in (("one", 1), ("rest", capacity - 1)):
+        status = pods[name]["status"]["extendedResourceClaimStatus"]
+        claim = claims[status["resourceClaimName"]]
+        assert claim["metadata"]["name"].startswith(f"{name}-extended-resources-")
+        assert claim["metadata"]["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+        assert len(claim["status"]["allocation"]["devices"]["results"]) == count
+        assert status["requestMappings"] == [{"containerName": "app", "resourceName": gpu,
+                                              "requestName": "container-0-request-1"}]

@@ -1,0 +1,122 @@
+"""The PodGroup scheduling cycle's public types (kube-scheduler v1.37, GenericWorkload on).
+
+Port of the types k8s.io/kube-scheduler/framework (v1.37.1) gives the group-level extension
+points: ``PodGroupInfo`` (the group and its members waiting in the queue), ``PlacementProgress``
+(pkg/scheduler/framework/interface.go: how far the group cycle got), ``ProposedAssignment`` /
+``PodGroupAssignments`` (where the cycle placed which member) and ``PodGroupPostFilterResult``
+(the nominations a PodGroupPostFilter plugin made). The plugin interfaces that take them are in
+``framework/interfaces.py`` (``PlacementFeasiblePlugin``, ``PodGroupPostFilterPlugin``); the
+cycle that calls them is ``scheduler_podgroup.py`` (upstream schedule_one_podgroup.go).
+
+A pod joins a group through ``spec.schedulingGroup.podGroupName`` (core/v1 PodSchedulingGroup), a
+``scheduling.k8s.io`` PodGroup in the pod's namespace; the object itself is read by the plugins
+that declare it (GangScheduling), as upstream's plugins read it through their listers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import Status
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import Rows
+
+#: The feature gate that turns the Workload API and the PodGroup cycle on (pkg/features).
+GENERIC_WORKLOAD = "GenericWorkload"
+#: The alpha gate that tries a group on several placements (PlacementGenerate/PlacementScore).
+TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
+#: The name shells and ``handle.objects`` know the Workload API's PodGroups by (GangScheduling
+#: declares the kind; ``PodGroup`` alone is scheduler-plugins' kind).
+POD_GROUP_OBJECTS = "PodGroup.scheduling.k8s.io"
+#: errPodGroupUnschedulable (schedule_one_podgroup.go): upstream attaches it as the error of a
+#: group's Unschedulable status, so the message a member gets starts with it.
+POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+
+
+def group_name(pod: PodInfo) -> str | None:
+    """``spec.schedulingGroup.podGroupName`` of the pod, None when it names no group."""
+    group = pod.spec.get("schedulingGroup")
+    if not isinstance(group, dict):
+        return None
+    name = group.get("podGroupName")
+    return name if isinstance(name, str) and name else None
+
+
+def group_key(pod: PodInfo) -> str | None:
+    """``namespace/podGroupName`` of the pod's PodGroup, or None for a pod in no group."""
+    name = group_name(pod)
+    return f"{pod.namespace}/{name}" if name is not None else None
+
+
+@dataclass(slots=True)
+class PodGroupInfo:
+    """A PodGroup in the cycle: its key and the members the queue handed over, in the order the
+    cycle tries them (upstream PodGroupInfo.UnscheduledPods, PodGroupMemberPodsOrderingFunc)."""
+
+    namespace: str
+    name: str
+    unscheduled_pods: list[PodInfo] = field(default_factory=list)
+    #: The PodGroup object as the shell tracks it (None when the shell has none).
+    pod_group: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementProgress:
+    """interface.go PlacementProgress: members still to try and members placed (assumed or bound
+    before this cycle, plus those placed in it so far)."""
+
+    remaining: int
+    scheduled: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedAssignment:
+    """One member the group cycle placed: the pod, its node and the cycle state of its attempt."""
+
+    pod: PodInfo
+    node_name: str
+    state: CycleState
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """fwk.Placement: a named set of nodes (rows of the node table) a group is tried on."""
+
+    name: str
+    rows: Rows
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupAssignments:
+    """fwk.PodGroupAssignments: the members a (re)run of the group algorithm placed, and on which
+    placement (None outside TopologyAwareWorkloadScheduling's placement search)."""
+
+    proposed: tuple[ProposedAssignment, ...] = ()
+    placement: Placement | None = None
+
+
+#: fwk.PodGroupSchedulingFunc: runs the group algorithm again on the current snapshot (a
+#: PodGroupPostFilter plugin calls it with victims removed) and reverts what it assumed.
+PodGroupSchedulingFunc = Callable[[], tuple[PodGroupAssignments, Status]]
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupPostFilterResult:
+    """fwk.PodGroupPostFilterResult: member uid → the node it is nominated to."""
+
+    nominations: dict[str, str] = field(default_factory=dict)
+
+
+def pod_group_priority(raw: dict[str, Any] | None) -> int:
+    """util.PodGroupPriority: ``spec.priority`` (filled by admission from ``priorityClassName``),
+    0 when unset."""
+    spec = (raw or {}).get("spec") or {}
+    priority = spec.get("priority")
+    return priority if isinstance(priority, int) and not isinstance(priority, bool) else 0

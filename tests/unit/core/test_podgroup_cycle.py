@@ -1,0 +1,345 @@
+"""The PodGroup scheduling cycle (scheduler_podgroup.py): ports of schedule_one_podgroup_test.go
+(Kubernetes v1.37.1), and the behaviour a user sees — what binds, each member's message — on
+kubesched's scheduler with the GenericWorkload gate on.
+
+Ported: TestPodGroupSchedulingAlgorithm (every case, with TopologyAwareWorkloadScheduling and
+CompositePodGroup off), the message shapes of TestSubmitPodGroupAlgorithmResult (a member placed
+before the group failed, a member Filter refused, a member never tried) and
+TestPodGroupCycle_PodGroupPostFilter (a successful group preemption nominates the members; its
+message is appended to the group's).
+
+Not ported: TestValidatePodGroup and TestScheduleOnePodGroup_SchedulerNameMismatchUpdatesStatus
+(validatePodGroup is not implemented), TestUpdatePodGroupCondition (no PodGroup conditions),
+TestPodGroupCycle_UpdateSnapshotError (no snapshot step), every TAS/CPG test
+(TestPodGroupSchedulingPlacementAlgorithm*, TestPlacementCycleStateLifecycle*,
+TestCPG*, TestScorePlacementPodGroupAssignments), TestPodGroupCycle_NominatedNodes,
+TestSkipPodGroupPodSchedule and TestScheduleOnePodGroup_FinishesAttemptWhenAllPoppedPodsAreAssumed
+(the queue's in-flight bookkeeping differs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pytest
+
+from kubesched.framework.clock import FakeClock
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import FilterPlugin, PermitPlugin, PlacementFeasiblePlugin
+from kubesched.framework.podgroup import PlacementProgress, PodGroupInfo
+from kubesched.framework.registry import Registry
+from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.plugins.builtin import builtin_registry
+from kubesched.plugins.gangscheduling import POD_GROUP
+from kubesched.scheduler import ScheduleFailure, Scheduler, ScheduleResult, SchedulerObserver
+from kubesched.simulate.engine.cluster import SimulatedCluster
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeInfo
+from kubesched.testing import node, pod
+
+NS = "default"
+GATES = {"GenericWorkload": True}
+
+
+def pod_group(name: str, min_count: int | None, priority: int | None = None) -> dict[str, Any]:
+    policy: dict[str, Any] = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if priority is not None:  # admission's, from priorityClassName
+        spec["priority"] = priority
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": NS}, "spec": spec}
+
+
+def member(name: str, group: str, cpu: str = "1", priority: int = 0) -> PodInfo:
+    raw = pod(name, cpu=cpu, namespace=NS, schedulingGroup={"podGroupName": group})
+    raw["spec"]["priority"] = priority
+    return PodInfo.from_raw(raw)
+
+
+@dataclass
+class Profile:
+    plugins: dict[str, list[str]]
+    scheduler_name: str = "default-scheduler"
+    score_weights: dict[str, int] = field(default_factory=dict)
+    plugin_args: dict[str, Any] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int | None = None
+
+
+GANG_PROFILE = {
+    "preEnqueue": ["GangScheduling", "DefaultPreemption"],
+    "queueSort": ["PrioritySort"],
+    "preFilter": ["NodeResourcesFit"],
+    "filter": ["NodeResourcesFit"],
+    "postFilter": ["DefaultPreemption"],
+    "permit": ["GangScheduling"],
+    "bind": ["DefaultBinder"],
+    "podGroupPostFilter": ["DefaultPreemption"],
+}
+
+
+class Messages(SchedulerObserver):
+    def __init__(self) -> None:
+        self.failed_with: dict[str, str] = {}
+        self.nominated: dict[str, str | None] = {}
+        self.victims: list[str] = []
+
+    def failed(self, pod: PodInfo, profile: str, failure: ScheduleFailure) -> None:
+        self.failed_with[pod.name] = failure.message
+        self.nominated[pod.name] = failure.nominated_node_name
+
+    def preempted(self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
+                  cleared: Sequence[PodInfo]) -> None:
+        self.victims.extend(v.name for v in victims)
+
+
+def build(groups: list[dict[str, Any]], nodes: int = 2, cpu: str = "4", gates: dict[str, bool] | None = None,
+          plugins: dict[str, list[str]] | None = None, registry: Registry | None = None,
+          ) -> tuple[Scheduler, SimulatedCluster, FakeClock, Messages]:
+    cluster = SimulatedCluster()
+    for g in groups:
+        cluster.add_object(POD_GROUP, f"{NS}/{g['metadata']['name']}", g)
+    clock = FakeClock(100.0)
+    seen = Messages()
+    sched = Scheduler.build([Profile(plugins or GANG_PROFILE)], registry or builtin_registry(), clock, client=cluster,
+                            seed=1, objects=cluster.kind, observer=seen,
+                            feature_gates=GATES if gates is None else gates)
+    cluster.attach(sched)
+    for i in range(nodes):
+        cluster.add_node(node(f"n{i}", cpu=cpu))
+    return sched, cluster, clock, seen
+
+
+def run(sched: Scheduler) -> None:
+    async def go() -> None:
+        while sched.schedule_one():
+            await asyncio.sleep(0)
+        await sched.drain()
+
+    asyncio.run(go())
+
+
+def bound(cluster: SimulatedCluster) -> list[str]:
+    return sorted(p.name for p in cluster.pods.values() if p.node_name)
+
+
+# -- what a user sees ------------------------------------------------------------------------------
+
+
+def test_a_gang_that_never_fits_next_to_one_that_fits_fails_at_once_with_upstreams_messages() -> None:
+    """The differential test's scene (two 4-CPU nodes; 3 × 1 CPU and 5 × 2 CPU), with the
+    messages kube-scheduler v1.37.1 wrote there: nothing of the big gang waits at Permit or keeps
+    resources; its members are told why, each in upstream's words."""
+    sched, cluster, _, seen = build([pod_group("small", 3), pod_group("big", 5)])
+    for i in range(3):
+        cluster.add_pod(member(f"small-{i}", "small", "1"))
+    for i in range(5):
+        cluster.add_pod(member(f"big-{i}", "big", "2"))
+    run(sched)
+    assert bound(cluster) == ["small-0", "small-1", "small-2"]
+    assert len(sched.waiting_pods) == 0
+    assert int(sched.cache.table.requested[:, 0].sum()) == 3000
+    placed_then_failed = ("pod group is unschedulable, minCount (5) cannot be satisfied: 2 scheduled, 2 remaining, "
+                          "pod group preemption: No preemption victims found for incoming preemptor")
+    assert seen.failed_with == {
+        "big-0": placed_then_failed,
+        "big-1": placed_then_failed,
+        "big-2": "0/2 nodes are available: 2 Insufficient cpu.",
+        "big-3": "minCount (5) cannot be satisfied: 2 scheduled, 2 remaining",
+        "big-4": "minCount (5) cannot be satisfied: 2 scheduled, 2 remaining",
+    }
+
+
+def test_without_the_gate_members_are_scheduled_one_by_one_and_wait_at_permit() -> None:
+    sched, cluster, _, seen = build([pod_group("big", 5)], gates={})
+    for i in range(5):
+        cluster.add_pod(member(f"big-{i}", "big", "2"))
+
+    async def go() -> None:
+        while sched.schedule_one():
+            await asyncio.sleep(0)
+        assert len(sched.waiting_pods) == 4  # the old path: held at Permit until the timeout
+
+    asyncio.run(go())
+    assert bound(cluster) == []
+    assert "big-0" not in seen.failed_with
+
+
+def test_a_gang_that_fits_binds_in_one_cycle() -> None:
+    sched, cluster, _, seen = build([pod_group("g", 4)])
+    for i in range(4):
+        cluster.add_pod(member(f"g-{i}", "g", "2"))
+
+    async def go() -> None:
+        assert sched.schedule_one()  # one pop takes the whole group
+        assert not sched.queue.has_active()
+        await sched.drain()
+
+    asyncio.run(go())
+    assert bound(cluster) == [f"g-{i}" for i in range(4)]
+    assert seen.failed_with == {}
+
+
+def test_a_basic_group_binds_the_members_that_fit() -> None:
+    sched, cluster, _, seen = build([pod_group("b", None)], nodes=1, cpu="2")
+    for i in range(3):
+        cluster.add_pod(member(f"b-{i}", "b", "1"))
+    run(sched)
+    assert bound(cluster) == ["b-0", "b-1"]
+    assert seen.failed_with == {"b-2": "0/1 nodes are available: 1 Insufficient cpu."}
+
+
+def test_a_gang_preempts_lower_priority_pods_as_a_group() -> None:
+    """TestPodGroupCycle_PodGroupPostFilter: the group preemption succeeds, its message is appended
+    to the group's, the members are nominated; once the victims are gone the gang binds."""
+    sched, cluster, clock, seen = build([pod_group("hi", 4, priority=100)])
+    for i in range(3):
+        cluster.add_pod(PodInfo.from_raw(pod(f"low-{i}", cpu="2", namespace=NS, node_name=f"n{i % 2}")))
+    for i in range(4):
+        cluster.add_pod(member(f"hi-{i}", "hi", "2", priority=100))
+    run(sched)
+    assert sorted(seen.victims) == ["low-0", "low-1", "low-2"]
+    assert seen.failed_with["hi-0"] == ("minCount (4) cannot be satisfied: 1 scheduled, 2 remaining, "
+                                        "pod group preemption: found a placement for podgroup, preempting 3 victims")
+    assert seen.failed_with["hi-1"] == "0/2 nodes are available: 2 Insufficient cpu."
+    assert all(seen.nominated[f"hi-{i}"] for i in range(4))
+    assert not [p for p in bound(cluster) if p.startswith("hi")]  # nothing binds before the victims are gone
+    for _ in range(3):
+        clock.advance(60)
+        cluster.advance(clock.now())
+        sched.tick()
+        run(sched)
+    assert bound(cluster) == [f"hi-{i}" for i in range(4)]  # the victims are gone
+
+
+def test_a_gang_that_cannot_fit_even_with_every_victim_gone_evicts_nothing() -> None:
+    sched, cluster, _, seen = build([pod_group("hi", 5, priority=100)])
+    for i in range(2):
+        cluster.add_pod(PodInfo.from_raw(pod(f"low-{i}", cpu="2", namespace=NS, node_name=f"n{i}")))
+    for i in range(5):
+        cluster.add_pod(member(f"hi-{i}", "hi", "2", priority=100))
+    run(sched)
+    assert seen.victims == []
+    assert bound(cluster) == ["low-0", "low-1"]
+    assert seen.failed_with["hi-3"] == "minCount (5) cannot be satisfied: 2 scheduled, 2 remaining"
+
+
+def test_members_whose_priority_is_not_the_pod_groups_fail_with_upstreams_error() -> None:
+    """validatePodGroup: upstream fails the whole group before scheduling (a SchedulerError)."""
+    sched, cluster, _, seen = build([pod_group("g", 2)])
+    for i in range(2):
+        cluster.add_pod(member(f"g-{i}", "g", "1", priority=1000))
+    run(sched)
+    assert bound(cluster) == []
+    message = ("all pods in a single pod group should have the same priority as the pod group's priority, "
+               "got 1000 and 0")
+    assert seen.failed_with == {"g-0": message, "g-1": message}
+
+
+# -- TestPodGroupSchedulingAlgorithm ---------------------------------------------------------------
+
+
+class FakeFilter(FilterPlugin):
+    """fakePodGroupPlugin: a Filter status per pod name."""
+
+    name: ClassVar[str] = "FakeFilter"
+    statuses: ClassVar[dict[str, Status]] = {}
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        return self.statuses.get(pod.name, SUCCESS)
+
+
+class FakePlacementFeasible(PermitPlugin, PlacementFeasiblePlugin):
+    """fakePlacementFeasiblePlugin: the answers in order; Success once they run out."""
+
+    name: ClassVar[str] = "FakePlacementFeasible"
+    codes: ClassVar[list[Code]] = []
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        super().__init__(args, handle)
+        self._answers = list(self.codes)
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        return SUCCESS, 0.0
+
+    def placement_feasible(self, state: CycleState, group: PodGroupInfo, progress: PlacementProgress) -> Status:
+        code = self._answers.pop(0) if self._answers else Code.SUCCESS
+        return Status(code, () if code == Code.SUCCESS else (code.name,))
+
+
+OK, U, UU, E, W = Code.SUCCESS, Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.ERROR, Code.WAIT
+
+
+@pytest.mark.parametrize(
+    ("filters", "feasible", "group_code", "pod_codes"),
+    [
+        ({}, [], OK, [OK, OK, OK]),  # all pods feasible
+        ({}, [OK, OK, OK, OK], OK, [OK, OK, OK]),  # podGroup already meeting quorum before any pod
+        ({}, [W, W, W, OK], OK, [OK, OK, OK]),  # schedulable with 3 schedulable pods
+        ({}, [W, W, W, W], U, [OK, OK, OK]),  # podGroup waiting
+        ({}, [W, U], U, [OK]),  # podGroup unschedulable
+        ({}, [W, W, U], U, [OK, OK]),  # podGroup unschedulable with 2 pods
+        ({"p1": U}, [W, W, W, OK], OK, [U, OK, OK]),  # schedulable with 2 schedulable pods
+        ({"p1": UU, "p2": U, "p3": U}, [W, OK, OK, OK], U, [U, U, U]),  # all pods unschedulable
+        ({"p2": E}, [], E, [OK, E]),  # any filter returned Error
+        ({}, [W, OK, E], E, [OK, OK]),  # any placementFeasible returned Error
+        ({}, [U], U, []),  # first placementFeasible call returned Unschedulable
+        ({}, [E], E, []),  # first placementFeasible call returned Error
+    ],
+    ids=["all feasible", "quorum before any pod", "3 schedulable", "waiting", "unschedulable",
+         "unschedulable with 2 pods", "2 schedulable", "all unschedulable", "filter error",
+         "placementFeasible error", "first Unschedulable", "first Error"],
+)
+def test_pod_group_scheduling_algorithm(
+    filters: dict[str, Code], feasible: list[Code], group_code: Code, pod_codes: list[Code]
+) -> None:
+    FakeFilter.statuses = {name: Status(code, ("fake",)) for name, code in filters.items()}
+    FakePlacementFeasible.codes = feasible
+    registry = builtin_registry()
+    registry.register(FakeFilter)
+    registry.register(FakePlacementFeasible)
+    plugins = {"queueSort": ["PrioritySort"], "filter": ["FakeFilter"], "permit": ["FakePlacementFeasible"],
+               "bind": ["DefaultBinder"]}
+    sched, _, _, _ = build([pod_group("pg", 3)], nodes=1, cpu="8", plugins=plugins, registry=registry)
+    fwk = sched.frameworks["default-scheduler"]
+    members = [member(f"p{i}", "pg") for i in (1, 2, 3)]
+    for m in members:
+        sched.queue.add(m)
+    qpis = sched.queue.take_group(f"{NS}/pg", "default-scheduler")
+    qpis.sort(key=lambda q: q.pod.name)
+    cycle = sched._pod_group_cycle
+    assert cycle is not None
+    result = cycle.algorithm(fwk, PodGroupInfo(NS, "pg", members), qpis)
+    assert result.status.code == (U if group_code in (U, UU) else group_code)
+    got = []
+    for a in result.attempts:
+        if isinstance(a.outcome, ScheduleResult):
+            assert a.outcome.node_name == "n0"
+            got.append(OK)
+        else:
+            got.append(E if a.outcome.status.is_error else U)
+    assert got == pod_codes
+    assert int(sched.cache.table.requested[:, 0].sum()) == 0  # every assumption undone
+
+
+def test_the_queue_hands_over_a_groups_queued_members_only() -> None:
+    """take_group: the members waiting in active, backoff or unschedulable of that group and
+    profile; gated members, other groups and deleted pods stay out."""
+    sched, _, _, _ = build([pod_group("g", None), pod_group("h", None), pod_group("k", 9)])
+    queue = sched.queue
+    pods = {name: member(name, group) for name, group in [("g-0", "g"), ("g-1", "g"), ("g-2", "g"), ("h-0", "h"),
+                                                           ("k-0", "k")]}
+    for p in pods.values():
+        queue.add(p)
+    popped = queue.pop()
+    assert popped is not None and popped.pod.name == "g-0"
+    queue.add_unschedulable(popped, queue.scheduling_cycle)  # back, as after a failed attempt
+    queue.delete(pods["g-2"].uid)
+    taken = queue.take_group(f"{NS}/g", "default-scheduler")
+    assert sorted(q.pod.name for q in taken) == ["g-0", "g-1"]
+    assert queue.take_group(f"{NS}/g", "default-scheduler") == []
+    assert queue.take_group(f"{NS}/h", "other-profile") == []
+    assert queue.take_group(f"{NS}/k", "default-scheduler") == []  # gated: GangScheduling holds it
+    assert [q.pod.name for q in queue.take_group(f"{NS}/h", "default-scheduler")] == ["h-0"]
