@@ -8,8 +8,8 @@ where it fits, the second elsewhere); consumable capacity (one device of ``allow
 shared by claims asking for capacity, a ``validRange`` request policy rounding a request up); CEL
 selectors on string, int, bool, version attributes and on capacity, a ``matchAttribute`` constraint,
 a selector failing at run time; device taints in the slices (NoSchedule, NoExecute) and tolerations
-(Equal, Exists, a wrong value, none); an extended resource a DeviceClass maps (expected to fail until
-kubesched implements it: strict xfail).
+(Equal, Exists, a wrong value, none); an extended resource a DeviceClass maps (the scheduler makes
+each pod's claim).
 
 Compared, kube-scheduler against kubesched: for every pod, its node and each claim's allocation
 (request or subrequest, node of the pool, device, consumed capacity, tolerations), pending pods'
@@ -261,14 +261,10 @@ def _extended_resource() -> DraCase:
          CasePod("late", {}, 3, 0, {gpu: "1"})])
 
 
-#: kubesched refuses DRA-backed extended resources until the dra-features branch lands: strict, so
-#: the case fails (XPASS) the day it passes and the mark must go.
-_NOT_YET = pytest.mark.xfail(strict=True, reason="kubesched: DRA-backed extended resources not implemented yet")
-CASES = [_templates, _prioritized_list, _consumable_capacity, _selectors, _taints,
-         pytest.param(_extended_resource, marks=_NOT_YET)]
+CASES = [_templates, _prioritized_list, _consumable_capacity, _selectors, _taints, _extended_resource]
 
 
-@pytest.mark.parametrize("make_case", CASES, ids=lambda f: str(getattr(f, "__name__", f)).strip("_"))
+@pytest.mark.parametrize("make_case", CASES, ids=lambda f: f.__name__.strip("_"))
 def test_dra_case_matches_kube_scheduler(
     make_case: Any, control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path,
     nodes_to_delete: list[str], tmp_path: Path,
