@@ -12,7 +12,10 @@ Workloads:
   two-ways                                   one what-if answered by `kubesched simulate` and by kube-scheduler on
                                              KWOK: time to answer side by side, outcomes compared (bench/two_ways.py)
   dra [--nodes N --gpus G --pods M]          a GPU cluster dump with ResourceSlices and claims from templates
-                                             replayed by `kubesched simulate --cluster` (bench/dra.py)
+      [--upstream]                           replayed by `kubesched simulate --cluster` (bench/dra.py); --upstream:
+                                             scheduler_perf's SchedulingWithResourceClaimTemplate shape
+  dra live --workload W [--size S]           live: scheduler_perf's SchedulingWithResourceClaimTemplate or
+                                             ExtendedResource, kubesched vs the real kube-scheduler (bench/dra.py)
   SchedulingBasic NodeAffinity Taints        live: kubesched vs the real kube-scheduler (bench/live.py)
   UnderlayIP Coscheduling
   UnderlayIPPools                            live: kubesched with UnderlayIP pools vs kubesched's default profile

@@ -113,6 +113,13 @@ class Workload:
     ns_setup: Callable[[ControlPlane, str, Size], None] | None = None
     cluster_setup: Callable[[ControlPlane], None] | None = None
     note: str = ""
+    #: run kube-controller-manager too (it stamps ResourceClaims from templates, as scheduler_perf's
+    #: resourceclaim controller does)
+    controller_manager: bool = False
+    #: after the round's pods are created, before the scheduler starts (wait for what a controller
+    #: makes for them); after the round's namespace is cleaned up (wait for what it releases)
+    after_create: Callable[[ControlPlane, str, Size], None] | None = None
+    after_cleanup: Callable[[ControlPlane, str], None] | None = None
 
 
 def _taints_node(i: int) -> dict[str, Any]:
@@ -427,12 +434,17 @@ def node_body(name: str, extra: dict[str, Any]) -> dict[str, Any]:
 
 def pod_body(name: str, ns: str, *, role: str, scheduler: str | None = None, node: str | None = None,
              extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """scheduler_perf's pod-default: one pause container, 100m cpu / 500Mi requests = limits."""
+    """scheduler_perf's pod-default: one pause container, 100m cpu / 500Mi requests = limits
+    (``extra``: "labels", "requests", "claims" the container uses, and spec keys)."""
     extra = dict(extra or {})
     labels = {MEASURE_LABEL: role, **extra.pop("labels", {})}
     res = extra.pop("requests", None) or {"cpu": "100m", "memory": "500Mi"}
-    return pod_manifest(name, ns, requests=res, limits=res, labels=labels, scheduler_name=scheduler, node_name=node,
+    claims = extra.pop("claims", None)
+    body = pod_manifest(name, ns, requests=res, limits=res, labels=labels, scheduler_name=scheduler, node_name=node,
                         container_name="pause", ports=(80,), extra_spec=extra)
+    if claims:
+        body["spec"]["containers"][0]["resources"]["claims"] = [{"name": n} for n in claims]
+    return body
 
 
 # -- watch -------------------------------------------------------------------------------------------
@@ -689,6 +701,8 @@ def run_round(c: ControlPlane, wl: Workload, size: Size, kind: str, rnd: int, no
     measured = [pod_body(f"pod-{i:05d}", ns, role="measure", scheduler=sched_name, extra=wl.pod(i))
                 for i in range(size.pods)]
     bulk.post_all(lambda b: f"/api/v1/namespaces/{ns}/pods", init + measured)
+    if wl.after_create is not None:
+        wl.after_create(c, ns, size)
     create_s = time.monotonic() - t0
     lst = c.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=f"{MEASURE_LABEL}=measure")
     already = sum(1 for p in lst["items"] if p["spec"].get("nodeName"))
@@ -777,6 +791,8 @@ def run_round(c: ControlPlane, wl: Workload, size: Size, kind: str, rnd: int, no
     }
     t_clean = time.monotonic()
     cleanup_namespace(c, ns, [b["metadata"]["name"] for b in init + measured])
+    if wl.after_cleanup is not None:
+        wl.after_cleanup(c, ns)
     result["cleanup_seconds"] = round(time.monotonic() - t_clean, 1)
     return result
 
@@ -866,7 +882,7 @@ def cluster_for(wl: Workload, size: Size, workdir: Path, log: Callable[[str], No
     c = ControlPlane(workdir / "cluster", apiserver_args=["--delete-collection-workers=4"])
     try:
         t0 = time.monotonic()
-        c.start(with_kwok=True)
+        c.start(with_kwok=True, with_controller_manager=wl.controller_manager)
         exempt_schedulers_from_apf(c)
         if wl.cluster_setup is not None:
             wl.cluster_setup(c)
@@ -987,12 +1003,14 @@ def summarize(rounds: list[dict[str, Any]], contenders: tuple[str, ...]) -> dict
     return {"per_contender": per, "ratios": ratios}
 
 
-def run_workload(name: str, size_name: str, rounds: int, qps: float, burst: int, workdir: Path | None = None,
+def run_workload(name: str | Workload, size_name: str, rounds: int, qps: float, burst: int, workdir: Path | None = None,
                  save: bool = True, log: Callable[[str], None] = print, cluster: ControlPlane | None = None,
                  contenders: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """Run ``name``: on a control plane of its own, or on ``cluster`` (nodes reshaped for it).
-    ``contenders`` picks some of the workload's (the first stays the baseline of the ratios)."""
-    wl = WORKLOADS[name]
+    """Run ``name`` (one of WORKLOADS, or a Workload defined elsewhere, e.g. bench/dra.py's): on a
+    control plane of its own, or on ``cluster`` (nodes reshaped for it). ``contenders`` picks some of
+    the workload's (the first stays the baseline of the ratios)."""
+    wl = name if isinstance(name, Workload) else WORKLOADS[name]
+    name = wl.name
     if contenders:
         unknown = [k for k in contenders if k.partition("@")[0] not in wl.contenders]
         if unknown or contenders[0] != wl.contenders[0]:
@@ -1001,7 +1019,7 @@ def run_workload(name: str, size_name: str, rounds: int, qps: float, burst: int,
         wl = replace(wl, contenders=contenders)
     if name in ("Coscheduling", "Gangs") and not _coscheduling_available():
         raise SystemExit(f"{name}: kubesched.plugins.coscheduling is not installed")
-    size = wl.sizes.get(size_name, SIZES[size_name])
+    size = wl.sizes.get(size_name) or SIZES[size_name]
     import tempfile
 
     wd = Path(workdir or tempfile.mkdtemp(prefix=f"kubesched-bench-{name.lower()}-"))

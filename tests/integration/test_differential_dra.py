@@ -7,8 +7,10 @@ nodes, with kube-controller-manager creating ``t4``'s claim from its ResourceCla
 Compared: the pods bound (6) and pending (3), every bound pod's claim allocated (``status.allocation``
 with devices of the pod's node, the pod in ``reservedFor``), no device given twice, the two users of
 the shared claim on one node, where the A100 and big-memory pods land, and the PodScheduled message of
-each pending pod, word for word. Between the runs the claims are deallocated and deleted (what
-kube-controller-manager does once their pods are gone), so the second run finds the GPUs free.
+each pending pod, word for word; and from a watch of every ResourceClaim event of each run
+(``dra_harness.watched``), that at no moment two claims held one device. Between the runs the claims
+are deallocated and deleted (what kube-controller-manager does once their pods are gone), so the
+second run finds the GPUs free.
 
 ``test_partitions_and_taints_match_kube_scheduler``: partitionable devices (an 8Gi GPU's partitions
 sharing its counter) and a DeviceTaintRule's NoSchedule taint with a claim tolerating it.
@@ -30,17 +32,15 @@ from typing import Any
 import pytest
 
 from kubesched.testing import pod_manifest
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.controlplane import ControlPlane
 from unit.plugins.dynamicresources import gpu_scenario as s
 
+from .dra_harness import GROUP, RESOURCE, claims_in, reason, release_claims, watched
 from .test_differential_spread import run_both
 from .test_live_scheduler import pods_in
 from .test_live_scheduler import sa_kubeconfig as sa_kubeconfig  # fixture: deploy/scheduler RBAC identity
 
 pytestmark = pytest.mark.integration
-
-GROUP = "kubesched.test/group"
-RESOURCE = "/apis/resource.k8s.io/v1"
 
 
 def _nodes(cp: ControlPlane, ns: str, cleanup: list[str]) -> list[str]:
@@ -52,25 +52,9 @@ def _nodes(cp: ControlPlane, ns: str, cleanup: list[str]) -> list[str]:
     return names
 
 
-def _claims(cp: ControlPlane, ns: str) -> dict[str, dict[str, Any]]:
-    return {c["metadata"]["name"]: c for c in cp.get(f"{RESOURCE}/namespaces/{ns}/resourceclaims")["items"]}
-
-
-def _release_claims(cp: ControlPlane, ns: str) -> None:
-    """Deallocate and delete the namespace's claims once their pods are gone (kube-controller-manager's
-    resourceclaim controller does the same, in its own time)."""
-    for name, c in _claims(cp, ns).items():
-        path = f"{RESOURCE}/namespaces/{ns}/resourceclaims/{name}"
-        try:
-            if c.get("status"):
-                c = cp.api("PUT", f"{path}/status", {**c, "status": {}})
-            if c["metadata"].get("finalizers"):
-                cp.api("PUT", path, {**c, "metadata": {**c["metadata"], "finalizers": []}})
-            cp.api("DELETE", path)
-        except ApiError as e:
-            if e.status != 404:  # gone meanwhile (a template's claim, deleted by the controller)
-                raise
-    cp.wait_for(lambda: not _claims(cp, ns), 60, 0.2, "claims deleted")
+_claims = claims_in
+_release_claims = release_claims
+_reason = reason
 
 
 def _create_pod(cp: ControlPlane, ns: str, scheduler: str, p: s.PodSpec, run: str) -> None:
@@ -189,7 +173,8 @@ def test_dynamic_resources_match_kube_scheduler(
     caplog.set_level(logging.WARNING, logger="kubesched")
     started = time.monotonic()
     try:
-        oracle, ours = run_both(cp, ns, tmp_path, sa_kubeconfig, lambda name: _scenario(cp, ns, nodes, name))
+        oracle, ours = run_both(cp, ns, tmp_path, sa_kubeconfig,
+                                watched(cp, ns, lambda name: _scenario(cp, ns, nodes, name)))
     finally:
         for p in pods_in(cp, ns):
             cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
@@ -203,6 +188,9 @@ def test_dynamic_resources_match_kube_scheduler(
     assert oracle["bound"] == ours["bound"] == sorted(s.BOUND)
     assert oracle["problems"] == ours["problems"] == []
     assert oracle["devices_twice"] == ours["devices_twice"] == []
+    # ... nor at any moment of either run (every claim event replayed; kube-scheduler's as a sanity check)
+    assert oracle["claim_overlaps"] == ours["claim_overlaps"] == []
+    assert oracle["most_claims_allocated"] >= 5 and ours["most_claims_allocated"] >= 5
     assert oracle["devices_used"] == ours["devices_used"] == 5
     assert oracle["shared_together"] and ours["shared_together"]
     expected = {"a100-0": 1, "a100-1": 1, "big-mem": 2}
@@ -317,7 +305,8 @@ def test_partitions_and_taints_match_kube_scheduler(
     for plural, obj in objects:
         cp.api("POST", f"{RESOURCE}/{plural}", obj)
     try:
-        oracle, ours = run_both(cp, ns, tmp_path, sa_kubeconfig, lambda name: _mig_scenario(cp, ns, nodes, name))
+        oracle, ours = run_both(cp, ns, tmp_path, sa_kubeconfig,
+                                watched(cp, ns, lambda name: _mig_scenario(cp, ns, nodes, name)))
     finally:
         for p in pods_in(cp, ns):
             cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
@@ -330,6 +319,8 @@ def test_partitions_and_taints_match_kube_scheduler(
     assert sorted(oracle["devices"]["part-1"] + oracle["devices"]["part-2"]) == [f"{nodes[0]}/mig-a",
                                                                                  f"{nodes[0]}/mig-b"]
     assert ours["nodes"] == oracle["nodes"]
+    assert oracle["claim_overlaps"] == ours["claim_overlaps"] == []
+    assert oracle["most_claims_allocated"] == ours["most_claims_allocated"] == 3
     assert ours["devices"] == oracle["devices"]
     assert ours["tolerations"] == oracle["tolerations"]
     assert ours["reason"] == oracle["reason"]

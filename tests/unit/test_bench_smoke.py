@@ -16,6 +16,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import common, dra, report, simulator  # noqa: E402
+from bench.dra import PERF_TEMPLATE  # noqa: E402
 
 
 def test_simulator_small(capsys: pytest.CaptureFixture[str]) -> None:
@@ -51,6 +52,26 @@ def test_dra_dump_replays_every_gpu_once(capsys: pytest.CaptureFixture[str]) -> 
     assert dra.main(["--nodes", "4", "--gpus", "2", "--pods", "10", "--no-save"]) == 0
     (run,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
     assert (run["bound"], run["pending"]) == (8, 2)
+
+
+def test_dra_dump_of_scheduler_perf_shape_leaves_the_init_claims_devices_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # scheduler_perf's SchedulingWithResourceClaimTemplate: 10 devices per node, 5 of them held by
+    # allocated init claims, so 4 nodes take 20 of 30 pods.
+    assert dra.main(["--upstream", "--nodes", "4", "--pods", "30", "--no-save"]) == 0
+    (run,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert (run["bound"], run["pending"]) == (20, 10)
+
+
+def test_dra_live_workloads_are_scheduler_perf_shaped() -> None:
+    workloads = dra.live_workloads()
+    template = workloads["SchedulingWithResourceClaimTemplate"]
+    assert template.controller_manager and template.sizes["full"].nodes == 500
+    assert template.pod(0)["resourceClaims"] == [{"name": "resource", "resourceClaimTemplateName": PERF_TEMPLATE}]
+    extended = workloads["ExtendedResource"]
+    assert extended.pod(27)["requests"] == {"example.com/gpu-2": "1"}
+    assert dra.perf_class("test-class-2", "example.com/gpu-2")["spec"]["extendedResourceName"] == "example.com/gpu-2"
 
 
 def test_simulator_preemption_basic_tiny() -> None:

@@ -12,7 +12,7 @@ The loop::
     while running:
         scheduler.tick()                       # backoff / unschedulable flushes, Permit deadlines
         while scheduler.schedule_one():        # sync scheduling cycles, no I/O
-            every N pods: await asyncio.sleep(0)   # let informers, binds and writers run
+            every N pods or 50 ms: await asyncio.sleep(0)   # let informers, binds and writers run
         wait for (an informer event | the next backoff expiry | 1 s)
 
 Binds run as tasks spawned by the core; events and status patches go through a background writer.
@@ -457,12 +457,14 @@ class LiveScheduler(SchedulerObserver):
         sched = self.scheduler
         clock = self.clock
         yield_every = max(1, self.options.yield_every)
+        yield_after = self.options.yield_after
         max_binds = max(1, self.options.max_binds_in_flight)
         perf = time.perf_counter
         while not (self._stop or self._lost):
             self._loop_beat = time.monotonic()
             sched.tick()
             n = 0
+            last_yield = perf()
             while not (self._stop or self._lost):
                 if sched.binds_in_flight >= max_binds:  # cheap test first; Permit-parked ones are discounted inside
                     # Waiting on a slow apiserver is not a stalled loop: keep the heartbeat going.
@@ -482,9 +484,10 @@ class LiveScheduler(SchedulerObserver):
                     break
                 self.stats.attempts += 1
                 n += 1
-                if n % yield_every == 0:
+                if n % yield_every == 0 or perf() - last_yield >= yield_after:
                     self._loop_beat = time.monotonic()
                     await asyncio.sleep(0)
+                    last_yield = perf()
             if self._stop or self._lost:
                 break
             self._wake.clear()

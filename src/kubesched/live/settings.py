@@ -38,8 +38,11 @@ class LiveOptions:
     leader_elect: bool | None = None  # None: from the configuration
     identity: str = field(default_factory=default_identity)
     lease_name: str | None = None
-    #: Pods scheduled between two yields to the event loop.
+    #: Pods scheduled between two yields to the event loop ...
     yield_every: int = 32
+    #: ... or seconds of scheduling cycles, whichever comes first: 32 slow cycles (DynamicResources'
+    #: CEL under load: ~0.5 s each) held the loop ~28 s, and PreBind's claim writes timed out.
+    yield_after: float = 0.05
     #: Binds waiting on the apiserver before the loop pauses: beyond the API client's connection
     #: pool they only queue (and hold memory), and the attempt latency would mostly be that queue.
     max_binds_in_flight: int = 512

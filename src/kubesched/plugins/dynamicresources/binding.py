@@ -25,6 +25,13 @@ CONFLICT_TRIES = 5
 ClaimLookup = Callable[[str], dict[str, Any] | None]
 
 
+def _error_text(e: BaseException) -> str:
+    """The exception's message, or its type where it has none: a request that timed out (an
+    ``asyncio.TimeoutError``, e.g. while the event loop was busy scheduling) left the pod's message
+    ending in "add finalizer to claim ns/x: " with nothing after it."""
+    return str(e) or type(e).__name__
+
+
 class _Retry(Exception):
     def __init__(self, cause: BaseException, message: str) -> None:
         super().__init__(message)
@@ -66,7 +73,7 @@ async def bind_claim(client: Any, claim: dict[str, Any], alloc: dict[str, Any] |
                     try:
                         claim = await client.update_object(RESOURCE_CLAIM, claim)
                     except Exception as e:
-                        raise _Retry(e, f"add finalizer to claim {key}: {e}") from e
+                        raise _Retry(e, f"add finalizer to claim {key}: {_error_text(e)}") from e
             status = dict(claim.get("status") or {})
             if alloc is not None:
                 status["allocation"] = alloc
@@ -82,7 +89,7 @@ async def bind_claim(client: Any, claim: dict[str, Any], alloc: dict[str, Any] |
                 written: dict[str, Any] = await client.update_object_status(RESOURCE_CLAIM, {**claim, "status": status})
             except Exception as e:
                 what = "add allocation and reservation to" if alloc is not None else "add reservation to"
-                raise _Retry(e, f"{what} claim {key}: {e}") from e
+                raise _Retry(e, f"{what} claim {key}: {_error_text(e)}") from e
         except _Retry as r:
             if is_conflict(r.cause) and attempt + 1 < CONFLICT_TRIES:
                 continue

@@ -117,11 +117,13 @@ class FakeClaimsAPI:
         self.world = world
         self.stored = copy.deepcopy(world.objects["ResourceClaim"])
         self.writes: list[tuple[str, dict[str, Any]]] = []
-        self.fail: str | None = None
+        self.fail: str | BaseException | None = None
 
     def _put(self, kind: ObjectKind, obj: dict[str, Any], what: str) -> dict[str, Any]:
         key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
         current = self.stored[key]
+        if isinstance(self.fail, BaseException):
+            raise self.fail
         if self.fail:
             raise RuntimeError(self.fail)
         if obj["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]:
@@ -421,6 +423,18 @@ def test_prebind_retries_a_conflict_with_the_latest_claim() -> None:
     assert c.pre_bind().is_success
     assert w.api.writes[-1][1]["metadata"]["labels"] == {"team": "a"}
     assert w.api.writes[-1][1]["status"]["reservedFor"][0]["uid"] == POD_UID
+
+
+def test_a_write_that_times_out_is_named_in_the_message() -> None:
+    """A request timing out raises an exception with no text (asyncio.TimeoutError): the pod's
+    message names it instead of ending in a colon (seen live: bench dra live, event loop busy)."""
+    w = World([claim()], [device_class()], [resource_slice(NODE)])
+    w.api.fail = TimeoutError()
+    c = Cycle(w, claim_pod())
+    c.through_reserve()
+    st = c.pre_bind()
+    assert st.code == Code.ERROR
+    assert st.reasons == (f"add finalizer to claim default/{CLAIM}: TimeoutError",)
 
 
 def test_bind_failure_is_an_error_and_unreserve_frees_the_device() -> None:
