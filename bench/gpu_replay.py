@@ -1,6 +1,7 @@
 """The ATC '23 GPU-sharing experiment replayed by `kubesched simulate` (issue 28): one run per
 (policy, seed) of the openb trace, sequential arrivals, inflated to 130 % of the GPU capacity,
-GPU nodes only, timed end to end.
+GPU nodes only, ties among equal scores broken by node name (``--tie-break name``, the reference
+simulator's ``selectHost``), timed end to end.
 
 ``python -m bench gpu-replay [--trace DIR] [--policies FGD,BestFit] [--seeds 42] [--inflate 1.3]``
 
@@ -10,9 +11,8 @@ tasks arrived, and the GPU allocation ratio when the arrived GPU demand is 100 %
 capacity (``timeline.gpuAllocationAtArrivedDemand``, the reference's
 ``experiments/analysis/merge_alloc_discrete.py``) beside the reference's mean of 10 seeds.
 The policy's configuration is examples/gpushare.yaml with FGD replaced as its comment says. FGD
-gets ``typicalPods`` computed from the whole replayed workload (inflated, with the run's seed), as
-the reference computes them before it starts: left to itself FGD computes them at its first score
-from the pods it knows, and in a sequential replay that is the first arrival alone.
+gets its typical pods from the replay itself (``Plugin.expect_workload``: every pod that will
+arrive, before the run), as the reference computes them from the whole pod list before it starts.
 Results are appended to bench/results/gpu-replay-<date>.json.
 """
 
@@ -29,8 +29,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bench import common
 
 DEFAULT_TRACE = Path(os.environ.get("KUBESCHED_OPENB_TRACE", str(common.ROOT.parent / "shared/traces/openb")))
@@ -45,27 +43,10 @@ REFERENCE = {
 SELECTION = {"FGD": "FGD", "RandomFit": "random"}
 
 
-def policy_config(policy: str, typical: list[dict[str, Any]] | None = None) -> str:
+def policy_config(policy: str) -> str:
     text = EXAMPLE.read_text()
     text = text.replace("name: FGD", f"name: {policy}")
-    text = text.replace("gpuSelMethod: FGD", f"gpuSelMethod: {SELECTION.get(policy, 'best')}")
-    if typical is None:
-        return text
-    config = yaml.safe_load(text)
-    config["profiles"][0]["pluginConfig"].append({"name": policy, "args": {"typicalPods": typical}})
-    return str(yaml.safe_dump(config))
-
-
-def workload_typical_pods(trace: Path, seed: int, inflate: float) -> list[dict[str, Any]]:
-    """FGD's target workload: the typical pods of every task the replay will see."""
-    from kubesched.simulate.inputs.scenario import load_replay
-    from kubesched.snapshot.gpushare.shapes import pod_shape
-    from kubesched.snapshot.gpushare.typical_pods import typical_pods
-    from kubesched.snapshot.pod import PodInfo
-
-    scenario = load_replay(None, f"openb:{trace}", "sequential", inflate, True, seed)
-    shapes = (pod_shape(PodInfo.from_raw(a.pod)) for a in scenario.arrivals)
-    return [t.model_dump(by_alias=True) for t in typical_pods(shapes)]
+    return text.replace("gpuSelMethod: FGD", f"gpuSelMethod: {SELECTION.get(policy, 'best')}")
 
 
 def summarize(doc: dict[str, Any]) -> dict[str, Any]:
@@ -80,13 +61,13 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_one(trace: Path, policy: str, seed: int, inflate: float) -> dict[str, Any]:
+def run_one(trace: Path, policy: str, seed: int, inflate: float, tie_break: str = "name") -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / f"{policy}.yaml"
-        typical = workload_typical_pods(trace, seed, inflate) if policy == "FGD" else None
-        config.write_text(policy_config(policy, typical))
+        config.write_text(policy_config(policy))
         cmd = [sys.executable, "-m", "kubesched.cli", "simulate", "--trace", f"openb:{trace}",
                "--arrivals", "sequential", "--inflate", str(inflate), "--gpu-nodes-only", "--seed", str(seed),
+               "--tie-break", tie_break,
                "--config", str(config), "-o", "json"]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
@@ -96,7 +77,7 @@ def run_one(trace: Path, policy: str, seed: int, inflate: float) -> dict[str, An
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     ref = REFERENCE.get(policy)
-    return {"policy": policy, "seed": seed, "inflate": inflate, "wallSeconds": round(wall, 2),
+    return {"policy": policy, "seed": seed, "inflate": inflate, "tieBreak": tie_break, "wallSeconds": round(wall, 2),
             "cpuSeconds": round(cpu, 2), **summarize(json.loads(out.stdout)),
             "reference": {"allocationAt100": ref[0], "allocationAt130": ref[1]} if ref else None}
 
@@ -107,12 +88,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--policies", default="FGD,BestFit")
     ap.add_argument("--seeds", default="42")
     ap.add_argument("--inflate", type=float, default=1.3)
+    ap.add_argument("--tie-break", choices=["name", "random"], default="name",
+                    help="name: the reference simulator's selectHost (default); random: kube-scheduler's")
     ap.add_argument("--note", default="")
     args = ap.parse_args(argv)
     runs = []
     for policy in args.policies.split(","):
         for seed in (int(s) for s in args.seeds.split(",")):
-            run = run_one(args.trace, policy, seed, args.inflate)
+            run = run_one(args.trace, policy, seed, args.inflate, args.tie_break)
             print(json.dumps(run), flush=True)
             runs.append(run)
     record = {"benchmark": "gpu-replay", "when": common.now_iso(), "commit": common.git_commit(),

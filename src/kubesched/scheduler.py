@@ -1,7 +1,8 @@
 """The scheduler: one pod at a time through the framework, top to bottom.
 
     pop → PreFilter → Filter (a rotating window of nodes, percentageOfNodesToScore) → PostFilter
-    when nothing fits → PreScore/Score → select (ties broken by a seeded RNG) → assume → Reserve →
+    when nothing fits → PreScore/Score → select (ties broken by a seeded RNG, or by node name with
+    ``tie_break="name"``) → assume → Reserve →
     Permit → binding cycle, asynchronously: wait on Permit → PreBind → Bind → PostBind.
 
 Every failure path unreserves, forgets the assumed pod and requeues the pod with backoff. Port of
@@ -16,7 +17,7 @@ import contextlib
 import random
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -90,6 +91,16 @@ class SchedulerObserver:
         ``status.nominatedNodeName`` to "")."""
 
 
+#: How the scheduler chooses among nodes with the same highest total score. ``random``: uniformly,
+#: from the seeded RNG (upstream ``selectHost``, pkg/scheduler/schedule_one.go, reservoir sampling).
+#: ``name``: the node whose name sorts first — the FGD simulator's patched ``selectHost``
+#: (hkust-adsl/kubernetes-scheduler-simulator, its vendored k8s.io/kubernetes v1.20.5
+#: pkg/scheduler/core/generic_scheduler.go: "for reproducibility, choose the smallest
+#: lexicographical order if the score remains the same"), which its published results depend on.
+TieBreak = Literal["random", "name"]
+TIE_BREAKS: tuple[str, ...] = get_args(TieBreak)
+
+
 @dataclass(frozen=True, slots=True)
 class QueueSettings:
     initial_backoff_seconds: float = 1.0
@@ -108,7 +119,10 @@ class Scheduler:
         seed: int | None = None,
         observer: SchedulerObserver | None = None,
         eager_binding: bool = False,
+        tie_break: TieBreak = "random",
     ) -> None:
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break {tie_break!r}: expected one of {', '.join(TIE_BREAKS)}")
         if not frameworks:
             raise ValueError("a scheduler needs at least one profile")
         self.frameworks = frameworks
@@ -117,6 +131,7 @@ class Scheduler:
         self.waiting_pods = waiting_pods
         self.observer = observer or SchedulerObserver()
         self._rng = random.Random(seed)
+        self._tie_by_name = tie_break == "name"
         #: Preemptions under way (upstream executor's ``preempting``): preemptor uid → evictions
         #: not yet sent, and → its last victim (done once that one is gone or terminating).
         self._preempting: dict[str, int] = {}
@@ -170,6 +185,7 @@ class Scheduler:
         observer: SchedulerObserver | None = None,
         objects: Callable[[str], Any] | None = None,
         eager_binding: bool = False,
+        tie_break: TieBreak = "random",
     ) -> Scheduler:
         """A scheduler with one framework per configured profile, sharing one cache and queue."""
         cache = cache or SchedulerCache()
@@ -178,7 +194,7 @@ class Scheduler:
         for profile in profiles:
             handle = Handle(cache.table, clock, waiting, client, profile.scheduler_name, parallelism, objects)
             frameworks[profile.scheduler_name] = Framework.build(profile, registry, handle)
-        return Scheduler(frameworks, cache, clock, waiting, queue_settings, seed, observer, eager_binding)
+        return Scheduler(frameworks, cache, clock, waiting, queue_settings, seed, observer, eager_binding, tie_break)
 
     def _pre_enqueue(self, pod: PodInfo, first: str) -> Status:
         """The queue's PreEnqueue check: the plugins of the pod's profile (upstream
@@ -265,6 +281,17 @@ class Scheduler:
         """Every plugin instance once, across profiles."""
         unique = {id(p): p for fwk in self.frameworks.values() for p in fwk.plugins.values()}
         return list(unique.values())
+
+    def announce_workload(self, pods: Iterable[PodInfo]) -> None:
+        """Tell every plugin that implements ``Plugin.expect_workload`` the pods that will come
+        (a shell that knows them ahead calls this once, before scheduling starts). ``pods`` is
+        only read when some plugin listens."""
+        listeners = [p for p in self.plugins() if type(p).expect_workload is not Plugin.expect_workload]
+        if not listeners:
+            return
+        workload = tuple(pods)
+        for plugin in listeners:
+            plugin.expect_workload(workload)
 
     async def start_plugins(self) -> None:
         """Start plugins' background work (e.g. metric polling); every shell calls this before
@@ -395,11 +422,16 @@ class Scheduler:
         return ScheduleResult(table.names[self._select_host(scored)], evaluated, len(feasible), scored, diagnosis)
 
     def _select_host(self, scored: ScoredNodes) -> int:
-        """Highest total wins; ties are broken uniformly at random (upstream selectHost)."""
+        """Highest total wins; ties are broken uniformly at random (upstream selectHost), or
+        with ``tie_break="name"`` by the lowest node name (``TieBreak``)."""
         totals = scored.totals
         best = (totals == np.maximum.reduce(totals)).nonzero()[0]  # max(), flatnonzero without wrappers
-        pick = best[0] if len(best) == 1 else best[self._rng.randrange(len(best))]
-        return int(scored.rows[pick])
+        if len(best) == 1:
+            return int(scored.rows[best[0]])
+        if self._tie_by_name:
+            names = self.cache.table.names
+            return int(min(scored.rows[best].tolist(), key=names.__getitem__))
+        return int(scored.rows[best[self._rng.randrange(len(best))]])
 
     def _single_node_failure(self, node: str, st: Status) -> ScheduleFailure:
         """Reserve/Permit rejections are reported as a FitError over the one chosen node."""
