@@ -77,11 +77,12 @@ WIDE_POD_ROWS = 500
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
 @click.option(
     "--tie-break",
-    type=click.Choice(["random", "name"]),  # kubesched.scheduler.TIE_BREAKS (not imported at start)
+    type=click.Choice(["random", "name", "shuffled"]),  # kubesched.scheduler.TIE_BREAKS (not imported at start)
     default="random",
     show_default=True,
-    help="Among nodes with the same highest score: random (seeded, as kube-scheduler) or name (the node whose "
-    "name sorts first, as the ATC '23 GPU-sharing experiments' simulator).",
+    help="Among nodes with the same highest score: random (seeded, as kube-scheduler), name (the node whose "
+    "name sorts first) or shuffled (the node first in one random order of the nodes, fixed for the run from "
+    "--seed, as the ATC '23 GPU-sharing experiments' simulator).",
 )
 @click.option(
     "-o",

@@ -4,6 +4,9 @@ from the reference (hkust-adsl/kubernetes-scheduler-simulator):
 - ties among the best-scored nodes go to the node whose name sorts first (its vendored
   k8s.io/kubernetes v1.20.5 ``pkg/scheduler/core/generic_scheduler.go`` ``selectHost``:
   ``if ns.Name < selected``), with ``tie_break="name"`` / ``kubesched simulate --tie-break name``;
+  and since the reference prefixes each node's name with a seeded random permutation index
+  (``pkg/simulator/simulator.go`` ``syncClusterResourceList``), what its runs do is
+  ``tie_break="shuffled"``: the first node in one random node order fixed for the run;
 - FGD's typical pods are those of the whole workload, known before the first pod is scheduled
   (``pkg/simulator/core.go`` ``Simulate``: ``SetWorkloadPods(cluster.Pods)``, ``SetTypicalPods()``
   before ``RunCluster``; ``pkg/utils/frag.go`` ``GetTypicalPods``), which the replay hands over
@@ -55,9 +58,23 @@ def test_ties_go_to_the_node_whose_name_sorts_first() -> None:
     assert len({placed_on("GpuPacking", nodes, seed, "random") for seed in range(6)}) > 1
 
 
+def test_shuffled_ties_follow_one_random_node_order_fixed_for_the_run() -> None:
+    # The reference renames every node "%04d-<name>" with its index in a seeded rand.Perm
+    # (simulator.go syncClusterResourceList), then selectHost keeps the smallest name: ties go by
+    # one random node order, the same for the whole run, another for another seed.
+    names = [f"gpu-{i}" for i in range(8)]
+    winners = set()
+    for seed in range(5):
+        won = placed_on("GpuPacking", names, seed, "shuffled")
+        # the same seed: the same winner, whatever order the nodes came in
+        assert placed_on("GpuPacking", list(reversed(names)), seed, "shuffled") == won
+        winners.add(won)
+    assert len(winners) > 1
+
+
 def test_a_tie_break_the_scheduler_does_not_know_is_refused() -> None:
     sched, _ = scheduler()
-    with pytest.raises(ValueError, match="tie_break 'first': expected one of random, name"):
+    with pytest.raises(ValueError, match="tie_break 'first': expected one of random, name, shuffled"):
         Scheduler(sched.frameworks, sched.cache, sched.clock, sched.waiting_pods, tie_break="first")  # type: ignore[arg-type]
 
 
