@@ -147,7 +147,9 @@ def report_section(runs: list[dict[str, Any]] | None = None, tie_break: str = "s
     cpu = [r["cpuSeconds"] for r in newest.values() if r.get("cpuSeconds")]
     lines += [f"Runs: {len(newest)} (commits {', '.join(commits)}); CPU seconds per run "
               f"{min(cpu):.0f}-{max(cpu):.0f}. Reproduce: `python -m bench gpu-replay --policies "
-              "FGD,BestFit,GpuPacking,GpuClustering,DotProduct,RandomFit --seeds 42,43`.", ""]
+              "FGD,BestFit,GpuPacking,GpuClustering,DotProduct,RandomFit --seeds 42,43`. Why the tie-break "
+              "matters and what was checked against the reference: bench/analysis.md (\"Parity with the "
+              "reference\").", ""]
     return lines
 
 
