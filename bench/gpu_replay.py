@@ -146,8 +146,9 @@ def report_section(runs: list[dict[str, Any]] | None = None, tie_break: str = "s
     commits = sorted({str(r.get("commit")) for r in newest.values()})
     cpu = [r["cpuSeconds"] for r in newest.values() if r.get("cpuSeconds")]
     lines += [f"Runs: {len(newest)} (commits {', '.join(commits)}); CPU seconds per run "
-              f"{min(cpu):.0f}-{max(cpu):.0f}. Reproduce: `python -m bench gpu-replay --policies "
-              "FGD,BestFit,GpuPacking,GpuClustering,DotProduct,RandomFit --seeds 42,43`. Why the tie-break "
+              f"{min(cpu):.0f}-{max(cpu):.0f}. Reproduce a row: `python -m bench gpu-replay --policies POLICY "
+              f"--seeds SEEDS --tie-break {tie_break}` (bit for bit: the same seed gives the same figures). "
+              "Why the tie-break "
               "matters and what was checked against the reference: bench/analysis.md (\"Parity with the "
               "reference\").", ""]
     return lines
