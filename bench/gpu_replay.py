@@ -1,6 +1,9 @@
 """The ATC '23 GPU-sharing experiment replayed by `kubesched simulate` (issue 28): one run per
 (policy, seed) of the openb trace, sequential arrivals, inflated to 130 % of the GPU capacity,
-GPU nodes only, timed end to end.
+GPU nodes only, ties among equal scores broken by one random node order fixed for the run
+(``--tie-break shuffled``: the reference simulator prefixes node names with a seeded permutation
+index, ``syncClusterResourceList``, and its ``selectHost`` keeps the smallest name), timed end to
+end.
 
 ``python -m bench gpu-replay [--trace DIR] [--policies FGD,BestFit] [--seeds 42] [--inflate 1.3]``
 
@@ -11,9 +14,8 @@ capacity (``timeline.gpuAllocationAtArrivedDemand``, the reference's
 ``experiments/analysis/merge_alloc_discrete.py``) beside the reference's mean of 10 seeds.
 The policy's configuration is its example file (``POLICY_CONFIGS``: examples/gpushare.yaml for FGD,
 examples/gpushare-<policy>.yaml for the others, the files ``kubesched sweep --trace`` is shown with). FGD
-gets ``typicalPods`` computed from the whole replayed workload (inflated, with the run's seed), as
-the reference computes them before it starts: left to itself FGD computes them at its first score
-from the pods it knows, and in a sequential replay that is the first arrival alone.
+gets its typical pods from the replay itself (``Plugin.expect_workload``: every pod that will
+arrive, before the run), as the reference computes them from the whole pod list before it starts.
 Results are appended to bench/results/gpu-replay-<date>.json.
 """
 
@@ -30,8 +32,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bench import common
 
 DEFAULT_TRACE = Path(os.environ.get("KUBESCHED_OPENB_TRACE", str(common.ROOT.parent / "shared/traces/openb")))
@@ -47,27 +47,8 @@ REFERENCE = {
     "FGD": (95.23, 95.39), "BestFit": (92.86, 93.08), "GpuPacking": (91.78, 92.00),
     "GpuClustering": (91.65, 91.88), "DotProduct": (90.62, 90.85), "RandomFit": (86.30, 87.47),
 }
-
-
-def policy_config(policy: str, typical: list[dict[str, Any]] | None = None) -> str:
-    text = POLICY_CONFIGS[policy].read_text()
-    if typical is None:
-        return text
-    config = yaml.safe_load(text)
-    config["profiles"][0]["pluginConfig"].append({"name": policy, "args": {"typicalPods": typical}})
-    return str(yaml.safe_dump(config))
-
-
-def workload_typical_pods(trace: Path, seed: int, inflate: float) -> list[dict[str, Any]]:
-    """FGD's target workload: the typical pods of every task the replay will see."""
-    from kubesched.simulate.inputs.scenario import load_replay
-    from kubesched.snapshot.gpushare.shapes import pod_shape
-    from kubesched.snapshot.gpushare.typical_pods import typical_pods
-    from kubesched.snapshot.pod import PodInfo
-
-    scenario = load_replay(None, f"openb:{trace}", "sequential", inflate, True, seed)
-    shapes = (pod_shape(PodInfo.from_raw(a.pod)) for a in scenario.arrivals)
-    return [t.model_dump(by_alias=True) for t in typical_pods(shapes)]
+def policy_config(policy: str) -> str:
+    return POLICY_CONFIGS[policy].read_text()
 
 
 def summarize(doc: dict[str, Any]) -> dict[str, Any]:
@@ -82,13 +63,13 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_one(trace: Path, policy: str, seed: int, inflate: float) -> dict[str, Any]:
+def run_one(trace: Path, policy: str, seed: int, inflate: float, tie_break: str = "shuffled") -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / f"{policy}.yaml"
-        typical = workload_typical_pods(trace, seed, inflate) if policy == "FGD" else None
-        config.write_text(policy_config(policy, typical))
+        config.write_text(policy_config(policy))
         cmd = [sys.executable, "-m", "kubesched.cli", "simulate", "--trace", f"openb:{trace}",
                "--arrivals", "sequential", "--inflate", str(inflate), "--gpu-nodes-only", "--seed", str(seed),
+               "--tie-break", tie_break,
                "--config", str(config), "-o", "json"]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
@@ -98,9 +79,80 @@ def run_one(trace: Path, policy: str, seed: int, inflate: float) -> dict[str, An
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     ref = REFERENCE.get(policy)
-    return {"policy": policy, "seed": seed, "inflate": inflate, "wallSeconds": round(wall, 2),
+    return {"policy": policy, "seed": seed, "inflate": inflate, "tieBreak": tie_break, "wallSeconds": round(wall, 2),
             "cpuSeconds": round(cpu, 2), **summarize(json.loads(out.stdout)),
             "reference": {"allocationAt100": ref[0], "allocationAt130": ref[1]} if ref else None}
+
+
+#: The reference's per-seed range at 100 % (min, max of its 10 seeds in the same
+#: analysis_allo_discrete.csv): how far one seed may fall from the mean.
+REFERENCE_RANGE_100 = {"FGD": (95.06, 95.38), "BestFit": (92.64, 93.04), "GpuPacking": (91.07, 92.58),
+                       "GpuClustering": (90.62, 92.75), "DotProduct": (90.34, 91.00), "RandomFit": (85.87, 86.79)}
+TOLERANCE = 0.5
+
+
+def load_runs(directory: Path = common.RESULTS) -> list[dict[str, Any]]:
+    """Every run of bench/results/gpu-replay-*.json, oldest first, with its record's commit."""
+    runs: list[dict[str, Any]] = []
+    for path in sorted(directory.glob("gpu-replay-*.json")):
+        for record in json.loads(path.read_text()).get("results", []):
+            runs += [{**run, "commit": record.get("commit"), "when": record.get("when")} for run in record["runs"]]
+    return runs
+
+
+def report_section(runs: list[dict[str, Any]] | None = None, tie_break: str = "shuffled") -> list[str]:
+    """BENCHMARKS.md lines: per policy, the mean over seeds of the newest full-trace run per seed
+    with ``tie_break``, beside the reference (bench/report.py calls this)."""
+    newest: dict[tuple[str, int], dict[str, Any]] = {}
+    for run in runs if runs is not None else load_runs():
+        if run.get("tieBreak") == tie_break and run.get("inflate") == 1.3 and run.get("nodes") == 1213:
+            newest[(run["policy"], run["seed"])] = run
+    lines = ["## The ATC '23 GPU-sharing table (issue 28): allocation at 100 % / 130 % arrived GPU demand", ""]
+    if not newest:
+        return [*lines, "Not run yet (`python -m bench gpu-replay --policies ... --seeds ...`).", ""]
+    lines += [
+        "`python -m bench gpu-replay` (bench/gpu_replay.py): `kubesched simulate --trace openb:DIR --arrivals "
+        f"sequential --inflate 1.3 --gpu-nodes-only --tie-break {tie_break} --seed S`, one policy per run, "
+        "with its example file (examples/gpushare.yaml for FGD, examples/gpushare-<policy>.yaml for the others); "
+        "GPU allocation (%) when the arrived GPU demand is 100 % and 130 % of the capacity. "
+        "Reference: hkust-adsl/kubernetes-scheduler-simulator "
+        "experiments/analysis/expected_results, mean of its 10 seeds (its seeds are Go's math/rand, ours numpy's: "
+        "the workloads differ per seed, the distribution is the same).",
+        "",
+        f"| policy | seeds | 100 % | 130 % | reference 100 % (its seeds' range) | reference 130 % | Δ 100 % | Δ 130 % "
+        f"| within ±{TOLERANCE} |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    means: dict[str, float] = {}
+    for policy in sorted(REFERENCE, key=lambda p: -REFERENCE[p][0]):
+        got = [r for (p, _), r in sorted(newest.items()) if p == policy]
+        ref = REFERENCE[policy]
+        low, high = REFERENCE_RANGE_100[policy]
+        ref100 = f"{ref[0]:.2f} ({low:.2f}-{high:.2f})"
+        if not got:
+            lines.append(f"| {policy} | – | – | – | {ref100} | {ref[1]:.2f} | – | – | not run |")
+            continue
+        a100 = sum(r["allocationAt100"] for r in got) / len(got)
+        a130 = sum(r["allocationAt130"] for r in got) / len(got)
+        means[policy] = a100
+        d100, d130 = a100 - ref[0], a130 - ref[1]
+        ok = "yes" if abs(d100) <= TOLERANCE and abs(d130) <= TOLERANCE else "**no**"
+        seeds = ",".join(str(r["seed"]) for r in got)
+        lines.append(f"| {policy} | {seeds} | {a100:.2f} | {a130:.2f} | {ref100} | {ref[1]:.2f} | "
+                     f"{d100:+.2f} | {d130:+.2f} | {ok} |")
+    ours = sorted(means, key=lambda p: -means[p])
+    theirs = [p for p in sorted(REFERENCE, key=lambda p: -REFERENCE[p][0]) if p in means]
+    same = "the same as the reference's" if ours == theirs else f"the reference's is {' > '.join(theirs)}"
+    lines += ["", f"Ranking at 100 % (policies measured): {' > '.join(ours)} — {same}.", ""]
+    commits = sorted({str(r.get("commit")) for r in newest.values()})
+    cpu = [r["cpuSeconds"] for r in newest.values() if r.get("cpuSeconds")]
+    lines += [f"Runs: {len(newest)} (commits {', '.join(commits)}); CPU seconds per run "
+              f"{min(cpu):.0f}-{max(cpu):.0f}. Reproduce a row: `python -m bench gpu-replay --policies POLICY "
+              f"--seeds SEEDS --tie-break {tie_break}` (bit for bit: the same seed gives the same figures). "
+              "Why the tie-break "
+              "matters and what was checked against the reference: bench/analysis.md (\"Parity with the "
+              "reference\").", ""]
+    return lines
 
 
 def main(argv: list[str]) -> int:
@@ -109,12 +161,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--policies", default="FGD,BestFit")
     ap.add_argument("--seeds", default="42")
     ap.add_argument("--inflate", type=float, default=1.3)
+    ap.add_argument("--tie-break", choices=["shuffled", "name", "random"], default="shuffled",
+                    help="shuffled: the reference simulator's (default); name: its selectHost on unprefixed names; "
+                    "random: kube-scheduler's")
     ap.add_argument("--note", default="")
     args = ap.parse_args(argv)
     runs = []
     for policy in args.policies.split(","):
         for seed in (int(s) for s in args.seeds.split(",")):
-            run = run_one(args.trace, policy, seed, args.inflate)
+            run = run_one(args.trace, policy, seed, args.inflate, args.tie_break)
             print(json.dumps(run), flush=True)
             runs.append(run)
     record = {"benchmark": "gpu-replay", "when": common.now_iso(), "commit": common.git_commit(),

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import common, time_to_answer, two_ways
+from bench import common, gpu_replay, time_to_answer, two_ways
 
 OUT = common.ROOT / "BENCHMARKS.md"
 ANALYSIS = Path(__file__).resolve().parent / "analysis.md"
@@ -488,6 +488,7 @@ def build(records: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
     lines.append("")
     lines += time_to_answer.report_section(records)
     lines += two_ways.report_section()
+    lines += gpu_replay.report_section()
     prof = best.get(("profile", "SchedulingBasic"))
     lines += ["## Profile of `kubesched run` (live path)", ""]
     lines += _profile_section(prof) if prof else ["Not run yet (`python -m bench profile --size full`).", ""]

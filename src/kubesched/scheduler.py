@@ -1,7 +1,8 @@
 """The scheduler: one pod at a time through the framework, top to bottom.
 
     pop → PreFilter → Filter (a rotating window of nodes, percentageOfNodesToScore) → PostFilter
-    when nothing fits → PreScore/Score → select (ties broken by a seeded RNG) → assume → Reserve →
+    when nothing fits → PreScore/Score → select (ties broken by a seeded RNG, or by node name with
+    ``tie_break="name"``) → assume → Reserve →
     Permit → binding cycle, asynchronously: wait on Permit → PreBind → Bind → PostBind.
 
 Every failure path unreserves, forgets the assumed pod and requeues the pod with backoff. Port of
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import random
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
+import numpy.typing as npt
 
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.queue import DEFAULT_MAX_UNSCHEDULABLE_SECONDS, SchedulingQueue
@@ -91,6 +94,21 @@ class SchedulerObserver:
         ``status.nominatedNodeName`` to "")."""
 
 
+#: How the scheduler chooses among nodes with the same highest total score. ``random``: uniformly,
+#: from the seeded RNG (upstream ``selectHost``, pkg/scheduler/schedule_one.go, reservoir sampling).
+#: ``name``: the node whose name sorts first — the FGD simulator's patched ``selectHost``
+#: (hkust-adsl/kubernetes-scheduler-simulator, its vendored k8s.io/kubernetes v1.20.5
+#: pkg/scheduler/core/generic_scheduler.go: "for reproducibility, choose the smallest
+#: lexicographical order if the score remains the same"). ``shuffled``: the node first in one
+#: random order of all nodes, fixed for the run and drawn from the seed — what that simulator
+#: really does, as it prefixes every node's name with its index in a seeded random permutation
+#: before creating it (``pkg/simulator/simulator.go`` ``syncClusterResourceList``); its published
+#: results depend on it. A node's place in the order is a hash of the seed and its name, so it
+#: does not depend on when the node came.
+TieBreak = Literal["random", "name", "shuffled"]
+TIE_BREAKS: tuple[str, ...] = get_args(TieBreak)
+
+
 @dataclass(frozen=True, slots=True)
 class QueueSettings:
     initial_backoff_seconds: float = 1.0
@@ -110,7 +128,10 @@ class Scheduler:
         observer: SchedulerObserver | None = None,
         eager_binding: bool = False,
         feature_gates: Mapping[str, bool] | None = None,
+        tie_break: TieBreak = "random",
     ) -> None:
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break {tie_break!r}: expected one of {', '.join(TIE_BREAKS)}")
         if not frameworks:
             raise ValueError("a scheduler needs at least one profile")
         self.frameworks = frameworks
@@ -119,6 +140,13 @@ class Scheduler:
         self.waiting_pods = waiting_pods
         self.observer = observer or SchedulerObserver()
         self._rng = random.Random(seed)
+        self._tie_break = tie_break
+        self._seed = seed
+        #: ``shuffled``: each row's place in the run's node order, for the table's nodes at
+        #: ``_tie_generation`` (node_generation), and each node name's place once hashed.
+        self._tie_rank = np.zeros(0, dtype=np.uint64)
+        self._tie_generation = -1
+        self._tie_keys: dict[str, int] = {}
         #: Preemptions under way (upstream executor's ``preempting``): preemptor uid → evictions
         #: not yet sent, and → its last victim (done once that one is gone or terminating).
         self._preempting: dict[str, int] = {}
@@ -182,6 +210,7 @@ class Scheduler:
         objects: Callable[[str], Any] | None = None,
         eager_binding: bool = False,
         feature_gates: Mapping[str, bool] | None = None,
+        tie_break: TieBreak = "random",
     ) -> Scheduler:
         """A scheduler with one framework per configured profile, sharing one cache and queue."""
         cache = cache or SchedulerCache()
@@ -191,7 +220,7 @@ class Scheduler:
             handle = Handle(cache.table, clock, waiting, client, profile.scheduler_name, parallelism, objects)
             frameworks[profile.scheduler_name] = Framework.build(profile, registry, handle)
         return Scheduler(
-            frameworks, cache, clock, waiting, queue_settings, seed, observer, eager_binding, feature_gates)
+            frameworks, cache, clock, waiting, queue_settings, seed, observer, eager_binding, feature_gates, tie_break)
 
     def _pre_enqueue(self, pod: PodInfo, first: str) -> Status:
         """The queue's PreEnqueue check: the plugins of the pod's profile (upstream
@@ -278,6 +307,17 @@ class Scheduler:
         """Every plugin instance once, across profiles."""
         unique = {id(p): p for fwk in self.frameworks.values() for p in fwk.plugins.values()}
         return list(unique.values())
+
+    def announce_workload(self, pods: Iterable[PodInfo]) -> None:
+        """Tell every plugin that implements ``Plugin.expect_workload`` the pods that will come
+        (a shell that knows them ahead calls this once, before scheduling starts). ``pods`` is
+        only read when some plugin listens."""
+        listeners = [p for p in self.plugins() if type(p).expect_workload is not Plugin.expect_workload]
+        if not listeners:
+            return
+        workload = tuple(pods)
+        for plugin in listeners:
+            plugin.expect_workload(workload)
 
     async def start_plugins(self) -> None:
         """Start plugins' background work (e.g. metric polling); every shell calls this before
@@ -418,11 +458,33 @@ class Scheduler:
         return ScheduleResult(table.names[self._select_host(scored)], evaluated, len(feasible), scored, diagnosis)
 
     def _select_host(self, scored: ScoredNodes) -> int:
-        """Highest total wins; ties are broken uniformly at random (upstream selectHost)."""
+        """Highest total wins; ties are broken uniformly at random (upstream selectHost), or
+        with ``tie_break="name"`` by the lowest node name (``TieBreak``)."""
         totals = scored.totals
         best = (totals == np.maximum.reduce(totals)).nonzero()[0]  # max(), flatnonzero without wrappers
-        pick = best[0] if len(best) == 1 else best[self._rng.randrange(len(best))]
-        return int(scored.rows[pick])
+        if len(best) == 1:
+            return int(scored.rows[best[0]])
+        if self._tie_break == "name":
+            names = self.cache.table.names
+            return int(min(scored.rows[best].tolist(), key=names.__getitem__))
+        if self._tie_break == "shuffled":
+            rows = scored.rows[best]
+            return int(rows[np.argmin(self._shuffled_rank()[rows])])
+        return int(scored.rows[best[self._rng.randrange(len(best))]])
+
+    def _shuffled_rank(self) -> npt.NDArray[np.uint64]:
+        """Each table row's place in the run's random node order (``TieBreak`` ``shuffled``)."""
+        table = self.cache.table
+        if self._tie_generation != table.node_generation or len(self._tie_rank) < len(table.names):
+            keys = self._tie_keys
+            for name in table.names:
+                if name and name not in keys:
+                    digest = hashlib.blake2b(f"{self._seed}/{name}".encode(), digest_size=8).digest()
+                    keys[name] = int.from_bytes(digest, "big")
+            empty = np.iinfo(np.uint64).max  # a free row: never tied (never scored)
+            self._tie_rank = np.array([keys[n] if n else empty for n in table.names], dtype=np.uint64)
+            self._tie_generation = table.node_generation
+        return self._tie_rank
 
     def single_node_failure(self, node: str, st: Status) -> ScheduleFailure:
         """Reserve/Permit rejections are reported as a FitError over the one chosen node."""

@@ -173,3 +173,19 @@ def test_summary_ratios_and_report(tmp_path: Path) -> None:
     assert chart_rec is rec
     svg = report.chart_svg(rec)
     assert svg.startswith("<svg") and svg.count("<polyline") == 4
+
+
+def test_gpu_replay_table_means_seeds_and_checks_tolerance_and_ranking() -> None:
+    from bench import gpu_replay
+
+    def run(policy: str, seed: int, a100: float, a130: float, tie_break: str = "shuffled") -> dict[str, object]:
+        return {"policy": policy, "seed": seed, "inflate": 1.3, "nodes": 1213, "tieBreak": tie_break,
+                "allocationAt100": a100, "allocationAt130": a130, "cpuSeconds": 40.0, "commit": "abc"}
+
+    runs = [run("FGD", 42, 95.0, 95.2), run("FGD", 43, 95.4, 95.6), run("BestFit", 42, 92.0, 92.1),
+            run("BestFit", 42, 50.0, 50.0, tie_break="random")]  # another tie-break: not in this table
+    lines = "\n".join(gpu_replay.report_section(runs))
+    assert "| FGD | 42,43 | 95.20 | 95.40 | 95.23 (95.06-95.38) | 95.39 | -0.03 | +0.01 | yes |" in lines
+    assert "| BestFit | 42 | 92.00 | 92.10 | 92.86 (92.64-93.04) | 93.08 | -0.86 | -0.98 | **no** |" in lines
+    assert "| RandomFit | – |" in lines
+    assert "FGD > BestFit — the same as the reference's" in lines

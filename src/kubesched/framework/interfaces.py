@@ -94,6 +94,13 @@ class Plugin:
         """A pod reached Succeeded or Failed (the cache then drops it, so no table shows it any
         more): for plugins that count finished pods, e.g. a PodGroup's succeeded members."""
 
+    def expect_workload(self, pods: Sequence[PodInfo]) -> None:
+        """The pods the shell will submit, all of them, before scheduling starts — called only by
+        a shell that knows them ahead (the simulator replaying a scenario or trace: every arrival,
+        clones of ``--inflate`` included), never live. For policies tuned to a target workload
+        (e.g. FGD's typical pod shapes, which its reference computes from the whole pod list
+        before the run). Pods are not yet in any table; do not keep references to schedule with."""
+
     def object_report(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
         """For kinds this plugin declares: kind → object key → fields worth showing in the
         simulator's report and JSON (e.g. each PodGroup's phase and counts). {} by default."""

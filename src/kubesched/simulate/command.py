@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kubesched.config.load import SchedulerConfig
     from kubesched.framework.objects import ObjectKind
     from kubesched.framework.registry import Registry
+    from kubesched.scheduler import TieBreak
     from kubesched.simulate.inputs.dump import ClusterInput
     from kubesched.simulate.inputs.scenario import Scenario
 
@@ -74,6 +75,15 @@ WIDE_POD_ROWS = 500
 @click.option("--nodes", type=click.IntRange(min=1), help="Generate a cluster with this many nodes.")
 @click.option("--pods", type=click.IntRange(min=0), help="Generate this many pods (with --nodes).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
+@click.option(
+    "--tie-break",
+    type=click.Choice(["random", "name", "shuffled"]),  # kubesched.scheduler.TIE_BREAKS (not imported at start)
+    default="random",
+    show_default=True,
+    help="Among nodes with the same highest score: random (seeded, as kube-scheduler), name (the node whose "
+    "name sorts first) or shuffled (the node first in one random order of the nodes, fixed for the run from "
+    "--seed, as the ATC '23 GPU-sharing experiments' simulator).",
+)
 @click.option(
     "-o",
     "--output",
@@ -141,6 +151,7 @@ def simulate(
     nodes: int | None,
     pods: int | None,
     seed: int,
+    tie_break: TieBreak,
     output: str,
     report_path: Path | None,
     out_cluster: Path | None,
@@ -201,6 +212,7 @@ def simulate(
         registry,
         sim_input,
         seed=seed,
+        tie_break=tie_break,
         explain_pod=explain_pod,
         strict_scheduler_name=strict_scheduler_name,
         progress=progress_cb,

@@ -13,15 +13,21 @@ typical pods. A share pod is tried on every GPU it fits on and the node gets the
 reference's setting); a pod of whole GPUs takes the first fully free GPUs, a pod without GPUs
 only CPU. A pod with no requests at all scores 100 everywhere.
 
+The typical pods: the ``typicalPods`` args; else the workload a shell announces before the run
+(``Plugin.expect_workload``: the simulator replaying a scenario or trace hands every pod that will
+arrive, as the reference's ``Simulate`` (``pkg/simulator/core.go``) calls ``SetTypicalPods`` on
+the whole pod list before scheduling); else, live, computed once from the pods the scheduler
+knows when it first scores (pending and placed).
+
 Differences: a node whose GPU model the pod does not accept scores 0 (the reference returns an
-Error, which GpuShare's Filter makes unreachable); the typical pods are the plugin's args, or,
-without them, computed once from the pods the scheduler knows when it first scores (pending and
-placed), as the reference computes them from the whole workload before it starts.
+Error, which GpuShare's Filter makes unreachable). The reference takes its typical pods from the
+trace before ``TunePodsByNodeTotalResource`` inflates it; a replay announces the inflated
+arrivals (random clones of the same pods: the same shapes, frequencies within sampling noise).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,13 +123,24 @@ class FGD(ScorePlugin):
         self._cache: dict[PodShape, _ShapeScores] = {}
         self._cache_key: tuple[int, int, int, int] | None = None
 
+    def _typical_of(self, pods: Iterable[PodInfo]) -> list[TypicalPod]:
+        a = self.args
+        return typical_pods((pod_shape(p) for p in pods), a.popularity_threshold, a.increase_step,
+                            a.include_cpu_pods, a.gpu_res_weight)
+
+    def expect_workload(self, pods: Sequence[PodInfo]) -> None:
+        """The shell's workload (a replay: every pod that will arrive) is the target workload,
+        as the reference's ``SetTypicalPods`` computes it from the whole pod list before the run;
+        ``typicalPods`` args, when given, still win."""
+        if not self.args.typical_pods:
+            self._typical = self._typical_of(pods)
+
     def typical_pods(self, current: PodInfo | None = None) -> list[TypicalPod]:
-        """The target workload: the args', or computed once from the known pods."""
+        """The target workload: the args', the shell's (``expect_workload``), or else computed
+        once from the pods known at the first score."""
         if self._typical is None:
             pods = [*self.handle.pending_pods(), *self.handle.table.all_pods(), *([current] if current else [])]
-            a = self.args
-            self._typical = typical_pods((pod_shape(p) for p in pods), a.popularity_threshold, a.increase_step,
-                                         a.include_cpu_pods, a.gpu_res_weight)
+            self._typical = self._typical_of(pods)
         return self._typical
 
     def _access(self, table: NodeTable, pods: Sequence[TypicalPod]) -> np.ndarray:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from kubesched.config.load import SchedulerConfig
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.explain import Explanation, explain
 from kubesched.framework.registry import Registry, profiles_object_kinds
-from kubesched.scheduler import QueueSettings, Scheduler
+from kubesched.scheduler import QueueSettings, Scheduler, TieBreak
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.simulate.engine.records import GATED, PRE_BOUND, SCHEDULED, PodRecord, PreemptionRecord, Recorder
 from kubesched.simulate.engine.timeline import Timeline, scenario_input
@@ -99,6 +100,7 @@ class Simulation:
         unfreeze_gc: bool = True,
         feed: Callable[[Simulation], list[PodInfo]] | None = None,
         on_attempt: Callable[[PodInfo, str, str | None], None] | None = None,
+        tie_break: TieBreak = "random",
     ) -> None:
         self.config = config
         scenario: Scenario | None = None
@@ -121,6 +123,7 @@ class Simulation:
             seed=seed,
             objects=self.cluster.kind,
             eager_binding=True,  # binds complete in memory: no Task per pod
+            tie_break=tie_break,
         )
         self.cluster.attach(self.scheduler)
         self._explain_pod = explain_pod
@@ -217,6 +220,8 @@ class Simulation:
             pods_before = {table.names[r]: len(table.pods[r]) for r in table.alive_rows()}
             for pod in pending:
                 self.cluster.add_pod(pod)
+            arrivals = self.timeline.scenario.arrivals if self.timeline is not None else ()
+            self.scheduler.announce_workload(itertools.chain(pending, (PodInfo.from_raw(a.pod) for a in arrivals)))
         await self.scheduler.start_plugins()
         gc.freeze()  # and what the plugins built at start
         try:

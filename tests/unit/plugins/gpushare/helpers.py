@@ -8,7 +8,7 @@ from typing import Any
 from kubesched.config import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.plugins.builtin import builtin_registry
-from kubesched.scheduler import Scheduler
+from kubesched.scheduler import Scheduler, TieBreak
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
@@ -63,11 +63,12 @@ def config(args: dict[str, Any] | None = None, score: str | None = None) -> dict
 
 
 def scheduler(
-    args: dict[str, Any] | None = None, score: str | None = None, seed: int = 1
+    args: dict[str, Any] | None = None, score: str | None = None, seed: int = 1, tie_break: TieBreak = "random",
 ) -> tuple[Scheduler, SimulatedCluster]:
     loaded = load_config(config(args, score), builtin_registry())
     cluster = SimulatedCluster()
-    sched = Scheduler.build(loaded.profiles, builtin_registry(), FakeClock(), client=cluster, seed=seed)
+    sched = Scheduler.build(loaded.profiles, builtin_registry(), FakeClock(), client=cluster, seed=seed,
+                            tie_break=tie_break)
     cluster.attach(sched)
     return sched, cluster
 
