@@ -53,6 +53,20 @@ def lenient_option(f: F) -> F:
     )(f)
 
 
+def tie_break_option(f: F) -> F:
+    """``--tie-break random|name|shuffled`` → ``tie_break``: how the scheduler picks among the nodes
+    with the same highest score (``kubesched.scheduler.TIE_BREAKS``, not imported at start-up)."""
+    return click.option(
+        "--tie-break",
+        type=click.Choice(["random", "name", "shuffled"]),
+        default="random",
+        show_default=True,
+        help="Among nodes with the same highest score: random (seeded, as kube-scheduler), name (the node whose "
+        "name sorts first) or shuffled (the node first in one random order of the nodes, fixed for the run from "
+        "the seed, as the ATC '23 GPU-sharing experiments' simulator).",
+    )(f)
+
+
 def context_option(f: F) -> F:
     """``--context NAME`` → ``context``: the kubeconfig context to use, as kubectl's ``--context``."""
     return click.option(

@@ -14,7 +14,7 @@ from click.core import ParameterSource
 from rich.console import Console
 
 from kubesched.app.fast_exit import request_fast_exit
-from kubesched.app.options import config_option, debug_option, lenient_option, plugins_option
+from kubesched.app.options import config_option, debug_option, lenient_option, plugins_option, tie_break_option
 from kubesched.app.startup import UserError, load_scheduler_config
 from kubesched.simulate.inputs.gc_pause import paused_gc
 
@@ -75,15 +75,7 @@ WIDE_POD_ROWS = 500
 @click.option("--nodes", type=click.IntRange(min=1), help="Generate a cluster with this many nodes.")
 @click.option("--pods", type=click.IntRange(min=0), help="Generate this many pods (with --nodes).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
-@click.option(
-    "--tie-break",
-    type=click.Choice(["random", "name", "shuffled"]),  # kubesched.scheduler.TIE_BREAKS (not imported at start)
-    default="random",
-    show_default=True,
-    help="Among nodes with the same highest score: random (seeded, as kube-scheduler), name (the node whose "
-    "name sorts first) or shuffled (the node first in one random order of the nodes, fixed for the run from "
-    "--seed, as the ATC '23 GPU-sharing experiments' simulator).",
-)
+@tie_break_option
 @click.option(
     "-o",
     "--output",

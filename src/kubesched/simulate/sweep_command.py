@@ -9,15 +9,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.app.options import lenient_option, plugins_option
+from kubesched.app.options import lenient_option, plugins_option, tie_break_option
 from kubesched.app.startup import UserError
 from kubesched.simulate.whatif.sweep import Replay
+
+if TYPE_CHECKING:
+    from kubesched.scheduler import TieBreak
 
 __all__ = ["sweep"]
 
@@ -63,6 +66,7 @@ def _int_list(text: str, option: str) -> list[int]:
               "curves against the arrived GPU demand, per configuration over the seeds.")
 @click.option("--seeds", default="0", show_default=True, metavar="LIST",
               help="Seeds, e.g. 1,2,3 or 1-5: each combination runs once per seed.")
+@tie_break_option
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Worker processes with --engine local (default: the number of CPUs; 1: in this process).")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
@@ -87,6 +91,7 @@ def sweep(
     gpu_nodes_only: bool,
     report_path: Path | None,
     seeds: str,
+    tie_break: TieBreak,
     workers: int | None,
     engine: str,
     dask_address: str | None,
@@ -129,7 +134,7 @@ def sweep(
     for c in configs:  # fail here, once, with the command's own error, not in every worker
         load_scheduler_config(Path(c) if c else None, plugin_modules)
     jobs = jobs_for(configs, plugin_modules, [str(p) for p in cluster_paths], sizes, _int_list(seeds, "--seeds"),
-                    lenient, replay)
+                    lenient, replay, tie_break)
     show_progress = not (quiet or output == "json")
     doc: dict[str, Any] = {"kind": "Sweep", "schemaVersion": 1, "engine": engine}
     if engine == "dask":

@@ -125,3 +125,15 @@ def test_demand_curves_read_every_percent_as_allocation_at_demand_does() -> None
     # Fragmented of idle, in %, averaged over the samples at that demand like the allocation.
     assert curves["fragmentationRatio"][50] == 15.0 and curves["fragmentationRatio"][130] == 100.0
     assert demand_curves(Samples()) == {"gpuAllocation": {}, "fragmentationRatio": {}}
+
+
+def test_replay_sweep_tie_break_is_simulate_tie_break() -> None:
+    """--tie-break reaches every run: the paper's table needs `shuffled` (bench/analysis.md), and a
+    sweep run with it is `kubesched simulate --tie-break shuffled` with the same seed."""
+    shuffled = sweep_doc("--config", POLICIES[0], *REPLAY, "--seeds", "3", "--workers", "1", "--tie-break",
+                         "shuffled")["results"][0]
+    alone = run_json("--config", POLICIES[0], *REPLAY, "--seed", "3", "--tie-break", "shuffled")
+    assert shuffled["curves"]["gpuAllocation"]["100"] == alone["timeline"]["gpuAllocationAtArrivedDemand"]["100"]
+    assert shuffled["scheduled"] == alone["summary"]["scheduled"]
+    random_ties = sweep_doc("--config", POLICIES[0], *REPLAY, "--seeds", "3", "--workers", "1")["results"][0]
+    assert random_ties["placementDigest"] != shuffled["placementDigest"]

@@ -19,7 +19,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kubesched.scheduler import TieBreak
 
 __all__ = ["Replay", "SweepJob", "aggregate", "jobs_for", "run_job", "run_sweep"]
 
@@ -40,6 +43,8 @@ class SweepJob:
     #: simulate`` takes them (inputs/scenario.py ``load_replay``; the job's seed draws the order
     #: and the clones).
     replay: Replay | None = None
+    #: --tie-break: how each run picks among the nodes with the same highest score.
+    tie_break: TieBreak = "random"
 
     @property
     def config_label(self) -> str:
@@ -86,7 +91,7 @@ class Replay:
 
 def jobs_for(configs: Sequence[str | None], plugin_modules: tuple[str, ...], clusters: Sequence[str],
              sizes: Sequence[tuple[int, int]], seeds: Sequence[int], lenient: bool = False,
-             replay: Replay | None = None) -> list[SweepJob]:
+             replay: Replay | None = None, tie_break: TieBreak = "random") -> list[SweepJob]:
     """Every combination, configurations outermost, seeds innermost (with ``replay``: configurations
     × seeds, each replaying it)."""
     targets: list[tuple[str | None, int | None, int | None]] = [(c, None, None) for c in clusters]
@@ -97,7 +102,8 @@ def jobs_for(configs: Sequence[str | None], plugin_modules: tuple[str, ...], clu
     for config in configs:
         for cluster, nodes, pods in targets:
             for seed in seeds:
-                out.append(SweepJob(len(out), config, plugin_modules, cluster, nodes, pods, seed, lenient, replay))
+                out.append(SweepJob(len(out), config, plugin_modules, cluster, nodes, pods, seed, lenient, replay,
+                                    tie_break))
     return out
 
 
@@ -127,7 +133,7 @@ def run_job(job: SweepJob) -> dict[str, Any]:
         assert job.nodes is not None
         cluster = generate_cluster(job.nodes, job.pods if job.pods is not None else 2 * job.nodes, job.seed,
                                    pod_topology=True)
-    result = asyncio.run(Simulation(config, registry, cluster, seed=job.seed).run())
+    result = asyncio.run(Simulation(config, registry, cluster, seed=job.seed, tie_break=job.tie_break).run())
     summary = run_summary(job.config_label, job.config or "", result)
     simulated = summary["scheduled"] + summary["unschedulable"] + summary["errors"]
     replayed: dict[str, Any] = {}
