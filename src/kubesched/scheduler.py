@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import random
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from kubesched.backend.cache import SchedulerCache
+from kubesched.backend.host_selection import HostSelector, TieBreak
 from kubesched.backend.queue import DEFAULT_MAX_UNSCHEDULABLE_SECONDS, SchedulingQueue
 from kubesched.framework.clock import Clock
 from kubesched.framework.cycle_state import CycleState
@@ -94,19 +93,6 @@ class SchedulerObserver:
         ``status.nominatedNodeName`` to "")."""
 
 
-#: How the scheduler chooses among nodes with the same highest total score. ``random``: uniformly,
-#: from the seeded RNG (upstream ``selectHost``, pkg/scheduler/schedule_one.go, reservoir sampling).
-#: ``name``: the node whose name sorts first — the FGD simulator's patched ``selectHost``
-#: (hkust-adsl/kubernetes-scheduler-simulator, its vendored k8s.io/kubernetes v1.20.5
-#: pkg/scheduler/core/generic_scheduler.go: "for reproducibility, choose the smallest
-#: lexicographical order if the score remains the same"). ``shuffled``: the node first in one
-#: random order of all nodes, fixed for the run and drawn from the seed — what that simulator
-#: really does, as it prefixes every node's name with its index in a seeded random permutation
-#: before creating it (``pkg/simulator/simulator.go`` ``syncClusterResourceList``); its published
-#: results depend on it. A node's place in the order is a hash of the seed and its name, so it
-#: does not depend on when the node came.
-TieBreak = Literal["random", "name", "shuffled"]
-TIE_BREAKS: tuple[str, ...] = get_args(TieBreak)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +116,6 @@ class Scheduler:
         feature_gates: Mapping[str, bool] | None = None,
         tie_break: TieBreak = "random",
     ) -> None:
-        if tie_break not in TIE_BREAKS:
-            raise ValueError(f"tie_break {tie_break!r}: expected one of {', '.join(TIE_BREAKS)}")
         if not frameworks:
             raise ValueError("a scheduler needs at least one profile")
         self.frameworks = frameworks
@@ -140,13 +124,8 @@ class Scheduler:
         self.waiting_pods = waiting_pods
         self.observer = observer or SchedulerObserver()
         self._rng = random.Random(seed)
-        self._tie_break = tie_break
-        self._seed = seed
-        #: ``shuffled``: each row's place in the run's node order, for the table's nodes at
-        #: ``_tie_generation`` (node_generation), and each node name's place once hashed.
-        self._tie_rank = np.zeros(0, dtype=np.uint64)
-        self._tie_generation = -1
-        self._tie_keys: dict[str, int] = {}
+        #: Picks among the best-scored nodes; ``random`` draws from ``_rng``, shared with preemption.
+        self._host_selector = HostSelector(tie_break, seed, self._rng)
         #: Preemptions under way (upstream executor's ``preempting``): preemptor uid → evictions
         #: not yet sent, and → its last victim (done once that one is gone or terminating).
         self._preempting: dict[str, int] = {}
@@ -455,36 +434,8 @@ class Scheduler:
         scored = fwk.run_score(state, pod, feasible)
         if isinstance(scored, Status):
             return ScheduleFailure(scored, plugin_error("Score", scored), diagnosis, num_all)
-        return ScheduleResult(table.names[self._select_host(scored)], evaluated, len(feasible), scored, diagnosis)
-
-    def _select_host(self, scored: ScoredNodes) -> int:
-        """Highest total wins; ties are broken uniformly at random (upstream selectHost), or
-        with ``tie_break="name"`` by the lowest node name (``TieBreak``)."""
-        totals = scored.totals
-        best = (totals == np.maximum.reduce(totals)).nonzero()[0]  # max(), flatnonzero without wrappers
-        if len(best) == 1:
-            return int(scored.rows[best[0]])
-        if self._tie_break == "name":
-            names = self.cache.table.names
-            return int(min(scored.rows[best].tolist(), key=names.__getitem__))
-        if self._tie_break == "shuffled":
-            rows = scored.rows[best]
-            return int(rows[np.argmin(self._shuffled_rank()[rows])])
-        return int(scored.rows[best[self._rng.randrange(len(best))]])
-
-    def _shuffled_rank(self) -> npt.NDArray[np.uint64]:
-        """Each table row's place in the run's random node order (``TieBreak`` ``shuffled``)."""
-        table = self.cache.table
-        if self._tie_generation != table.node_generation or len(self._tie_rank) < len(table.names):
-            keys = self._tie_keys
-            for name in table.names:
-                if name and name not in keys:
-                    digest = hashlib.blake2b(f"{self._seed}/{name}".encode(), digest_size=8).digest()
-                    keys[name] = int.from_bytes(digest, "big")
-            empty = np.iinfo(np.uint64).max  # a free row: never tied (never scored)
-            self._tie_rank = np.array([keys[n] if n else empty for n in table.names], dtype=np.uint64)
-            self._tie_generation = table.node_generation
-        return self._tie_rank
+        chosen = self._host_selector.select(scored, table)
+        return ScheduleResult(table.names[chosen], evaluated, len(feasible), scored, diagnosis)
 
     def single_node_failure(self, node: str, st: Status) -> ScheduleFailure:
         """Reserve/Permit rejections are reported as a FitError over the one chosen node."""

@@ -55,7 +55,7 @@ def lenient_option(f: F) -> F:
 
 def tie_break_option(f: F) -> F:
     """``--tie-break random|name|shuffled`` → ``tie_break``: how the scheduler picks among the nodes
-    with the same highest score (``kubesched.scheduler.TIE_BREAKS``, not imported at start-up)."""
+    with the same highest score (``kubesched.backend.host_selection.TIE_BREAKS``, not imported at start-up)."""
     return click.option(
         "--tie-break",
         type=click.Choice(["random", "name", "shuffled"]),

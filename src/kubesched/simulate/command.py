@@ -21,10 +21,10 @@ from kubesched.simulate.inputs.gc_pause import paused_gc
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from kubesched.backend.host_selection import TieBreak
     from kubesched.config.load import SchedulerConfig
     from kubesched.framework.objects import ObjectKind
     from kubesched.framework.registry import Registry
-    from kubesched.scheduler import TieBreak
     from kubesched.simulate.inputs.dump import ClusterInput
     from kubesched.simulate.inputs.scenario import Scenario
 

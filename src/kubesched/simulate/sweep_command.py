@@ -20,7 +20,7 @@ from kubesched.app.startup import UserError
 from kubesched.simulate.whatif.sweep import Replay
 
 if TYPE_CHECKING:
-    from kubesched.scheduler import TieBreak
+    from kubesched.backend.host_selection import TieBreak
 
 __all__ = ["sweep"]
 

@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.backend.host_selection import TieBreak
 from kubesched.config.load import SchedulerConfig
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.explain import Explanation, explain
 from kubesched.framework.registry import Registry, profiles_object_kinds
-from kubesched.scheduler import QueueSettings, Scheduler, TieBreak
+from kubesched.scheduler import QueueSettings, Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.simulate.engine.records import GATED, PRE_BOUND, SCHEDULED, PodRecord, PreemptionRecord, Recorder
 from kubesched.simulate.engine.timeline import Timeline, scenario_input

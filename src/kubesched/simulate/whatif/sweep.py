@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kubesched.scheduler import TieBreak
+    from kubesched.backend.host_selection import TieBreak
 
 __all__ = ["Replay", "SweepJob", "aggregate", "jobs_for", "run_job", "run_sweep"]
 

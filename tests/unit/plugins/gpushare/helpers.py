@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kubesched.backend.host_selection import TieBreak
 from kubesched.config import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.plugins.builtin import builtin_registry
-from kubesched.scheduler import Scheduler, TieBreak
+from kubesched.scheduler import Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
