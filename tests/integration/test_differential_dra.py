@@ -52,11 +52,6 @@ def _nodes(cp: ControlPlane, ns: str, cleanup: list[str]) -> list[str]:
     return names
 
 
-_claims = claims_in
-_release_claims = release_claims
-_reason = reason
-
-
 def _create_pod(cp: ControlPlane, ns: str, scheduler: str, p: s.PodSpec, run: str) -> None:
     fields = s.pod_claim_fields(p, templates=True)
     source = fields["resourceClaims"][0]
@@ -69,13 +64,6 @@ def _create_pod(cp: ControlPlane, ns: str, scheduler: str, p: s.PodSpec, run: st
     cp.api("POST", f"/api/v1/namespaces/{ns}/pods", body)
 
 
-def _reason(pod: dict[str, Any]) -> str:
-    for c in pod.get("status", {}).get("conditions") or []:
-        if c.get("type") == "PodScheduled" and c.get("status") == "False":
-            return str(c.get("message") or "")
-    return ""
-
-
 def _claim_of(pod: dict[str, Any]) -> str:
     """The claim's name: named by the pod, or created from its template (pod status)."""
     source = pod["spec"]["resourceClaims"][0]
@@ -86,7 +74,7 @@ def _claim_of(pod: dict[str, Any]) -> str:
 
 
 def _scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -> dict[str, Any]:
-    _release_claims(cp, ns)  # the previous run's
+    release_claims(cp, ns)  # the previous run's
     # allocationTimestamp is wall-clock time (RFC 3339, whole seconds: compared as strings)
     since = datetime.datetime.fromtimestamp(time.time() - 1, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     run = scheduler.split("-")[0]  # "ks" (kube-scheduler) or "kst" (kubesched): claim names per run
@@ -105,8 +93,8 @@ def _scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -> di
         try:
             return cp.wait_for(predicate, 90, 0.3, what)
         except TimeoutError as e:  # say where each pod and claim is
-            state = {n: (p["spec"].get("nodeName"), _reason(p)) for n, p in by_name().items()}
-            claims = {n: c.get("status") for n, c in _claims(cp, ns).items()}
+            state = {n: (p["spec"].get("nodeName"), reason(p)) for n, p in by_name().items()}
+            claims = {n: c.get("status") for n, c in claims_in(cp, ns).items()}
             raise AssertionError(f"{scheduler}: {e}\npods: {state}\nclaims' status: {claims}") from e
 
     for p in s.PODS:
@@ -120,13 +108,13 @@ def _scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -> di
     def settled() -> dict[str, dict[str, Any]] | None:
         pods = by_name()
         bound = {n for n, p in pods.items() if p["spec"].get("nodeName")}
-        told = {n for n, p in pods.items() if not p["spec"].get("nodeName") and _reason(p)}
+        told = {n for n, p in pods.items() if not p["spec"].get("nodeName") and reason(p)}
         return pods if len(pods) == len(s.PODS) and bound == s.BOUND and told == s.PENDING else None
 
     wait(settled, "6 pods bound, 3 told why")
     time.sleep(2.0)  # nothing else happens
     pods = by_name()
-    claims = _claims(cp, ns)
+    claims = claims_in(cp, ns)
     node_of = {n: p["spec"].get("nodeName") for n, p in pods.items()}
     index = {name: i for i, name in enumerate(nodes, 1)}
     problems, devices = [], Counter[tuple[str, str]]()
@@ -156,7 +144,7 @@ def _scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -> di
         "pending_claims_allocated": sorted(n for n in s.PENDING
                                            if ((claims.get(_claim_of(pods[n])) or {}).get("status") or {})
                                            .get("allocation")),
-        "reasons": {n: _reason(pods[n]) for n in sorted(s.PENDING)},
+        "reasons": {n: reason(pods[n]) for n in sorted(s.PENDING)},
     }
 
 
@@ -179,7 +167,7 @@ def test_dynamic_resources_match_kube_scheduler(
         for p in pods_in(cp, ns):
             cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
         cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
-        _release_claims(cp, ns)
+        release_claims(cp, ns)
         for name in nodes:
             cp.api("DELETE", f"{RESOURCE}/resourceslices/{ns}-{name}-gpus")
         cp.api("DELETE", f"{RESOURCE}/deviceclasses/{s.CLASS}")
@@ -246,7 +234,7 @@ _MIG_PODS = {"part-1": (1, False), "part-2": (1, False), "no-room": (2, False), 
 
 
 def _mig_scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -> dict[str, Any]:
-    _release_claims(cp, ns)
+    release_claims(cp, ns)
     run = scheduler.split("-")[0]
     for pod, (_, tolerant) in _MIG_PODS.items():
         exactly: dict[str, Any] = {"deviceClassName": f"{ns}-mig", "allocationMode": "ExactCount", "count": 1}
@@ -271,7 +259,7 @@ def _mig_scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -
 
     def settled(names: set[str], pending: set[str]) -> bool:
         pods = by_name()
-        return all(n in pods and (bool(_reason(pods[n])) if n in pending else bool(pods[n]["spec"].get("nodeName")))
+        return all(n in pods and (bool(reason(pods[n])) if n in pending else bool(pods[n]["spec"].get("nodeName")))
                    for n in names)
 
     create(1)
@@ -279,7 +267,7 @@ def _mig_scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -
     create(2)
     cp.wait_for(lambda: settled(set(_MIG_PODS), {"no-room"}), 90, 0.3, f"{scheduler}: wave 2 settled")
     time.sleep(2.0)
-    pods, claims = by_name(), _claims(cp, ns)
+    pods, claims = by_name(), claims_in(cp, ns)
     out: dict[str, Any] = {"nodes": {}, "devices": {}, "tolerations": {}}
     for pod in sorted(_MIG_PODS):
         out["nodes"][pod] = nodes.index(pods[pod]["spec"]["nodeName"]) + 1 if pods[pod]["spec"].get("nodeName") else 0
@@ -287,7 +275,7 @@ def _mig_scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -
         results = (alloc.get("devices") or {}).get("results") or []
         out["devices"][pod] = sorted(f"{r['pool']}/{r['device']}" for r in results)
         out["tolerations"][pod] = [r.get("tolerations") for r in results]
-    out["reason"] = _reason(pods["no-room"])
+    out["reason"] = reason(pods["no-room"])
     return out
 
 
@@ -311,7 +299,7 @@ def test_partitions_and_taints_match_kube_scheduler(
         for p in pods_in(cp, ns):
             cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
         cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
-        _release_claims(cp, ns)
+        release_claims(cp, ns)
         for plural, obj in objects:
             cp.api("DELETE", f"{RESOURCE}/{plural}/{obj['metadata']['name']}")
     print(f"\n[differential-dra-mig] kube-scheduler: {oracle}\n[differential-dra-mig] kubesched:      {ours}")

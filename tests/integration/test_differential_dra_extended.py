@@ -32,7 +32,7 @@ import pytest
 from kubesched.testing import pod_manifest
 from kubesched.testing.controlplane import ApiError, ControlPlane
 
-from .test_differential_dra import GROUP, RESOURCE, _claims, _reason, _release_claims
+from .dra_harness import GROUP, RESOURCE, claims_in, reason, release_claims
 from .test_differential_spread import run_both
 from .test_live_scheduler import pods_in
 from .test_live_scheduler import sa_kubeconfig as sa_kubeconfig  # fixture: deploy/scheduler RBAC identity
@@ -80,14 +80,14 @@ def _create_pod(cp: ControlPlane, ns: str, scheduler: str, name: str, plugin_nod
 
 
 def _scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -> dict[str, Any]:
-    _release_claims(cp, ns)  # the previous run's
+    release_claims(cp, ns)  # the previous run's
 
     def by_name() -> dict[str, dict[str, Any]]:
         return {p["metadata"]["name"]: p for p in pods_in(cp, ns)}
 
     def settled(names: set[str]) -> bool:
         pods = by_name()
-        return all(n in pods and (bool(_reason(pods[n])) if n in PENDING else bool(pods[n]["spec"].get("nodeName")))
+        return all(n in pods and (bool(reason(pods[n])) if n in PENDING else bool(pods[n]["spec"].get("nodeName")))
                    for n in names)
 
     for wave in (1, 2):
@@ -98,12 +98,12 @@ def _scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -> di
         try:
             cp.wait_for(functools.partial(settled, names), 90, 0.3, f"{scheduler}: wave {wave} settled")
         except TimeoutError as e:
-            state = {n: (p["spec"].get("nodeName"), _reason(p)) for n, p in by_name().items()}
-            raise AssertionError(f"{e}\npods: {state}\nclaims: {_claims(cp, ns)}") from e
+            state = {n: (p["spec"].get("nodeName"), reason(p)) for n, p in by_name().items()}
+            raise AssertionError(f"{e}\npods: {state}\nclaims: {claims_in(cp, ns)}") from e
     time.sleep(2.0)  # nothing else happens
-    pods, claims = by_name(), _claims(cp, ns)
+    pods, claims = by_name(), claims_in(cp, ns)
     out: dict[str, Any] = {"bound": sorted(n for n, p in pods.items() if p["spec"].get("nodeName")),
-                           "reasons": {n: _reason(pods[n]) for n in sorted(PENDING)}, "claims": {},
+                           "reasons": {n: reason(pods[n]) for n in sorted(PENDING)}, "claims": {},
                            "problems": []}
     devices: Counter[tuple[str, str]] = Counter()
     owned = {n: [c for c in claims.values()
@@ -167,7 +167,7 @@ def test_dra_extended_resources_match_kube_scheduler(
         for p in pods_in(cp, ns):
             cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
         cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
-        _release_claims(cp, ns)
+        release_claims(cp, ns)
         for plural, obj in objects:
             cp.api("DELETE", f"{RESOURCE}/{plural}/{obj['metadata']['name']}")
     print(f"\n[differential-dra-extended] kube-scheduler: {oracle}\n[differential-dra-extended] kubesched:      {ours}")
@@ -204,7 +204,7 @@ def _bc_objects(ns: str, nodes: list[str]) -> list[tuple[str, dict[str, Any]]]:
 def _play_driver(cp: ControlPlane, ns: str, run: str, seen: dict[str, int]) -> None:
     """The driver: for every allocated and reserved claim without device status, report the
     device's conditions (the first allocation of ``bc-fails-once``'s claim fails, later ones attach)."""
-    for name, claim in _claims(cp, ns).items():
+    for name, claim in claims_in(cp, ns).items():
         status = claim.get("status") or {}
         alloc = status.get("allocation")
         if not alloc or not status.get("reservedFor") or status.get("devices"):
@@ -227,7 +227,7 @@ def _play_driver(cp: ControlPlane, ns: str, run: str, seen: dict[str, int]) -> N
 
 
 def _bc_scenario(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any]:
-    _release_claims(cp, ns)
+    release_claims(cp, ns)
     run = scheduler.split("-")[0]
     for pod in BC_PODS:
         exactly = {"deviceClassName": f"{ns}-fabric", "allocationMode": "ExactCount", "count": 1}
@@ -246,16 +246,16 @@ def _bc_scenario(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any]:
         _play_driver(cp, ns, run, seen)
         pods = {p["metadata"]["name"]: p for p in pods_in(cp, ns)}
         for pod, p in pods.items():
-            reason = _reason(p).replace(f"{run}-", "<run>-")
-            if reason and reason not in messages[pod]:
-                messages[pod].append(reason)
+            message = reason(p).replace(f"{run}-", "<run>-")
+            if message and message not in messages[pod]:
+                messages[pod].append(message)
         return all(p["spec"].get("nodeName") for p in pods.values()) and len(pods) == len(BC_PODS)
 
     try:
         cp.wait_for(step, 120, 0.3, f"{scheduler}: both pods bound")
     except TimeoutError as e:
-        raise AssertionError(f"{e}\nmessages: {messages}\nclaims: {_claims(cp, ns)}") from e
-    pods, claims = {p["metadata"]["name"]: p for p in pods_in(cp, ns)}, _claims(cp, ns)
+        raise AssertionError(f"{e}\nmessages: {messages}\nclaims: {claims_in(cp, ns)}") from e
+    pods, claims = {p["metadata"]["name"]: p for p in pods_in(cp, ns)}, claims_in(cp, ns)
     out: dict[str, Any] = {"messages": messages, "allocations": dict(sorted(seen.items())), "claims": {}}
     for pod in sorted(BC_PODS):
         status = claims[f"{run}-{pod}"].get("status") or {}
@@ -289,7 +289,7 @@ def test_binding_conditions_match_kube_scheduler(
         for p in pods_in(cp, ns):
             cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
         cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
-        _release_claims(cp, ns)
+        release_claims(cp, ns)
         for plural, obj in objects:
             cp.api("DELETE", f"{RESOURCE}/{plural}/{obj['metadata']['name']}")
     print(f"\n[differential-dra-bc] kube-scheduler: {oracle}\n[differential-dra-bc] kubesched:      {ours}")
