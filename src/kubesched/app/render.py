@@ -39,6 +39,8 @@ def print_explanation(console: Console, ex: Explanation, max_rows: int = 50, nea
     rejected nodes that came closest (up to ``near_misses``: fewest failing plugins, smallest
     shortfall), then the other rejected nodes counted by reason."""
     console.print(f"[bold]Explain {escape(ex.pod)}[/bold] (profile {escape(ex.profile)})")
+    for name, note in ex.waiting.items():
+        console.print(f"  [yellow]{name}: {escape(note)}[/yellow]", highlight=False)
     for name, st in ex.pre_filter.items():
         console.print(f"  PreFilter {name}: {escape(str(st))}")
     for name, st in ex.score_errors.items():

@@ -77,6 +77,9 @@ class Explanation:
     message: str = ""
     #: The node the scheduling cycle chose, when known (ties are broken at random).
     chosen: str | None = None
+    #: Plugin → why it holds the pod whatever the nodes say (``Plugin.explain_wait``), e.g. the
+    #: gang the pod waits for: a pod can fit a node and still wait.
+    waiting: dict[str, str] = field(default_factory=dict)
 
     @property
     def feasible(self) -> list[NodeExplanation]:
@@ -100,10 +103,24 @@ def explain(fwk: Framework, pod: PodInfo, chosen: str | None = None) -> Explanat
     try:
         out = _explain(fwk, pod.with_node("") if pod.node_name else pod)
         out.chosen = chosen or (placed.node_name if placed is not None else None)
+        if placed is None and not pod.node_name:
+            out.waiting = waiting_notes(fwk, pod)
         return out
     finally:
         if placed is not None:
             table.add_pod(placed)
+
+
+def waiting_notes(fwk: Framework, pod: PodInfo) -> dict[str, str]:
+    """Plugin → why it holds the unplaced ``pod`` whatever the nodes say (``Plugin.explain_wait``),
+    e.g. the gang it waits for. A shell that explains a pod as it is attempted asks again once the
+    pod's fate is known (a gang's verdict comes after its members' attempts)."""
+    notes: dict[str, str] = {}
+    for plugin in fwk.plugins.values():
+        note = plugin.explain_wait(pod)
+        if note:
+            notes[plugin.name] = note
+    return notes
 
 
 def _explain(fwk: Framework, pod: PodInfo) -> Explanation:

@@ -90,6 +90,12 @@ class Plugin:
         topology domain's matching pods and the skew the pod would make. None: nothing to add."""
         return None
 
+    def explain_wait(self, pod: PodInfo) -> str | None:
+        """Optional, for ``explain`` only: why ``pod`` waits whatever the nodes say, e.g. for the
+        gang it belongs to (``waiting for PodGroup ns/name: minCount 5, 2 members exist``, or the
+        group's failure). None (default): this plugin does not hold the pod."""
+        return None
+
     def pod_terminated(self, pod: PodInfo) -> None:
         """A pod reached Succeeded or Failed (the cache then drops it, so no table shows it any
         more): for plugins that count finished pods, e.g. a PodGroup's succeeded members."""

@@ -78,6 +78,10 @@ async def explain_live(
             continue
         if pod.node_name:
             scheduler.cache.add_or_update_pod(pod)
+        elif not pod.terminal:
+            # Queued, never scheduled: plugins that count pending pods (a gang's members, for
+            # ``explain_wait``) read them from the queue, as in the running scheduler.
+            scheduler.on_pod_add(pod)
     note = ""
     wanted = profile or target.scheduler_name
     fwk = scheduler.frameworks.get(wanted)

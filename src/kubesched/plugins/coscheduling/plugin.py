@@ -70,7 +70,7 @@ from kubesched.plugins.coscheduling.podgroup import (
     parse_pod_group,
 )
 from kubesched.plugins.coscheduling.status import GroupStatus
-from kubesched.plugins.helpers.gang_members import MemberIndex
+from kubesched.plugins.helpers.gang_members import MemberIndex, waiting_note
 from kubesched.plugins.helpers.pod_group_specs import ParsedPodGroups
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
@@ -516,3 +516,14 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
             out[key] = report
         return {KIND: out} if out else {}
 
+    def explain_wait(self, pod: PodInfo) -> str | None:
+        """For ``explain``: the gang ``pod`` waits for while fewer than minMember are placed (a
+        missing or invalid PodGroup is PreFilter's rejection, which explain shows already)."""
+        key, pg = self._group_of(pod)
+        if key is None or not isinstance(pg, PodGroup) or len(self.members.assigned_of(key)) >= pg.min_member:
+            return None
+        exist = self.members.count(key, pod)
+        if exist < pg.min_member:
+            return waiting_note(key, pg.min_member, exist)
+        reason = self._reason.get(key)
+        return f"waiting for PodGroup {key}: {reason}" if reason else None

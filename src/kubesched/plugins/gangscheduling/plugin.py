@@ -23,6 +23,7 @@ ones from every pod that passes PreEnqueue, resynchronised from ``handle.pending
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -40,7 +41,7 @@ from kubesched.plugins.gangscheduling.podgroup import (
     group_name,
     parse_pod_group,
 )
-from kubesched.plugins.helpers.gang_members import MemberIndex
+from kubesched.plugins.helpers.gang_members import MemberIndex, waiting_note
 from kubesched.plugins.helpers.pod_group_specs import ParsedPodGroups
 from kubesched.snapshot.pod import PodInfo
 
@@ -62,6 +63,9 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
         #: Group key → uids of its members this plugin's PreEnqueue refused (short of minCount):
         #: the ones upstream's UnscheduledPod Add event requeues once the group is complete.
         self._held: dict[str, set[str]] = {}
+        #: Group key → the PlacementFeasible rejection of its last PodGroup cycle (the message
+        #: its members got), until a cycle places the gang: for reports and ``explain``.
+        self._failure: dict[str, str] = {}
 
     def pod_group(self, key: str) -> PodGroup | PodGroupSpecError | None:
         """The parsed PodGroup ``namespace/name`` (parsed once per object version), None if absent."""
@@ -151,9 +155,64 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
         min_count, remaining, scheduled = pg.min_count, progress.remaining, progress.scheduled
         if remaining + scheduled < min_count:
             # minCount can't be satisfied because there are not enough remaining pods.
-            return Status.unschedulable(
-                f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining")
+            message = f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
+            self._failure[group.key] = message
+            return Status.unschedulable(message)
         if scheduled < min_count:
             return Status.wait(
                 f"minCount ({min_count}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining")
+        self._failure.pop(group.key, None)
         return SUCCESS
+
+    # -- reports (simulator) and explain -----------------------------------------------------------
+    def _wait_reason(self, key: str, pg: PodGroup, exist: int, placed: int) -> str | None:
+        """Why the gang ``key`` is not placed: short of members (held at PreEnqueue), or the
+        rejection of its last PodGroup cycle; None once ``minCount`` members are placed."""
+        if pg.gang_min_count is None or placed >= pg.gang_min_count:
+            return None
+        if exist < pg.gang_min_count:
+            return waiting_note(key, pg.gang_min_count, exist)
+        failure = self._failure.get(key)
+        return f"waiting for PodGroup {key}: {failure}" if failure else None
+
+    def object_report(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """{POD_GROUP: key → policy, minCount, members (existing, not terminal), placed (bound),
+        waiting (assumed, at Permit), pending, and for a gang not placed ``reason``}."""
+        out: dict[str, dict[str, Any]] = {}
+        self.members.resync(self.handle.clock.now())  # exact counts: a report is made once
+        waiting = self.handle.waiting_pods
+        for key in sorted(self.handle.objects(POD_GROUP)):
+            pg = self.pod_group(key)
+            if not isinstance(pg, PodGroup):
+                if pg is not None:
+                    out[key] = {"reason": str(pg)}
+                continue
+            assigned = self.members.assigned_of(key)
+            at_permit = sum(1 for uid in assigned if waiting.get(uid) is not None)
+            pending = len(self.members.pending_of(key))
+            report: dict[str, Any] = {
+                "policy": "basic" if pg.gang_min_count is None else "gang",
+                "minCount": pg.min_count,
+                "members": len(assigned) + pending,
+                "placed": len(assigned) - at_permit,
+                "waiting": at_permit,
+                "pending": pending,
+            }
+            reason = self._wait_reason(key, pg, len(assigned) + pending, len(assigned) - at_permit)
+            if reason:
+                report["reason"] = reason
+            out[key] = report
+        return {POD_GROUP: out} if out else {}
+
+    def explain_wait(self, pod: PodInfo) -> str | None:
+        name = group_name(pod)
+        if name is None:
+            return None
+        key = f"{pod.namespace}/{name}"
+        pg = self.pod_group(key)
+        if pg is None:
+            return f"waiting for PodGroup {key}: it does not exist"
+        if isinstance(pg, PodGroupSpecError):
+            return f"waiting for PodGroup {key}: {pg}"
+        self.members.resync(self.handle.clock.now())  # exact counts: explain is a one-off
+        return self._wait_reason(key, pg, self.members.count(key, pod), len(self.members.assigned_of(key)))

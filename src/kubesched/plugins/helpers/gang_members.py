@@ -23,6 +23,13 @@ from collections.abc import Callable, Iterable
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
 
+
+def waiting_note(key: str, min_count: int, exist: int) -> str:
+    """Why a member of gang ``key`` is held before any node is tried (its group is short of
+    members): one wording for both gang APIs, in ``explain`` and in the simulator's report."""
+    return f"waiting for PodGroup {key}: minCount {min_count}, {exist} members exist"
+
+
 #: A full resync of the pending index at most this often (clock seconds) in steady state.
 RESYNC_SECONDS = 5.0
 #: ... and at most this often when a group looks short of members (a member may be missing).

@@ -32,7 +32,8 @@ import numpy.typing as npt
 from kubesched.backend.host_selection import TieBreak
 from kubesched.config.load import SchedulerConfig
 from kubesched.framework.clock import FakeClock
-from kubesched.framework.explain import Explanation, explain
+from kubesched.framework.explain import Explanation, explain, waiting_notes
+from kubesched.framework.podgroup import POD_GROUP_OBJECTS
 from kubesched.framework.registry import Registry, profiles_object_kinds
 from kubesched.scheduler import QueueSettings, Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
@@ -79,6 +80,12 @@ class SimulationResult:
     @property
     def pod_groups(self) -> dict[str, dict[str, Any]]:
         return self.objects.get("PodGroup", {})
+
+    @property
+    def workload_pod_groups(self) -> dict[str, dict[str, Any]]:
+        """The Workload API's PodGroups (``scheduling.k8s.io``): minCount, members, placed,
+        waiting at Permit, pending and, for a gang not placed, why it waits."""
+        return self.objects.get(POD_GROUP_OBJECTS, {})
 
     @property
     def underlay_ip_pools(self) -> dict[str, dict[str, Any]]:
@@ -247,6 +254,7 @@ class Simulation:
             self.timeline.sample(self.clock.now())
         if self._explain_pod is not None and self._explanation is None:
             self._explain_now()
+        self._explain_waiting()
         self._record_gated()
         return SimulationResult(
             config=self.config,
@@ -283,6 +291,18 @@ class Simulation:
             for kind, objs in plugin.object_report().items():
                 out.setdefault(kind, {}).update((key, dict(fields)) for key, fields in objs.items())
         return out
+
+    def _explain_waiting(self) -> None:
+        """The explained pod, if left unplaced: why plugins hold it as the run ends (it was
+        explained when attempted, before e.g. its gang's verdict)."""
+        if self._explanation is None:
+            return
+        for pod in self.cluster.pods.values():
+            if self._matches(pod) and not pod.node_name:
+                frameworks = self.scheduler.frameworks
+                fwk = frameworks.get(self._explanation.profile) or next(iter(frameworks.values()))
+                self._explanation.waiting = waiting_notes(fwk, pod)
+                return
 
     def _explain_now(self) -> None:
         for pod in self.cluster.pods.values():

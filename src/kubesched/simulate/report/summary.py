@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched.api.readable import readable_bytes, readable_milli_cpu
+from kubesched.simulate.report.gangs import print_gangs
 from kubesched.simulate.report.pod_list import print_pod_list, print_preemptions
 from kubesched.simulate.report.pools import print_pools
 
@@ -47,6 +48,7 @@ def print_summary(
         )
     _node_table(console, data["nodes"], max_rows)
     print_pools(console, data, max_rows)
+    print_gangs(console, data, max_rows)
 
     by_profile: dict[str, list[dict[str, Any]]] = {p: [] for p in profiles}
     for p in data["placements"]:

@@ -1,0 +1,119 @@
+"""What a user sees about the Workload API's gangs (scheduling.k8s.io PodGroups, GangScheduling
+with the GenericWorkload gate) in ``kubesched simulate``: each group's state and why it waits in
+the JSON document and the summary, and ``--explain`` on a waiting member naming its group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+from click.testing import CliRunner
+
+from kubesched.cli import main
+from kubesched.testing import node, pod
+
+CONFIG = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "featureGates": {"GenericWorkload": True},
+}
+
+
+def pod_group(name: str, min_count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default", "uid": f"pg-{name}"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }
+
+
+def members(group: str, n: int, cpu: str) -> list[dict[str, Any]]:
+    return [pod(f"{group}-{i}", cpu=cpu, schedulingGroup={"podGroupName": group}) for i in range(n)]
+
+
+def simulate(tmp_path: Path, *args: str) -> str:
+    # One 4-CPU node: "small" (2 members of 1 CPU) fits; "big" (3 of 2 CPU) never does (its cycle
+    # places 1, the next fails: 1 scheduled, 1 remaining); and
+    # "short" has 2 of its 5 members: it is held before any node is tried.
+    items = [node("n0", cpu="4"), pod_group("big", 3), pod_group("small", 2), pod_group("short", 5)]
+    items += members("big", 3, "2") + members("small", 2, "1") + members("short", 2, "100m")
+    cluster = tmp_path / "cluster.json"
+    cluster.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    result = CliRunner().invoke(main, ["simulate", "--cluster", str(cluster), "--config", str(config), *args],
+                                catch_exceptions=False, env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_json_reports_each_workload_pod_group_and_why_it_waits(tmp_path: Path) -> None:
+    groups = orjson.loads(simulate(tmp_path, "-o", "json"))["workloadPodGroups"]
+    assert groups["default/small"] == {
+        "policy": "gang", "minCount": 2, "members": 2, "placed": 2, "waiting": 0, "pending": 0,
+    }
+    big = groups["default/big"]
+    assert (big["minCount"], big["members"], big["placed"]) == (3, 3, 0)
+    # The message of the group's PodGroup cycle, as its members got it.
+    assert big["reason"] == (
+        "waiting for PodGroup default/big: minCount (3) cannot be satisfied: 1 scheduled, 1 remaining")
+    short = groups["default/short"]
+    assert (short["members"], short["placed"], short["pending"]) == (2, 0, 2)
+    assert short["reason"] == "waiting for PodGroup default/short: minCount 5, 2 members exist"
+
+
+def test_summary_lists_the_waiting_gangs_first_with_their_reason(tmp_path: Path) -> None:
+    out = simulate(tmp_path)
+    assert "PodGroups, 3 of 3" in out
+    lines = [line for line in out.splitlines() if "default/" in line and "scheduling.k8s.io" in line]
+    assert [line.split()[1] for line in lines] == ["default/big", "default/short", "default/small"]
+    assert "0/3 placed, 3 members" in lines[0] and "cannot be satisfied" in lines[0]
+    assert "minCount 5, 2 members exist" in lines[1]
+    assert "2/2 placed, 2 members" in lines[2]
+
+
+def test_explain_a_member_held_for_its_gang_names_the_group(tmp_path: Path) -> None:
+    out = simulate(tmp_path, "--explain", "short-0")
+    # The member fits the node, yet it waits: explain says for which group and why.
+    assert "GangScheduling: waiting for PodGroup default/short: minCount 5, 2 members exist" in out
+    out = simulate(tmp_path, "--explain", "big-0")
+    assert "GangScheduling: waiting for PodGroup default/big: minCount (3) cannot be satisfied" in out
+
+
+def test_explain_a_placed_gang_member_says_nothing_about_waiting(tmp_path: Path) -> None:
+    assert "GangScheduling:" not in simulate(tmp_path, "--explain", "small-0")
+
+
+class FakeApi:
+    """The few GETs ``kubesched explain`` makes (one pod, then the lists), from fixed items."""
+
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.items = items
+
+    async def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
+        assert method == "GET"
+        if "/namespaces/default/pods/" in path:
+            name = path.rsplit("/", 1)[1]
+            return next(i for i in self.items if i["kind"] == "Pod" and i["metadata"]["name"] == name)
+        kind = {"/api/v1/nodes": "Node", "/api/v1/pods": "Pod",
+                "/apis/scheduling.k8s.io/v1beta1/podgroups": "PodGroup"}.get(path)
+        return {"items": [i for i in self.items if i["kind"] == kind]}
+
+
+def test_live_explain_counts_the_pending_members_of_the_gang() -> None:
+    """On a live cluster the members not yet placed are listed too: the count is the group's."""
+    import asyncio
+
+    from kubesched.config.load import load_config
+    from kubesched.live.explain import explain_live
+    from kubesched.plugins.builtin import builtin_registry
+
+    items = [node("n0", cpu="4"), pod_group("short", 5), *members("short", 3, "100m")]
+    registry = builtin_registry()
+    config = load_config(CONFIG, registry)
+    live = asyncio.run(explain_live(FakeApi(items), config, registry, "short-0", "default"))  # type: ignore[arg-type]
+    assert live.explanation.waiting == {
+        "GangScheduling": "waiting for PodGroup default/short: minCount 5, 3 members exist"}
