@@ -117,3 +117,21 @@ def test_live_explain_counts_the_pending_members_of_the_gang() -> None:
     live = asyncio.run(explain_live(FakeApi(items), config, registry, "short-0", "default"))  # type: ignore[arg-type]
     assert live.explanation.waiting == {
         "GangScheduling": "waiting for PodGroup default/short: minCount 5, 3 members exist"}
+
+
+def test_explain_a_coscheduling_member_short_of_siblings_names_its_group(tmp_path: Path) -> None:
+    """The same line for scheduler-plugins' gangs (pods join by label, minMember)."""
+    from kubesched.plugins.coscheduling import POD_GROUP_LABEL
+    from unit.plugins.gang_helpers import coscheduling_config
+    from unit.plugins.gang_helpers import pod_group as x_pod_group
+
+    items = [node("n0", cpu="4"), x_pod_group("g", 3)]
+    items += [pod(f"g-{i}", cpu="1", labels={POD_GROUP_LABEL: "g"}) for i in range(2)]
+    cluster = tmp_path / "cluster.json"
+    cluster.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    config = tmp_path / "config.yaml"
+    config.write_text(coscheduling_config())
+    result = CliRunner().invoke(main, ["simulate", "--cluster", str(cluster), "--config", str(config),
+                                       "--explain", "g-0"], catch_exceptions=False, env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "Coscheduling: waiting for PodGroup default/g: minCount 3, 2 members exist" in result.stdout
