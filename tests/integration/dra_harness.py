@@ -10,12 +10,14 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kubesched.testing import pod_manifest
 from kubesched.testing.controlplane import ApiError, ControlPlane
 from kubesched.testing.dra import ClaimWatch, device_capacities
 
+from .test_differential_spread import run_both
 from .test_live_scheduler import pods_in
 
 GROUP = "kubesched.test/group"
@@ -210,3 +212,22 @@ def outcome_of(pods: list[dict[str, Any]], claims: dict[str, dict[str, Any]], no
         out[name] = {"node": index.get(node, 0) if node else 0, "reason": "" if node else reasons.get(name, ""),
                      "claims": allocations}
     return {"pods": out, "problems": problems}
+
+
+def run_both_with_objects(
+    cp: ControlPlane, ns: str, tmp_path: Path, kubeconfig: Path, objects: list[tuple[str, dict[str, Any]]],
+    scenario: Callable[[str], dict[str, Any]],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``run_both`` with the DRA ``objects`` ((plural, object) under resource.k8s.io/v1) created first
+    and, whatever happens, the pods, their claims and the objects removed after."""
+    for plural, obj in objects:
+        cp.api("POST", f"{RESOURCE}/{plural}", obj)
+    try:
+        return run_both(cp, ns, tmp_path, kubeconfig, scenario)
+    finally:
+        for p in pods_in(cp, ns):
+            cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
+        cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
+        release_claims(cp, ns)
+        for plural, obj in objects:
+            cp.api("DELETE", f"{RESOURCE}/{plural}/{obj['metadata']['name']}")

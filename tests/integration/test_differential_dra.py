@@ -35,7 +35,7 @@ from kubesched.testing import pod_manifest
 from kubesched.testing.controlplane import ControlPlane
 from unit.plugins.dynamicresources import gpu_scenario as s
 
-from .dra_harness import GROUP, RESOURCE, claims_in, reason, release_claims, watched
+from .dra_harness import GROUP, RESOURCE, claims_in, reason, release_claims, run_both_with_objects, watched
 from .test_differential_spread import run_both
 from .test_live_scheduler import pods_in
 from .test_live_scheduler import sa_kubeconfig as sa_kubeconfig  # fixture: deploy/scheduler RBAC identity
@@ -290,18 +290,8 @@ def test_partitions_and_taints_match_kube_scheduler(
     nodes_to_delete += nodes
     cp.wait_for(lambda: set(nodes) <= cp.ready_nodes(), 60, 0.2, "nodes Ready")
     objects = _mig_objects(ns, nodes)
-    for plural, obj in objects:
-        cp.api("POST", f"{RESOURCE}/{plural}", obj)
-    try:
-        oracle, ours = run_both(cp, ns, tmp_path, sa_kubeconfig,
-                                watched(cp, ns, lambda name: _mig_scenario(cp, ns, nodes, name)))
-    finally:
-        for p in pods_in(cp, ns):
-            cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
-        cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
-        release_claims(cp, ns)
-        for plural, obj in objects:
-            cp.api("DELETE", f"{RESOURCE}/{plural}/{obj['metadata']['name']}")
+    oracle, ours = run_both_with_objects(cp, ns, tmp_path, sa_kubeconfig, objects,
+                                         watched(cp, ns, lambda name: _mig_scenario(cp, ns, nodes, name)))
     print(f"\n[differential-dra-mig] kube-scheduler: {oracle}\n[differential-dra-mig] kubesched:      {ours}")
     assert oracle["nodes"] == {"no-room": 0, "part-1": 1, "part-2": 1, "tolerant": 2}
     assert sorted(oracle["devices"]["part-1"] + oracle["devices"]["part-2"]) == [f"{nodes[0]}/mig-a",

@@ -32,8 +32,7 @@ import pytest
 from kubesched.testing import pod_manifest
 from kubesched.testing.controlplane import ApiError, ControlPlane
 
-from .dra_harness import GROUP, RESOURCE, claims_in, reason, release_claims
-from .test_differential_spread import run_both
+from .dra_harness import GROUP, RESOURCE, claims_in, reason, release_claims, run_both_with_objects
 from .test_live_scheduler import pods_in
 from .test_live_scheduler import sa_kubeconfig as sa_kubeconfig  # fixture: deploy/scheduler RBAC identity
 
@@ -159,17 +158,8 @@ def test_dra_extended_resources_match_kube_scheduler(
     nodes_to_delete += nodes
     cp.wait_for(lambda: set(nodes) <= cp.ready_nodes(), 60, 0.2, "nodes Ready")
     objects = _objects(ns, nodes)
-    for plural, obj in objects:
-        cp.api("POST", f"{RESOURCE}/{plural}", obj)
-    try:
-        oracle, ours = run_both(cp, ns, tmp_path, sa_kubeconfig, lambda name: _scenario(cp, ns, nodes, name))
-    finally:
-        for p in pods_in(cp, ns):
-            cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
-        cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
-        release_claims(cp, ns)
-        for plural, obj in objects:
-            cp.api("DELETE", f"{RESOURCE}/{plural}/{obj['metadata']['name']}")
+    oracle, ours = run_both_with_objects(cp, ns, tmp_path, sa_kubeconfig, objects,
+                                         lambda name: _scenario(cp, ns, nodes, name))
     print(f"\n[differential-dra-extended] kube-scheduler: {oracle}\n[differential-dra-extended] kubesched:      {ours}")
     assert oracle["bound"] == sorted(BOUND)
     assert oracle["problems"] == [] and oracle["devices_twice"] == [] and oracle["devices_used"] == 4
@@ -281,17 +271,8 @@ def test_binding_conditions_match_kube_scheduler(
     nodes_to_delete += nodes
     cp.wait_for(lambda: set(nodes) <= cp.ready_nodes(), 60, 0.2, "nodes Ready")
     objects = _bc_objects(ns, nodes)
-    for plural, obj in objects:
-        cp.api("POST", f"{RESOURCE}/{plural}", obj)
-    try:
-        oracle, ours = run_both(cp, ns, tmp_path, sa_kubeconfig, lambda name: _bc_scenario(cp, ns, name))
-    finally:
-        for p in pods_in(cp, ns):
-            cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
-        cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
-        release_claims(cp, ns)
-        for plural, obj in objects:
-            cp.api("DELETE", f"{RESOURCE}/{plural}/{obj['metadata']['name']}")
+    oracle, ours = run_both_with_objects(cp, ns, tmp_path, sa_kubeconfig, objects,
+                                         lambda name: _bc_scenario(cp, ns, name))
     print(f"\n[differential-dra-bc] kube-scheduler: {oracle}\n[differential-dra-bc] kubesched:      {ours}")
     both = {"on_pod_node": True, "results": [([ATTACHED], [ATTACH_FAILED])], "timestamp": True}
     assert oracle["claims"] == {p: {**both, "reserved": [p]} for p in sorted(BC_PODS)}
