@@ -31,6 +31,8 @@ TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
 #: The name shells and ``handle.objects`` know the Workload API's PodGroups by (GangScheduling
 #: declares the kind; ``PodGroup`` alone is scheduler-plugins' kind).
 POD_GROUP_OBJECTS = "PodGroup.scheduling.k8s.io"
+#: The name the Workloads (the templates PodGroups are made from) are known by, for the same reason.
+WORKLOAD_OBJECTS = "Workload.scheduling.k8s.io"
 #: errPodGroupUnschedulable (schedule_one_podgroup.go): upstream attaches it as the error of a
 #: group's Unschedulable status, so the message a member gets starts with it.
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesched.framework.objects import ObjectKind
-from kubesched.framework.podgroup import POD_GROUP_OBJECTS
+from kubesched.framework.podgroup import POD_GROUP_OBJECTS, WORKLOAD_OBJECTS
 from kubesched.framework.podgroup import group_key as group_key
 from kubesched.framework.podgroup import group_name as group_name
 from kubesched.plugins.helpers.pod_group_specs import PodGroupSpecError as PodGroupSpecError
@@ -24,7 +24,7 @@ VERSION = "v1beta1"
 #: The name the shells and ``handle.objects`` know the kind by: ``PodGroup`` is scheduler-plugins'
 #: (Coscheduling), so this one is qualified by its API group.
 POD_GROUP = POD_GROUP_OBJECTS
-WORKLOAD = f"Workload.{API_GROUP}"
+WORKLOAD = WORKLOAD_OBJECTS
 
 
 @dataclass(frozen=True, slots=True)
