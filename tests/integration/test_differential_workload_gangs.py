@@ -331,3 +331,88 @@ def test_a_gang_is_placed_within_one_rack_like_kube_scheduler(workload_cluster: 
     print(f"\nkube-scheduler: {oracle}\nkubesched:      {ours}")
     assert oracle["racks"] == ours["racks"] == ["a"]
     assert oracle["partial"] == [] and ours["partial"] == []
+
+
+def _api_path(obj: dict[str, Any]) -> str:
+    group = "api/v1" if obj["apiVersion"] == "v1" else f"apis/{obj['apiVersion']}"
+    return f"/{group}/namespaces/{obj['metadata']['namespace']}/{obj['kind'].lower()}s"
+
+
+def _kept(sent: Any, got: Any, path: str = "spec") -> list[str]:
+    """The paths of ``sent`` that ``got`` lacks or changed (``got`` may add defaults)."""
+    if isinstance(sent, dict):
+        if not isinstance(got, dict):
+            return [path]
+        return [m for k, v in sent.items() for m in _kept(v, got.get(k), f"{path}.{k}")]
+    if isinstance(sent, list):
+        if not isinstance(got, list) or len(got) != len(sent):
+            return [path]
+        return [m for i, v in enumerate(sent) for m in _kept(v, got[i], f"{path}[{i}]")]
+    return [] if sent == got else [f"{path}: sent {sent!r}, got {got!r}"]
+
+
+def test_generated_gangs_are_what_kube_apiserver_accepts_and_kube_scheduler_binds_as_the_simulator(
+    workload_cluster: ControlPlane, tmp_path: Path,
+) -> None:
+    """``kubesched simulate --nodes N --gangs SPEC``'s objects (simulate/inputs/workload_gangs.py),
+    as generated: kube-apiserver v1.37 (GenericWorkload on) takes each with strict field validation
+    and keeps every field; then kube-scheduler binds the same members as the simulator does with
+    the same nodes (a gang that fits, one that never does, one short of members), no partial gang."""
+    from click.testing import CliRunner
+
+    from kubesched.cli import main
+    from kubesched.simulate.inputs.generator import generate_cluster
+    from kubesched.simulate.inputs.workload_gangs import parse_gang_spec
+
+    cp = workload_cluster
+    ns = "generated-gangs"
+    specs = [f"members=3,cpu=1,memory=64Mi,namespace={ns}", f"members=5,cpu=2,memory=64Mi,namespace={ns}",
+             f"members=2,minCount=3,cpu=100m,memory=64Mi,namespace={ns}"]
+    generated = generate_cluster(0, 0, seed=1, gangs=[parse_gang_spec(s) for s in specs])
+    objects = [o for kind in ("Workload.scheduling.k8s.io", "PodGroup.scheduling.k8s.io")
+               for o in generated.objects[kind].values()]
+    cp.create_namespace(ns)
+    # 1. Every object as generated: an unknown or misspelt field would be refused (Strict), and a
+    #    field the apiserver dropped (a gate off) would be missing from what it returns.
+    for obj in [*objects, *generated.pods]:
+        created = cp.api("POST", _api_path(obj), obj, fieldValidation="Strict", dryRun="All")
+        assert _kept(obj["spec"], created["spec"]) == [], (obj["kind"], obj["metadata"]["name"])
+    # 2. Created for kube-scheduler (its name, the test's nodes), then simulated on the same nodes.
+    nodes = cp.create_nodes(2, prefix="generated-n", cpu="4", labels={"generated-gangs": "yes"})
+    try:
+        for obj in objects:
+            cp.api("POST", _api_path(obj), obj)
+        with BindWatch(cp, ns, {"gang-1": 3, "gang-2": 5, "gang-3": 3}) as watch:
+            for raw in generated.pods:
+                pod = json.loads(json.dumps(raw))
+                pod["spec"].update(schedulerName="ks", nodeSelector={"generated-gangs": "yes"})
+                cp.api("POST", _api_path(pod), pod)
+            ks = cp.start_kube_scheduler(
+                cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=("ks",)), extra_args=GATES)
+            try:
+                cp.wait_for(lambda: sum(1 for p in pods_in(cp, ns) if p["spec"].get("nodeName")) >= 3, 60, 0.2,
+                            "the first gang bound")
+                cp.wait_for(lambda: all(_reason(p) for p in pods_in(cp, ns)
+                                        if p["metadata"]["name"].startswith("gang-2-")), 60, 0.3,
+                            "a reason on every member of the gang that never fits")
+                time.sleep(3)  # time to (wrongly) bind anything more
+            finally:
+                cp.stop_component(ks)
+        bound = sorted(p["metadata"]["name"] for p in pods_in(cp, ns) if p["spec"].get("nodeName"))
+        node_objs = [cp.get(f"/api/v1/nodes/{n}") for n in nodes]
+    finally:
+        _clear(cp, ns)
+        _delete_nodes(cp, nodes)
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"apiVersion": "v1", "kind": "List",
+                                   "items": [*node_objs, *objects, *generated.pods]}))
+    config = tmp_path / "kst.json"
+    config.write_text(json.dumps({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                                  "featureGates": {"GenericWorkload": True}}))
+    result = CliRunner().invoke(main, ["simulate", "-q", "-o", "json", "--cluster", str(cluster),
+                                       "--config", str(config)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    simulated = sorted(p["pod"].split("/")[1] for p in json.loads(result.stdout)["placements"]
+                       if p["status"] == "Scheduled")
+    assert bound == simulated == ["gang-1-0", "gang-1-1", "gang-1-2"]
+    assert watch.partial_seen == []
