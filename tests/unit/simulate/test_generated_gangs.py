@@ -69,7 +69,7 @@ def test_gangs_leave_the_rest_of_the_generated_cluster_unchanged() -> None:
     assert orjson.dumps(with_gangs.nodes) == orjson.dumps(plain.nodes)
     assert orjson.dumps(with_gangs.pods[:50]) == orjson.dumps(plain.pods)
     assert len(with_gangs.pods) == 54
-    assert with_gangs.source == "generated cluster (nodes=20, pods=50, seed=3, 1 gangs of 4 pods)"
+    assert with_gangs.source == "generated cluster (nodes=20, pods=50, seed=3, gangs=1 (4 pods))"
     # They arrive after every other pod.
     assert min(p["metadata"]["creationTimestamp"] for p in with_gangs.pods[50:]) > max(
         p["metadata"]["creationTimestamp"] for p in plain.pods)

@@ -150,7 +150,7 @@ def _generate(nodes: int, pods: int, seed: int, pod_topology: bool, gangs: Seque
     generated = generate_gangs(gangs, seed, created_after=EPOCH + 5 * pods)
     source = f"nodes={nodes}, pods={pods}, seed={seed}"
     if gangs:
-        source += f", {sum(g.count for g in gangs)} gangs of {len(generated.pods)} pods"
+        source += f", gangs={sum(g.count for g in gangs)} ({len(generated.pods)} pods)"
     return ClusterInput(
         nodes=node_objs,
         pods=[p.raw for p in plans] + generated.pods,
