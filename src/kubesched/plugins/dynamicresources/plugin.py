@@ -44,7 +44,7 @@ import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import DRAResourceCounter, Handle
 from kubesched.framework.interfaces import (
     FilterPlugin,
     PostFilterPlugin,
@@ -82,6 +82,7 @@ from kubesched.plugins.dynamicresources.binding_conditions import (
     has_binding_conditions,
     wait_until_ready,
 )
+from kubesched.plugins.dynamicresources.capacity import AllocatedState
 from kubesched.plugins.dynamicresources.claims import (
     DEVICE_CLASS,
     DEVICE_TAINT_RULE,
@@ -106,6 +107,7 @@ from kubesched.plugins.dynamicresources.extended import (
     mapped_resources,
     node_claim,
 )
+from kubesched.plugins.dynamicresources.extended_scoring import ExtendedResourceCounter
 from kubesched.plugins.dynamicresources.pools import NodeRef
 from kubesched.plugins.dynamicresources.score import ScoreError, compute_score
 from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
@@ -174,6 +176,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self._slices = SliceIndex()
         #: How often PreBind looks at binding conditions (upstream: 5 s).
         self.binding_poll_seconds = POLL_SECONDS
+        handle.dra_manager = self
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return (
@@ -247,13 +250,32 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                         return None, Status.unresolvable(
                             f"request {req.full_name}: device class {req.class_name} does not exist")
         if s.to_allocate:
-            all_claims = self._claims()
-            devices = allocated_devices(all_claims)
-            devices |= allocated_devices({uid: c for uid, (c, _) in self._in_flight.items()})
-            self._slices.sync(self.handle.objects(RESOURCE_SLICE.kind),
-                              self.handle.objects(DEVICE_TAINT_RULE.kind).values())
-            s.allocator = Allocator(devices, classes, self._slices, selector_cache=self._selector_cache)
+            s.allocator = Allocator(self._allocated_state(), classes, self._synced_slices(),
+                                    selector_cache=self._selector_cache)
         return None, SUCCESS
+
+    def _allocated_state(self) -> AllocatedState:
+        """GatherAllocatedState: what the claims' allocations hold, those in flight included."""
+        devices = allocated_devices(self._claims())
+        devices |= allocated_devices({uid: c for uid, (c, _) in self._in_flight.items()})
+        return devices
+
+    def _synced_slices(self) -> SliceIndex:
+        self._slices.sync(self.handle.objects(RESOURCE_SLICE.kind),
+                          self.handle.objects(DEVICE_TAINT_RULE.kind).values())
+        return self._slices
+
+    # -- SharedDRAManager -----------------------------------------------------------------------
+    def extended_resource_counter(self, resources: Sequence[str]) -> DRAResourceCounter | None:
+        """For NodeResourcesFit's and NodeResourcesBalancedAllocation's scoring (extended_scoring.py)."""
+        classes = self.handle.objects(DEVICE_CLASS.kind)
+        if not classes:
+            return None
+        resolver = extended_resource_classes(classes)
+        if not any(r in resolver for r in resources):
+            return None
+        return ExtendedResourceCounter.for_resources(resources, resolver, self._allocated_state(),
+                                                     self._synced_slices(), self._selector_cache)
 
     def _state(self, state: CycleState) -> _State | None:
         s = state.get(STATE_KEY)
