@@ -19,7 +19,8 @@ the same node for every pod (the scoring of devices is all that tells the nodes 
 
 ``test_binding_conditions_match_kube_scheduler``: devices with binding conditions, the test playing
 their driver (it writes the claim's ``status.devices`` conditions): PreBind waits for them, a
-failure condition fails the attempt with the same message, and the claim is allocated again.
+failure condition fails the attempt with the same message, and the claim is allocated again; both
+post the same ``BindingConditionsPending`` Event regarding each pod while PreBind waits.
 """
 
 from __future__ import annotations
@@ -307,7 +308,25 @@ def _bc_scenario(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any]:
     except TimeoutError as e:
         raise AssertionError(f"{e}\nmessages: {messages}\nclaims: {claims_in(cp, ns)}") from e
     pods, claims = {p["metadata"]["name"]: p for p in pods_in(cp, ns)}, claims_in(cp, ns)
-    out: dict[str, Any] = {"messages": messages, "allocations": dict(sorted(seen.items())), "claims": {}}
+    nodes = {p["spec"]["nodeName"] for p in pods.values()}
+
+    def pending_events() -> dict[str, list[tuple[str, ...]]]:
+        """Per pod, the BindingConditionsPending Events this scheduler posted (node names and the
+        scheduler's name made comparable across runs)."""
+        out: dict[str, set[tuple[str, ...]]] = {pod: set() for pod in BC_PODS}
+        for e in cp.get(f"/apis/events.k8s.io/v1/namespaces/{ns}/events")["items"]:
+            if e.get("reason") != "BindingConditionsPending" or e.get("reportingController") != scheduler:
+                continue
+            note = str(e.get("note", ""))
+            for node in nodes | {n for n in cp.ready_nodes() if n.startswith(f"{ns}-bc-")}:
+                note = note.replace(node, "<node>")
+            out[e["regarding"]["name"]].add((e["regarding"]["kind"], e["type"], e["action"], note))
+        return {pod: sorted(found) for pod, found in out.items()}
+
+    # The Events are posted in the background: wait for one per pod.
+    cp.wait_for(lambda: all(pending_events().values()), 30, 0.5, f"{scheduler}: BindingConditionsPending events")
+    out: dict[str, Any] = {"messages": messages, "allocations": dict(sorted(seen.items())), "claims": {},
+                           "events": pending_events()}
     for pod in sorted(BC_PODS):
         status = claims[f"{run}-{pod}"].get("status") or {}
         results = status["allocation"]["devices"]["results"]
@@ -343,3 +362,7 @@ def test_binding_conditions_match_kube_scheduler(
     assert oracle["messages"]["bc-ready"] == ours["messages"]["bc-ready"] == []
     assert any("device binding failed" in m for m in oracle["messages"]["bc-fails-once"])
     assert ours["messages"]["bc-fails-once"] == oracle["messages"]["bc-fails-once"]
+    # Upstream's Event while PreBind waits for the conditions, word for word.
+    pending = [("Pod", "Normal", "Scheduling", "waiting for binding conditions for device on node <node>")]
+    assert oracle["events"] == {p: pending for p in sorted(BC_PODS)}
+    assert ours["events"] == oracle["events"]

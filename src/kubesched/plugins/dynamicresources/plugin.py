@@ -36,6 +36,7 @@ Not ported: queueing hints (every registered event retries), PodGroup claims
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -56,7 +57,7 @@ from kubesched.framework.interfaces import (
     Scores,
 )
 from kubesched.framework.normalize import default_normalize_score
-from kubesched.framework.objects import StatusWriter
+from kubesched.framework.objects import POD_KIND, ObjectEvent, StatusWriter
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilterResult, PreFilterResult
 from kubesched.plugins.dynamicresources.allocator import (
@@ -119,6 +120,8 @@ from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
+#: Pod Events kept for the live shell (a shell that posts none, e.g. the simulator, never drains them).
+MAX_PENDING_EVENTS = 1000
 
 
 @dataclass(slots=True)
@@ -177,6 +180,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         #: How often PreBind looks at binding conditions (upstream: 5 s).
         self.binding_poll_seconds = POLL_SECONDS
         handle.dra_manager = self
+        #: Events regarding pods, until the live shell posts them (``object_events``).
+        self._pod_events: deque[ObjectEvent] = deque(maxlen=MAX_PENDING_EVENTS)
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return (
@@ -187,6 +192,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             # A rule's taints are its slices' (upstream's slice tracker reports them as slice updates).
             ClusterEvent(DEVICE_TAINT_RULE.kind, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
         )
+
+    def object_events(self) -> list[ObjectEvent]:
+        out = list(self._pod_events)
+        self._pod_events.clear()
+        return out
 
     def _claims(self) -> dict[str, dict[str, Any]]:
         return self._tracker.all()
@@ -516,7 +526,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 return Status.error(str(e))
         if has_binding_conditions(s.claims):
             # Wait for the drivers to prepare the devices (the in-flight allocations stay until
-            # this succeeds, or Unreserve drops them).
+            # this succeeds, or Unreserve drops them), telling the user as upstream's PreBind does.
+            self._pod_events.append(ObjectEvent(
+                POD_KIND.name, pod.key, pod.uid, "BindingConditionsPending",
+                f"waiting for binding conditions for device on node {node_name}", "Normal", "Scheduling",
+                self.handle.profile_name))
             def claims_now() -> list[dict[str, Any]]:
                 s.claims[:] = [self._claim(claim_key(c)) or c for c in s.claims]
                 return s.claims
