@@ -7,7 +7,8 @@ Port of pkg/scheduler/framework/plugins/noderesources/resource_allocation.go (v1
 ``calculateDRAResourceTotals``, ``deviceMatchesClass``). Upstream keeps that code in the
 noderesources package and reads the DRA manager; here it lives beside the allocator (its slice
 index, selector cache and CEL library) and NodeResourcesFit reads it through the handle's
-``dra_manager`` (framework/handle.py ``SharedDRAManager``), so that NodeResourcesFit imports no CEL.
+``dra_manager`` (manager.py; framework/handle.py ``SharedDRAManager``), so that NodeResourcesFit
+imports no CEL.
 
 Every device of the class on the node counts, whatever its pool's completeness, taints or binding
 conditions, and each device counts once, as upstream: a device shared by several claims (consumable

@@ -45,7 +45,7 @@ import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
-from kubesched.framework.handle import DRAResourceCounter, Handle
+from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
     FilterPlugin,
     PostFilterPlugin,
@@ -68,7 +68,6 @@ from kubesched.plugins.dynamicresources.allocator import (
     claim_requests,
 )
 from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs
-from kubesched.plugins.dynamicresources.assumed import AssumedClaims
 from kubesched.plugins.dynamicresources.binding import (
     bind_claim,
     create_extended_claim,
@@ -83,7 +82,6 @@ from kubesched.plugins.dynamicresources.binding_conditions import (
     has_binding_conditions,
     wait_until_ready,
 )
-from kubesched.plugins.dynamicresources.capacity import AllocatedState
 from kubesched.plugins.dynamicresources.claims import (
     DEVICE_CLASS,
     DEVICE_TAINT_RULE,
@@ -91,7 +89,6 @@ from kubesched.plugins.dynamicresources.claims import (
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_SLICE,
     ClaimError,
-    allocated_devices,
     allocation,
     claim_key,
     claim_uid,
@@ -108,11 +105,9 @@ from kubesched.plugins.dynamicresources.extended import (
     mapped_resources,
     node_claim,
 )
-from kubesched.plugins.dynamicresources.extended_scoring import ExtendedResourceCounter
+from kubesched.plugins.dynamicresources.manager import DRAManager
 from kubesched.plugins.dynamicresources.pools import NodeRef
 from kubesched.plugins.dynamicresources.score import ScoreError, compute_score
-from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
-from kubesched.plugins.dynamicresources.slice_index import SliceIndex
 from kubesched.plugins.helpers.device_classes import extended_resource_classes
 from kubesched.plugins.helpers.node_selector import NodeSelector, compile_node_selector
 from kubesched.snapshot.pod import PodInfo
@@ -166,20 +161,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     def __init__(self, args: DynamicResourcesArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
         self.args: DynamicResourcesArgs = args or DynamicResourcesArgs()
-        #: claim uid -> the claim with the allocation Reserve made, until PreBind wrote it or
-        #: Unreserve dropped it (upstream inFlightAllocations), with the pods sharing it.
-        self._in_flight: dict[str, tuple[dict[str, Any], set[str]]] = {}
-        #: The claims as the scheduler sees them (assumed.py: PreBind's writes until the shell has them).
-        self._tracker = AssumedClaims(lambda: self.handle.objects(RESOURCE_CLAIM.kind))
+        #: Claims, in-flight allocations, slices (manager.py); the handle's DRA manager.
+        self.manager = DRAManager(handle.objects, RESOURCE_CLAIM.kind, RESOURCE_SLICE.kind, DEVICE_CLASS.kind,
+                                  DEVICE_TAINT_RULE.kind)
+        handle.dra_manager = self.manager
         #: PostFilter's claim status writes in flight (kept referenced until done).
         self._deallocations: set[asyncio.Future[Any]] = set()
-        #: Selector results across cycles and pods (selector_cache.py).
-        self._selector_cache = SelectorCache()
-        #: The ResourceSlices by node, kept in step with the shell's at each PreFilter (slice_index.py).
-        self._slices = SliceIndex()
         #: How often PreBind looks at binding conditions (upstream: 5 s).
         self.binding_poll_seconds = POLL_SECONDS
-        handle.dra_manager = self
         #: Events regarding pods, until the live shell posts them (``object_events``).
         self._pod_events: deque[ObjectEvent] = deque(maxlen=MAX_PENDING_EVENTS)
 
@@ -199,10 +188,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         return out
 
     def _claims(self) -> dict[str, dict[str, Any]]:
-        return self._tracker.all()
+        return self.manager.claims()
 
     def _claim(self, key: str) -> dict[str, Any] | None:
-        return self._tracker.get(key)
+        return self.manager.claim(key)
 
     # -- PreEnqueue -----------------------------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status:
@@ -247,7 +236,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                     s.not_bindable.append(index)
                 continue
             s.to_allocate.append(index)
-            if claim_uid(claim) in self._in_flight:
+            if claim_uid(claim) in self.manager.in_flight:
                 return None, Status.unresolvable(
                     f"resource claim {claim_key(claim)} is in the process of being allocated")
             if index == s.extended:
@@ -260,32 +249,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                         return None, Status.unresolvable(
                             f"request {req.full_name}: device class {req.class_name} does not exist")
         if s.to_allocate:
-            s.allocator = Allocator(self._allocated_state(), classes, self._synced_slices(),
-                                    selector_cache=self._selector_cache)
+            s.allocator = Allocator(self.manager.allocated_state(), classes, self.manager.slices(),
+                                    selector_cache=self.manager.selector_cache)
         return None, SUCCESS
-
-    def _allocated_state(self) -> AllocatedState:
-        """GatherAllocatedState: what the claims' allocations hold, those in flight included."""
-        devices = allocated_devices(self._claims())
-        devices |= allocated_devices({uid: c for uid, (c, _) in self._in_flight.items()})
-        return devices
-
-    def _synced_slices(self) -> SliceIndex:
-        self._slices.sync(self.handle.objects(RESOURCE_SLICE.kind),
-                          self.handle.objects(DEVICE_TAINT_RULE.kind).values())
-        return self._slices
-
-    # -- SharedDRAManager -----------------------------------------------------------------------
-    def extended_resource_counter(self, resources: Sequence[str]) -> DRAResourceCounter | None:
-        """For NodeResourcesFit's and NodeResourcesBalancedAllocation's scoring (extended_scoring.py)."""
-        classes = self.handle.objects(DEVICE_CLASS.kind)
-        if not classes:
-            return None
-        resolver = extended_resource_classes(classes)
-        if not any(r in resolver for r in resources):
-            return None
-        return ExtendedResourceCounter.for_resources(resources, resolver, self._allocated_state(),
-                                                     self._synced_slices(), self._selector_cache)
 
     def _state(self, state: CycleState) -> _State | None:
         s = state.get(STATE_KEY)
@@ -466,11 +432,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             s.reserved[index] = alloc
             s.in_flight_uid[index] = uid
             pending = {**claim, "status": {**(claim.get("status") or {}), "allocation": alloc}}
-            entry = self._in_flight.get(uid)
-            if entry is None:
-                self._in_flight[uid] = (pending, {pod.uid})
-            else:
-                entry[1].add(pod.uid)
+            self.manager.signal_pending(uid, pending, pod.uid)
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
@@ -478,7 +440,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if s is None:
             return
         for index in list(s.reserved):
-            self._release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
+            self.manager.release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
         s.reserved.clear()
         for index, claim in enumerate(s.claims):
             if index != s.extended and allocation(claim) is not None and is_reserved_for(claim, pod):
@@ -487,13 +449,6 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             # unreserveExtendedResourceClaim: a claim this attempt's PreBind created is deleted
             # (in the background; without an event loop there was no PreBind to create it).
             self._in_background(delete_claim(self.handle.client, s.claims[s.extended], self._claim))
-
-    def _release(self, uid: str, pod_uid: str) -> None:
-        entry = self._in_flight.get(uid)
-        if entry is not None:
-            entry[1].discard(pod_uid)
-            if not entry[1]:
-                del self._in_flight[uid]
 
     # -- PreBind --------------------------------------------------------------------------------
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -513,10 +468,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                         if node_ext is None or node_ext.claim is None:
                             return Status.error(f"extended resource claim not found for node {node_name}")
                         claim = await create_extended_claim(self.handle.client, node_ext.claim)
-                        self._tracker.assume(claim, created=True)
+                        self.manager.tracker.assume(claim, created=True)
                         s.claims[index] = claim  # Unreserve deletes it from now on
                 written = await bind_claim(self.handle.client, claim, alloc, pod, self.handle.clock.wall(), self._claim)
-                self._tracker.assume(written)
+                self.manager.tracker.assume(written)
                 s.claims[index] = written
                 if index == s.extended:
                     node_ext = s.node_extended.get(node_name)
@@ -540,6 +495,6 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             except BindingError as e:
                 return Status.error(str(e))
         for index in list(s.reserved):
-            self._release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
+            self.manager.release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
         s.reserved.clear()
         return SUCCESS

@@ -18,6 +18,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.status import Status
 from kubesched.plugins.dynamicresources import DynamicResources
+from kubesched.plugins.dynamicresources.manager import DRAManager
 from kubesched.plugins.noderesources import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
@@ -169,13 +170,16 @@ def test_devices_in_flight_count_as_allocated() -> None:
     """GatherAllocatedState includes the claims Reserve allocated that PreBind has not written."""
     table = table_of(node("node1"))
     h = dra_handle(table, [device_class(), slice_of("node1", "device-1", "device-2")])
-    counter = h.dra_manager.extended_resource_counter([EXPLICIT]) if h.dra_manager else None
+    manager = h.dra_manager
+    assert isinstance(manager, DRAManager)
+    counter = manager.extended_resource_counter([EXPLICIT])
     assert counter is not None and counter.totals(EXPLICIT, "node1", {}) == (2, 0)
-    plugin = h.dra_manager
-    assert isinstance(plugin, DynamicResources)
-    plugin._in_flight["uid-x"] = (allocated_claim("x", "device-2", pool="node1"), {"pod-uid"})
-    counter = plugin.extended_resource_counter([EXPLICIT])
+    manager.signal_pending("uid-x", allocated_claim("x", "device-2", pool="node1"), "pod-uid")
+    counter = manager.extended_resource_counter([EXPLICIT])
     assert counter is not None and counter.totals(EXPLICIT, "node1", {}) == (2, 1)
+    manager.release("uid-x", "pod-uid")  # Unreserve, or PreBind wrote it (then it is a claim's)
+    counter = manager.extended_resource_counter([EXPLICIT])
+    assert counter is not None and counter.totals(EXPLICIT, "node1", {}) == (2, 0)
 
 
 # -- NodeResourcesBalancedAllocation's Score ---------------------------------------------------------
