@@ -153,6 +153,11 @@ class PodStatusPatcher(Protocol):
         ...
 
 
+#: Pods: a plugin may report an Event regarding a pod (``Plugin.object_events`` with this kind's
+#: name, key ``namespace/name``), e.g. DynamicResources' BindingConditionsPending.
+POD_KIND = ObjectKind("Pod", "", "v1", "pods")
+
+
 @dataclass(frozen=True, slots=True)
 class ObjectEvent:
     """An Event about an object of a declared kind (``Plugin.object_events``), e.g. a PodGroup's
