@@ -118,6 +118,9 @@ class Handle:
         #: The scheduler's seeded RNG (preemption's random candidate offset), so a simulation stays
         #: deterministic per seed; a handle without a scheduler gets its own.
         self.rng = random.Random(0)
+        #: The scheduler's feature gates (upstream hands plugins feature.Features in New; set by
+        #: the Scheduler, read by plugins at call time): e.g. GangScheduling's CompositePodGroup.
+        self.feature_gates: Mapping[str, bool] = {}
 
     def attach_queue(
         self, activate: Callable[[Sequence[str]], None], pending: Callable[[], Iterable[PodInfo]]

@@ -304,7 +304,7 @@ def load_input(
     if cluster_path is None and nodes is None and config_path is None:
         config_path = demo_dir() / "config.yaml"
     config, registry = load_scheduler_config(config_path, plugin_modules)
-    kinds = [*profiles_object_kinds(registry, config.profiles), *extra_kinds]
+    kinds = [*profiles_object_kinds(registry, config.profiles, config.feature_gates), *extra_kinds]
     return config, registry, load_cluster_input(cluster_path, nodes, pods, seed, kinds, lenient)
 
 
