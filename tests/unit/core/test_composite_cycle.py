@@ -132,6 +132,10 @@ def bound(cluster: SimulatedCluster) -> list[str]:
     return sorted(p.name for p in cluster.pods.values() if p.node_name)
 
 
+def by_name(cluster: SimulatedCluster, name: str) -> PodInfo:
+    return next(p for p in cluster.pods.values() if p.name == name)
+
+
 def add_members(cluster: SimulatedCluster, group: str, count: int, cpu: str = "1", priority: int = 0) -> None:
     for i in range(count):
         cluster.add_pod(member(f"{group}-pod-{i}", group, cpu, priority))
@@ -230,6 +234,10 @@ def test_a_composite_of_two_gangs_that_cannot_fit_as_a_whole_binds_nothing() -> 
         "b-pod-0": f"pod group is unschedulable, {b_status}",
         "b-pod-1": "0/3 nodes are available: 3 Insufficient cpu.",
     }
+    # The simulator's report and explain: gang a is complete, its CompositePodGroup is what failed.
+    gang = sched.frameworks["default-scheduler"].plugins["GangScheduling"]
+    assert gang.explain_wait(by_name(cluster, "a-pod-0")) == (
+        "waiting for CompositePodGroup default/job: minCount (2) cannot be satisfied: 1 scheduled, 0 remaining")
 
 
 def test_members_wait_at_pre_enqueue_until_the_whole_tree_meets_its_quorum() -> None:
@@ -242,6 +250,9 @@ def test_members_wait_at_pre_enqueue_until_the_whole_tree_meets_its_quorum() -> 
     gated = {q.pod.name: q.gating_status.message for q in sched.queue.gated_pods() if q.gating_status}
     assert gated == dict.fromkeys(["a-pod-0", "a-pod-1", "b-pod-0"],
                                   'waiting for composite pod group "job" tree to meet quorum')
+    gang = sched.frameworks["default-scheduler"].plugins["GangScheduling"]
+    assert gang.explain_wait(by_name(cluster, "a-pod-0")) == (
+        'waiting for PodGroup default/a: waiting for composite pod group "job" tree to meet quorum')
     cluster.add_pod(member("b-pod-1", "b"))
     run(sched)
     assert bound(cluster) == ["a-pod-0", "a-pod-1", "b-pod-0", "b-pod-1"]

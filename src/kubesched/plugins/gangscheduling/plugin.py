@@ -178,15 +178,17 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
         if isinstance(pg, PodGroupSpecError):
             return Status.error(str(pg))
         min_count, remaining, scheduled = pg.min_count, progress.remaining, progress.scheduled
+        # A PodGroup's by its key, a CompositePodGroup's by its entity key (the names may clash).
+        failure_key = group.entity_key if group.is_composite else group.key
         if remaining + scheduled < min_count:
             # minCount can't be satisfied because there are not enough remaining pods.
             message = f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
-            self._failure[group.key] = message
+            self._failure[failure_key] = message
             return Status.unschedulable(message)
         if scheduled < min_count:
             return Status.wait(
                 f"minCount ({min_count}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining")
-        self._failure.pop(group.key, None)
+        self._failure.pop(failure_key, None)
         return SUCCESS
 
     # -- CompositePodGroup hierarchies ---------------------------------------------------------------
@@ -255,12 +257,38 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
     def _wait_reason(self, key: str, pg: PodGroup, exist: int, placed: int) -> str | None:
         """Why the gang ``key`` is not placed: short of members (held at PreEnqueue), or the
         rejection of its last PodGroup cycle; None once ``minCount`` members are placed."""
-        if pg.gang_min_count is None or placed >= pg.gang_min_count:
+        if placed >= pg.min_count:
             return None
-        if exist < pg.gang_min_count:
-            return waiting_note(key, pg.gang_min_count, exist)
-        failure = self._failure.get(key)
-        return f"waiting for PodGroup {key}: {failure}" if failure else None
+        if pg.gang_min_count is not None:
+            if exist < pg.gang_min_count:
+                return waiting_note(key, pg.gang_min_count, exist)
+            failure = self._failure.get(key)
+            if failure:
+                return f"waiting for PodGroup {key}: {failure}"
+        return self._hierarchy_wait_reason(key)
+
+    def _hierarchy_wait_reason(self, key: str) -> str | None:
+        """Why a PodGroup under a CompositePodGroup waits for its hierarchy: the tree short of its
+        quorum, or the last failure of the nearest CompositePodGroup above it that failed."""
+        parent = parent_composite_name(self._raw_group(key)) if self._hierarchies() else None
+        if parent is None:
+            return None
+        namespace = key.split("/", 1)[0]
+        tree, missing = self._tree(namespace, parent)
+        if tree is None:
+            return f"waiting for PodGroup {key}: {missing}"
+        if not self._ready(tree, lambda k: self.members.count(k)):
+            return f'waiting for PodGroup {key}: waiting for composite pod group "{tree.name}" tree to meet quorum'
+        composites = self.handle.objects(COMPOSITE_POD_GROUP)
+        seen: set[str] = set()
+        name: str | None = parent
+        while name is not None and name not in seen:
+            seen.add(name)
+            failure = self._failure.get(f"compositepodgroup/{namespace}/{name}")
+            if failure:
+                return f"waiting for CompositePodGroup {namespace}/{name}: {failure}"
+            name = parent_composite_name(composites.get(f"{namespace}/{name}"))
+        return None
 
     def object_report(self) -> dict[str, dict[str, dict[str, Any]]]:
         """{POD_GROUP: key → policy, minCount, members (existing, not terminal), placed (bound),
