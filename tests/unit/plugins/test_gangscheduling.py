@@ -548,3 +548,13 @@ def test_placement_feasible_counts_a_composites_children(
         got.append(plugin_of(sched).placement_feasible(CycleState(), group,
                                                        PlacementProgress(children - i - 1, scheduled)).code)
     assert got == expected
+
+
+def test_a_composite_pod_group_that_cannot_be_used_holds_its_members_with_the_reason() -> None:
+    bad = composite("root", 1)
+    bad["spec"]["schedulingPolicy"] = {"gang": {"minGroupCount": 0}}
+    sched, cluster, _ = build([child("a", 1, "root")], composites=[bad], gates=CPG_GATES)
+    p = member("a-0", "a")
+    cluster.add_pod(p)
+    assert gated_message(sched, p) == ("CompositePodGroup ns1/root: spec.schedulingPolicy.gang.minGroupCount must be "
+                                       "a positive integer, got 0")

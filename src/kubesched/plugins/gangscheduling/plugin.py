@@ -218,6 +218,15 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
             return False
         return sum(1 for child in group.children if self._ready(child, count)) >= cpg.min_count
 
+    def _invalid_composite(self, group: PodGroupInfo) -> str | None:
+        """The spec error of the first CompositePodGroup of the tree that cannot be used."""
+        if not group.is_composite:
+            return None
+        cpg = self._parsed_composites.get(group.key)
+        if isinstance(cpg, PodGroupSpecError):
+            return str(cpg)
+        return next((e for child in group.children if (e := self._invalid_composite(child)) is not None), None)
+
     def _pre_enqueue_hierarchy(self, pod: PodInfo, key: str, parent: str) -> Status:
         """preEnqueueWithHierarchies for a PodGroup with a parent: checkCPGHierarchyReadiness
         (AllPodsCount)."""
@@ -225,6 +234,8 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
         tree, missing = self._tree(pod.namespace, parent)
         if tree is None:
             return Status.unresolvable(missing)
+        if (invalid := self._invalid_composite(tree)) is not None:
+            return Status.unresolvable(invalid)
         self.members.maybe_resync(self.handle.clock.now())
         self.members.note_pending(pod)
         if not self._ready(tree, lambda k: self.members.count(k, pod if k == key else None)):
