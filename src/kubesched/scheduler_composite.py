@@ -25,8 +25,7 @@ every PodGroup under that root:
 Where kubesched differs: children are tried in name order (upstream: Go map order, random);
 upstream appends the PodGroupPostFilter's message once per result sharing a parent's status
 object (visible only in PodGroup conditions, which kubesched does not write), kubesched once per
-group; DefaultPreemption counts a victim hierarchy's pods per PodGroup, not per highest ancestor
-with ``disruptionMode: all``.
+group.
 """
 
 from __future__ import annotations

@@ -329,3 +329,50 @@ def test_the_forest_finds_the_root_and_orders_children_by_name() -> None:
                            [("compositepodgroup/default/mid", ["podgroup/default/z"]), "podgroup/default/y"])
     loop = {f"{NS}/{c['metadata']['name']}": c for c in [composite("p", 1, "q"), composite("q", 1, "p")]}
     assert root_composite_of({f"{NS}/x": pod_group("x", 1, "p")}, loop, f"{NS}/x") is None
+
+
+def _bound_member(name: str, group: str, node_name: str, cpu: str = "1", priority: int = 0) -> PodInfo:
+    raw = pod(name, cpu=cpu, namespace=NS, node_name=node_name, schedulingGroup={"podGroupName": group})
+    raw["spec"]["priority"] = priority
+    return PodInfo.from_raw(raw)
+
+
+def test_a_hierarchy_disrupted_all_together_is_one_victim() -> None:
+    """getCrossNodesVictims: the low-priority hierarchy ``old`` has ``disruptionMode: all``, so
+    making room for the high-priority gang (one node's worth) evicts every pod under it."""
+    old = composite("old", 2)
+    old["spec"]["disruptionMode"] = {"all": {}}
+    groups = [pod_group("oa", 1, "old"), pod_group("ob", 1, "old"), pod_group("hi", 2)]
+    groups[2]["spec"]["priority"] = 100
+    sched, cluster, _, seen = build(groups, [old], nodes=2, cpu="2")
+    cluster.add_pod(_bound_member("oa-0", "oa", "n0", "2"))
+    cluster.add_pod(_bound_member("ob-0", "ob", "n1", "2"))
+    add_members(cluster, "hi", 2, cpu="1", priority=100)
+    run(sched)
+    assert sorted(seen.victims) == ["oa-0", "ob-0"]
+
+
+def test_without_disruption_mode_all_the_pods_of_a_hierarchy_are_victims_one_by_one() -> None:
+    """The default ``disruptionMode: single``: each pod is a victim of its own (with its root's
+    priority), so only what the gang needs is evicted."""
+    groups = [pod_group("oa", 1, "old"), pod_group("ob", 1, "old"), pod_group("hi", 2)]
+    groups[2]["spec"]["priority"] = 100
+    sched, cluster, _, seen = build(groups, [composite("old", 2)], nodes=2, cpu="2")
+    cluster.add_pod(_bound_member("oa-0", "oa", "n0", "2"))
+    cluster.add_pod(_bound_member("ob-0", "ob", "n1", "2"))
+    add_members(cluster, "hi", 2, cpu="1", priority=100)
+    run(sched)
+    assert len(seen.victims) == 1
+
+
+def test_a_victims_priority_is_its_hierarchy_roots() -> None:
+    """GetPodPriority: a pod at priority 0 under a root CompositePodGroup at priority 200 is no
+    victim for a gang at 100."""
+    groups = [pod_group("oa", 1, "old"), pod_group("hi", 2)]
+    groups[1]["spec"]["priority"] = 100
+    sched, cluster, _, seen = build(groups, [composite("old", 1, priority=200)], nodes=1, cpu="2")
+    cluster.add_pod(_bound_member("oa-0", "oa", "n0", "2"))
+    add_members(cluster, "hi", 2, cpu="1", priority=100)
+    run(sched)
+    assert seen.victims == []
+    assert bound(cluster) == ["oa-0"]
