@@ -1,9 +1,10 @@
 """The PodGroup scheduling cycle: a Workload API group's queued members placed together.
 
 Port of pkg/scheduler/schedule_one_podgroup.go (Kubernetes v1.37.1, GenericWorkload on,
-TopologyAwareWorkloadScheduling and CompositePodGroup off). When the scheduler pops a pod that
-names a PodGroup (``spec.schedulingGroup.podGroupName``), it takes the group's other queued
-members with it (upstream queues a group as one entity) and:
+TopologyAwareWorkloadScheduling on or off; with CompositePodGroup on, a PodGroup under a
+CompositePodGroup goes to scheduler_composite.py, which reuses this cycle per PodGroup). When the
+scheduler pops a pod that names a PodGroup (``spec.schedulingGroup.podGroupName``), it takes the
+group's other queued members with it (upstream queues a group as one entity) and:
 
 1. asks the PlacementFeasible plugins (GangScheduling: ``minCount``) whether the group can
    succeed at all (``PlacementProgress``: members to try, members already assumed or bound);
