@@ -143,6 +143,9 @@ class Handle:
         #: Set by DynamicResources when the profile has it (upstream's handle always has a DRA
         #: manager; a profile without DynamicResources here has none, so nothing is scored by DRA).
         self.dra_manager: SharedDRAManager | None = None
+        #: The scheduler's feature gates (upstream hands plugins feature.Features in New; set by
+        #: the Scheduler, read by plugins at call time): e.g. GangScheduling's CompositePodGroup.
+        self.feature_gates: Mapping[str, bool] = {}
 
     def attach_queue(
         self, activate: Callable[[Sequence[str]], None], pending: Callable[[], Iterable[PodInfo]]

@@ -340,7 +340,7 @@ def load_input(
         raise UserError(f"--gangs: --config {config_path} leaves the {GENERIC_WORKLOAD} feature gate off, so the "
                         f"gangs' pods would be scheduled one by one: add 'featureGates: {{{GENERIC_WORKLOAD}: true}}' "
                         "to it")
-    kinds = [*profiles_object_kinds(registry, config.profiles), *extra_kinds]
+    kinds = [*profiles_object_kinds(registry, config.profiles, config.feature_gates), *extra_kinds]
     return config, registry, load_cluster_input(cluster_path, nodes, pods, seed, kinds, lenient, gangs)
 
 
