@@ -929,7 +929,8 @@ def reshape_nodes(c: ControlPlane, wl: Workload, size: Size, log: Callable[[str]
 
     def patch(i: int) -> None:
         shape = wl.node(i)
-        body = {"metadata": {"labels": {ZONE: shape.get("labels", {}).get(ZONE), HOSTNAME: names[i]}},
+        labels = {ZONE: None, **(shape.get("labels") or {}), HOSTNAME: names[i]}  # null: an earlier zone removed
+        body = {"metadata": {"labels": labels},
                 "spec": {"taints": shape.get("taints") or None}}
         kc = c.client
         kc.request("PATCH", f"/api/v1/nodes/{names[i]}", body, content_type="application/merge-patch+json")

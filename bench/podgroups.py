@@ -124,26 +124,30 @@ def live_workloads() -> dict[str, Workload]:
             "GangScheduling",
             "scheduler_perf podgroup GangScheduling (GenericWorkload on): PodGroups of 3 members, gang minCount 3, "
             "gang-pod.yaml pods (100m, 100Mi), no init pods, default profiles",
-            {"small": Size(nodes=50, init_pods=0, pods=240, timeout=180),
+            {"short": Size(nodes=10, init_pods=0, pods=9, timeout=120),
+             "small": Size(nodes=50, init_pods=0, pods=240, timeout=180),
              "full": Size(nodes=1000, init_pods=0, pods=3000, timeout=900)}),
         "GangSchedulingLargeGroups": wl(
             "GangSchedulingLargeGroups",
             "scheduler_perf podgroup GangScheduling's _1000PerGroup shape (GenericWorkload on): PodGroups of 250 "
             "members (upstream: 1,000), gang minCount = members, gang-pod.yaml pods, default profiles",
-            {"small": Size(nodes=50, init_pods=0, pods=500, timeout=240),
+            {"short": Size(nodes=10, init_pods=0, pods=250, timeout=120),
+             "small": Size(nodes=50, init_pods=0, pods=500, timeout=240),
              "full": Size(nodes=1000, init_pods=0, pods=3000, timeout=900)}),
         "BasicScheduling": wl(
             "BasicScheduling",
             "scheduler_perf podgroup BasicScheduling (GenericWorkload on): PodGroups of 3 members, policy basic, "
             "basic-pod.yaml pods (100m, 100Mi), no init pods, default profiles",
-            {"small": Size(nodes=50, init_pods=0, pods=240, timeout=180),
+            {"short": Size(nodes=10, init_pods=0, pods=9, timeout=120),
+             "small": Size(nodes=50, init_pods=0, pods=240, timeout=180),
              "full": Size(nodes=1000, init_pods=0, pods=3000, timeout=900)}),
         "TopologyAwareScheduling": wl(
             "TopologyAwareScheduling",
             "scheduler_perf podgroup tas TopologyAwareScheduling (GenericWorkload, TopologyAwareWorkloadScheduling "
             "on): nodes in zone/rack <i / 100>, PodGroups of 4 members, gang minCount 4, each within one "
             "topology.kubernetes.io/rack, default profiles",
-            {"small": Size(nodes=200, init_pods=0, pods=240, timeout=180),
+            {"short": Size(nodes=10, init_pods=0, pods=12, timeout=120),
+             "small": Size(nodes=200, init_pods=0, pods=240, timeout=180),
              "full": Size(nodes=1000, init_pods=0, pods=3000, timeout=900)},
             node=templates.rack_node),
         "GangPreemptionBasic": wl(
@@ -151,7 +155,8 @@ def live_workloads() -> dict[str, Workload]:
             "scheduler_perf workload_preemption GangPreemptionBasic (GenericWorkload on): 10 pod-low-priority init "
             "pods (40m) on every node, gangs of 10 preemptors (3970m, priority 8888888 via a PriorityClass, the "
             "PodGroup's too): each member evicts one node's 10 init pods, the gang all or nothing",
-            {"small": Size(nodes=50, init_pods=500, pods=50, timeout=240),
+            {"short": Size(nodes=10, init_pods=100, pods=10, timeout=120),
+             "small": Size(nodes=50, init_pods=500, pods=50, timeout=240),
              "full": Size(nodes=100, init_pods=1000, pods=100, timeout=600)},
             init_pod=templates.gang_low_priority_pod, cluster_setup=_preemptor_class),
     }
@@ -163,7 +168,9 @@ def live_main(argv: list[str]) -> int:
     workloads = live_workloads()
     ap = argparse.ArgumentParser(prog="python -m bench podgroups live")
     ap.add_argument("--workload", choices=[*workloads, "all"], default="GangScheduling")
-    ap.add_argument("--size", choices=("small", "full"), default="small")
+    ap.add_argument("--size", choices=("short", "small", "full"), default="small",
+                    help="short: upstream's integration-test case (the CI smoke), small: this machine's, full: "
+                         "1,000 nodes (100 for GangPreemptionBasic, upstream's size)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--qps", type=float, default=5000)
     ap.add_argument("--burst", type=int, default=5000)
