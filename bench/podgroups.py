@@ -125,7 +125,7 @@ def live_workloads() -> dict[str, Workload]:
             "scheduler_perf podgroup GangScheduling (GenericWorkload on): PodGroups of 3 members, gang minCount 3, "
             "gang-pod.yaml pods (100m, 100Mi), no init pods, default profiles",
             {"short": Size(nodes=10, init_pods=0, pods=9, timeout=120),
-             "small": Size(nodes=50, init_pods=0, pods=240, timeout=180),
+             "small": Size(nodes=50, init_pods=0, pods=480, timeout=240),
              "full": Size(nodes=1000, init_pods=0, pods=3000, timeout=900)}),
         "GangSchedulingLargeGroups": wl(
             "GangSchedulingLargeGroups",
@@ -139,7 +139,7 @@ def live_workloads() -> dict[str, Workload]:
             "scheduler_perf podgroup BasicScheduling (GenericWorkload on): PodGroups of 3 members, policy basic, "
             "basic-pod.yaml pods (100m, 100Mi), no init pods, default profiles",
             {"short": Size(nodes=10, init_pods=0, pods=9, timeout=120),
-             "small": Size(nodes=50, init_pods=0, pods=240, timeout=180),
+             "small": Size(nodes=50, init_pods=0, pods=480, timeout=240),
              "full": Size(nodes=1000, init_pods=0, pods=3000, timeout=900)}),
         "TopologyAwareScheduling": wl(
             "TopologyAwareScheduling",
@@ -147,7 +147,7 @@ def live_workloads() -> dict[str, Workload]:
             "on): nodes in zone/rack <i / 100>, PodGroups of 4 members, gang minCount 4, each within one "
             "topology.kubernetes.io/rack, default profiles",
             {"short": Size(nodes=10, init_pods=0, pods=12, timeout=120),
-             "small": Size(nodes=200, init_pods=0, pods=240, timeout=180),
+             "small": Size(nodes=200, init_pods=0, pods=480, timeout=240),
              "full": Size(nodes=1000, init_pods=0, pods=3000, timeout=900)},
             node=templates.rack_node),
         "GangPreemptionBasic": wl(
@@ -209,7 +209,8 @@ def sim_workloads() -> dict[str, SimWorkload]:
         "GangPreemptionBasic": wl("GangPreemptionBasic",
                                   "10 pod-low-priority init pods (40m) a node, gangs of 10 preemptors (3970m, "
                                   "priority 8888888)",
-                                  {"small": [(100, 1000, 100)], "full": [(5000, 50000, 5000)]},
+                                  # upstream's performance case is 100 nodes (100Nodes_10PreemptorGangs_...)
+                                  {"small": [(50, 500, 50)], "full": [(100, 1000, 100)]},
                                   init_pod=templates.gang_low_priority_pod),
     }
 
