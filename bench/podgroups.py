@@ -12,7 +12,8 @@ profile with ``--feature-gates``, kubesched its default profile with the same ``
 
 ``python -m bench podgroups simulator --workload W|all [--size small|full]`` times the same shapes in
 process (bench/simulator.py's run_simulation: Simulation.run as ``kubesched simulate`` runs it, the
-PodGroups among the cluster's objects; cluster loading included); ``full`` is 5,000 nodes.
+PodGroups among the cluster's objects; cluster loading included); ``full`` is 5,000 nodes (100 for
+GangPreemptionBasic: upstream's own size).
 
 Shapes (upstream's templates, bench/templates.py; sizes scaled to the harness, as its other
 workloads are):
