@@ -86,6 +86,9 @@ class GpuLedger:
         #: matrix on every attempt, pods change a few rows between two.
         self._free: IntArray | None = None
         self._free_stale: set[int] = set()
+        #: Bumped with every row's counter in ``_versions``: unchanged, no GPU was taken or given
+        #: back anywhere (the replay's metrics skip their per-row comparison).
+        self.changes = 0
         table.observe_pods(self._observe)
 
     # -- shape -------------------------------------------------------------------------------------
@@ -111,6 +114,7 @@ class GpuLedger:
     def _observe(self, row: int, pod: PodInfo, sign: int) -> None:
         self._ensure_shape()
         self._versions[row] += 1
+        self.changes += 1
         request = gpu_request_or_none(pod)
         if request is None:
             return
@@ -137,6 +141,7 @@ class GpuLedger:
         self._ensure_shape(max(indices) + 1)
         self._used[row, list(indices)] += milli
         self._versions[row] += 1
+        self.changes += 1
         self._free_stale.add(row)
         self._counted[uid] = (row, milli, indices)
 
@@ -146,6 +151,7 @@ class GpuLedger:
             row, milli, indices = counted
             self._used[row, list(indices)] -= milli
             self._versions[row] += 1
+            self.changes += 1
             self._free_stale.add(row)
         self._unplaced.pop(uid, None)
         self._overcommitted.pop(uid, None)
