@@ -115,6 +115,7 @@ class LiveScheduler(SchedulerObserver):
             feature_gates=config.feature_gates,
             observer=self,
             objects=self._objects,
+            tie_break=self.options.tie_break,
         )
         kinds = merge_object_kinds([*self.scheduler.object_kinds(), *self.options.extra_object_kinds])
         for fwk in self.scheduler.frameworks.values():
