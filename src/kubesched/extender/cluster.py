@@ -28,8 +28,10 @@ log = logging.getLogger("kubesched.extender")
 class ExtenderCluster:
     def __init__(self, api: ApiClient, object_kinds: Sequence[ObjectKind] = ()) -> None:
         self.api = api
-        #: Informer events seen (ClusterView.changes).
-        self.changes = 0
+        #: Pending-pod and declared-object informer events seen (ClusterView): nodes and bound pods
+        #: need no count, the node table's generation moves on every change plugins can read of them.
+        self.pending_changes = 0
+        self.object_changes = 0
         self._objects = ObjectInformers(api, object_kinds, on_change=self._object_changed)
         self._cache = SchedulerCache()
         self.nodes = Informer(
@@ -127,23 +129,20 @@ class ExtenderCluster:
 
     # -- informer handlers -------------------------------------------------------------------------
     def _object_changed(self, _kind: ObjectKind, _action: ActionType) -> None:
-        self.changes += 1
+        self.object_changes += 1
 
     def _node_upsert(self, raw: dict[str, Any]) -> None:
-        self.changes += 1
         self._cache.add_or_update_node(raw)
 
     def _node_delete(self, raw: dict[str, Any]) -> None:
-        self.changes += 1
         self._cache.remove_node(str((raw.get("metadata") or {}).get("name", "")))
 
     def _pod_upsert(self, raw: dict[str, Any]) -> None:
         # A bound pod's status updates keep its parsed fields (no re-parse).
-        self.changes += 1
         self._cache.add_or_update_pod(PodInfo.from_raw(raw, self._cache.table.pod(raw_pod_uid(raw))))
 
     def _pending_upsert(self, raw: dict[str, Any]) -> None:
-        self.changes += 1
+        self.pending_changes += 1
         try:
             pod = PodInfo.from_raw(raw, self._pending.get(raw_pod_uid(raw)))
         except Exception as e:  # a pod the scheduler would reject anyway; never stop the informer
@@ -155,9 +154,8 @@ class ExtenderCluster:
             self._pending[pod.uid] = pod
 
     def _pending_delete(self, raw: dict[str, Any]) -> None:
-        self.changes += 1
+        self.pending_changes += 1
         self._pending.pop(raw_pod_uid(raw), None)
 
     def _pod_delete(self, raw: dict[str, Any]) -> None:
-        self.changes += 1
         self._cache.remove_pod(str((raw.get("metadata") or {}).get("uid", "")))

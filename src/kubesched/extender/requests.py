@@ -61,9 +61,17 @@ class ClusterView(Protocol):
     def synced(self) -> bool: ...
 
     @property
-    def changes(self) -> int:
-        """Bumped on every informer event (nodes, pods, pending pods, declared objects): with the
-        node table's generation it says whether anything a plugin reads may have changed."""
+    def pending_changes(self) -> int:
+        """Bumped on every event of the pending-pods informer (what ``pending_pods`` answers)."""
+        ...
+
+    @property
+    def object_changes(self) -> int:
+        """Bumped on every event of a declared kind's informer (what ``objects`` answers).
+
+        Nodes and bound pods have no counter: they are the cache's node table, whose generation
+        moves on every change a plugin can read of them (snapshot/table.py); with these two it says
+        whether anything a plugin reads may have changed (the service's ``_version``)."""
         ...
 
     def objects(self, kind: str) -> Mapping[str, dict[str, Any]]:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any
@@ -92,7 +93,7 @@ class _PodCycle:
     runs PreFilter once per scheduling cycle and Reserves with the same CycleState)."""
 
     pod: PodInfo
-    version: tuple[int, int]
+    version: tuple[int, int, int]
     state: CycleState
     passed: Rows  # the rows that passed Filter, ascending
 
@@ -132,6 +133,8 @@ class ExtenderService:
         self._row_entries = RowEntries()
         #: The last filter's run on the live node cache (see _PodCycle); taken by the next call.
         self._cycle: _PodCycle | None = None
+        #: Whether a plugin has asked for pending pods (handle.pending_pods) since the start.
+        self._reads_pending = False
         #: Pods approved and maybe being bound (needs the cluster's cache). hold_timeout 0: only
         #: the bind verb holds.
         self.holds = InFlightHolds(cluster.cache, hold_timeout) if cluster is not None else None
@@ -153,7 +156,7 @@ class ExtenderService:
         if self.cluster is not None:
             # No queue here (kube-scheduler has it): activation is a no-op, pending pods come from
             # the cluster's informer.
-            handle.attach_queue(lambda _uids: None, self.cluster.pending_pods)
+            handle.attach_queue(lambda _uids: None, self._pending_pods)
         fwk = Framework.build(self.profile, self.registry, handle, schedules=False)
         primary = getattr(self, "_primary", None)
         if primary is not None:
@@ -249,11 +252,22 @@ class ExtenderService:
             self.holds.expire()
             self.holds.release(pod.uid, "retried")
 
-    def _version(self) -> tuple[int, int]:
-        """What a plugin reads from the attached cluster, as a value that changes when any of it
-        may have: the node table's generation (nodes, pods, holds) and the informers' events."""
+    def _pending_pods(self) -> Iterator[PodInfo]:
+        """``handle.pending_pods()``, noting that the profile's plugins read pending pods (_version)."""
         assert self.cluster is not None
-        return self.cluster.cache.table.generation, self.cluster.changes
+        self._reads_pending = True
+        return self.cluster.pending_pods()
+
+    def _version(self) -> tuple[int, int, int]:
+        """What a plugin reads from the attached cluster, as a value that changes when any of it
+        may have: the node table's generation (nodes, bound pods, holds: every change a plugin can
+        read of them, not a bound pod's status update nor a hold confirmed where it was), the
+        declared objects' events and, once some plugin has read them, the pending pods' events
+        (a profile that never asked for pending pods holds nothing derived from them)."""
+        assert self.cluster is not None
+        cluster = self.cluster
+        pending = cluster.pending_changes if self._reads_pending else -1
+        return cluster.cache.table.generation, cluster.object_changes, pending
 
     def _take_cycle(self, pod: PodInfo, fwk: Framework) -> _PodCycle | None:
         """Filter's run for ``pod``, when it is still what PreFilter would compute now."""
