@@ -46,7 +46,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -57,7 +57,7 @@ from kubesched.extender.holds import InFlightHolds, prefer
 from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT
 from kubesched.extender.preempt import preempt_reply
 from kubesched.extender.requests import ClusterView, Deadline, Reply, ServiceError, parse_pod
-from kubesched.extender.rows import RowEntries, rows_in, unique_rows
+from kubesched.extender.rows import NameWindow, NameWindows, RowEntries, rows_in, unique_rows
 from kubesched.extender.tables import RequestTables, TableEntry
 from kubesched.extender.wire import (
     MAX_EXTENDER_PRIORITY,
@@ -98,6 +98,11 @@ class _PodCycle:
     passed: Rows  # the rows that passed Filter, ascending
 
 
+def _all_passed(names: list[str]) -> bytes:
+    """The filter answer when every node in ``names`` passed."""
+    return encode_filter_result(node_names=names, failed={}, failed_unresolvable={})
+
+
 class ExtenderService:
     def __init__(
         self,
@@ -124,9 +129,9 @@ class ExtenderService:
         #: last node table it was used with (a per-request table in nodeCacheCapable: false mode).
         self._pods: OrderedDict[bytes, PodInfo] = OrderedDict()
         self._parsed_pods = parsed_pods
-        #: The NodeNames a filter answered, with their rows in the node cache and the cache's
-        #: node_generation then: prioritize is sent exactly that list (see _cached_rows).
-        self._passed: tuple[list[str], Rows, int] | None = None
+        #: NodeNames lists seen (filter's, and the subset a filter passed, which prioritize is
+        #: sent) with their rows in the node cache (see _cached_rows).
+        self._windows = NameWindows()
         #: unique_rows(rows, inverse=True) of the rows array above when filter computed it; keyed
         #: by the array's identity (row arrays are never modified in place).
         self._unique_of: tuple[Rows, Rows, Rows] | None = None
@@ -212,7 +217,7 @@ class ExtenderService:
             self._pods.popitem(last=False)
         return pod
 
-    def _cached_rows(self, names: list[str]) -> tuple[TableEntry, Rows]:
+    def _cached_rows(self, names: list[str]) -> tuple[TableEntry, NameWindow]:
         if self.cluster is None:
             raise WireError(
                 "NodeNames given (nodeCacheCapable: true) but this extender keeps no node cache: "
@@ -222,27 +227,24 @@ class ExtenderService:
             raise ServiceError(503, "kubesched extender: the node cache has not synced with the cluster yet")
         fwk = self.live_framework()
         table = self.cluster.cache.table
-        passed = self._passed
-        # A name's row changes only when nodes come or go, which bumps node_generation; comparing
-        # the lists is a C loop over the strings, cheaper than hashing each name again.
-        if passed is not None and passed[2] == table.node_generation and passed[0] == names:
-            return TableEntry(table, fwk), passed[1]
-        rows = np.fromiter(map(table.index.get, names, repeat(-1)), dtype=np.intp, count=len(names))
+        window = self._windows.window(table, names)
+        rows = window.rows
         if len(rows) and rows.min() < 0:
             unknown = [n for n, r in zip(names, rows.tolist(), strict=True) if r < 0]
             shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
             raise WireError(f"NodeNames: {len(unknown)} node(s) unknown to the extender's node cache: {shown}")
-        return TableEntry(table, fwk), rows
+        return TableEntry(table, fwk), window
 
-    def _view(self, args: ExtenderArgs, deadline: Deadline) -> tuple[TableEntry, Rows, list[str]]:
+    def _view(self, args: ExtenderArgs, deadline: Deadline) -> tuple[TableEntry, Rows, list[str], NameWindow | None]:
+        """The table, the rows and names of the request's nodes, and (NodeNames) their window."""
         if args.nodes is not None:
             entry, names = self._request_table(args.nodes, deadline)
             index = entry.table.index
             rows = np.fromiter(map(index.__getitem__, names), dtype=np.intp, count=len(names))
-            return entry, rows, names
+            return entry, rows, names, None
         assert args.node_names is not None
-        entry, rows = self._cached_rows(args.node_names)
-        return entry, rows, args.node_names
+        entry, window = self._cached_rows(args.node_names)
+        return entry, window.rows, window.names, window
 
     # -- pods in flight (extender/holds.py) ---------------------------------------------------------
     def _settle_holds(self, pod: PodInfo) -> None:
@@ -299,7 +301,7 @@ class ExtenderService:
         pod = self._parse_pod(args.pod)
         self._cycle = None
         self._settle_holds(pod)
-        entry, rows, names = self._view(args, deadline)
+        entry, rows, names, window = self._view(args, deadline)
         self._remember_pod(pod)
         fwk, table = entry.framework, entry.table
         failed: dict[str, str] = {}
@@ -334,17 +336,22 @@ class ExtenderService:
         if args.nodes is not None:
             out_nodes = args.nodes if passing is None else list(compress(args.nodes, passing.tolist()))
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
-        out_names = names if passing is None else list(compress(names, passing.tolist()))
-        self._passed = (out_names, rows if passing is None else rows[passing], table.node_generation)
-        if passing is None and inverse is not None:
-            self._unique_of = (rows, candidates, inverse)  # prioritize's, for the same rows
+        assert window is not None
+        if passing is None:
+            if inverse is not None:
+                self._unique_of = (rows, candidates, inverse)  # prioritize's, for the same rows
+            if not failed and not unresolvable:  # (none: every candidate passed)
+                return Reply(200, self._windows.passed_answer(window, _all_passed))
+            return Reply(200, encode_filter_result(node_names=names, failed=failed, failed_unresolvable=unresolvable))
+        out_names = list(compress(names, passing.tolist()))
+        self._windows.add(table, out_names, rows[passing])
         return Reply(200, encode_filter_result(node_names=out_names, failed=failed, failed_unresolvable=unresolvable))
 
     def prioritize(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_extender_args(data)
         pod = self._parse_pod(args.pod)
         self._settle_holds(pod)
-        entry, rows, names = self._view(args, deadline)
+        entry, rows, names, _ = self._view(args, deadline)
         self._remember_pod(pod)
         cycle = self._take_cycle(pod, entry.framework)
         scores = self.extender_scores(entry.framework, pod, rows, deadline, cycle.state if cycle is not None else None)
