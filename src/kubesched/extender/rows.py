@@ -41,14 +41,26 @@ def rows_in(rows: Rows, members: Rows) -> npt.NDArray[np.bool_]:
 
 
 class NameWindow:
-    """One NodeNames list, its rows, and the filter answer when every node passed (made once)."""
+    """One NodeNames list, its rows, and what filter and prioritize derive from the rows alone:
+    whether every name is known, ``unique_rows(rows, inverse=True)`` and the filter answer when
+    every node passed (each made once)."""
 
-    __slots__ = ("names", "passed_answer", "rows")
+    __slots__ = ("_unique", "all_known", "names", "passed_answer", "rows")
 
     def __init__(self, names: list[str], rows: Rows) -> None:
         self.names = names
         self.rows = rows
+        self.all_known = not len(rows) or bool(rows.min() >= 0)
         self.passed_answer: bytes | None = None
+        self._unique: tuple[Rows, Rows] | None = None
+
+    def unique(self) -> tuple[Rows, Rows]:
+        """``unique_rows(self.rows, inverse=True)``."""
+        if self._unique is None:
+            uniq, inverse = unique_rows(self.rows, inverse=True)
+            assert inverse is not None
+            self._unique = (uniq, inverse)
+        return self._unique
 
 
 class NameWindows:
@@ -78,7 +90,7 @@ class NameWindows:
             return known
         rows = np.fromiter(map(table.index.get, names, repeat(-1)), dtype=np.intp, count=len(names))
         window = NameWindow(names, rows)
-        if not len(rows) or rows.min() >= 0:  # a list naming unknown nodes is an error, not kept
+        if window.all_known:  # a list naming unknown nodes is an error, not kept
             self._keep(key, window)
         return window
 

@@ -132,9 +132,6 @@ class ExtenderService:
         #: NodeNames lists seen (filter's, and the subset a filter passed, which prioritize is
         #: sent) with their rows in the node cache (see _cached_rows).
         self._windows = NameWindows()
-        #: unique_rows(rows, inverse=True) of the rows array above when filter computed it; keyed
-        #: by the array's identity (row arrays are never modified in place).
-        self._unique_of: tuple[Rows, Rows, Rows] | None = None
         self._row_entries = RowEntries()
         #: The last filter's run on the live node cache (see _PodCycle); taken by the next call.
         self._cycle: _PodCycle | None = None
@@ -228,9 +225,8 @@ class ExtenderService:
         fwk = self.live_framework()
         table = self.cluster.cache.table
         window = self._windows.window(table, names)
-        rows = window.rows
-        if len(rows) and rows.min() < 0:
-            unknown = [n for n, r in zip(names, rows.tolist(), strict=True) if r < 0]
+        if not window.all_known:
+            unknown = [n for n, r in zip(names, window.rows.tolist(), strict=True) if r < 0]
             shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
             raise WireError(f"NodeNames: {len(unknown)} node(s) unknown to the extender's node cache: {shown}")
         return TableEntry(table, fwk), window
@@ -306,7 +302,7 @@ class ExtenderService:
         fwk, table = entry.framework, entry.table
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
-        candidates, inverse = unique_rows(rows, inverse=True)
+        candidates = window.unique()[0] if window is not None else unique_rows(rows)[0]
         diagnosis = Diagnosis()
         state = CycleState()
         ok_rows, st = fwk.filter_rows(state, pod, candidates, diagnosis)
@@ -338,8 +334,6 @@ class ExtenderService:
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
         assert window is not None
         if passing is None:
-            if inverse is not None:
-                self._unique_of = (rows, candidates, inverse)  # prioritize's, for the same rows
             if not failed and not unresolvable:  # (none: every candidate passed)
                 return Reply(200, self._windows.passed_answer(window, _all_passed))
             return Reply(200, encode_filter_result(node_names=names, failed=failed, failed_unresolvable=unresolvable))
@@ -351,10 +345,11 @@ class ExtenderService:
         args = decode_extender_args(data)
         pod = self._parse_pod(args.pod)
         self._settle_holds(pod)
-        entry, rows, names, _ = self._view(args, deadline)
+        entry, rows, names, window = self._view(args, deadline)
         self._remember_pod(pod)
         cycle = self._take_cycle(pod, entry.framework)
-        scores = self.extender_scores(entry.framework, pod, rows, deadline, cycle.state if cycle is not None else None)
+        scores = self.extender_scores(entry.framework, pod, rows, deadline, cycle.state if cycle is not None else None,
+                                      window.unique() if window is not None and len(rows) else None)
         if len(rows):
             best = int(np.argmax(scores))  # the first of the best, in request order
             if self._hold(pod, names[best], cycle):
@@ -364,10 +359,12 @@ class ExtenderService:
         return Reply(200, encode_extender_scores(names, scores))
 
     def extender_scores(
-        self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline, pre_filtered: CycleState | None = None
+        self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline, pre_filtered: CycleState | None = None,
+        unique: tuple[Rows, Rows] | None = None,
     ) -> IntArray:
         """Per row: the profile's weighted score mapped to 0..MaxExtenderPriority (see module doc).
-        ``pre_filtered``: a state PreFilter succeeded in for this pod, still current."""
+        ``pre_filtered``: a state PreFilter succeeded in for this pod, still current; ``unique``:
+        ``unique_rows(rows, inverse=True)`` when known."""
         if not len(rows):
             return np.zeros(0, dtype=np.int64)
         state = pre_filtered
@@ -379,9 +376,8 @@ class ExtenderService:
                     # The pod fits nowhere by this profile: no preference among the nodes.
                     return np.zeros(len(rows), dtype=np.int64)
                 raise ServiceError(500, plugin_error("PreFilter", st))
-        known = self._unique_of
-        if known is not None and known[0] is rows:
-            uniq, inverse = known[1], known[2]
+        if unique is not None:
+            uniq, inverse = unique
         else:
             uniq, maybe_inverse = unique_rows(rows, inverse=True)
             assert maybe_inverse is not None
