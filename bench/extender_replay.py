@@ -15,8 +15,9 @@ measures what does not: the CPU the extender process spends per pod on a recorde
    so both see the same moments of the machine's load. Each pass starts both servers afresh.
 
 kubesched's server is ``kubesched extender``'s own (ExtenderService + ExtenderServer, default
-profile, default options) on a static node cache built like the bench's cluster: the stream's node
-names as scheduler_perf node-default nodes and the init pods bound round-robin. Standing in for the
+profile, default options) on its own cluster cache (ExtenderCluster, fed through its informers'
+handlers) built like the bench's cluster: the stream's node names as scheduler_perf node-default
+nodes and the init pods bound round-robin. Standing in for the
 watch, a pod the extender held is seen bound ``--watch-lag`` requests after the one that held it
 (default 1: during the next pod's filter and prioritize, as kube-scheduler binds while it schedules
 the next pod): the pending-pod event, the bound pod's add and its status update, each moving the
@@ -80,11 +81,15 @@ def stream_node_names(pods: list[list[tuple[str, bytes]]]) -> list[str]:
 
 # -- kubesched's server (a process of its own) --------------------------------------------------------
 def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, watch_lag: int = 1) -> None:
-    """``kubesched extender``'s service and server on a static node cache shaped like the bench's."""
-    from bench.extender import _StaticCluster
+    """``kubesched extender``'s service and server on its own cluster cache (ExtenderCluster, never
+    started: no API calls), whose informers the replay feeds as the apiserver's watch would."""
+    from typing import cast
+
     from bench.live import node_body, pod_body
     from kubesched.config.load import load_config
+    from kubesched.extender.cluster import ExtenderCluster
     from kubesched.extender.server import ExtenderServer, start_server
+    from kubesched.kube.api import ApiClient
     try:
         from kubesched.extender.server import settle_heap
     except ImportError:  # a --baseline-src from before it
@@ -92,14 +97,17 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, 
             pass
     from kubesched.extender.service import ExtenderService
     from kubesched.plugins.builtin import builtin_registry
-    from kubesched.snapshot.pod import PodInfo
 
     names = stream_node_names(read_stream(stream))
-    cluster = _StaticCluster([node_body(n, {}) for n in names])
+    cluster = ExtenderCluster(cast(ApiClient, None))
+    for inf in (cluster.nodes, cluster.pods, cluster.pending):
+        inf.synced.set()
+    for n in names:
+        cluster.nodes.handlers.on_add(node_body(n, {}))
     for i in range(init_pods):
         raw = pod_body(f"init-{i:05d}", "replay", role="init", node=names[i % len(names)])
         raw["metadata"]["uid"] = f"init-{i:05d}"
-        cluster.cache.add_or_update_pod(PodInfo.from_raw(raw))
+        cluster.pods.handlers.on_add(raw)
     registry = builtin_registry()
     svc = ExtenderService(load_config(None, registry).profiles[0], registry, cluster)
     holds = svc.holds
@@ -107,25 +115,23 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, 
 
     # The watch's events for a pod the extender held, ``watch_lag`` requests after the one that held
     # it (kube-scheduler binds while it goes on with the next pods): the pod leaves the pending
-    # pods, is added to the bound ones, then its status update (Running), as KWOK's kubelet sends.
-    # ``changes`` is ClusterView's single event count before the split into pending/object
-    # counts, which a --baseline-src from before reads.
+    # pods, is added to the bound ones (a new resourceVersion, TypeMeta as a watch sends it), then
+    # its status update (Running), as KWOK's kubelet sends. Each version's own ExtenderCluster
+    # handles them (a --baseline-src counts them its way).
     seen = 0
     due: list[tuple[int, dict[str, Any], str]] = []
-
-    def event(pending: bool = False) -> None:
-        cluster.changes += 1
-        cluster.pending_changes += pending
 
     def deliver() -> None:
         while due and due[0][0] <= seen:
             _, pod, node = due.pop(0)
-            event(pending=True)
-            for phase in ("Pending", "Running"):
-                event()
-                bound = {**pod, "spec": {**pod["spec"], "nodeName": node}, "status": {"phase": phase}}
-                previous = cluster.cache.table.pod(pod["metadata"]["uid"])
-                cluster.cache.add_or_update_pod(PodInfo.from_raw(bound, previous))
+            cluster.pending.handlers.on_delete(pod)
+            meta = pod["metadata"]
+            bound = {"apiVersion": "v1", "kind": "Pod", **pod, "metadata": {**meta, "resourceVersion": "b1"},
+                     "spec": {**pod["spec"], "nodeName": node}}
+            cluster.pods.handlers.on_add(bound)
+            running = {**bound, "metadata": {**meta, "resourceVersion": "b2"},
+                       "status": {**(pod.get("status") or {}), "phase": "Running"}}
+            cluster.pods.handlers.on_update(bound, running)
 
     def then_bound(verb: str) -> None:
         answer = getattr(svc, verb)

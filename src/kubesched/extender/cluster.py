@@ -24,14 +24,32 @@ from kubesched.snapshot.pod import PodInfo, raw_pod_uid
 
 log = logging.getLogger("kubesched.extender")
 
+#: What a pod's write changes besides what it was for: TypeMeta (a watch sends it, kube-scheduler's
+#: extender requests do not), the apiserver's bookkeeping, and ``generation``, which follows spec
+#: changes (the spec is compared itself).
+_NOT_READ = frozenset(("apiVersion", "kind", "status"))
+_VOLATILE_METADATA = frozenset(("resourceVersion", "managedFields", "generation"))
+
+
+def status_update(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether pod ``new`` differs from ``old`` in its status and bookkeeping alone: not in the
+    spec (``nodeName`` included), labels, annotations, ``deletionTimestamp`` (a terminating pod
+    leaves PodTopologySpread's counts) or any other metadata or field."""
+    if old.get("spec") != new.get("spec"):
+        return False
+    keys = (old.keys() | new.keys()) - _NOT_READ
+    if any(old.get(k) != new.get(k) for k in keys - {"spec", "metadata"}):
+        return False
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    return all(om.get(k) == nm.get(k) for k in (om.keys() | nm.keys()) - _VOLATILE_METADATA)
+
 
 class ExtenderCluster:
     def __init__(self, api: ApiClient, object_kinds: Sequence[ObjectKind] = ()) -> None:
         self.api = api
-        #: Pending-pod and declared-object informer events seen (ClusterView): nodes and bound pods
-        #: need no count, the node table's generation moves on every change plugins can read of them.
+        #: Informer events that may change what plugins read, and pending-pod events (ClusterView).
+        self.changes = 0
         self.pending_changes = 0
-        self.object_changes = 0
         self._objects = ObjectInformers(api, object_kinds, on_change=self._object_changed)
         self._cache = SchedulerCache()
         self.nodes = Informer(
@@ -129,17 +147,23 @@ class ExtenderCluster:
 
     # -- informer handlers -------------------------------------------------------------------------
     def _object_changed(self, _kind: ObjectKind, _action: ActionType) -> None:
-        self.object_changes += 1
+        self.changes += 1
 
     def _node_upsert(self, raw: dict[str, Any]) -> None:
+        self.changes += 1
         self._cache.add_or_update_node(raw)
 
     def _node_delete(self, raw: dict[str, Any]) -> None:
+        self.changes += 1
         self._cache.remove_node(str((raw.get("metadata") or {}).get("name", "")))
 
     def _pod_upsert(self, raw: dict[str, Any]) -> None:
-        # A bound pod's status updates keep its parsed fields (no re-parse).
-        self._cache.add_or_update_pod(PodInfo.from_raw(raw, self._cache.table.pod(raw_pod_uid(raw))))
+        # A bound pod's status updates keep its parsed fields (no re-parse); no plugin reads a
+        # bound pod's status (a terminal phase removes the pod, which the table's generation shows).
+        previous = self._cache.table.pod(raw_pod_uid(raw))
+        if previous is None or not status_update(previous.raw, raw):
+            self.changes += 1
+        self._cache.add_or_update_pod(PodInfo.from_raw(raw, previous))
 
     def _pending_upsert(self, raw: dict[str, Any]) -> None:
         self.pending_changes += 1
@@ -158,4 +182,5 @@ class ExtenderCluster:
         self._pending.pop(raw_pod_uid(raw), None)
 
     def _pod_delete(self, raw: dict[str, Any]) -> None:
+        self.changes += 1
         self._cache.remove_pod(str((raw.get("metadata") or {}).get("uid", "")))

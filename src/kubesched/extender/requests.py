@@ -61,17 +61,18 @@ class ClusterView(Protocol):
     def synced(self) -> bool: ...
 
     @property
-    def pending_changes(self) -> int:
-        """Bumped on every event of the pending-pods informer (what ``pending_pods`` answers)."""
+    def changes(self) -> int:
+        """Bumped on every informer event that may change what a plugin reads, but the pending
+        pods' (``pending_changes``): nodes, declared objects, and bound pods, except an update of
+        a bound pod's status alone (a kubelet's, or the watch confirming a pod held where it was
+        held), which no plugin reads. With the node table's generation and, when plugins read
+        pending pods, ``pending_changes``, it says whether anything a plugin reads may have changed
+        (the service's ``_version``)."""
         ...
 
     @property
-    def object_changes(self) -> int:
-        """Bumped on every event of a declared kind's informer (what ``objects`` answers).
-
-        Nodes and bound pods have no counter: they are the cache's node table, whose generation
-        moves on every change a plugin can read of them (snapshot/table.py); with these two it says
-        whether anything a plugin reads may have changed (the service's ``_version``)."""
+    def pending_changes(self) -> int:
+        """Bumped on every event of the pending-pods informer (what ``pending_pods`` answers)."""
         ...
 
     def objects(self, kind: str) -> Mapping[str, dict[str, Any]]:

@@ -259,13 +259,13 @@ class ExtenderService:
     def _version(self) -> tuple[int, int, int]:
         """What a plugin reads from the attached cluster, as a value that changes when any of it
         may have: the node table's generation (nodes, bound pods, holds: every change a plugin can
-        read of them, not a bound pod's status update nor a hold confirmed where it was), the
-        declared objects' events and, once some plugin has read them, the pending pods' events
-        (a profile that never asked for pending pods holds nothing derived from them)."""
+        read of them), the informers' events but a bound pod's status update (ClusterView.changes)
+        and, once some plugin has read them, the pending pods' events (a profile that never asked
+        for pending pods holds nothing derived from them)."""
         assert self.cluster is not None
         cluster = self.cluster
         pending = cluster.pending_changes if self._reads_pending else -1
-        return cluster.cache.table.generation, cluster.object_changes, pending
+        return cluster.cache.table.generation, cluster.changes, pending
 
     def _take_cycle(self, pod: PodInfo, fwk: Framework) -> _PodCycle | None:
         """Filter's run for ``pod``, when it is still what PreFilter would compute now."""

@@ -54,10 +54,10 @@ class FakeCluster:
         self.fail_bind: str | None = None
         #: uid → the annotations each successful bind sent on its Binding.
         self.binding_annotations: dict[str, dict[str, str]] = {}
-        #: ClusterView's event counts: a test that edits objects_by_kind between a pod's filter
-        #: and prioritize bumps object_changes (the node table's generation covers the cache).
+        #: ClusterView.changes: a test that edits objects_by_kind between a pod's filter and
+        #: prioritize bumps it (the node table's generation covers the cache).
+        self.changes = 0
         self.pending_changes = 0
-        self.object_changes = 0
 
     @property
     def cache(self) -> SchedulerCache:

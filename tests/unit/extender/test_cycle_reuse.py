@@ -1,8 +1,9 @@
 """Filter's PreFilter run is reused by prioritize of the same pod exactly while nothing it may have
 read has changed (service._version): the watch events that change nothing a plugin reads — a bound
 pod's status update, a held pod confirmed on its node, pending pods moving while no plugin reads
-them — keep the reuse; a pod bound elsewhere, a declared object's event, or pending pods moving once
-a plugin reads them make prioritize run PreFilter afresh."""
+them — keep the reuse; a pod bound elsewhere, a bound pod starting to terminate, a declared
+object's event, or pending pods moving once a plugin reads them make prioritize run PreFilter
+afresh."""
 
 from __future__ import annotations
 
@@ -60,9 +61,14 @@ class Watch:
         """The pod's bind as the watches see it: gone from the pending pods, added to the bound
         ones; then the kubelet's status update (Running)."""
         self.cluster.pending.handlers.on_delete(raw)
-        bound = {**raw, "spec": {**raw["spec"], "nodeName": node_name}, "status": {"phase": "Pending"}}
+        bound = {**raw, "metadata": {**raw["metadata"], "resourceVersion": "2"},
+                 "spec": {**raw["spec"], "nodeName": node_name}, "status": {"phase": "Pending"}}
         self.cluster.pods.handlers.on_add(bound)
-        self.cluster.pods.handlers.on_update(bound, {**bound, "status": {"phase": "Running"}})
+        self.updated(bound, {**bound, "metadata": {**bound["metadata"], "resourceVersion": "3"},
+                             "status": {"phase": "Running"}})
+
+    def updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.cluster.pods.handlers.on_update(old, new)
 
     def object_added(self, kind: str, raw: dict[str, Any]) -> None:
         self.cluster._objects.informers[kind].handlers.on_add(raw)
@@ -142,6 +148,23 @@ def test_a_pod_bound_elsewhere_runs_prefilter_again(counting: Registry) -> None:
     # and the pod counted where it is. p (3.5 of 4 CPUs) no longer fits there.
     assert prefilter_runs_around(svc, p, lambda: watch.scheduled(first, elsewhere)) == FRESH
     assert svc.holds is not None and svc.holds.node_of(p["metadata"]["uid"]) not in (None, elsewhere)
+
+
+def test_a_bound_pod_starting_to_terminate_runs_prefilter_again(counting: Registry) -> None:
+    # Its accounting stays (the table's generation does not move) but PodTopologySpread stops
+    # counting a terminating pod: a change a plugin reads.
+    svc, watch = make(counting)
+    first = ip_pod("first", cpu="1")
+    node_of_first = held(svc, first)
+    watch.scheduled(first, node_of_first)
+    running = watch.cluster.cache.table.pod(first["metadata"]["uid"])
+    assert running is not None
+    meta = {**running.raw["metadata"], "resourceVersion": "4", "deletionTimestamp": "2026-11-27T00:00:00Z"}
+
+    def terminating() -> None:
+        watch.updated(running.raw, {**running.raw, "metadata": meta})
+
+    assert prefilter_runs_around(svc, ip_pod("p"), terminating) == FRESH
 
 
 def test_a_declared_objects_event_runs_prefilter_again(counting: Registry) -> None:

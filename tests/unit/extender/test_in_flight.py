@@ -330,7 +330,7 @@ def pool_svc(registry: Registry, addresses: list[str], nodes: list[str]) -> tupl
         "apiVersion": "underlay.kubesched.io/v1alpha1", "kind": "UnderlayIPPool", "metadata": {"name": "rack"},
         "spec": {"addresses": addresses, "nodeNames": nodes},
     }}
-    cluster.object_changes += 1
+    cluster.changes += 1
     return svc, cluster
 
 
