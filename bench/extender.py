@@ -59,7 +59,7 @@ class _StaticCluster:
     def __init__(self, nodes: list[dict[str, Any]]) -> None:
         self._cache = SchedulerCache()
         self.objects_by_kind: dict[str, dict[str, dict[str, Any]]] = {}
-        self.changes = 0  # ClusterView.changes: static
+        self.changes = self.pending_changes = 0  # ClusterView's event counts: static
         for n in nodes:
             self._cache.add_or_update_node(n)
 

@@ -15,11 +15,14 @@ measures what does not: the CPU the extender process spends per pod on a recorde
    so both see the same moments of the machine's load. Each pass starts both servers afresh.
 
 kubesched's server is ``kubesched extender``'s own (ExtenderService + ExtenderServer, default
-profile, default options) on a static node cache built like the bench's cluster: the stream's node
-names as scheduler_perf node-default nodes and the init pods bound round-robin. Standing in for the
-watch, a pod the extender held is bound right after the request that held it (the cache gets the
-bound pod and the informer-event counter moves, as the pod informer's event would). The informers'
-own work (decoding watch events) is not in this figure; the live A/B's extender CPU has it.
+profile, default options) on its own cluster cache (ExtenderCluster, fed through its informers'
+handlers) built like the bench's cluster: the stream's node names as scheduler_perf node-default
+nodes and the init pods bound round-robin. Standing in for the
+watch, a pod the extender held is seen bound ``--watch-lag`` requests after the one that held it
+(default 1: during the next pod's filter and prioritize, as kube-scheduler binds while it schedules
+the next pod): the pending-pod event, the bound pod's add and its status update, each moving the
+cluster's event counts as the informers' would. The informers' own work (decoding watch events) is
+not in this figure; the live A/B's extender CPU has it.
 
 Reported per pass and as median/min/max over the passes: each server's CPU per pod (utime+stime of
 its process over the pass, from /proc), the client-observed round trip p50 per pod, and their ratios.
@@ -77,12 +80,16 @@ def stream_node_names(pods: list[list[tuple[str, bytes]]]) -> list[str]:
 
 
 # -- kubesched's server (a process of its own) --------------------------------------------------------
-def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None) -> None:
-    """``kubesched extender``'s service and server on a static node cache shaped like the bench's."""
-    from bench.extender import _StaticCluster
+def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, watch_lag: int = 1) -> None:
+    """``kubesched extender``'s service and server on its own cluster cache (ExtenderCluster, never
+    started: no API calls), whose informers the replay feeds as the apiserver's watch would."""
+    from typing import cast
+
     from bench.live import node_body, pod_body
     from kubesched.config.load import load_config
+    from kubesched.extender.cluster import ExtenderCluster
     from kubesched.extender.server import ExtenderServer, start_server
+    from kubesched.kube.api import ApiClient
     try:
         from kubesched.extender.server import settle_heap
     except ImportError:  # a --baseline-src from before it
@@ -90,30 +97,56 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None) 
             pass
     from kubesched.extender.service import ExtenderService
     from kubesched.plugins.builtin import builtin_registry
-    from kubesched.snapshot.pod import PodInfo
 
     names = stream_node_names(read_stream(stream))
-    cluster = _StaticCluster([node_body(n, {}) for n in names])
+    cluster = ExtenderCluster(cast(ApiClient, None))
+    for inf in (cluster.nodes, cluster.pods, cluster.pending):
+        inf.synced.set()
+    for n in names:
+        cluster.nodes.handlers.on_add(node_body(n, {}))
     for i in range(init_pods):
         raw = pod_body(f"init-{i:05d}", "replay", role="init", node=names[i % len(names)])
         raw["metadata"]["uid"] = f"init-{i:05d}"
-        cluster.cache.add_or_update_pod(PodInfo.from_raw(raw))
+        cluster.pods.handlers.on_add(raw)
     registry = builtin_registry()
     svc = ExtenderService(load_config(None, registry).profiles[0], registry, cluster)
     holds = svc.holds
     assert holds is not None
 
+    # The watch's events for a pod the extender held, ``watch_lag`` requests after the one that held
+    # it (kube-scheduler binds while it goes on with the next pods): the pod leaves the pending
+    # pods, is added to the bound ones (a new resourceVersion, TypeMeta as a watch sends it), then
+    # its status update (Running), as KWOK's kubelet sends. Each version's own ExtenderCluster
+    # handles them (a --baseline-src counts them its way).
+    seen = 0
+    due: list[tuple[int, dict[str, Any], str]] = []
+
+    def deliver() -> None:
+        while due and due[0][0] <= seen:
+            _, pod, node = due.pop(0)
+            cluster.pending.handlers.on_delete(pod)
+            meta = pod["metadata"]
+            bound = {"apiVersion": "v1", "kind": "Pod", **pod, "metadata": {**meta, "resourceVersion": "b1"},
+                     "spec": {**pod["spec"], "nodeName": node}}
+            cluster.pods.handlers.on_add(bound)
+            running = {**bound, "metadata": {**meta, "resourceVersion": "b2"},
+                       "status": {**(pod.get("status") or {}), "phase": "Running"}}
+            cluster.pods.handlers.on_update(bound, running)
+
     def then_bound(verb: str) -> None:
         answer = getattr(svc, verb)
 
         def call(data: Any, deadline: Any) -> Any:
+            nonlocal seen
             reply = answer(data, deadline)
+            seen += 1
+            deliver()
             pod = data.get("Pod") if isinstance(data, dict) else None
             uid = (pod or {}).get("metadata", {}).get("uid")
             node = holds.node_of(uid) if uid else None
-            if node is not None:  # the watch sees the bind: the hold is confirmed
-                cluster.changes += 1
-                cluster.cache.add_or_update_pod(PodInfo.from_raw({**pod, "spec": {**pod["spec"], "nodeName": node}}))
+            if node is not None and not any(d[1]["metadata"]["uid"] == uid for d in due):
+                due.append((seen + watch_lag, pod, node))
+                deliver()
             return reply
 
         setattr(svc, verb, call)
@@ -139,7 +172,7 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None) 
 
 
 # -- the replay ---------------------------------------------------------------------------------------
-def _start(kind: str, stream: Path, init_pods: int, src: Path, profile: Path | None = None
+def _start(kind: str, stream: Path, init_pods: int, src: Path, profile: Path | None = None, watch_lag: int = 1
            ) -> tuple[subprocess.Popen[bytes], int]:
     from kubesched.testing.controlplane import free_port
 
@@ -151,7 +184,7 @@ def _start(kind: str, stream: Path, init_pods: int, src: Path, profile: Path | N
         argv = [sys.executable, str(ROOT / "bench" / "noop_extender.py"), f"--listen=127.0.0.1:{port}"]
     else:
         argv = [sys.executable, "-m", "bench.extender_replay", "--serve", "--stream", str(stream),
-                "--port", str(port), "--init-pods", str(init_pods)]
+                "--port", str(port), "--init-pods", str(init_pods), "--watch-lag", str(watch_lag)]
         if profile is not None:
             argv += ["--profile", str(profile)]
     return subprocess.Popen(argv, env=env, cwd=ROOT), port
@@ -169,23 +202,26 @@ async def _ready(session: ClientSession, port: int) -> None:
     raise RuntimeError(f"extender on port {port} not ready")
 
 
-async def _post(session: ClientSession, url: str, body: bytes) -> float:
+async def _post(session: ClientSession, url: str, body: bytes) -> tuple[float, bytes]:
     t0 = time.perf_counter()
     async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as resp:
-        await resp.read()
+        answer = await resp.read()
         if resp.status != 200:
             raise RuntimeError(f"{url}: HTTP {resp.status}")
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, answer
 
 
 async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods: int,
-                   baseline: Path | None = None, profile: Path | None = None) -> dict[str, Any]:
+                   baseline: Path | None = None, profile: Path | None = None, watch_lag: int = 1) -> dict[str, Any]:
     """One pass over ``pods``: kubesched (this checkout's src, and ``baseline``'s when given) and
-    the no-op, each pod's requests to each in turn."""
+    the no-op, each pod's requests to each in turn. With a baseline, every answer of the two
+    kubesched servers is compared byte for byte (``answers_differing``)."""
     srcs = {"kubesched": ROOT / "src", "noop": ROOT / "src"}
     if baseline is not None:
         srcs["baseline"] = baseline
-    procs = {k: _start(k, stream, init_pods, src, profile if k == "kubesched" else None) for k, src in srcs.items()}
+    procs = {k: _start(k, stream, init_pods, src, profile if k == "kubesched" else None, watch_lag)
+             for k, src in srcs.items()}
+    differing = 0
     try:
         async with ClientSession() as probe:  # a connection of its own, as the kubelet's probes are
             for _, port in procs.values():
@@ -195,11 +231,17 @@ async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods:
             rtt: dict[str, list[float]] = {k: [] for k in procs}
             t0 = time.perf_counter()
             for reqs in pods:
+                answers: dict[str, list[bytes]] = {}
                 for k, (_, port) in procs.items():
                     spent = 0.0
+                    answers[k] = []
                     for verb, body in reqs:
-                        spent += await _post(session, f"http://127.0.0.1:{port}/{verb}", body)
+                        took, answer = await _post(session, f"http://127.0.0.1:{port}/{verb}", body)
+                        spent += took
+                        answers[k].append(answer)
                     rtt[k].append(spent)
+                if baseline is not None:
+                    differing += sum(a != b for a, b in zip(answers["kubesched"], answers["baseline"], strict=True))
             wall = time.perf_counter() - t0
             cpu = {k: (common.proc_cpu_seconds(p.pid) or 0.0) - cpu0[k] for k, (p, _) in procs.items()}
     finally:
@@ -211,7 +253,8 @@ async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods:
             except subprocess.TimeoutExpired:
                 p.kill()
     n = len(pods)
-    out: dict[str, Any] = {"pods": n, "wall_seconds": round(wall, 2), "loadavg_after": common.loadavg()}
+    out: dict[str, Any] = {"pods": n, "watch_lag": watch_lag, "wall_seconds": round(wall, 2),
+                           "loadavg_after": common.loadavg()}
     for k in procs:
         out[k] = {"cpu_ms_per_pod": round(cpu[k] * 1000 / n, 4),
                   "round_trip_p50_ms": round(statistics.median(rtt[k]) * 1000, 3)}
@@ -222,6 +265,7 @@ async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods:
     if baseline is not None:
         out["baseline"]["src"] = str(baseline)
         out["cpu_per_pod_over_baseline"] = round(cpu["kubesched"] / max(cpu["baseline"], 1e-9), 3)
+        out["answers_differing"] = differing
     return out
 
 
@@ -242,20 +286,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", type=Path, default=None, metavar="FILE",
                     help="run this checkout's kubesched server under cProfile (CPU time), stats to FILE "
                          "(its figures are then not comparable)")
+    ap.add_argument("--watch-lag", type=int, default=1, metavar="N",
+                    help="the watch sees a held pod bound N requests after the one that held it (0: at once)")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve:
-        serve(args.stream, args.port, args.init_pods, args.profile)
+        serve(args.stream, args.port, args.init_pods, args.profile, args.watch_lag)
         return 0
     pods = read_stream(args.stream, args.pods)
     passes = []
     for i in range(args.passes):
-        r = asyncio.run(one_pass(pods, args.stream, args.init_pods, args.baseline_src, args.profile))
+        r = asyncio.run(one_pass(pods, args.stream, args.init_pods, args.baseline_src, args.profile, args.watch_lag))
         passes.append(r)
         base = (f"; baseline {r['baseline']['cpu_ms_per_pod']} ms/pod (x{r['cpu_per_pod_over_baseline']} of it), "
-                f"round trip p50 {r['baseline']['round_trip_p50_ms']} ms" if "baseline" in r else "")
+                f"round trip p50 {r['baseline']['round_trip_p50_ms']} ms, {r['answers_differing']} answers differing"
+                if "baseline" in r else "")
         print(f"pass {i}: {r['pods']} pods in {r['wall_seconds']} s; CPU ms/pod kubesched "
               f"{r['kubesched']['cpu_ms_per_pod']} noop {r['noop']['cpu_ms_per_pod']} (x{r['cpu_per_pod_over_floor']},"
               f" +{r['cpu_per_pod_minus_floor_ms']} ms); round trip p50 {r['kubesched']['round_trip_p50_ms']} vs "
@@ -270,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline_src is not None:
         summary["baseline_cpu_ms_per_pod"] = _spread(p["baseline"]["cpu_ms_per_pod"] for p in passes)
         summary["cpu_per_pod_over_baseline"] = _spread(p["cpu_per_pod_over_baseline"] for p in passes)
+        summary["answers_differing"] = sum(p["answers_differing"] for p in passes)
     print(json.dumps(summary, indent=1))
     if not args.no_write:
         RESULTS.mkdir(exist_ok=True)

@@ -24,12 +24,32 @@ from kubesched.snapshot.pod import PodInfo, raw_pod_uid
 
 log = logging.getLogger("kubesched.extender")
 
+#: What a pod's write changes besides what it was for: TypeMeta (a watch sends it, kube-scheduler's
+#: extender requests do not), the apiserver's bookkeeping, and ``generation``, which follows spec
+#: changes (the spec is compared itself).
+_NOT_READ = frozenset(("apiVersion", "kind", "status"))
+_VOLATILE_METADATA = frozenset(("resourceVersion", "managedFields", "generation"))
+
+
+def status_update(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether pod ``new`` differs from ``old`` in its status and bookkeeping alone: not in the
+    spec (``nodeName`` included), labels, annotations, ``deletionTimestamp`` (a terminating pod
+    leaves PodTopologySpread's counts) or any other metadata or field."""
+    if old.get("spec") != new.get("spec"):
+        return False
+    keys = (old.keys() | new.keys()) - _NOT_READ
+    if any(old.get(k) != new.get(k) for k in keys - {"spec", "metadata"}):
+        return False
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    return all(om.get(k) == nm.get(k) for k in (om.keys() | nm.keys()) - _VOLATILE_METADATA)
+
 
 class ExtenderCluster:
     def __init__(self, api: ApiClient, object_kinds: Sequence[ObjectKind] = ()) -> None:
         self.api = api
-        #: Informer events seen (ClusterView.changes).
+        #: Informer events that may change what plugins read, and pending-pod events (ClusterView).
         self.changes = 0
+        self.pending_changes = 0
         self._objects = ObjectInformers(api, object_kinds, on_change=self._object_changed)
         self._cache = SchedulerCache()
         self.nodes = Informer(
@@ -138,12 +158,15 @@ class ExtenderCluster:
         self._cache.remove_node(str((raw.get("metadata") or {}).get("name", "")))
 
     def _pod_upsert(self, raw: dict[str, Any]) -> None:
-        # A bound pod's status updates keep its parsed fields (no re-parse).
-        self.changes += 1
-        self._cache.add_or_update_pod(PodInfo.from_raw(raw, self._cache.table.pod(raw_pod_uid(raw))))
+        # A bound pod's status updates keep its parsed fields (no re-parse); no plugin reads a
+        # bound pod's status (a terminal phase removes the pod, which the table's generation shows).
+        previous = self._cache.table.pod(raw_pod_uid(raw))
+        if previous is None or not status_update(previous.raw, raw):
+            self.changes += 1
+        self._cache.add_or_update_pod(PodInfo.from_raw(raw, previous))
 
     def _pending_upsert(self, raw: dict[str, Any]) -> None:
-        self.changes += 1
+        self.pending_changes += 1
         try:
             pod = PodInfo.from_raw(raw, self._pending.get(raw_pod_uid(raw)))
         except Exception as e:  # a pod the scheduler would reject anyway; never stop the informer
@@ -155,7 +178,7 @@ class ExtenderCluster:
             self._pending[pod.uid] = pod
 
     def _pending_delete(self, raw: dict[str, Any]) -> None:
-        self.changes += 1
+        self.pending_changes += 1
         self._pending.pop(raw_pod_uid(raw), None)
 
     def _pod_delete(self, raw: dict[str, Any]) -> None:

@@ -54,10 +54,17 @@ class FastAnswerer(Protocol):
     def body_late(self, verb: str) -> Reply: ...
 
 
+#: Each status's response head up to the Content-Length value (made once per status).
+_HEADS: dict[int, bytes] = {}
+
+
 def _response(reply: Reply) -> bytes:
-    status = HTTPStatus(reply.status)
-    return b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
-        reply.status, status.phrase.encode(), len(reply.body), reply.body)
+    head = _HEADS.get(reply.status)
+    if head is None:
+        phrase = HTTPStatus(reply.status).phrase.encode()
+        head = _HEADS[reply.status] = (
+            b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: " % (reply.status, phrase))
+    return b"%s%d\r\n\r\n%s" % (head, len(reply.body), reply.body)
 
 
 class Connection(asyncio.Protocol):
@@ -73,7 +80,10 @@ class Connection(asyncio.Protocol):
         #: The parsed head of the request at the buffer's start, while its body arrives.
         self._head: tuple[str, int, int] | None = None
         self._header_timer: asyncio.TimerHandle | None = None
+        #: Armed once and re-armed when it fires early, rather than a new timer per request:
+        #: ``_idle_since`` is when the connection last went idle (None while a request is open).
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._idle_since: float | None = None
         self._body_timer: asyncio.TimerHandle | None = None
         self._tail = b""
         self._transport: asyncio.Transport | None = None
@@ -98,6 +108,12 @@ class Connection(asyncio.Protocol):
         if self._inner is not None:
             self._inner.data_received(data)
             return
+        if not self._buffer and self._head is None:
+            # The usual case: one whole request (or the start of one) in this read. Answer it
+            # from ``data`` itself; only what is left over is copied into the buffer.
+            data = self._serve_whole(data)
+            if not data:
+                return
         self._buffer += data
         self._serve_buffer()
 
@@ -124,6 +140,29 @@ class Connection(asyncio.Protocol):
             self._inner.resume_writing()
 
     # -- the fast path -------------------------------------------------------------------------------
+    def _serve_whole(self, data: bytes) -> bytes:
+        """Answer the whole requests at the start of ``data``; what remains (an incomplete request,
+        or one for aiohttp) is returned for the buffer."""
+        assert self._fast is not None and self._transport is not None
+        at = 0
+        while at < len(data):
+            head = self._parse_head(data, at)
+            if not head or len(data) < head[2]:
+                break  # incomplete, or aiohttp's: the buffer path decides
+            verb, start, end = head
+            self._idle_since = None
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+                self._body_timer = None
+            self._transport.write(_response(self._fast.answer_now(verb, data[start:end])))
+            at = end
+            if self._transport.is_closing():
+                return b""
+        if at == len(data):
+            self._went_idle()
+            return b""
+        return data[at:] if at else data
+
     def _serve_buffer(self) -> None:
         assert self._fast is not None and self._transport is not None
         buf = self._buffer
@@ -142,29 +181,37 @@ class Connection(asyncio.Protocol):
                     self._body_timer = self._loop.call_later(self._fast.timeout, self._body_late, verb)
                 break
             self._head = None
-            for attr in ("_idle_timer", "_body_timer"):
-                timer = getattr(self, attr)
-                if timer is not None:
-                    timer.cancel()
-                    setattr(self, attr, None)
+            self._idle_since = None
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+                self._body_timer = None
             body = bytes(buf[start:end])
             del buf[:end]
             self._transport.write(_response(self._fast.answer_now(verb, body)))
             if self._transport.is_closing():
                 return
-        # Waiting for the next request: idle (or its head trickling in) at most idle_timeout from
-        # the last answer, as aiohttp's keep-alive timer bounds it.
-        if self._idle_timer is None and self._body_timer is None:
+        self._went_idle()
+
+    def _went_idle(self) -> None:
+        """Waiting for the next request: idle (or its head trickling in) at most idle_timeout from
+        the last answer, as aiohttp's keep-alive timer bounds it. A body on its way has its own
+        timer (the request's deadline)."""
+        if self._body_timer is not None or self._head is not None:
+            return
+        if self._idle_since is None:  # (not again for each piece of a head trickling in)
+            self._idle_since = self._loop.time()
+        if self._idle_timer is None:
             self._idle_timer = self._loop.call_later(self._idle_timeout, self._idle)
 
-    def _parse_head(self, buf: bytearray) -> tuple[str, int, int] | Literal[False] | None:
-        """The head of the first request in ``buf`` when the fast path answers it: (verb, where its
-        body starts and ends in ``buf``); None while the head is incomplete; False for aiohttp."""
+    def _parse_head(self, buf: bytes | bytearray, at: int = 0) -> tuple[str, int, int] | Literal[False] | None:
+        """The head of the request starting at ``buf[at]`` when the fast path answers it: (verb,
+        where its body starts and ends in ``buf``); None while the head is incomplete; False for
+        aiohttp."""
         assert self._fast is not None
-        head_end = buf.find(b"\r\n\r\n")
+        head_end = buf.find(b"\r\n\r\n", at)
         if head_end < 0:
-            return None if len(buf) <= _MAX_HEAD else False
-        lines = bytes(buf[:head_end]).split(b"\r\n")
+            return None if len(buf) - at <= _MAX_HEAD else False
+        lines = bytes(buf[at:head_end]).split(b"\r\n")
         parts = lines[0].split(b" ")
         if len(parts) != 3 or parts[0] != b"POST" or parts[2] != b"HTTP/1.1":
             return False
@@ -219,7 +266,15 @@ class Connection(asyncio.Protocol):
 
     def _idle(self) -> None:
         self._idle_timer = None
-        if self._transport is not None and self._inner is None:
+        if self._transport is None or self._inner is not None:
+            return
+        since = self._idle_since
+        if since is None or self._body_timer is not None:
+            return  # a request is open: _went_idle arms the timer again after its answer
+        left = since + self._idle_timeout - self._loop.time()
+        if left > 0:  # a request came and went since the timer was armed
+            self._idle_timer = self._loop.call_later(left, self._idle)
+        else:
             self._transport.close()
 
     def close(self) -> None:

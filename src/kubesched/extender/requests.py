@@ -62,8 +62,17 @@ class ClusterView(Protocol):
 
     @property
     def changes(self) -> int:
-        """Bumped on every informer event (nodes, pods, pending pods, declared objects): with the
-        node table's generation it says whether anything a plugin reads may have changed."""
+        """Bumped on every informer event that may change what a plugin reads, but the pending
+        pods' (``pending_changes``): nodes, declared objects, and bound pods, except an update of
+        a bound pod's status alone (a kubelet's, or the watch confirming a pod held where it was
+        held), which no plugin reads. With the node table's generation and, when plugins read
+        pending pods, ``pending_changes``, it says whether anything a plugin reads may have changed
+        (the service's ``_version``)."""
+        ...
+
+    @property
+    def pending_changes(self) -> int:
+        """Bumped on every event of the pending-pods informer (what ``pending_pods`` answers)."""
         ...
 
     def objects(self, kind: str) -> Mapping[str, dict[str, Any]]:

@@ -44,8 +44,9 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -56,7 +57,7 @@ from kubesched.extender.holds import InFlightHolds, prefer
 from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT
 from kubesched.extender.preempt import preempt_reply
 from kubesched.extender.requests import ClusterView, Deadline, Reply, ServiceError, parse_pod
-from kubesched.extender.rows import RowEntries, rows_in, unique_rows
+from kubesched.extender.rows import NameWindow, NameWindows, RowEntries, rows_in, unique_rows
 from kubesched.extender.tables import RequestTables, TableEntry
 from kubesched.extender.wire import (
     MAX_EXTENDER_PRIORITY,
@@ -92,9 +93,14 @@ class _PodCycle:
     runs PreFilter once per scheduling cycle and Reserves with the same CycleState)."""
 
     pod: PodInfo
-    version: tuple[int, int]
+    version: tuple[int, int, int]
     state: CycleState
     passed: Rows  # the rows that passed Filter, ascending
+
+
+def _all_passed(names: list[str]) -> bytes:
+    """The filter answer when every node in ``names`` passed."""
+    return encode_filter_result(node_names=names, failed={}, failed_unresolvable={})
 
 
 class ExtenderService:
@@ -123,15 +129,14 @@ class ExtenderService:
         #: last node table it was used with (a per-request table in nodeCacheCapable: false mode).
         self._pods: OrderedDict[bytes, PodInfo] = OrderedDict()
         self._parsed_pods = parsed_pods
-        #: The NodeNames a filter answered, with their rows in the node cache and the cache's
-        #: node_generation then: prioritize is sent exactly that list (see _cached_rows).
-        self._passed: tuple[list[str], Rows, int] | None = None
-        #: unique_rows(rows, inverse=True) of the rows array above when filter computed it; keyed
-        #: by the array's identity (row arrays are never modified in place).
-        self._unique_of: tuple[Rows, Rows, Rows] | None = None
+        #: NodeNames lists seen (filter's, and the subset a filter passed, which prioritize is
+        #: sent) with their rows in the node cache (see _cached_rows).
+        self._windows = NameWindows()
         self._row_entries = RowEntries()
         #: The last filter's run on the live node cache (see _PodCycle); taken by the next call.
         self._cycle: _PodCycle | None = None
+        #: Whether a plugin has asked for pending pods (handle.pending_pods) since the start.
+        self._reads_pending = False
         #: Pods approved and maybe being bound (needs the cluster's cache). hold_timeout 0: only
         #: the bind verb holds.
         self.holds = InFlightHolds(cluster.cache, hold_timeout) if cluster is not None else None
@@ -153,7 +158,7 @@ class ExtenderService:
         if self.cluster is not None:
             # No queue here (kube-scheduler has it): activation is a no-op, pending pods come from
             # the cluster's informer.
-            handle.attach_queue(lambda _uids: None, self.cluster.pending_pods)
+            handle.attach_queue(lambda _uids: None, self._pending_pods)
         fwk = Framework.build(self.profile, self.registry, handle, schedules=False)
         primary = getattr(self, "_primary", None)
         if primary is not None:
@@ -209,7 +214,7 @@ class ExtenderService:
             self._pods.popitem(last=False)
         return pod
 
-    def _cached_rows(self, names: list[str]) -> tuple[TableEntry, Rows]:
+    def _cached_rows(self, names: list[str]) -> tuple[TableEntry, NameWindow]:
         if self.cluster is None:
             raise WireError(
                 "NodeNames given (nodeCacheCapable: true) but this extender keeps no node cache: "
@@ -219,27 +224,23 @@ class ExtenderService:
             raise ServiceError(503, "kubesched extender: the node cache has not synced with the cluster yet")
         fwk = self.live_framework()
         table = self.cluster.cache.table
-        passed = self._passed
-        # A name's row changes only when nodes come or go, which bumps node_generation; comparing
-        # the lists is a C loop over the strings, cheaper than hashing each name again.
-        if passed is not None and passed[2] == table.node_generation and passed[0] == names:
-            return TableEntry(table, fwk), passed[1]
-        rows = np.fromiter(map(table.index.get, names, repeat(-1)), dtype=np.intp, count=len(names))
-        if len(rows) and rows.min() < 0:
-            unknown = [n for n, r in zip(names, rows.tolist(), strict=True) if r < 0]
+        window = self._windows.window(table, names)
+        if not window.all_known:
+            unknown = [n for n, r in zip(names, window.rows.tolist(), strict=True) if r < 0]
             shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
             raise WireError(f"NodeNames: {len(unknown)} node(s) unknown to the extender's node cache: {shown}")
-        return TableEntry(table, fwk), rows
+        return TableEntry(table, fwk), window
 
-    def _view(self, args: ExtenderArgs, deadline: Deadline) -> tuple[TableEntry, Rows, list[str]]:
+    def _view(self, args: ExtenderArgs, deadline: Deadline) -> tuple[TableEntry, Rows, list[str], NameWindow | None]:
+        """The table, the rows and names of the request's nodes, and (NodeNames) their window."""
         if args.nodes is not None:
             entry, names = self._request_table(args.nodes, deadline)
             index = entry.table.index
             rows = np.fromiter(map(index.__getitem__, names), dtype=np.intp, count=len(names))
-            return entry, rows, names
+            return entry, rows, names, None
         assert args.node_names is not None
-        entry, rows = self._cached_rows(args.node_names)
-        return entry, rows, args.node_names
+        entry, window = self._cached_rows(args.node_names)
+        return entry, window.rows, window.names, window
 
     # -- pods in flight (extender/holds.py) ---------------------------------------------------------
     def _settle_holds(self, pod: PodInfo) -> None:
@@ -249,11 +250,22 @@ class ExtenderService:
             self.holds.expire()
             self.holds.release(pod.uid, "retried")
 
-    def _version(self) -> tuple[int, int]:
-        """What a plugin reads from the attached cluster, as a value that changes when any of it
-        may have: the node table's generation (nodes, pods, holds) and the informers' events."""
+    def _pending_pods(self) -> Iterator[PodInfo]:
+        """``handle.pending_pods()``, noting that the profile's plugins read pending pods (_version)."""
         assert self.cluster is not None
-        return self.cluster.cache.table.generation, self.cluster.changes
+        self._reads_pending = True
+        return self.cluster.pending_pods()
+
+    def _version(self) -> tuple[int, int, int]:
+        """What a plugin reads from the attached cluster, as a value that changes when any of it
+        may have: the node table's generation (nodes, bound pods, holds: every change a plugin can
+        read of them), the informers' events but a bound pod's status update (ClusterView.changes)
+        and, once some plugin has read them, the pending pods' events (a profile that never asked
+        for pending pods holds nothing derived from them)."""
+        assert self.cluster is not None
+        cluster = self.cluster
+        pending = cluster.pending_changes if self._reads_pending else -1
+        return cluster.cache.table.generation, cluster.changes, pending
 
     def _take_cycle(self, pod: PodInfo, fwk: Framework) -> _PodCycle | None:
         """Filter's run for ``pod``, when it is still what PreFilter would compute now."""
@@ -285,12 +297,12 @@ class ExtenderService:
         pod = self._parse_pod(args.pod)
         self._cycle = None
         self._settle_holds(pod)
-        entry, rows, names = self._view(args, deadline)
+        entry, rows, names, window = self._view(args, deadline)
         self._remember_pod(pod)
         fwk, table = entry.framework, entry.table
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
-        candidates, inverse = unique_rows(rows, inverse=True)
+        candidates = window.unique()[0] if window is not None else unique_rows(rows)[0]
         diagnosis = Diagnosis()
         state = CycleState()
         ok_rows, st = fwk.filter_rows(state, pod, candidates, diagnosis)
@@ -320,20 +332,24 @@ class ExtenderService:
         if args.nodes is not None:
             out_nodes = args.nodes if passing is None else list(compress(args.nodes, passing.tolist()))
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
-        out_names = names if passing is None else list(compress(names, passing.tolist()))
-        self._passed = (out_names, rows if passing is None else rows[passing], table.node_generation)
-        if passing is None and inverse is not None:
-            self._unique_of = (rows, candidates, inverse)  # prioritize's, for the same rows
+        assert window is not None
+        if passing is None:
+            if not failed and not unresolvable:  # (none: every candidate passed)
+                return Reply(200, self._windows.passed_answer(window, _all_passed))
+            return Reply(200, encode_filter_result(node_names=names, failed=failed, failed_unresolvable=unresolvable))
+        out_names = list(compress(names, passing.tolist()))
+        self._windows.add(table, out_names, rows[passing])
         return Reply(200, encode_filter_result(node_names=out_names, failed=failed, failed_unresolvable=unresolvable))
 
     def prioritize(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_extender_args(data)
         pod = self._parse_pod(args.pod)
         self._settle_holds(pod)
-        entry, rows, names = self._view(args, deadline)
+        entry, rows, names, window = self._view(args, deadline)
         self._remember_pod(pod)
         cycle = self._take_cycle(pod, entry.framework)
-        scores = self.extender_scores(entry.framework, pod, rows, deadline, cycle.state if cycle is not None else None)
+        scores = self.extender_scores(entry.framework, pod, rows, deadline, cycle.state if cycle is not None else None,
+                                      window.unique() if window is not None and len(rows) else None)
         if len(rows):
             best = int(np.argmax(scores))  # the first of the best, in request order
             if self._hold(pod, names[best], cycle):
@@ -343,10 +359,12 @@ class ExtenderService:
         return Reply(200, encode_extender_scores(names, scores))
 
     def extender_scores(
-        self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline, pre_filtered: CycleState | None = None
+        self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline, pre_filtered: CycleState | None = None,
+        unique: tuple[Rows, Rows] | None = None,
     ) -> IntArray:
         """Per row: the profile's weighted score mapped to 0..MaxExtenderPriority (see module doc).
-        ``pre_filtered``: a state PreFilter succeeded in for this pod, still current."""
+        ``pre_filtered``: a state PreFilter succeeded in for this pod, still current; ``unique``:
+        ``unique_rows(rows, inverse=True)`` when known."""
         if not len(rows):
             return np.zeros(0, dtype=np.int64)
         state = pre_filtered
@@ -358,9 +376,8 @@ class ExtenderService:
                     # The pod fits nowhere by this profile: no preference among the nodes.
                     return np.zeros(len(rows), dtype=np.int64)
                 raise ServiceError(500, plugin_error("PreFilter", st))
-        known = self._unique_of
-        if known is not None and known[0] is rows:
-            uniq, inverse = known[1], known[2]
+        if unique is not None:
+            uniq, inverse = unique
         else:
             uniq, maybe_inverse = unique_rows(rows, inverse=True)
             assert maybe_inverse is not None

@@ -57,6 +57,7 @@ class FakeCluster:
         #: ClusterView.changes: a test that edits objects_by_kind between a pod's filter and
         #: prioritize bumps it (the node table's generation covers the cache).
         self.changes = 0
+        self.pending_changes = 0
 
     @property
     def cache(self) -> SchedulerCache:

@@ -148,3 +148,21 @@ async def test_an_idle_fast_connection_is_closed(registry: Registry) -> None:
         writer.close()
     finally:
         await runner.cleanup()
+
+
+async def test_a_connection_in_use_outlives_the_idle_timeout_and_closes_once_idle(registry: Registry) -> None:
+    # The idle timer is armed once and re-armed when it fires early: requests spread over longer
+    # than idle_timeout, none of the gaps as long, keep the connection; then it closes when idle.
+    server = ExtenderServer(ExtenderService(ip_profile(registry), registry))
+    runner, port = await start_server(server, "127.0.0.1", 0, header_timeout=5.0, idle_timeout=1.0)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        c = Conn(reader, writer)
+        for _ in range(6):  # ~1.8 s in all
+            writer.write(_post("/filter", FILTER))
+            assert (await c.answer())[0] == 200
+            await asyncio.sleep(0.3)
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+        writer.close()
+    finally:
+        await runner.cleanup()

@@ -12,7 +12,7 @@ import pytest
 
 from kubesched.extender.rows import rows_in, unique_rows
 from kubesched.extender.service import ExtenderService
-from kubesched.extender.wire import encode_extender_scores, encode_host_priority_list
+from kubesched.extender.wire import encode_extender_scores, encode_filter_result, encode_host_priority_list
 from kubesched.framework.registry import Registry
 from kubesched.testing import node
 from unit.extender.ext_helpers import FakeCluster, ip_profile, make_client
@@ -185,5 +185,31 @@ async def test_prioritize_answers_name_every_node_as_the_cluster_grows(registry:
         _, body = await post(client, "/prioritize", {"Pod": ip_pod(), "NodeNames": names})
         # The pod is held on the first of the best (n149): the nodes tied with it get one less.
         assert scores(body) == [(n, 5 if n == "n1" else 10 if n == "n149" else 9) for n in names]
+    finally:
+        await client.close()
+
+
+async def test_a_recurring_node_list_is_answered_as_the_nodes_are_now(registry: Registry) -> None:
+    # kube-scheduler sends the same NodeNames windows over and over (extender/rows.py NameWindows):
+    # the kept rows and the kept all-passed answer never outlive a change of the nodes behind them.
+    names = ["n1", "n2", "<n3>"]  # a name Go escapes in the answer
+    client, cluster = await names_client(registry, [node(n, labels=budget(5)) for n in names])
+    try:
+        args = {"Pod": ip_pod(), "NodeNames": names}
+        want = encode_filter_result(node_names=names, failed={}, failed_unresolvable={})
+        for _ in range(2):
+            assert (await post(client, "/filter", args))[1] == want
+        # n1 leaves and comes back in another row with no IP left; n2 is gone.
+        cluster.cache.remove_node("n1")
+        cluster.cache.add_or_update_node(node("n4", labels=budget(5)))
+        cluster.cache.add_or_update_node(node("n1", labels=budget(0)))
+        res = orjson.loads((await post(client, "/filter", args))[1])
+        assert res["NodeNames"] == ["n2", "<n3>"] and res["FailedNodes"] == {"n1": "node(s) had no free underlay IP"}
+        cluster.cache.remove_node("n2")
+        status, body = await post(client, "/filter", args)
+        assert status == 400 and b"1 node(s) unknown to the extender's node cache: n2" in body
+        cluster.cache.add_or_update_node(node("n2", labels=budget(5)))
+        cluster.cache.add_or_update_node(node("n1", labels=budget(5)))
+        assert (await post(client, "/filter", args))[1] == want
     finally:
         await client.close()

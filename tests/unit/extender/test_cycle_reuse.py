@@ -1,0 +1,183 @@
+"""Filter's PreFilter run is reused by prioritize of the same pod exactly while nothing it may have
+read has changed (service._version): the watch events that change nothing a plugin reads — a bound
+pod's status update, a held pod confirmed on its node, pending pods moving while no plugin reads
+them — keep the reuse; a pod bound elsewhere, a bound pod starting to terminate, a declared
+object's event, or pending pods moving once a plugin reads them make prioritize run PreFilter
+afresh."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, cast
+
+import orjson
+import pytest
+
+from kubesched.extender.cluster import ExtenderCluster
+from kubesched.extender.requests import Deadline
+from kubesched.extender.service import ExtenderService
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import PreFilterPlugin, PreFilterResult
+from kubesched.framework.registry import Registry, profiles_object_kinds
+from kubesched.framework.status import SUCCESS, Status
+from kubesched.kube.api import ApiClient
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeTable
+from kubesched.testing import node
+from unit.extender.ext_helpers import IP_CONFIG, ip_profile
+from unit.extender.test_service import budget, ip_pod
+
+
+class CountingPreFilter(PreFilterPlugin):
+    """Counts PreFilter runs per pod; ``reads_pending``: asks for the pending pods too, as a gang
+    plugin's member index does."""
+
+    name: ClassVar[str] = "CountingPreFilter"
+    runs: ClassVar[dict[str, int]] = {}
+    reads_pending: ClassVar[bool] = False
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        CountingPreFilter.runs[pod.name] = CountingPreFilter.runs.get(pod.name, 0) + 1
+        if CountingPreFilter.reads_pending:
+            list(self.handle.pending_pods())
+        return None, SUCCESS
+
+
+class Watch:
+    """``kubesched extender``'s own cluster (ExtenderCluster), its informers fed by the test as the
+    apiserver's watch would: nodes, bound pods, pending pods and the profile's declared objects."""
+
+    def __init__(self, registry: Registry, profile: Any, nodes: list[dict[str, Any]]) -> None:
+        kinds = profiles_object_kinds(registry, [profile])
+        self.cluster = ExtenderCluster(cast(ApiClient, None), kinds)  # never started: no API calls
+        for inf in (self.cluster.nodes, self.cluster.pods, self.cluster.pending):
+            inf.synced.set()
+        for raw in nodes:
+            self.cluster.nodes.handlers.on_add(raw)
+
+    def pending(self, raw: dict[str, Any]) -> None:
+        self.cluster.pending.handlers.on_add(raw)
+
+    def scheduled(self, raw: dict[str, Any], node_name: str) -> None:
+        """The pod's bind as the watches see it: gone from the pending pods, added to the bound
+        ones; then the kubelet's status update (Running)."""
+        self.cluster.pending.handlers.on_delete(raw)
+        bound = {**raw, "metadata": {**raw["metadata"], "resourceVersion": "2"},
+                 "spec": {**raw["spec"], "nodeName": node_name}, "status": {"phase": "Pending"}}
+        self.cluster.pods.handlers.on_add(bound)
+        self.updated(bound, {**bound, "metadata": {**bound["metadata"], "resourceVersion": "3"},
+                             "status": {"phase": "Running"}})
+
+    def updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.cluster.pods.handlers.on_update(old, new)
+
+    def object_added(self, kind: str, raw: dict[str, Any]) -> None:
+        self.cluster._objects.informers[kind].handlers.on_add(raw)
+
+
+@pytest.fixture
+def counting(registry: Registry) -> Registry:
+    registry.register(CountingPreFilter)
+    CountingPreFilter.runs.clear()
+    CountingPreFilter.reads_pending = False
+    return registry
+
+
+def make(registry: Registry) -> tuple[ExtenderService, Watch]:
+    text = IP_CONFIG.replace("          - name: UnderlayIP\n      score:",
+                             "          - name: UnderlayIP\n          - name: CountingPreFilter\n      score:")
+    profile = ip_profile(registry, text)
+    watch = Watch(registry, profile, [node(n, cpu="4", labels=budget(10)) for n in ("n1", "n2", "n3")])
+    return ExtenderService(profile, registry, watch.cluster), watch
+
+
+def call(svc: ExtenderService, verb: str, p: dict[str, Any], names: list[str]) -> Any:
+    reply = getattr(svc, verb)({"Pod": p, "NodeNames": names}, Deadline(verb, 5.0))
+    assert reply.status == 200, reply.body
+    return orjson.loads(reply.body)
+
+
+NAMES = ["n1", "n2", "n3"]
+#: PreFilter runs for a pod whose filter run is not reused: filter's, prioritize's and the hold's
+#: own check of the node it holds (1 when reused).
+FRESH = 3
+
+
+def prefilter_runs_around(svc: ExtenderService, p: dict[str, Any], between: Any) -> int:
+    """PreFilter runs for ``p`` over filter, ``between()``, then prioritize."""
+    CountingPreFilter.runs.clear()
+    call(svc, "filter", p, NAMES)
+    between()
+    call(svc, "prioritize", p, NAMES)
+    return CountingPreFilter.runs[p["metadata"]["name"]]
+
+
+def held(svc: ExtenderService, raw: dict[str, Any]) -> str:
+    """Schedule ``raw`` through the extender: the node prioritize held it on."""
+    call(svc, "filter", raw, NAMES)
+    call(svc, "prioritize", raw, NAMES)
+    assert svc.holds is not None
+    node_name = svc.holds.node_of(raw["metadata"]["uid"])
+    assert node_name is not None
+    return node_name
+
+
+def test_events_that_change_nothing_a_plugin_reads_keep_filters_run(counting: Registry) -> None:
+    svc, watch = make(counting)
+    first, waiting = ip_pod("first", cpu="1"), ip_pod("waiting")
+    for raw in (first, waiting):
+        watch.pending(raw)
+    node_of_first = held(svc, first)
+
+    def events() -> None:
+        # first's bind seen on the node it was held on, then its status update; another pending
+        # pod comes and goes (no plugin of this profile reads pending pods).
+        watch.scheduled(first, node_of_first)
+        watch.pending(ip_pod("another"))
+
+    assert prefilter_runs_around(svc, ip_pod("second", cpu="1"), events) == 1
+    assert svc.holds is not None and svc.holds.node_of(first["metadata"]["uid"]) is None  # confirmed
+
+
+def test_a_pod_bound_elsewhere_runs_prefilter_again(counting: Registry) -> None:
+    svc, watch = make(counting)
+    first = ip_pod("first", cpu="1")
+    node_of_first = held(svc, first)
+    elsewhere = next(n for n in NAMES if n != node_of_first)
+    p = ip_pod("p", cpu="3500m")
+    # kube-scheduler bound first on another node than the extender held it on: the hold is undone
+    # and the pod counted where it is. p (3.5 of 4 CPUs) no longer fits there.
+    assert prefilter_runs_around(svc, p, lambda: watch.scheduled(first, elsewhere)) == FRESH
+    assert svc.holds is not None and svc.holds.node_of(p["metadata"]["uid"]) not in (None, elsewhere)
+
+
+def test_a_bound_pod_starting_to_terminate_runs_prefilter_again(counting: Registry) -> None:
+    # Its accounting stays (the table's generation does not move) but PodTopologySpread stops
+    # counting a terminating pod: a change a plugin reads.
+    svc, watch = make(counting)
+    first = ip_pod("first", cpu="1")
+    node_of_first = held(svc, first)
+    watch.scheduled(first, node_of_first)
+    running = watch.cluster.cache.table.pod(first["metadata"]["uid"])
+    assert running is not None
+    meta = {**running.raw["metadata"], "resourceVersion": "4", "deletionTimestamp": "2026-11-27T00:00:00Z"}
+
+    def terminating() -> None:
+        watch.updated(running.raw, {**running.raw, "metadata": meta})
+
+    assert prefilter_runs_around(svc, ip_pod("p"), terminating) == FRESH
+
+
+def test_a_declared_objects_event_runs_prefilter_again(counting: Registry) -> None:
+    svc, watch = make(counting)
+    pool = {"apiVersion": "underlay.kubesched.io/v1alpha1", "kind": "UnderlayIPPool", "metadata": {"name": "rack"},
+            "spec": {"addresses": ["10.0.0.1"], "nodeNames": ["n1"]}}
+    assert prefilter_runs_around(svc, ip_pod("p"), lambda: watch.object_added("UnderlayIPPool", pool)) == FRESH
+
+
+def test_pending_pods_count_once_a_plugin_reads_them(counting: Registry) -> None:
+    svc, watch = make(counting)
+    waiting = (ip_pod(f"w{i}") for i in range(2))
+    assert prefilter_runs_around(svc, ip_pod("a"), lambda: watch.pending(next(waiting))) == 1
+    CountingPreFilter.reads_pending = True
+    assert prefilter_runs_around(svc, ip_pod("b"), lambda: None) == 1
+    assert prefilter_runs_around(svc, ip_pod("c"), lambda: watch.pending(next(waiting))) == FRESH
