@@ -29,7 +29,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import NO_NODES_MSG, Diagnosis, fit_error_message
 from kubesched.framework.eager import start_eagerly
 from kubesched.framework.feasible_nodes import FeasibleNodeSearch
-from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError
+from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError, PreemptFn, Preemptor
 from kubesched.framework.interfaces import Plugin
 from kubesched.framework.objects import ObjectKind, kinds_of_plugins
 from kubesched.framework.podgroup import GENERIC_WORKLOAD, group_key
@@ -83,14 +83,23 @@ class SchedulerObserver:
 
     def preempted(
         self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-        cleared: Sequence[PodInfo],
+        cleared: Sequence[PodInfo], by: Preemptor,
     ) -> None:
         """A PostFilter plugin preempted ``victims`` on ``node_name`` for ``preemptor`` (called
-        before ``failed`` for the preemptor, whose failure then carries the nomination). Victims
+        before ``failed`` for the preemptor, whose failure then carries the nomination); ``by``:
+        who the victims are told preempted them (framework/handle.py Preemptor: the pod, or its
+        PodGroup when a group preempts). Victims
         waiting at Permit were rejected in memory; the others are being evicted through the
         client's ``evict`` (framework/handle.py EvictingClient). ``cleared``: lower-priority pods
         nominated to that node, whose nomination was dropped (a live shell patches their
         ``status.nominatedNodeName`` to "")."""
+
+    def object_status(self, kind: str, key: str, uid: str, status: Mapping[str, Any]) -> None:
+        """The core changed status fields of a declared object: ``kind`` as ``handle.objects``
+        names it, ``key`` namespace/name, ``uid`` the object's. E.g. the PodGroup cycle's
+        ``PodGroupInitiallyScheduled`` condition (framework/podgroup_condition.py) as
+        ``{"conditions": [condition]}``. A live shell strategic-merge patches the fields into the
+        object's ``status`` subresource, as upstream does."""
 
 
 
@@ -472,17 +481,21 @@ class Scheduler:
         row = self.cache.table.row_of(node) if node else None
         return row if row is not None and bool((rows == row).any()) else None
 
-    def _preemption_for(self, fwk: Framework) -> Callable[[PodInfo, str, Sequence[PodInfo]], None]:
-        def preempt(preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo]) -> None:
-            self._preempt(fwk, preemptor, node_name, victims)
+    def _preemption_for(self, fwk: Framework) -> PreemptFn:
+        def preempt(preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], by: Preemptor | None) -> None:
+            self._preempt(fwk, preemptor, node_name, victims, by)
 
         return preempt
 
-    def _preempt(self, fwk: Framework, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo]) -> None:
+    def _preempt(
+        self, fwk: Framework, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], by: Preemptor | None,
+    ) -> None:
         """Actuate a preemption (upstream executor.go prepareCandidate): a victim waiting at Permit
         is rejected in memory, a victim already being deleted is left alone, the others are evicted
         through the client (``evict``, when it has one); lower-priority pods nominated to the node
-        lose their nomination and are retried."""
+        lose their nomination and are retried. ``by``: who preempts, as the victims are told (the
+        pod itself on ``node_name`` when None)."""
+        by = by or Preemptor.of_pod(preemptor, node_name)
         evict = getattr(fwk.handle.client, "evict", None)
         to_evict = []
         for victim in victims:
@@ -500,28 +513,28 @@ class Scheduler:
             self._preempting[preemptor.uid] = len(to_evict)
             self._last_victim[preemptor.uid] = to_evict[-1].uid
             for victim in to_evict:
-                self._spawn_task(self._evict(evict, victim, preemptor, node_name, self._eviction_sent))
+                self._spawn_task(self._evict(evict, victim, preemptor.uid, by, self._eviction_sent))
         nominator = self.queue.nominator
         cleared = [p for p in nominator.pods_for_node(node_name) if p.priority < preemptor.priority]
         for p in cleared:
             nominator.delete(p.uid)
         if cleared:
             self.queue.activate([p.uid for p in cleared])
-        self.observer.preempted(preemptor, fwk.profile_name, node_name, list(victims), cleared)
+        self.observer.preempted(preemptor, fwk.profile_name, node_name, list(victims), cleared, by)
 
     @staticmethod
     async def _evict(
-        evict: Callable[[PodInfo, PodInfo, str], Coroutine[Any, Any, None]], victim: PodInfo, preemptor: PodInfo,
-        node_name: str, sent: Callable[[str, bool], None],
+        evict: Callable[[PodInfo, Preemptor], Coroutine[Any, Any, None]], victim: PodInfo, preemptor_uid: str,
+        by: Preemptor, sent: Callable[[str, bool], None],
     ) -> None:
         # Already gone, or a failed eviction: never the scheduler's end; the preemptor retries.
         failed = True
         try:
             with contextlib.suppress(Exception):
-                await evict(victim, preemptor, node_name)
+                await evict(victim, by)
                 failed = False
         finally:
-            sent(preemptor.uid, failed)
+            sent(preemptor_uid, failed)
 
     def _eviction_sent(self, preemptor_uid: str, failed: bool = False) -> None:
         if failed:

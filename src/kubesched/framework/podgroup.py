@@ -31,6 +31,8 @@ TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
 #: The name shells and ``handle.objects`` know the Workload API's PodGroups by (GangScheduling
 #: declares the kind; ``PodGroup`` alone is scheduler-plugins' kind).
 POD_GROUP_OBJECTS = "PodGroup.scheduling.k8s.io"
+#: The PodGroups' apiVersion (an object reference to one, e.g. a Preempted event's ``related``).
+POD_GROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
 #: errPodGroupUnschedulable (schedule_one_podgroup.go): upstream attaches it as the error of a
 #: group's Unschedulable status, so the message a member gets starts with it.
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"

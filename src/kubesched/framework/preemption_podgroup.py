@@ -29,8 +29,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, Preemptor
 from kubesched.framework.podgroup import (
+    POD_GROUP_API_VERSION,
     PodGroupAssignments,
     PodGroupInfo,
     PodGroupPostFilterResult,
@@ -86,6 +87,19 @@ def domain_victims(handle: Handle, below: int, priority: PriorityFn, exclude: st
     return singles
 
 
+def group_preemptor(group: PodGroupInfo, scheduler_name: str) -> Preemptor | None:
+    """podGroupExecutorPreemptor: the victims are told the PodGroup preempted them, on the
+    group's one candidate, ``cluster`` (podgrouppreemption.go). Without the PodGroup object:
+    the first member (None)."""
+    if group.pod_group is None:
+        return None
+    meta = group.pod_group.get("metadata") or {}
+    uid = str(meta.get("uid") or "")
+    related = {"apiVersion": POD_GROUP_API_VERSION, "kind": "PodGroup",
+               "namespace": group.namespace, "name": group.name, "uid": uid}
+    return Preemptor("podgroup", uid, "cluster", scheduler_name, related)
+
+
 class PodGroupEvaluator:
     def __init__(self, handle: Handle, priority: PriorityFn, pdbs: Sequence[PodDisruptionBudget]) -> None:
         self.handle = handle
@@ -127,8 +141,9 @@ class PodGroupEvaluator:
         by_node: dict[str, list[PodInfo]] = {}
         for p in victims:
             by_node.setdefault(p.node_name, []).append(p)
+        by = group_preemptor(group, first.scheduler_name)
         for node_name, pods in by_node.items():
-            self.handle.preempt(first, node_name, pods)
+            self.handle.preempt(first, node_name, pods, by)
         nominations = {a.pod.uid: a.node_name for a in assignments.proposed if a.node_name}
         message = f"found a placement for podgroup, preempting {len(victims)} victims"
         return PodGroupPostFilterResult(nominations), Status(Code.SUCCESS, (message,))

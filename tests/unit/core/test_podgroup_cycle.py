@@ -28,6 +28,7 @@ import pytest
 
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Preemptor
 from kubesched.framework.interfaces import FilterPlugin, PermitPlugin, PlacementFeasiblePlugin
 from kubesched.framework.podgroup import PlacementProgress, PodGroupInfo
 from kubesched.framework.registry import Registry
@@ -91,7 +92,7 @@ class Messages(SchedulerObserver):
         self.nominated[pod.name] = failure.nominated_node_name
 
     def preempted(self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-                  cleared: Sequence[PodInfo]) -> None:
+                  cleared: Sequence[PodInfo], by: Preemptor) -> None:
         self.victims.extend(v.name for v in victims)
 
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from kubesched.framework.handle import BindConflictError, PodGoneError
+from kubesched.framework.handle import BindConflictError, PodGoneError, Preemptor
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.framework.types import ActionType, ClusterEvent
 from kubesched.scheduler import Scheduler
@@ -125,7 +125,7 @@ class SimulatedCluster:
         meta = current.raw.setdefault("metadata", {})
         meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
 
-    async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
+    async def evict(self, pod: PodInfo, preemptor: Preemptor) -> None:
         """Preempt ``pod``: mark it (DisruptionTarget condition, deletionTimestamp) and delete it
         after its grace period in virtual time. A pod already gone raises PodGoneError; one already
         being deleted is left as it is."""
@@ -145,7 +145,7 @@ class SimulatedCluster:
             "type": "DisruptionTarget",
             "status": "True",
             "reason": "PreemptionByScheduler",
-            "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+            "message": preemptor.disruption_message,
             "lastTransitionTime": _rfc3339(self._now),
         })
         status["conditions"] = conditions

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from kubesched.framework.clock import Clock
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.handle import Preemptor
 from kubesched.framework.status import Status
 from kubesched.scheduler import ScheduleFailure, ScheduleResult, SchedulerObserver
 from kubesched.snapshot.pod import PodInfo
@@ -199,7 +200,7 @@ class Recorder(SchedulerObserver):
 
     def preempted(
         self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-        cleared: Sequence[PodInfo],
+        cleared: Sequence[PodInfo], by: Preemptor,
     ) -> None:
         rec = PreemptionRecord(
             preemptor.key, profile, node_name, [v.key for v in victims], self.clock.now(),
