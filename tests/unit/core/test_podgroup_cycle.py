@@ -9,7 +9,8 @@ TestPodGroupCycle_PodGroupPostFilter (a successful group preemption nominates th
 message is appended to the group's).
 
 Not ported: TestValidatePodGroup and TestScheduleOnePodGroup_SchedulerNameMismatchUpdatesStatus
-(validatePodGroup is not implemented), TestUpdatePodGroupCondition (no PodGroup conditions),
+(validatePodGroup is not implemented), TestUpdatePodGroupCondition (ported in
+test_podgroup_condition.py, with the conditions of TestSubmitPodGroupAlgorithmResult),
 TestPodGroupCycle_UpdateSnapshotError (no snapshot step), every TAS/CPG test
 (TestPodGroupSchedulingPlacementAlgorithm*, TestPlacementCycleStateLifecycle*,
 TestCPG*, TestScorePlacementPodGroupAssignments), TestPodGroupCycle_NominatedNodes,
