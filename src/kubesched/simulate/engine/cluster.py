@@ -218,6 +218,24 @@ class SimulatedCluster:
         """Add or replace an object of a declared kind under its key (``namespace/name`` or ``name``)."""
         self.objects.setdefault(kind, {})[key] = raw
 
+    def patch_object_status(self, kind: str, key: str, uid: str, status: Mapping[str, Any]) -> None:
+        """Status fields the core changed (``SchedulerObserver.object_status``, e.g. a PodGroup's
+        PodGroupInitiallyScheduled condition), merged as the live shell's strategic merge patch:
+        conditions by ``type``, other fields replaced. An object gone, or another one of that
+        name now (``uid``), is left alone."""
+        current = self.objects.get(kind, {}).get(key)
+        if current is None or (uid and (current.get("metadata") or {}).get("uid", uid) != uid):
+            return
+        merged = dict(current.get("status") or {})
+        for field_name, value in status.items():
+            if field_name == "conditions":
+                by_type = {c.get("type"): c for c in merged.get("conditions") or []}
+                by_type.update({c.get("type"): c for c in value})
+                merged["conditions"] = list(by_type.values())
+            else:
+                merged[field_name] = value
+        self.objects[kind][key] = {**current, "status": merged}
+
     # -- declared objects written by plugins (framework/objects.py ObjectWriter) -------------------
     def settle_volumes(self) -> None:
         """Before scheduling: bind what the PV controller would have bound already (volumes.py)."""
