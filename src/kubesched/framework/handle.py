@@ -70,13 +70,14 @@ class Preemptor:
     uid: str
     candidate: str
     scheduler_name: str
-    #: The object reference the event relates to (apiVersion, kind, namespace, name, uid).
+    #: The object reference the event relates to (apiVersion, kind, namespace, name, uid); empty:
+    #: none. A pod preemptor's event relates to nothing: upstream hands its recorder the executor's
+    #: wrapper of the pod, a type the scheme cannot reference (seen on kube-scheduler v1.37.1).
     related: Mapping[str, str]
 
     @staticmethod
     def of_pod(pod: PodInfo, node_name: str) -> Preemptor:
-        related = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name, "uid": pod.uid}
-        return Preemptor("pod", pod.uid, node_name, pod.scheduler_name, related)
+        return Preemptor("pod", pod.uid, node_name, pod.scheduler_name, {})
 
     @property
     def event_message(self) -> str:

@@ -214,7 +214,8 @@ class EventWriter:
             controller=controller,
             instance=self.instance,
         )
-        event["related"] = dict(preemptor.related)
+        if preemptor.related:
+            event["related"] = dict(preemptor.related)
         self._put(lambda: self._create_event(event))
 
     def object_event(self, kind: ObjectKind, ev: ObjectEvent) -> None:
