@@ -515,7 +515,9 @@ class Scheduler:
             for victim in to_evict:
                 self._spawn_task(self._evict(evict, victim, preemptor.uid, by, self._eviction_sent))
         nominator = self.queue.nominator
-        cleared = [p for p in nominator.pods_for_node(node_name) if p.priority < preemptor.priority]
+        # getLowerPriorityNominatedPods(candidate name): a group's candidate, ``cluster``, is no
+        # node, so upstream clears no nomination for a group preemption.
+        cleared = [p for p in nominator.pods_for_node(by.candidate) if p.priority < preemptor.priority]
         for p in cleared:
             nominator.delete(p.uid)
         if cleared:

@@ -242,20 +242,26 @@ def test_victims_of_a_group_are_told_the_pod_group_preempted_them() -> None:
     event the PodGroup's uid, on node ``cluster``, related to the PodGroup."""
     sched, cluster, _, _ = build([with_uid(pod_group("hi", 4, priority=100))])
     preemptors: list[Preemptor] = []
+    cleared_nominations: list[str] = []
 
     class Victims(Written):
         def preempted(self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
                       cleared: Sequence[PodInfo], by: Preemptor) -> None:
             preemptors.append(by)
+            cleared_nominations.extend(p.name for p in cleared)
 
     written = Victims()
     sched.observer = written
     for i in range(3):
         cluster.add_pod(PodInfo.from_raw(pod(f"low-{i}", cpu="2", namespace=NS, node_name=f"n{i % 2}")))
+    # A lower-priority pod nominated to a victim's node keeps its nomination: upstream clears the
+    # candidate's, and a group's candidate, ``cluster``, is no node.
+    sched.queue.nominator.add(PodInfo.from_raw(pod("mid", cpu="1", namespace=NS)), "n0")
     for i in range(4):
         cluster.add_pod(member(f"hi-{i}", "hi", "2", priority=100))
     run(sched)
     assert {p.event_message for p in preemptors} == {"Preempted by podgroup uid-hi on node cluster"}
+    assert cleared_nominations == []
     assert {(p.related["kind"], p.related["name"], p.related["uid"]) for p in preemptors} == {
         ("PodGroup", "hi", "uid-hi")}
     disruptions = {c["message"] for p in cluster.pods.values() if p.name.startswith("low")
