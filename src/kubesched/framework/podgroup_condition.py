@@ -94,11 +94,15 @@ def updated_condition(pod_group: Mapping[str, Any], condition: Condition, wall: 
     return set_status_condition(current, new, wall)
 
 
+_SHOWN = ("status", "reason", "message", "lastTransitionTime")
+
+
 class PodGroupConditions:
-    """The conditions the cycle wrote, per PodGroup uid: the informer's copy of a PodGroup trails
-    the writes (the shell sends them off the scheduling path), so the next cycle compares with what
-    was last written, not with a copy that may predate it (upstream's patch is synchronous, and
-    its next cycle usually sees it)."""
+    """The conditions the cycle wrote and the object does not show yet, per PodGroup uid: the
+    informer's copy of a PodGroup trails the writes (the shell sends them off the scheduling
+    path), so until it shows a write the next cycle compares with the write, not with a copy that
+    predates it (upstream's patch is synchronous, and its next cycle usually sees it). Once the
+    object shows it, it is forgotten: what is kept is bounded by the writes in flight."""
 
     def __init__(self) -> None:
         self._written: dict[str, Condition] = {}
@@ -106,10 +110,17 @@ class PodGroupConditions:
     def update(self, pod_group: Mapping[str, Any], condition: Condition, wall: float) -> Condition | None:
         """The condition to write (and remembered as written), or None: nothing to send."""
         uid = str((pod_group.get("metadata") or {}).get("uid") or "")
-        new = updated_condition(pod_group, condition, wall, self._written.get(uid))
+        written = self._written.get(uid)
+        if written is not None:
+            shown = find_condition((pod_group.get("status") or {}).get("conditions"), condition["type"])
+            # observedGeneration 0 is omitted from the stored object: compare the other fields.
+            if shown is not None and all(shown.get(k) == written.get(k) for k in _SHOWN):
+                del self._written[uid]  # the object caught up: it is the truth again
+                written = None
+        new = updated_condition(pod_group, condition, wall, written)
         if new is not None and uid:
             self._written[uid] = new
         return new
 
-    def forget(self, uid: str) -> None:
-        self._written.pop(uid, None)
+    def __len__(self) -> int:
+        return len(self._written)

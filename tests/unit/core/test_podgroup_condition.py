@@ -169,6 +169,18 @@ def test_what_was_written_counts_before_the_informer_catches_up() -> None:
     assert conditions.update(stale, cond("False", "Unschedulable", "extra member"), NOW + 1) is None
 
 
+def test_a_write_the_object_shows_is_forgotten() -> None:
+    """Nothing is kept per PodGroup once the informer's copy shows the write (a scheduler that
+    runs for months sees many groups come and go)."""
+    conditions = PodGroupConditions()
+    written = conditions.update(group_with(), cond("False", "Unschedulable", "m"), EARLIER)
+    assert written is not None and len(conditions) == 1
+    caught_up = group_with()
+    caught_up["status"]["conditions"] = [{k: v for k, v in written.items() if k != "observedGeneration"}]
+    assert conditions.update(caught_up, cond("False", "Unschedulable", "m"), NOW) is None
+    assert len(conditions) == 0
+
+
 # -- the cycle, as a user sees it ------------------------------------------------------------------
 
 
