@@ -287,6 +287,8 @@ class LiveScheduler(SchedulerObserver):
         log.info("pod=%s node=%s profile=%s event=preempting victims=%d", preemptor.key, node_name, profile,
                  len(victims))
         for victim in victims:
+            if victim.deleting:  # upstream's executor skips a victim already being deleted: no event
+                continue
             self.events.preempted(victim, by, profile)
         for pod in cleared:
             self.events.nominated(pod, "")
