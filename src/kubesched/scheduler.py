@@ -91,8 +91,9 @@ class SchedulerObserver:
         PodGroup when a group preempts). Victims
         waiting at Permit were rejected in memory; the others are being evicted through the
         client's ``evict`` (framework/handle.py EvictingClient). ``cleared``: lower-priority pods
-        nominated to that node, whose nomination was dropped (a live shell patches their
-        ``status.nominatedNodeName`` to "")."""
+        nominated to the candidate (that node; none for a group, whose candidate is ``cluster``),
+        whose nomination was dropped (a live shell patches their ``status.nominatedNodeName`` to
+        "")."""
 
     def object_status(self, kind: str, key: str, uid: str, status: Mapping[str, Any]) -> None:
         """The core changed status fields of a declared object: ``kind`` as ``handle.objects``
