@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,13 +83,14 @@ class SchedulerObserver:
 
     def preempted(
         self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-        cleared: Sequence[PodInfo], by: Preemptor,
+        cleared: Sequence[PodInfo], by: Preemptor, in_memory: Collection[str] = (),
     ) -> None:
         """A PostFilter plugin preempted ``victims`` on ``node_name`` for ``preemptor`` (called
         before ``failed`` for the preemptor, whose failure then carries the nomination); ``by``:
         who the victims are told preempted them (framework/handle.py Preemptor: the pod, or its
         PodGroup when a group preempts). Victims
-        waiting at Permit were rejected in memory; the others are being evicted through the
+        waiting at Permit were rejected in memory (their uids: ``in_memory``; upstream's event
+        says so); the others are being evicted through the
         client's ``evict`` (framework/handle.py EvictingClient). ``cleared``: lower-priority pods
         nominated to the candidate (that node; none for a group, whose candidate is ``cluster``),
         whose nomination was dropped (a live shell patches their ``status.nominatedNodeName`` to
@@ -499,10 +500,12 @@ class Scheduler:
         by = by or Preemptor.of_pod(preemptor, node_name)
         evict = getattr(fwk.handle.client, "evict", None)
         to_evict = []
+        in_memory: list[str] = []
         for victim in victims:
             wp = self.waiting_pods.get(victim.uid)
             if wp is not None and not wp.decided:
                 self.waiting_pods.reject(victim.uid, "", "preempted")
+                in_memory.append(victim.uid)
                 continue
             if victim.deleting or evict is None:
                 continue
@@ -523,7 +526,7 @@ class Scheduler:
             nominator.delete(p.uid)
         if cleared:
             self.queue.activate([p.uid for p in cleared])
-        self.observer.preempted(preemptor, fwk.profile_name, node_name, list(victims), cleared, by)
+        self.observer.preempted(preemptor, fwk.profile_name, node_name, list(victims), cleared, by, in_memory)
 
     @staticmethod
     async def _evict(

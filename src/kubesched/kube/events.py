@@ -201,14 +201,15 @@ class EventWriter:
         )
         self._put(lambda: self._create_event(event))
 
-    def preempted(self, victim: PodInfo, preemptor: Preemptor, controller: str) -> None:
+    def preempted(self, victim: PodInfo, preemptor: Preemptor, controller: str, in_memory: bool = False) -> None:
         """Upstream's event on a preemption victim (preemption/executor.go ``PreemptPod``):
-        regarding the victim, related to the preemptor (the pod, or the PodGroup preempting as a
-        group), ``Preempted by <pod|podgroup> <uid> on node <node|cluster>``."""
+        regarding the victim, related to the preemptor (the PodGroup preempting as a group; none
+        for a pod), ``Preempted by <pod|podgroup> <uid> on node <node|cluster>``, with
+        `` (in kube-scheduler memory).`` for a victim rejected while it waited at Permit."""
         event = build_event(
             victim,
             reason="Preempted",
-            note=preemptor.event_message,
+            note=preemptor.event_message + (" (in kube-scheduler memory)." if in_memory else ""),
             action="Preempting",
             event_type="Normal",
             controller=controller,

@@ -28,7 +28,7 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from kubesched.config.load import SchedulerConfig
@@ -282,14 +282,14 @@ class LiveScheduler(SchedulerObserver):
 
     def preempted(
         self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-        cleared: Sequence[PodInfo], by: Preemptor,
+        cleared: Sequence[PodInfo], by: Preemptor, in_memory: Collection[str] = (),
     ) -> None:
         log.info("pod=%s node=%s profile=%s event=preempting victims=%d", preemptor.key, node_name, profile,
                  len(victims))
         for victim in victims:
             if victim.deleting:  # upstream's executor skips a victim already being deleted: no event
                 continue
-            self.events.preempted(victim, by, profile)
+            self.events.preempted(victim, by, profile, in_memory=victim.uid in in_memory)
         for pod in cleared:
             self.events.nominated(pod, "")
 

@@ -258,7 +258,7 @@ def test_victims_of_a_group_are_told_the_pod_group_preempted_them() -> None:
 
     class Victims(Written):
         def preempted(self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-                      cleared: Sequence[PodInfo], by: Preemptor) -> None:
+                      cleared: Sequence[PodInfo], by: Preemptor, in_memory: Any = ()) -> None:
             preemptors.append(by)
             cleared_nominations.extend(p.name for p in cleared)
 

@@ -93,7 +93,7 @@ class Messages(SchedulerObserver):
         self.nominated[pod.name] = failure.nominated_node_name
 
     def preempted(self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-                  cleared: Sequence[PodInfo], by: Preemptor) -> None:
+                  cleared: Sequence[PodInfo], by: Preemptor, in_memory: Any = ()) -> None:
         self.victims.extend(v.name for v in victims)
 
 

@@ -506,7 +506,7 @@ def test_scheduler_nominates_evicts_and_reports() -> None:
         def failed(self, pod: PodInfo, profile: str, failure: Any) -> None:
             failures.append(failure)
         def preempted(self, preemptor: PodInfo, profile: str, node_name: str, victims: Any, cleared: Any,
-                      by: Any) -> None:
+                      by: Any, in_memory: Any = ()) -> None:
             seen.append((preemptor.name, node_name, [v.name for v in victims]))
 
     sched.observer = Observer()  # type: ignore[assignment]

@@ -9,7 +9,7 @@ statuses its scheduling cycles produced."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -207,7 +207,7 @@ class Recorder(SchedulerObserver):
 
     def preempted(
         self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-        cleared: Sequence[PodInfo], by: Preemptor,
+        cleared: Sequence[PodInfo], by: Preemptor, in_memory: Collection[str] = (),
     ) -> None:
         rec = PreemptionRecord(
             preemptor.key, profile, node_name, [v.key for v in victims], self.clock.now(),
