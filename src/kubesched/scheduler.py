@@ -31,7 +31,7 @@ from kubesched.framework.eager import start_eagerly
 from kubesched.framework.feasible_nodes import FeasibleNodeSearch
 from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError, PreemptFn, Preemptor
 from kubesched.framework.interfaces import Plugin
-from kubesched.framework.objects import ObjectKind, kinds_of_plugins
+from kubesched.framework.objects import ObjectKind, gated_kinds, kinds_of_plugins
 from kubesched.framework.podgroup import GENERIC_WORKLOAD, group_key
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ProfileSpec, plugin_error
@@ -160,6 +160,7 @@ class Scheduler:
             group_key if (feature_gates or {}).get(GENERIC_WORKLOAD) else None,
         )
         for fwk in frameworks.values():
+            fwk.handle.feature_gates = dict(feature_gates or {})
             fwk.handle.attach_queue(self.queue.activate, self._pending_pods)
             fwk.handle.attach_nominator(self.queue.nominator)
             fwk.handle.attach_preemption(self._preemption_for(fwk), self._rng, self._preemption_running)
@@ -175,6 +176,8 @@ class Scheduler:
         from kubesched.scheduler_podgroup import PodGroupCycle
 
         gates = feature_gates or {}
+        #: The feature gates this scheduler runs with (objects.py: kinds served under a gate).
+        self.feature_gates = dict(gates)
         self._pod_group_cycle = PodGroupCycle(self, gates) if gates.get(GENERIC_WORKLOAD) else None
         #: The nodes of the placement a PodGroup cycle is trying (None: every node).
         self.placement_rows: Rows | None = None
@@ -291,7 +294,7 @@ class Scheduler:
 
     def object_kinds(self) -> list[ObjectKind]:
         """The cluster objects this scheduler's plugins declare (framework/objects.py)."""
-        return kinds_of_plugins(type(p) for p in self.plugins())
+        return gated_kinds(kinds_of_plugins(type(p) for p in self.plugins()), self.feature_gates)
 
     def plugins(self) -> list[Plugin]:
         """Every plugin instance once, across profiles."""

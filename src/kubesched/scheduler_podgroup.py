@@ -1,9 +1,10 @@
 """The PodGroup scheduling cycle: a Workload API group's queued members placed together.
 
 Port of pkg/scheduler/schedule_one_podgroup.go (Kubernetes v1.37.1, GenericWorkload on,
-TopologyAwareWorkloadScheduling and CompositePodGroup off). When the scheduler pops a pod that
-names a PodGroup (``spec.schedulingGroup.podGroupName``), it takes the group's other queued
-members with it (upstream queues a group as one entity) and:
+TopologyAwareWorkloadScheduling on or off; with CompositePodGroup on, a PodGroup under a
+CompositePodGroup goes to scheduler_composite.py, which reuses this cycle per PodGroup). When the
+scheduler pops a pod that names a PodGroup (``spec.schedulingGroup.podGroupName``), it takes the
+group's other queued members with it (upstream queues a group as one entity) and:
 
 1. asks the PlacementFeasible plugins (GangScheduling: ``minCount``) whether the group can
    succeed at all (``PlacementProgress``: members to try, members already assumed or bound);
@@ -37,6 +38,7 @@ from typing import Any
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.podgroup import (
+    COMPOSITE_POD_GROUP,
     POD_GROUP_OBJECTS,
     POD_GROUP_UNSCHEDULABLE,
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
@@ -101,6 +103,11 @@ class PodGroupCycle:
         self._placed: dict[str, set[str]] = {}
         self.conditions = PodGroupConditions()
         sched.cache.table.observe_pods(self._observe)
+        #: CompositePodGroup: a PodGroup under a CompositePodGroup is scheduled with its whole
+        #: hierarchy (scheduler_composite.py; imported here, it imports this module).
+        from kubesched.scheduler_composite import CompositeCycle
+
+        self.composite = CompositeCycle(self) if gates.get(COMPOSITE_POD_GROUP) else None
 
     def _observe(self, _row: int, pod: PodInfo, sign: int) -> None:
         key = group_key(pod)
@@ -116,11 +123,19 @@ class PodGroupCycle:
     def scheduled_count(self, key: str) -> int:
         return len(self._placed.get(key, ()))
 
+    def placed_pods(self, key: str) -> list[PodInfo]:
+        """The group's members in the node table (assumed or bound): PodGroupState.ScheduledPods."""
+        table = self.sched.cache.table
+        return [p for uid in sorted(self._placed.get(key, ())) if (p := table.pod(uid)) is not None]
+
     # -- the cycle -----------------------------------------------------------------------------------
     def run(self, fwk: Framework, first: QueuedPodInfo, key: str) -> None:
         """scheduleOnePodGroup: ``first`` was popped; its queued siblings come along."""
         sched = self.sched
         pod = first.pod
+        if self.composite is not None and (root := self.composite.tree_for(fwk, key)) is not None:
+            self.composite.run(fwk, first, root)
+            return
         siblings = sched.queue.take_group(key, pod.scheduler_name)
         table = sched.cache.table
         # skipPodGroupPodSchedule: members being deleted or already placed are dropped.
@@ -179,9 +194,8 @@ class PodGroupCycle:
         PodGroup's priority and the first member's preemption policy. The scheduler name needs no
         check: only members of the popped pod's profile are taken."""
         group_priority = pod_group_priority(group.pod_group)
-        placed = [self.sched.cache.table.pod(uid) for uid in sorted(self._placed.get(group.key, ()))]
         policy = ""
-        for pod in (*group.unscheduled_pods, *(p for p in placed if p is not None)):
+        for pod in (*group.unscheduled_pods, *self.placed_pods(group.key)):
             if pod.priority != group_priority:
                 return ("all pods in a single pod group should have the same priority as the pod group's priority, "
                         f"got {pod.priority} and {group_priority}")
@@ -218,7 +232,9 @@ class PodGroupCycle:
         PlacementGenerate plugin makes (the nodes outside it hidden), the placements where it fits
         scored by the PlacementScore plugins; the best one's attempts are the result."""
         sched = self.sched
-        parent = Placement("", sched.cache.table.alive_rows())
+        # ListNodesInPlacement: inside a CompositePodGroup's placement, only its nodes.
+        outer_rows = sched.placement_rows
+        parent = Placement("", outer_rows if outer_rows is not None else sched.cache.table.alive_rows())
         placements, st = run_placement_generate(fwk, CycleState(), group, parent)
         if not st.is_success:
             return GroupAttempt(st)
@@ -322,6 +338,13 @@ class PodGroupCycle:
             return ScheduleFailure(st, st.message), None
         if isinstance(outcome, ScheduleFailure):
             return outcome, None
+        return self.assume_and_reserve(fwk, state, pod, outcome)
+
+    def assume_and_reserve(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, outcome: ScheduleResult
+    ) -> tuple[ScheduleResult | ScheduleFailure, Callable[[], None] | None]:
+        """assumeAndReserveWithRevert: the revert function unreserves and forgets."""
+        sched = self.sched
         node = outcome.node_name
         assumed = sched.cache.assume(pod, node)
         st = fwk.run_reserve(state, assumed, node)
@@ -347,12 +370,14 @@ class PodGroupCycle:
 
     # -- submitting -----------------------------------------------------------------------------
     def _submit(
-        self, fwk: Framework, members: list[QueuedPodInfo], result: GroupAttempt, not_tried: Status, cycle: int
+        self, fwk: Framework, members: list[QueuedPodInfo], result: GroupAttempt, not_tried: Status, cycle: int,
+        hierarchy_rejectors: frozenset[str] = frozenset(),
     ) -> None:
-        """submitPodGroupAlgorithmResult."""
+        """submitPodGroupAlgorithmResult (for one PodGroup; ``hierarchy_rejectors``: the plugins
+        that rejected any group of its CompositePodGroup hierarchy)."""
         sched = self.sched
         group_status = result.status
-        rejectors = {group_status.plugin} - {""}
+        rejectors = ({group_status.plugin} - {""}) | hierarchy_rejectors
         for a in result.attempts:
             if isinstance(a.outcome, ScheduleFailure):
                 rejectors |= a.outcome.diagnosis.unschedulable_plugins

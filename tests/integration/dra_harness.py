@@ -216,14 +216,15 @@ def outcome_of(pods: list[dict[str, Any]], claims: dict[str, dict[str, Any]], no
 
 def run_both_with_objects(
     cp: ControlPlane, ns: str, tmp_path: Path, kubeconfig: Path, objects: list[tuple[str, dict[str, Any]]],
-    scenario: Callable[[str], dict[str, Any]],
+    scenario: Callable[[str], dict[str, Any]], profile: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``run_both`` with the DRA ``objects`` ((plural, object) under resource.k8s.io/v1) created first
-    and, whatever happens, the pods, their claims and the objects removed after."""
+    """``run_both`` (``profile``: more fields of both schedulers' profile) with the DRA ``objects``
+    ((plural, object) under resource.k8s.io/v1) created first and, whatever happens, the pods, their
+    claims and the objects removed after."""
     for plural, obj in objects:
         cp.api("POST", f"{RESOURCE}/{plural}", obj)
     try:
-        return run_both(cp, ns, tmp_path, kubeconfig, scenario)
+        return run_both(cp, ns, tmp_path, kubeconfig, scenario, profile)
     finally:
         for p in pods_in(cp, ns):
             cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)

@@ -13,9 +13,14 @@ claim the scheduler created: its name (``<pod>-extended-resources-`` and 5 chara
 controller owner, requests, allocation (devices of the pod's node, as many as asked, none given
 twice), reservation, and the pod's ``status.extendedResourceClaimStatus``.
 
+``test_scoring_of_dra_backed_resource_decides_the_node``: NodeResourcesFit's MostAllocated on
+``example.com/gpu`` alone, nodes with 4, 2 and 3 GPUs in ResourceSlices, pods one after the other:
+the same node for every pod (the scoring of devices is all that tells the nodes apart).
+
 ``test_binding_conditions_match_kube_scheduler``: devices with binding conditions, the test playing
 their driver (it writes the claim's ``status.devices`` conditions): PreBind waits for them, a
-failure condition fails the attempt with the same message, and the claim is allocated again.
+failure condition fails the attempt with the same message, and the claim is allocated again; both
+post the same ``BindingConditionsPending`` Event regarding each pod while PreBind waits.
 """
 
 from __future__ import annotations
@@ -172,6 +177,63 @@ def test_dra_extended_resources_match_kube_scheduler(
     assert "cannot allocate all claims" in ours["reasons"]["too-many"]
 
 
+# -- scoring -----------------------------------------------------------------------------------------
+#: Node index -> its GPUs in ResourceSlices; pods asking for one GPU each, one after the other.
+SCORED_GPUS = (4, 2, 3)
+SCORED_PODS = [f"packed-{i}" for i in range(sum(SCORED_GPUS) - 3)]
+#: NodeResourcesFit scoring the DRA-backed resource alone, MostAllocated: the fullest node wins.
+MOST_ALLOCATED_GPU = {"pluginConfig": [{"name": "NodeResourcesFit", "args": {
+    "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "NodeResourcesFitArgs",
+    "scoringStrategy": {"type": "MostAllocated", "resources": [{"name": GPU, "weight": 1}]}}}]}
+
+
+def _scored_objects(ns: str, nodes: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    slices = [("resourceslices", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{ns}-{node}-gpus"},
+        "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": f"gpu-{i}"} for i in range(count)]}})
+        for node, count in zip(nodes, SCORED_GPUS, strict=True)]
+    return [*slices, _objects(ns, nodes)[-1]]
+
+
+def _scored_scenario(cp: ControlPlane, ns: str, nodes: list[str], scheduler: str) -> dict[str, Any]:
+    release_claims(cp, ns)
+    placed: dict[str, str] = {}
+    for name in SCORED_PODS:
+        gpus = {GPU: "1"}
+        cp.api("POST", f"/api/v1/namespaces/{ns}/pods", pod_manifest(
+            name, ns, scheduler_name=scheduler, requests={"cpu": "100m", **gpus}, limits=gpus,
+            node_selector={GROUP: ns}))
+
+        def bound(pod: str = name) -> str:
+            return str(cp.get(f"/api/v1/namespaces/{ns}/pods/{pod}")["spec"].get("nodeName") or "")
+
+        cp.wait_for(bound, 90, 0.2, f"{scheduler}: {name} bound")
+        placed[name] = f"node-{nodes.index(bound())}"
+    return {"placed": placed}
+
+
+def test_scoring_of_dra_backed_resource_decides_the_node(
+    control_plane: ControlPlane, cp_namespace: str, sa_kubeconfig: Path, nodes_to_delete: list[str],
+    tmp_path: Path,
+) -> None:
+    """NodeResourcesFit with MostAllocated on ``example.com/gpu`` alone: a node's GPUs are the
+    devices of its ResourceSlices and the allocated ones (upstream's draPreScoreState), so pods one
+    after the other fill the node with the largest share in use first: node 1 (2 GPUs: 1/2), then
+    node 2 (3 GPUs: 1/3 beats node 0's 1/4). The other scores are equal on these identical nodes, so
+    only that scoring decides."""
+    cp, ns = control_plane, cp_namespace
+    nodes = cp.create_nodes(3, prefix=f"{ns}-score-", cpu="8", memory="32Gi", labels={GROUP: ns}, wait_ready=False)
+    nodes_to_delete += nodes
+    cp.wait_for(lambda: set(nodes) <= cp.ready_nodes(), 60, 0.2, "nodes Ready")
+    oracle, ours = run_both_with_objects(cp, ns, tmp_path, sa_kubeconfig, _scored_objects(ns, nodes),
+                                         lambda name: _scored_scenario(cp, ns, nodes, name), MOST_ALLOCATED_GPU)
+    print(f"\n[differential-dra-score] kube-scheduler: {oracle}\n[differential-dra-score] kubesched:      {ours}")
+    want = ["node-1", "node-1", "node-2", "node-2", "node-2", "node-0"]
+    assert [oracle["placed"][p] for p in SCORED_PODS] == want
+    assert ours == oracle
+
+
 # -- binding conditions ------------------------------------------------------------------------------
 #: The devices' binding condition and failure condition (the test plays their driver).
 ATTACHED, ATTACH_FAILED = "example.com/attached", "example.com/attach-failed"
@@ -246,7 +308,25 @@ def _bc_scenario(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any]:
     except TimeoutError as e:
         raise AssertionError(f"{e}\nmessages: {messages}\nclaims: {claims_in(cp, ns)}") from e
     pods, claims = {p["metadata"]["name"]: p for p in pods_in(cp, ns)}, claims_in(cp, ns)
-    out: dict[str, Any] = {"messages": messages, "allocations": dict(sorted(seen.items())), "claims": {}}
+    nodes = {p["spec"]["nodeName"] for p in pods.values()}
+
+    def pending_events() -> dict[str, list[tuple[str, ...]]]:
+        """Per pod, the BindingConditionsPending Events this scheduler posted (node names and the
+        scheduler's name made comparable across runs)."""
+        out: dict[str, set[tuple[str, ...]]] = {pod: set() for pod in BC_PODS}
+        for e in cp.get(f"/apis/events.k8s.io/v1/namespaces/{ns}/events")["items"]:
+            if e.get("reason") != "BindingConditionsPending" or e.get("reportingController") != scheduler:
+                continue
+            note = str(e.get("note", ""))
+            for node in nodes | {n for n in cp.ready_nodes() if n.startswith(f"{ns}-bc-")}:
+                note = note.replace(node, "<node>")
+            out[e["regarding"]["name"]].add((e["regarding"]["kind"], e["type"], e["action"], note))
+        return {pod: sorted(found) for pod, found in out.items()}
+
+    # The Events are posted in the background: wait for one per pod.
+    cp.wait_for(lambda: all(pending_events().values()), 30, 0.5, f"{scheduler}: BindingConditionsPending events")
+    out: dict[str, Any] = {"messages": messages, "allocations": dict(sorted(seen.items())), "claims": {},
+                           "events": pending_events()}
     for pod in sorted(BC_PODS):
         status = claims[f"{run}-{pod}"].get("status") or {}
         results = status["allocation"]["devices"]["results"]
@@ -282,3 +362,7 @@ def test_binding_conditions_match_kube_scheduler(
     assert oracle["messages"]["bc-ready"] == ours["messages"]["bc-ready"] == []
     assert any("device binding failed" in m for m in oracle["messages"]["bc-fails-once"])
     assert ours["messages"]["bc-fails-once"] == oracle["messages"]["bc-fails-once"]
+    # Upstream's Event while PreBind waits for the conditions, word for word.
+    pending = [("Pod", "Normal", "Scheduling", "waiting for binding conditions for device on node <node>")]
+    assert oracle["events"] == {p: pending for p in sorted(BC_PODS)}
+    assert ours["events"] == oracle["events"]

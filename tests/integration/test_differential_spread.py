@@ -107,20 +107,24 @@ def _clear(cp: ControlPlane, ns: str) -> None:
 
 
 def run_both(
-    cp: ControlPlane, ns: str, tmp_path: Path, kubeconfig: Path, scenario: Callable[[str], dict[str, Any]]
+    cp: ControlPlane, ns: str, tmp_path: Path, kubeconfig: Path, scenario: Callable[[str], dict[str, Any]],
+    profile: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``scenario(schedulerName)`` run by the real kube-scheduler, the namespace cleared, then run by
     `kubesched run`; both with their whole default profile (DefaultPreemption included: its
-    "preemption: ..." suffix is part of the compared messages). Returns (oracle, kubesched)."""
+    "preemption: ..." suffix is part of the compared messages), plus ``profile``'s fields (e.g.
+    ``pluginConfig``) in both. Returns (oracle, kubesched)."""
     oracle_name = f"ks-{ns}"
-    ks = cp.start_kube_scheduler(cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=(oracle_name,)))
+    ks_config = cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=(oracle_name,),
+                                          extra={"profiles": [{"schedulerName": oracle_name, **(profile or {})}]})
+    ks = cp.start_kube_scheduler(ks_config)
     try:
         oracle = scenario(oracle_name)
     finally:
         cp.stop_component(ks)
     _clear(cp, ns)
     ours_name = f"kst-{ns}"
-    sched = InProcess(write_config(tmp_path / "kst.json", ours_name), kubeconfig).start()
+    sched = InProcess(write_config(tmp_path / "kst.json", ours_name, profile=profile), kubeconfig).start()
     try:
         ours = scenario(ours_name)
     finally:

@@ -89,7 +89,9 @@ def write_config(
     lease: tuple[str, str, str] = ("4s", "3s", "500ms"),
     qps: float = 50,
     burst: int = 100,
+    profile: dict[str, Any] | None = None,
 ) -> Path:
+    """``profile``: more fields of the one profile (e.g. ``pluginConfig``)."""
     doc = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -102,7 +104,7 @@ def write_config(
             "retryPeriod": lease[2],
         },
         "clientConnection": {"qps": qps, "burst": burst},
-        "profiles": [{"schedulerName": scheduler_name}],
+        "profiles": [{"schedulerName": scheduler_name, **(profile or {})}],
     }
     path.write_text(json.dumps(doc))
     return path

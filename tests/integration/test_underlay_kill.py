@@ -26,7 +26,6 @@ import json
 import os
 import signal
 import sys
-import threading
 import time
 import urllib.request
 import uuid
@@ -40,6 +39,7 @@ from integration.test_extender_burst import BindWatch, _start_scheduler
 from integration.test_live_scheduler import Proc, create_pods, make_nodes, pods_in
 from kubesched.extender.command import extender_stanza
 from kubesched.testing.controlplane import Component, ControlPlane, free_port
+from kubesched.testing.kill import Killer
 
 pytestmark = pytest.mark.integration
 
@@ -131,23 +131,6 @@ def violations(events: list[tuple[str, dict[str, Any]]], pool_of: dict[str, set[
 def _bound(cp: ControlPlane, ns: str) -> dict[str, tuple[str, str]]:
     return {p["metadata"]["name"]: (p["spec"]["nodeName"], (p["metadata"].get("annotations") or {}).get(KEY, ""))
             for p in pods_in(cp, ns) if p["spec"].get("nodeName")}
-
-
-class Killer:
-    """SIGKILLs a process from the watch thread at the ``at``-th bind seen; remembers how many the
-    watch had seen then (binds already in flight may land after it)."""
-
-    def __init__(self, at: int) -> None:
-        self.at = at
-        self.pid: int | None = None
-        self.killed_at_bind: int | None = None
-        self.done = threading.Event()
-
-    def __call__(self, count: int) -> None:
-        if count >= self.at and self.pid is not None and not self.done.is_set():
-            os.kill(self.pid, signal.SIGKILL)
-            self.killed_at_bind = count
-            self.done.set()
 
 
 def _finish(cp: ControlPlane, ns: str, watch: BindWatch, pool_of: dict[str, set[str]], scheduler_name: str

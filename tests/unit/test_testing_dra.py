@@ -68,3 +68,17 @@ def test_shares_within_capacity_pass_and_beyond_it_do_not() -> None:
     ledger.apply("ADDED", claim("a", result("gpu-0", shareID="s1")))
     ledger.apply("ADDED", claim("b", result("gpu-0")))
     assert [o.why for o in ledger.overlaps] == ["held by 2 results"]
+
+
+def test_held_at_is_what_the_claim_held_just_before_a_moment() -> None:
+    """A pod bound at resourceVersion 12 had its claim allocated at 10; the allocation written at 12
+    or later (after the bind) does not count, nor one already undone."""
+    ledger = ClaimLedger()
+    ledger.apply("ADDED", claim("a", rv="3"))
+    ledger.apply("MODIFIED", claim("a", result("gpu-0"), rv="10"))
+    ledger.apply("MODIFIED", claim("a", rv="15"))
+    ledger.apply("DELETED", claim("a", rv="17"))
+    gpu0 = ((DRIVER, "node-1", "gpu-0"),)
+    assert [ledger.held_at("ns/a", rv) for rv in ("3", "10", "11", "12", "15", "16", "18")] == [
+        (), (), gpu0, gpu0, gpu0, (), ()]
+    assert ledger.held_at("ns/other", "12") == ()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -40,11 +41,11 @@ def load_registry(plugin_modules: Iterable[str] = ()) -> Registry:
 
 
 def load_scheduler_config(
-    path: Path | None, plugin_modules: Iterable[str] = (), *, extender: bool = False
+    path: Path | Mapping[str, Any] | None, plugin_modules: Iterable[str] = (), *, extender: bool = False
 ) -> tuple[SchedulerConfig, Registry]:
-    """The configuration at ``path`` (None: the default profile) resolved against the built-in and
-    ``--plugins`` plugins; warnings go to stderr, errors become a UserError. ``extender``: profiles
-    served to kube-scheduler need no QueueSort and no Bind plugin."""
+    """The configuration at ``path`` (a mapping: that configuration; None: the default profile)
+    resolved against the built-in and ``--plugins`` plugins; warnings go to stderr, errors become a
+    UserError. ``extender``: profiles served to kube-scheduler need no QueueSort and no Bind plugin."""
     registry = load_registry(plugin_modules)
     try:
         config = load_config(path, registry, extender=extender)

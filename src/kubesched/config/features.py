@@ -6,7 +6,9 @@ upstream's: a file is what every shell — live, simulator, extender — loads).
 upstream's gate changes: ``GenericWorkload`` adds GangScheduling to the default plugins
 (pkg/scheduler/apis/config/v1/default_plugins.go ``applyFeatureGates``);
 ``TopologyAwareWorkloadScheduling`` (alpha) adds TopologyPlacementGenerator and PodGroupPodsCount
-and makes the PodGroup cycle try each placement they generate.
+and makes the PodGroup cycle try each placement they generate; ``CompositePodGroup`` (alpha)
+schedules a hierarchy of groups as one entity (scheduler_composite.py) and needs both others on, as
+upstream's gate dependencies say.
 """
 
 from __future__ import annotations
@@ -14,12 +16,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from kubesched.framework.podgroup import COMPOSITE_POD_GROUP as COMPOSITE_POD_GROUP
 from kubesched.framework.podgroup import GENERIC_WORKLOAD as GENERIC_WORKLOAD
 from kubesched.framework.podgroup import TOPOLOGY_AWARE_WORKLOAD_SCHEDULING as TOPOLOGY_AWARE_WORKLOAD_SCHEDULING
 
 #: Gate → its default in Kubernetes v1.37 (pkg/features/kube_features.go): GenericWorkload is beta
 #: and off by default.
-KNOWN_GATES: Final[Mapping[str, bool]] = {GENERIC_WORKLOAD: False, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: False}
+KNOWN_GATES: Final[Mapping[str, bool]] = {
+    GENERIC_WORKLOAD: False, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: False, COMPOSITE_POD_GROUP: False,
+}
+#: Gate → the gates it needs on (kube_features.go defaultKubernetesFeatureGateDependencies).
+GATE_DEPENDENCIES: Final[Mapping[str, tuple[str, ...]]] = {
+    COMPOSITE_POD_GROUP: (GENERIC_WORKLOAD, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING),
+}
 
 
 def unknown_gate_errors(gates: Mapping[str, bool]) -> list[str]:
@@ -30,6 +39,18 @@ def unknown_gate_errors(gates: Mapping[str, bool]) -> list[str]:
         for name in gates
         if name not in KNOWN_GATES
     ]
+
+
+def dependency_errors(gates: Mapping[str, bool]) -> list[str]:
+    """component-base's ``X is enabled, but depends on features that are disabled: [A B]``."""
+    effective = effective_gates(gates)
+    errors = []
+    for gate, deps in GATE_DEPENDENCIES.items():
+        off = [d for d in deps if not effective.get(d)]
+        if effective.get(gate) and off:
+            errors.append(f"featureGates.{gate}: {gate} is enabled, but depends on features that are disabled: "
+                          f"[{' '.join(off)}]")
+    return errors
 
 
 def effective_gates(gates: Mapping[str, bool]) -> dict[str, bool]:

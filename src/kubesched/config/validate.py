@@ -25,7 +25,7 @@ from kubesched.api.validation import validate_extended_resource_name
 from kubesched.config.decode import V1, field_names, pydantic_errors, split_path, suggest
 from kubesched.config.defaults import REMOVED_IN_V1, UPSTREAM_NOT_IMPLEMENTED, implements
 from kubesched.config.errors import duplicate, go_duration, invalid, required
-from kubesched.config.features import effective_gates, unknown_gate_errors
+from kubesched.config.features import dependency_errors, effective_gates, unknown_gate_errors
 from kubesched.config.models import (
     Extender,
     KubeSchedulerConfiguration,
@@ -241,7 +241,7 @@ class Validator:
                 )
             )
         self._validate_extenders(cfg.extenders)
-        errs.extend(unknown_gate_errors(cfg.feature_gates))
+        errs.extend(unknown_gate_errors(cfg.feature_gates) or dependency_errors(cfg.feature_gates))
         self.feature_gates = effective_gates(cfg.feature_gates)
 
     def _validate_extenders(self, extenders: list[Extender]) -> None:

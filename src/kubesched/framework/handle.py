@@ -115,6 +115,28 @@ class Nominator(Protocol):
     def delete(self, uid: str) -> None: ...
 
 
+class DRAResourceCounter(Protocol):
+    """Devices behind DRA-backed extended resources at one moment (the claims allocated or in
+    flight, the ResourceSlices): what NodeResourcesFit and NodeResourcesBalancedAllocation score
+    such a resource with on a node that does not offer it (upstream's ``draPreScoreState``)."""
+
+    def backs(self, resource: str) -> bool:
+        """Whether a DeviceClass maps the extended resource ``resource``."""
+        ...
+
+    def totals(self, resource: str, node_name: str, labels: Mapping[str, str]) -> tuple[int, int]:
+        """(devices of the resource's class on the node, how many of them are allocated)."""
+        ...
+
+
+class SharedDRAManager(Protocol):
+    """What DynamicResources shares with other plugins (upstream ``fwk.SharedDRAManager``)."""
+
+    def extended_resource_counter(self, resources: Sequence[str]) -> DRAResourceCounter | None:
+        """getDRAPreScoredParams: a counter when a DeviceClass backs any of ``resources``, else None."""
+        ...
+
+
 #: Called by preemption with (preemptor, node name, victims, who preempts: None for the pod
 #: itself); set by the Scheduler.
 PreemptFn = Callable[[PodInfo, str, Sequence[PodInfo], "Preemptor | None"], None]
@@ -152,6 +174,12 @@ class Handle:
         #: The scheduler's seeded RNG (preemption's random candidate offset), so a simulation stays
         #: deterministic per seed; a handle without a scheduler gets its own.
         self.rng = random.Random(0)
+        #: Set by DynamicResources when the profile has it (upstream's handle always has a DRA
+        #: manager; a profile without DynamicResources here has none, so nothing is scored by DRA).
+        self.dra_manager: SharedDRAManager | None = None
+        #: The scheduler's feature gates (upstream hands plugins feature.Features in New; set by
+        #: the Scheduler, read by plugins at call time): e.g. GangScheduling's CompositePodGroup.
+        self.feature_gates: Mapping[str, bool] = {}
 
     def attach_queue(
         self, activate: Callable[[Sequence[str]], None], pending: Callable[[], Iterable[PodInfo]]

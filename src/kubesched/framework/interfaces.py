@@ -118,9 +118,10 @@ class Plugin:
         return {}
 
     def object_events(self) -> Sequence[ObjectEvent]:
-        """Events about objects of kinds this plugin declares, since the last call (e.g. a
-        PodGroup's gang-level failure). The live leader posts each as an ``events.k8s.io/v1``
-        Event regarding that object. The plugin keeps the volume down (repeats rate-limited)."""
+        """Events about objects of kinds this plugin declares, or about pods (``POD_KIND``), since
+        the last call (e.g. a PodGroup's gang-level failure). The live leader posts each as an
+        ``events.k8s.io/v1`` Event regarding that object. The plugin keeps the volume down (repeats
+        rate-limited, a bounded buffer: shells that post no Events never call this)."""
         return ()
 
     def eviction_group(self, pod: PodInfo) -> Sequence[PodInfo] | None:

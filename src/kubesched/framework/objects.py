@@ -67,6 +67,9 @@ class ObjectKind:
     #: qualified: the Workload API's PodGroup is ``PodGroup.scheduling.k8s.io`` beside
     #: scheduler-plugins' ``PodGroup``.
     name: str = ""
+    #: The feature gate under which the apiserver serves the kind (e.g. ``CompositePodGroup`` for
+    #: ``scheduling.k8s.io/v1alpha3`` CompositePodGroups): no shell reads it while the gate is off.
+    feature_gate: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -154,6 +157,11 @@ class PodStatusPatcher(Protocol):
         ...
 
 
+#: Pods: a plugin may report an Event regarding a pod (``Plugin.object_events`` with this kind's
+#: name, key ``namespace/name``), e.g. DynamicResources' BindingConditionsPending.
+POD_KIND = ObjectKind("Pod", "", "v1", "pods")
+
+
 @dataclass(frozen=True, slots=True)
 class ObjectEvent:
     """An Event about an object of a declared kind (``Plugin.object_events``), e.g. a PodGroup's
@@ -229,6 +237,11 @@ def merge_object_kinds(declared: Iterable[ObjectKind]) -> list[ObjectKind]:
 def kinds_of_plugins(plugin_classes: Iterable[type[Any]]) -> list[ObjectKind]:
     """The merged ``object_kinds`` of these plugin classes."""
     return merge_object_kinds(k for cls in plugin_classes for k in getattr(cls, "object_kinds", ()))
+
+
+def gated_kinds(kinds: Iterable[ObjectKind], feature_gates: Mapping[str, bool]) -> list[ObjectKind]:
+    """The kinds whose feature gate (if any) is on."""
+    return [k for k in kinds if not k.feature_gate or feature_gates.get(k.feature_gate)]
 
 
 def kinds_by_name(kinds: Sequence[ObjectKind]) -> dict[str, ObjectKind]:

@@ -28,11 +28,19 @@ from kubesched.snapshot.table import Rows
 GENERIC_WORKLOAD = "GenericWorkload"
 #: The alpha gate that tries a group on several placements (PlacementGenerate/PlacementScore).
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
+#: The alpha gate that schedules a hierarchy of groups (CompositePodGroups over PodGroups) as
+#: one entity; upstream makes it depend on GenericWorkload and TopologyAwareWorkloadScheduling.
+COMPOSITE_POD_GROUP = "CompositePodGroup"
 #: The name shells and ``handle.objects`` know the Workload API's PodGroups by (GangScheduling
 #: declares the kind; ``PodGroup`` alone is scheduler-plugins' kind).
 POD_GROUP_OBJECTS = "PodGroup.scheduling.k8s.io"
-#: The PodGroups' apiVersion (an object reference to one, e.g. a Preempted event's ``related``).
+#: The name the Workloads (the templates PodGroups are made from) are known by, for the same reason.
+WORKLOAD_OBJECTS = "Workload.scheduling.k8s.io"
+#: ... and its CompositePodGroups (``scheduling.k8s.io/v1alpha3``, served with the gate on).
+COMPOSITE_POD_GROUP_OBJECTS = "CompositePodGroup.scheduling.k8s.io"
+#: Their apiVersions (an object reference to one, e.g. a Preempted event's ``related``).
 POD_GROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
+COMPOSITE_POD_GROUP_API_VERSION = "scheduling.k8s.io/v1alpha3"
 #: errPodGroupUnschedulable (schedule_one_podgroup.go): upstream attaches it as the error of a
 #: group's Unschedulable status, so the message a member gets starts with it.
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
@@ -53,20 +61,50 @@ def group_key(pod: PodInfo) -> str | None:
     return f"{pod.namespace}/{name}" if name is not None else None
 
 
+def parent_composite_name(raw: dict[str, Any] | None) -> str | None:
+    """``spec.parentCompositePodGroupName`` of a PodGroup or CompositePodGroup (None: a root)."""
+    parent = ((raw or {}).get("spec") or {}).get("parentCompositePodGroupName")
+    return parent if isinstance(parent, str) and parent else None
+
+
 @dataclass(slots=True)
 class PodGroupInfo:
     """A PodGroup in the cycle: its key and the members the queue handed over, in the order the
-    cycle tries them (upstream PodGroupInfo.UnscheduledPods, PodGroupMemberPodsOrderingFunc)."""
+    cycle tries them (upstream PodGroupInfo.UnscheduledPods, PodGroupMemberPodsOrderingFunc).
+
+    With the CompositePodGroup gate, a CompositePodGroup is one too (``composite_pod_group`` set,
+    no members of its own): its ``children`` are PodGroups and CompositePodGroups, and its
+    ``unscheduled_pods`` are every leaf's (upstream's PodGroupInfo of type CompositePodGroupKeyType).
+    """
 
     namespace: str
     name: str
     unscheduled_pods: list[PodInfo] = field(default_factory=list)
-    #: The PodGroup object as the shell tracks it (None when the shell has none).
+    #: The PodGroup object as the shell tracks it (None when the shell has none, or a composite).
     pod_group: dict[str, Any] | None = None
+    #: The CompositePodGroup object, for a composite group.
+    composite_pod_group: dict[str, Any] | None = None
+    children: list[PodGroupInfo] = field(default_factory=list)
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_composite(self) -> bool:
+        return self.composite_pod_group is not None
+
+    @property
+    def entity_key(self) -> str:
+        """fwk.EntityKey's string: ``podgroup/ns/name`` or ``compositepodgroup/ns/name`` (a
+        PodGroup and a CompositePodGroup may share a name)."""
+        return f"{'compositepodgroup' if self.is_composite else 'podgroup'}/{self.key}"
+
+    def leaves(self) -> list[PodGroupInfo]:
+        """The PodGroups under this group (itself for a PodGroup), depth first in child order."""
+        if not self.is_composite:
+            return [self]
+        return [leaf for child in self.children for leaf in child.leaves()]
 
 
 @dataclass(frozen=True, slots=True)

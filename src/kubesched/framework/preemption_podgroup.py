@@ -1,20 +1,23 @@
 """Preemption for a whole PodGroup: evict for the gang or not at all.
 
 Port of pkg/scheduler/framework/preemption/podgrouppreemption.go (``PodGroupEvaluator``,
-Kubernetes v1.37.1, GenericWorkload on, CompositePodGroup and PodGroupPreemptionPolicy off), the
-PodGroupPostFilter half of DefaultPreemption:
+Kubernetes v1.37.1, GenericWorkload on, CompositePodGroup on or off, PodGroupPreemptionPolicy off),
+the PodGroupPostFilter half of DefaultPreemption:
 
-1. the preemptor is the group (the PodGroup's priority, its first member's preemption policy:
-   PodGroupPreemptionPolicy off, the members all share it); ``Never`` is not
-   eligible; a member nominated to a node where a lower-priority pod is terminating because of
-   preemption means a preemption is under way (Success, the nominations kept);
+1. the preemptor is the group (the PodGroup's priority, or a root CompositePodGroup's; its first
+   member's preemption policy: PodGroupPreemptionPolicy off, the members all share it); ``Never``
+   is not eligible; a member nominated to a node where a lower-priority pod is terminating because
+   of preemption means a preemption is under way (Success, the nominations kept);
 2. the domain is the whole cluster. Its possible victims are the pods below the group's priority
-   — a pod of a PodGroup counts with its placed siblings as one victim (evicted together) — and
-   without any: ``No preemption victims found for incoming preemptor``;
+   (getCrossNodesVictims): a pod counts alone, with its PodGroup's priority (with the
+   CompositePodGroup gate: its hierarchy root's), unless a group above it has ``disruptionMode:
+   all`` — then every placed pod under the highest such group is one victim, evicted together —
+   and without any: ``No preemption victims found for incoming preemptor``;
 3. every possible victim is taken off the node table and the group algorithm runs again
    (``reschedule``); if the group still does not fit, its status is the answer;
 4. the victims are reprieved one by one, PDB-violating ones first, most important first
-   (``MoreImportantVictim``: priority, groups before pods, bigger groups, earliest start): a
+   (``MoreImportantVictim``: priority, CompositePodGroups before PodGroups before pods, bigger
+   groups, earliest start): a
    victim put back stays if every placed member still passes Filter on its node (the members
    placed before it included); the others are evicted (``handle.preempt`` per node, the first
    member standing for the group) and each placed member is nominated to its node.
@@ -28,15 +31,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kubesched.framework.handle import Handle, Preemptor
 from kubesched.framework.podgroup import (
+    COMPOSITE_POD_GROUP,
+    COMPOSITE_POD_GROUP_API_VERSION,
+    COMPOSITE_POD_GROUP_OBJECTS,
     POD_GROUP_API_VERSION,
+    POD_GROUP_OBJECTS,
     PodGroupAssignments,
     PodGroupInfo,
     PodGroupPostFilterResult,
     PodGroupSchedulingFunc,
     group_key,
+    group_name,
+    parent_composite_name,
     pod_group_priority,
 )
 from kubesched.framework.preemption_order import (
@@ -53,13 +63,20 @@ from kubesched.snapshot.table import NodeInfo
 NO_VICTIMS_MSG = "No preemption victims found for incoming preemptor"
 
 
+#: victimRank: a pod alone, a PodGroup, a CompositePodGroup (groups are the more important).
+POD_RANK, POD_GROUP_RANK, COMPOSITE_RANK = 1, 2, 3
+#: WorkloadMaxTreeDepth (scheduling/v1beta1): how far TraverseHierarchyUp climbs.
+MAX_TREE_DEPTH = 4
+
+
 @dataclass(frozen=True, slots=True)
 class DomainVictim:
-    """A pod, or the placed pods of one PodGroup, evicted together (upstream DomainVictim)."""
+    """A pod, or the placed pods of a group evicted together (upstream DomainVictim)."""
 
     pods: tuple[PodInfo, ...]
     priority: int
-    is_group: bool
+    #: victimRank: POD_RANK, POD_GROUP_RANK or COMPOSITE_RANK.
+    rank: int
 
     def earliest_start(self) -> float:
         return min(pod_start_time(p) for p in self.pods)
@@ -67,37 +84,77 @@ class DomainVictim:
 
 def importance(v: DomainVictim) -> tuple[int, int, int, float]:
     """MoreImportantVictim as a sort key (most important first)."""
-    return (-v.priority, -(2 if v.is_group else 1), -len(v.pods), v.earliest_start())
+    return (-v.priority, -v.rank, -len(v.pods), v.earliest_start())
+
+
+def _disrupted_together(raw: dict[str, Any]) -> bool:
+    """``spec.disruptionMode.all`` set (the default is ``single``)."""
+    mode = (raw.get("spec") or {}).get("disruptionMode")
+    return isinstance(mode, dict) and mode.get("all") is not None
+
+
+def victim_unit(handle: Handle, pod: PodInfo, own_priority: int) -> tuple[str | None, int, int]:
+    """How a placed pod is evicted (getHighestAllAncestor, GetPodPriority): the key of the
+    highest group above it with ``disruptionMode: all`` (None: the pod alone), that unit's rank,
+    and the pod's priority as a victim — its PodGroup's, or with the CompositePodGroup gate its
+    hierarchy root's (the pod's own when it names no group the shell knows)."""
+    name = group_name(pod)
+    pod_groups = handle.objects(POD_GROUP_OBJECTS)
+    raw = pod_groups.get(f"{pod.namespace}/{name}") if name is not None else None
+    if raw is None:
+        return None, POD_RANK, own_priority
+    unit, rank = (f"podgroup/{pod.namespace}/{name}", POD_GROUP_RANK) if _disrupted_together(raw) else (None, POD_RANK)
+    last = raw
+    if handle.feature_gates.get(COMPOSITE_POD_GROUP):  # TraverseHierarchyUp
+        composites = handle.objects(COMPOSITE_POD_GROUP_OBJECTS)
+        parent, seen = parent_composite_name(raw), {""}
+        while parent is not None and parent not in seen and len(seen) < MAX_TREE_DEPTH:
+            seen.add(parent)
+            cpg = composites.get(f"{pod.namespace}/{parent}")
+            if cpg is None:
+                break
+            last = cpg
+            if _disrupted_together(cpg):
+                unit, rank = f"compositepodgroup/{pod.namespace}/{parent}", COMPOSITE_RANK
+            parent = parent_composite_name(cpg)
+    return unit, rank, pod_group_priority(last)
 
 
 def domain_victims(handle: Handle, below: int, priority: PriorityFn, exclude: str | None) -> list[DomainVictim]:
-    """The cluster's pods below ``below``: pods of a PodGroup grouped (GetAllPossibleVictims)."""
-    singles: list[DomainVictim] = []
-    groups: dict[str, list[PodInfo]] = {}
+    """getCrossNodesVictims: the cluster's placed pods whose victim priority is below ``below`` (the
+    preemptor's own group ``exclude`` left out), each alone or with the pods of its group disrupted
+    together (``victim_unit``)."""
+    victims: list[DomainVictim] = []
+    units: dict[str, tuple[list[PodInfo], int, int]] = {}
     for pod in handle.table.all_pods():
-        key = group_key(pod)
-        if key is not None and key != exclude:
-            groups.setdefault(key, []).append(pod)
-        elif key is None and priority(pod) < below:
-            singles.append(DomainVictim((pod,), priority(pod), False))
-    for pods in groups.values():
-        prio = max(priority(p) for p in pods)
-        if prio < below:
-            singles.append(DomainVictim(tuple(pods), prio, True))
-    return singles
+        if exclude is not None and group_key(pod) == exclude:
+            continue
+        unit, rank, prio = victim_unit(handle, pod, priority(pod))
+        if prio >= below:
+            continue
+        if unit is None:
+            victims.append(DomainVictim((pod,), prio, POD_RANK))
+        else:
+            units.setdefault(unit, ([], prio, rank))[0].append(pod)
+    victims.extend(DomainVictim(tuple(pods), prio, rank) for pods, prio, rank in units.values())
+    return victims
 
 
 def group_preemptor(group: PodGroupInfo, scheduler_name: str) -> Preemptor | None:
-    """podGroupExecutorPreemptor: the victims are told the PodGroup preempted them, on the
-    group's one candidate, ``cluster`` (podgrouppreemption.go). Without the PodGroup object:
-    the first member (None)."""
-    if group.pod_group is None:
+    """podGroupExecutorPreemptor / compositePodGroupExecutorPreemptor (executor.go): the victims
+    are told the PodGroup (``podgroup``) or the root CompositePodGroup (``compositepodgroup``)
+    preempted them, on the group's one candidate, ``cluster`` (podgrouppreemption.go). Without the
+    object: the first member (None)."""
+    if group.composite_pod_group is not None:
+        obj, kind, api_version, type_ = (group.composite_pod_group, "CompositePodGroup",
+                                         COMPOSITE_POD_GROUP_API_VERSION, "compositepodgroup")
+    elif group.pod_group is not None:
+        obj, kind, api_version, type_ = group.pod_group, "PodGroup", POD_GROUP_API_VERSION, "podgroup"
+    else:
         return None
-    meta = group.pod_group.get("metadata") or {}
-    uid = str(meta.get("uid") or "")
-    related = {"apiVersion": POD_GROUP_API_VERSION, "kind": "PodGroup",
-               "namespace": group.namespace, "name": group.name, "uid": uid}
-    return Preemptor("podgroup", uid, "cluster", scheduler_name, related)
+    uid = str((obj.get("metadata") or {}).get("uid") or "")
+    related = {"apiVersion": api_version, "kind": kind, "namespace": group.namespace, "name": group.name, "uid": uid}
+    return Preemptor(type_, uid, "cluster", scheduler_name, related)
 
 
 class PodGroupEvaluator:
@@ -115,7 +172,9 @@ class PodGroupEvaluator:
         first = members[0]
         if first.spec.get("preemptionPolicy") == "Never":
             return None, Status.unschedulable("not eligible due to preemptionPolicy=Never.")
-        prio = pod_group_priority(group.pod_group) if group.pod_group is not None else self.priority(first)
+        # The preemptor's priority: its PodGroup's, or a CompositePodGroup root's.
+        raw = group.composite_pod_group if group.is_composite else group.pod_group
+        prio = pod_group_priority(raw) if raw is not None else self.priority(first)
         if self._ongoing(members, prio):
             nominations = {p.uid: n for p in members if (n := self._nominated_node(p.uid))}
             ongoing = Status(Code.SUCCESS, ("ongoing preemption on nominated nodes",))
@@ -161,7 +220,7 @@ class PodGroupEvaluator:
             if row is None:
                 continue
             for p in table.pods[row].values():
-                if self.priority(p) < prio and pod_terminating_by_preemption(p):
+                if victim_unit(self.handle, p, self.priority(p))[2] < prio and pod_terminating_by_preemption(p):
                     return True
         return False
 

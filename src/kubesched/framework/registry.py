@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from kubesched.framework.interfaces import FilterPlugin, Plugin, ScorePlugin, extension_points_of
-from kubesched.framework.objects import ObjectKind, kinds_of_plugins
+from kubesched.framework.objects import ObjectKind, gated_kinds, kinds_of_plugins
 
 
 class RegistryError(ValueError):
@@ -113,7 +113,10 @@ class Registry:
         return kinds_of_plugins(classes)
 
 
-def profiles_object_kinds(registry: Registry, profiles: Iterable[Any]) -> list[ObjectKind]:
-    """The objects every plugin enabled in these profiles (``profile.plugins``: point → names) reads."""
+def profiles_object_kinds(
+    registry: Registry, profiles: Iterable[Any], feature_gates: Mapping[str, bool] | None = None
+) -> list[ObjectKind]:
+    """The objects every plugin enabled in these profiles (``profile.plugins``: point → names) reads,
+    leaving out kinds served only under a feature gate that is off (``ObjectKind.feature_gate``)."""
     names = [n for p in profiles for point_names in p.plugins.values() for n in point_names]
-    return registry.object_kinds(dict.fromkeys(names))
+    return gated_kinds(registry.object_kinds(dict.fromkeys(names)), feature_gates or {})

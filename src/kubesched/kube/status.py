@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 
 from kubesched.framework.interfaces import Plugin
-from kubesched.framework.objects import ObjectEvent, ObjectKind
+from kubesched.framework.objects import POD_KIND, ObjectEvent, ObjectKind
 from kubesched.kube.api import ApiClient, ApiError
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class StatusPublisher:
         #: Plugins that report Events about their objects (``Plugin.object_events``), and where
         #: they go (the shell's event writer); collected on the same rounds as the status.
         self.emit = emit
-        self.event_kinds = {k.name: k for k in kinds}
+        self.event_kinds = {k.name: k for k in (*kinds, POD_KIND)}
         self.event_sources = [p for p in plugins if type(p).object_events is not Plugin.object_events] if emit else []
         self.interval = interval
         self._failed: dict[tuple[str, str], dict[str, Any]] = {}

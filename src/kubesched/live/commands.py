@@ -106,7 +106,7 @@ def _print_rbac(config: Any, registry: Any, name: str, lease_name: str) -> None:
     from kubesched.framework.registry import profiles_object_kinds
     from kubesched.live.rbac import cluster_role, leader_election_role
 
-    kinds = profiles_object_kinds(registry, config.profiles)
+    kinds = profiles_object_kinds(registry, config.profiles, config.feature_gates)
     docs = [
         cluster_role(name, kinds),
         leader_election_role(f"{name}-leader-election", config.leader_election.resource_namespace, lease_name),

@@ -52,7 +52,7 @@ async def explain_live(
     except PodSpecError as e:
         raise ExplainError(str(e)) from None
     objects: dict[str, dict[str, dict[str, Any]]] = {}
-    for kind in profiles_object_kinds(registry, config.profiles):
+    for kind in profiles_object_kinds(registry, config.profiles, config.feature_gates):
         try:
             listed = await list_all(api, kind.collection_path)
         except ApiError as e:

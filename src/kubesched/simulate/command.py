@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kubesched.framework.registry import Registry
     from kubesched.simulate.inputs.dump import ClusterInput
     from kubesched.simulate.inputs.scenario import Scenario
+    from kubesched.simulate.inputs.workload_gangs import GangSpec
 
 
 #: Pods listed per profile by ``-o wide`` when ``--max-rows`` is not given.
@@ -74,6 +75,16 @@ WIDE_POD_ROWS = 500
               help="With --trace: only the nodes with GPUs (as the ATC '23 GPU-sharing experiments).")
 @click.option("--nodes", type=click.IntRange(min=1), help="Generate a cluster with this many nodes.")
 @click.option("--pods", type=click.IntRange(min=0), help="Generate this many pods (with --nodes).")
+@click.option(
+    "--gangs",
+    "gang_specs",
+    metavar="count=N,members=M[,minCount=K,policy=gang|basic,cpu=Q,memory=Q,namespace=NS]",
+    multiple=True,
+    help="With --nodes: also generate N Workload API gangs of M pods (scheduling.k8s.io/v1beta1 Workload and "
+    "PodGroup with schedulingPolicy.gang.minCount, default M; pods join by spec.schedulingGroup.podGroupName), "
+    "besides --pods. Repeat for gangs of other shapes. Needs the GenericWorkload feature gate: on by "
+    "default without --config; a --config must set featureGates: {GenericWorkload: true}.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
 @tie_break_option
 @click.option(
@@ -142,6 +153,7 @@ def simulate(
     gpu_nodes_only: bool,
     nodes: int | None,
     pods: int | None,
+    gang_specs: tuple[str, ...],
     seed: int,
     tie_break: TieBreak,
     output: str,
@@ -183,10 +195,11 @@ def simulate(
         if replay:
             config, registry, sim_input = _load_replay(
                 config_path, plugin_modules, scenario_path, trace, arrivals, inflate_to, gpu_nodes_only, seed,
-                other_inputs=bool(cluster_path or nodes or pods or draining))
+                other_inputs=bool(cluster_path or nodes or pods or gang_specs or draining))
         else:
             config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed,
-                                                   extra_kinds=[PDB_KIND] if draining else [], lenient=lenient)
+                                                   extra_kinds=[PDB_KIND] if draining else [], lenient=lenient,
+                                                   gangs=_gang_specs(gang_specs, nodes))
             if draining:
                 from kubesched.simulate.whatif.drain import DrainError, plan_drain_options
 
@@ -257,8 +270,8 @@ def _load_replay(
     from kubesched.simulate.inputs.scenario import ScenarioError, load_replay
 
     if other_inputs:
-        raise UserError("--scenario/--trace replay a workload of their own: not with --cluster, --nodes, --pods "
-                        "or --drain")
+        raise UserError("--scenario/--trace replay a workload of their own: not with --cluster, --nodes, --pods, "
+                        "--gangs or --drain")
     config, registry = load_scheduler_config(config_path, plugin_modules)
     try:
         return config, registry, load_replay(scenario_path, trace, arrivals, inflate_to, gpu_nodes_only, seed)
@@ -291,28 +304,52 @@ def write_output(option: str, path: Path, text: str) -> None:
         raise UserError(f"{option} {path}: cannot write: {e.strerror or e}") from None
 
 
+def _gang_specs(texts: Sequence[str], nodes: int | None) -> list[GangSpec]:
+    """``--gangs`` parsed; an error names the spec and the field."""
+    from kubesched.simulate.inputs.workload_gangs import GangSpecError, parse_gang_spec
+
+    if texts and nodes is None:
+        raise UserError("--gangs needs --nodes (the gangs are generated into a generated cluster)")
+    try:
+        return [parse_gang_spec(t) for t in texts]
+    except GangSpecError as e:
+        raise UserError(str(e)) from None
+
+
 def load_input(
     config_path: Path | None, plugin_modules: tuple[str, ...], cluster_path: Path | None, nodes: int | None,
     pods: int | None, seed: int, extra_kinds: Sequence[ObjectKind] = (), lenient: bool = False,
+    gangs: Sequence[GangSpec] = (),
 ) -> tuple[SchedulerConfig, Registry, ClusterInput]:
     """The configuration and the cluster of a what-if command: ``--cluster``, a generated one
-    (``--nodes``/``--pods``), or the built-in demo (with its configuration unless ``--config``).
-    ``extra_kinds``: objects the command itself reads from the dump (the drain's budgets); ``lenient``:
-    skip the dump's invalid objects (``--lenient``)."""
+    (``--nodes``/``--pods``, ``gangs``: ``--gangs``), or the built-in demo (with its configuration
+    unless ``--config``). ``extra_kinds``: objects the command itself reads from the dump (the drain's
+    budgets); ``lenient``: skip the dump's invalid objects (``--lenient``)."""
+    from kubesched.config.decode import KIND, V1
+    from kubesched.config.features import GENERIC_WORKLOAD
     from kubesched.framework.registry import profiles_object_kinds
 
     if cluster_path is None and nodes is None and config_path is None:
         config_path = demo_dir() / "config.yaml"
-    config, registry = load_scheduler_config(config_path, plugin_modules)
-    kinds = [*profiles_object_kinds(registry, config.profiles), *extra_kinds]
-    return config, registry, load_cluster_input(cluster_path, nodes, pods, seed, kinds, lenient)
+    source: Path | dict[str, Any] | None = config_path
+    if gangs and config_path is None:
+        # The default profile with the gate that schedules the Workload API's gangs (GangScheduling).
+        source = {"apiVersion": V1, "kind": KIND, "featureGates": {GENERIC_WORKLOAD: True}}
+    config, registry = load_scheduler_config(source, plugin_modules)
+    if gangs and not config.feature_gates.get(GENERIC_WORKLOAD):
+        raise UserError(f"--gangs: --config {config_path} leaves the {GENERIC_WORKLOAD} feature gate off, so the "
+                        f"gangs' pods would be scheduled one by one: add 'featureGates: {{{GENERIC_WORKLOAD}: true}}' "
+                        "to it")
+    kinds = [*profiles_object_kinds(registry, config.profiles, config.feature_gates), *extra_kinds]
+    return config, registry, load_cluster_input(cluster_path, nodes, pods, seed, kinds, lenient, gangs)
 
 
 def load_cluster_input(
     cluster_path: Path | None, nodes: int | None, pods: int | None, seed: int, kinds: Sequence[ObjectKind],
-    lenient: bool = False,
+    lenient: bool = False, gangs: Sequence[GangSpec] = (),
 ) -> ClusterInput:
-    """``--cluster`` (keeping objects of ``kinds``), a generated cluster, or the built-in demo's."""
+    """``--cluster`` (keeping objects of ``kinds``), a generated cluster (with ``gangs``), or the
+    built-in demo's."""
     from kubesched.simulate.inputs.dump import ClusterInputError, load_cluster
     from kubesched.simulate.inputs.generator import generate_cluster
     from kubesched.snapshot.pod import PodSpecError
@@ -326,7 +363,8 @@ def load_cluster_input(
         if cluster_path is not None:
             cluster = load_cluster(cluster_path, kinds, lenient)
         elif nodes is not None:
-            cluster = generate_cluster(nodes, pods if pods is not None else nodes * 2, seed, pod_topology=True)
+            cluster = generate_cluster(nodes, pods if pods is not None else nodes * 2, seed, pod_topology=True,
+                                       gangs=gangs)
         else:
             cluster = load_cluster(demo_dir() / "cluster.yaml", kinds)
     except (ClusterInputError, PodSpecError, NodeSpecError) as e:

@@ -64,7 +64,7 @@ def compare(
     check_output_path("--report", report_path)
     loaded = [load_scheduler_config(path, plugin_modules) for path in config_paths]
     kinds = {(k.api_version, k.kind): k for config, registry in loaded
-             for k in profiles_object_kinds(registry, config.profiles)}
+             for k in profiles_object_kinds(registry, config.profiles, config.feature_gates)}
     cluster = load_cluster_input(cluster_path, nodes, pods, seed, list(kinds.values()), lenient)
     labels = _labels(config_paths)
     err = console(stderr=True)

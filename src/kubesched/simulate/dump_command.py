@@ -180,7 +180,7 @@ def dump_command(
     if in_cluster and (kubeconfig or context):
         raise UserError("--in-cluster excludes --kubeconfig and --context")
     config, registry = load_scheduler_config(config_path, plugin_modules)
-    kinds = dump_kinds(profiles_object_kinds(registry, config.profiles))
+    kinds = dump_kinds(profiles_object_kinds(registry, config.profiles, config.feature_gates))
     form = output_format(output, fmt)
     if output != "-" and not Path(output).resolve().parent.is_dir():
         raise UserError(f"-o {output}: no such directory {Path(output).parent}")

@@ -70,19 +70,25 @@ class ClaimLedger:
     events: int = 0
     #: the most claims that held devices at one moment (so a test can tell the ledger saw allocations)
     most_allocated: int = 0
+    #: "namespace/name" -> each change of the devices the claim holds: (resourceVersion, devices),
+    #: () once deallocated or deleted; for ``held_at``
+    changes: dict[str, list[tuple[int, tuple[DeviceKey, ...]]]] = field(default_factory=dict)
 
     def apply(self, event_type: str, claim: Mapping[str, Any]) -> None:
         meta = claim.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         self.events += 1
+        version = str(meta.get("resourceVersion") or "")
         if event_type == "DELETED":
             self.holding.pop(key, None)
             self.versions.pop(key, None)
+            self._changed(key, version, ())
             return
-        self.versions[key] = str(meta.get("resourceVersion") or "")
+        self.versions[key] = version
         allocation = (claim.get("status") or {}).get("allocation") or {}
         results = [r for r in (allocation.get("devices") or {}).get("results") or []
                    if r.get("adminAccess") is not True]
+        self._changed(key, version, tuple(sorted(_device(r) for r in results)))
         if not results:
             self.holding.pop(key, None)
             return
@@ -90,6 +96,22 @@ class ClaimLedger:
         self.most_allocated = max(self.most_allocated, len(self.holding))
         for device in {_device(r) for r in results}:
             self._check(device, self.versions[key])
+
+    def _changed(self, key: str, version: str, devices: tuple[DeviceKey, ...]) -> None:
+        history = self.changes.setdefault(key, [])
+        if version.isdigit() and (not history or history[-1][1] != devices):
+            history.append((int(version), devices))
+
+    def held_at(self, key: str, resource_version: str) -> tuple[DeviceKey, ...]:
+        """The devices claim ``key`` held just before ``resource_version`` (of any object: the
+        apiserver's resourceVersions are one etcd revision counter, so a pod's bind and a claim's
+        allocation are ordered by them)."""
+        held: tuple[DeviceKey, ...] = ()
+        for version, devices in self.changes.get(key, []):
+            if version >= int(resource_version):
+                break
+            held = devices
+        return held
 
     def _check(self, device: DeviceKey, resource_version: str) -> None:
         holders = [(name, r) for name, results in sorted(self.holding.items()) for r in results if _device(r) == device]

@@ -155,7 +155,12 @@ def test_api_version_and_kind(doc: dict[str, Any], message: str) -> None:
         (
             c(featureGates={"A": True}),
             "featureGates.A: unrecognized feature gate: A "
-            "(kubesched knows: GenericWorkload, TopologyAwareWorkloadScheduling)",
+            "(kubesched knows: CompositePodGroup, GenericWorkload, TopologyAwareWorkloadScheduling)",
+        ),
+        (
+            c(featureGates={"CompositePodGroup": True, "GenericWorkload": True}),
+            "featureGates.CompositePodGroup: CompositePodGroup is enabled, but depends on features that are "
+            "disabled: [TopologyAwareWorkloadScheduling]",
         ),
         (
             c(featureGates={"GenericWorkload": "on"}),

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from kubesched.framework.interfaces import Plugin
-from kubesched.framework.objects import ObjectKind
+from kubesched.framework.objects import ObjectEvent, ObjectKind
 from kubesched.kube.api import ApiError
+from kubesched.kube.events import build_object_event
 from kubesched.kube.status import FORBIDDEN_FIRST_RETRY, FORBIDDEN_MAX_RETRY, StatusPublisher
 
 WIDGET = ObjectKind("Widget", "example.com", "v1", "widgets", namespaced=True, writes_status=True)
@@ -131,3 +132,26 @@ def test_a_failed_patch_sent_again_keeps_its_nested_fields() -> None:
     assert sent[1] == {"status": {"allocations": {"a": {"pod": "ns/p1"}, "b": None, "c": {"pod": "ns/p2"}},
                                   "free": 2}}
     assert first == {"a": {"pod": "ns/p1"}, "b": None}  # the plugin's own dicts are not touched
+
+
+class PodEvents(Plugin):
+    """A plugin reporting an Event about a pod (a kind it does not declare)."""
+
+    name = "PodEvents"
+
+    def __init__(self) -> None:
+        pass
+
+    def object_events(self) -> list[ObjectEvent]:
+        return [ObjectEvent("Pod", "ns/p", "uid-p", "BindingConditionsPending", "waiting", "Normal", "Scheduling",
+                            "my-scheduler")]
+
+
+def test_events_about_pods_are_posted_regarding_the_pod() -> None:
+    posted: list[dict[str, Any]] = []
+    pub = StatusPublisher(RefusingApi(0), [PodEvents()], [WIDGET],  # type: ignore[arg-type]
+                          emit=lambda kind, ev: posted.append(build_object_event(kind, ev, "instance-1")))
+    pub.publish_events()
+    assert [(e["regarding"], e["metadata"]["namespace"], e["reason"], e["type"], e["reportingController"])
+            for e in posted] == [({"apiVersion": "v1", "kind": "Pod", "name": "p", "namespace": "ns", "uid": "uid-p"},
+                                  "ns", "BindingConditionsPending", "Normal", "my-scheduler")]

@@ -352,3 +352,47 @@ def test_member_counting_uses_the_index_not_a_queue_scan() -> None:
         cs.pre_filter(CycleState(), p, sched.cache.table)
     assert scans <= 1  # one resync on first use (virtual time does not move here)
     assert set(cs.members.pending_of("default/g")) >= {q.uid for q in sched._pending_pods() if q.name.startswith("m")}
+
+
+def test_younger_gangs_waiting_where_an_older_one_was_refused_give_way_until_its_timeout() -> None:
+    """PostFilter of an older gang's member refused on the node where a younger gang waits at
+    Permit: the younger gang is rejected and refused at PreFilter while the older one assembles,
+    for at most the older one's Permit timeout (give_way.py)."""
+    import numpy as np
+
+    from kubesched.framework.diagnosis import Diagnosis
+    from kubesched.framework.status import Status
+
+    sched, cluster, clock = build(
+        [pod_group("old", 2, created="2026-01-01T00:00:00Z"), pod_group("young", 3, created="2026-01-02T00:00:00Z")],
+        [node("n0", cpu="4")],
+    )
+    cs = plugin_of(sched)
+    young = [member("y0", "young"), member("y1", "young"), member("y2", "young", schedulingGates=[{"name": "later"}])]
+    old = member("o0", "old")
+
+    async def go() -> None:
+        for p in young:
+            cluster.add_pod(p)
+        sched.schedule_one()
+        sched.schedule_one()
+        await asyncio.sleep(0)
+        assert len(sched.waiting_pods) == 2  # y0 and y1 hold 2 of n0's 4 CPU
+        cluster.add_pod(old)
+        row = sched.cache.table.row_of("n0")
+        assert row is not None
+        diagnosis = Diagnosis()
+        diagnosis.add_rejections(np.array([row], dtype=np.int32), np.ones(1, dtype=np.int32),
+                                 [Status.unschedulable("Insufficient cpu")], 1)
+        _, status = cs.post_filter(CycleState(), old, diagnosis)
+        assert status.message == ("PodGroup default/old: younger PodGroup(s) default/young waiting at Permit "
+                                  "were rejected to make room")
+        await sched.drain()
+
+    asyncio.run(go())
+    assert len(sched.waiting_pods) == 0 and cluster.binds == 0
+    _, status = cs.pre_filter(CycleState(), young[0], sched.cache.table)
+    assert status.message == "podGroup default/young gives way to podGroup default/old"
+    clock.advance(10)  # the older group's Permit timeout (permitWaitingTimeSeconds)
+    _, status = cs.pre_filter(CycleState(), young[0], sched.cache.table)
+    assert "gives way" not in status.message

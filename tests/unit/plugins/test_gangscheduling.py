@@ -8,9 +8,12 @@ Test_isSchedulableAfterPodAdded / Test_isSchedulableAfterPodGroupAdded /
 Test_isSchedulableAfterPodGroupUpdated (a gated member enters the queue when the member completing
 its group, or its PodGroup, arrives).
 
-Not ported: every CPG=true case and Test_isSchedulableAfterCompositePodGroupAdded
-(CompositePodGroup is not implemented; TestPlacementFeasible's CPG variants repeat the PodGroup
-ones, which are ported); the queueing hints' QueueSkip answers for other groups (kubesched's queue has no
+TestGangSchedulingFlow's CPG=true hierarchy cases (the three stages of a three-level tree at
+PreEnqueue, Permit waiting for the tree and allowing it, a basic root over gangs), their CPG=false
+twins, Test_isSchedulableAfterCompositePodGroupAdded's intent (the CompositePodGroup completing a
+hierarchy lets its members in) and TestPlacementFeasible's isCPG=true cases.
+
+Not ported: the queueing hints' QueueSkip answers for other groups (kubesched's queue has no
 queueing hints: any PodGroup event re-runs PreEnqueue, which answers the same); the
 isDuringPodGroupSchedulingCycle variants.
 """
@@ -18,6 +21,7 @@ isDuringPodGroupSchedulingCycle variants.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +34,7 @@ from kubesched.framework.podgroup import PlacementProgress, PodGroupInfo
 from kubesched.framework.status import Code
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.gangscheduling import PERMIT_TIMEOUT_SECONDS, POD_GROUP, GangScheduling, parse_pod_group
-from kubesched.plugins.gangscheduling.podgroup import PodGroupSpecError
+from kubesched.plugins.gangscheduling.podgroup import COMPOSITE_POD_GROUP, PodGroupSpecError
 from kubesched.scheduler import Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
@@ -73,12 +77,16 @@ class Profile:
     percentage_of_nodes_to_score: int | None = None
 
 
-def build(groups: list[dict[str, Any]], cpu: str = "8") -> tuple[Scheduler, SimulatedCluster, FakeClock]:
+def build(groups: list[dict[str, Any]], cpu: str = "8", composites: Sequence[dict[str, Any]] = (),
+          gates: dict[str, bool] | None = None) -> tuple[Scheduler, SimulatedCluster, FakeClock]:
     cluster = SimulatedCluster()
     for g in groups:
         cluster.add_object(POD_GROUP, f"{g['metadata']['namespace']}/{g['metadata']['name']}", g)
+    for c in composites:
+        cluster.add_object(COMPOSITE_POD_GROUP, f"{c['metadata']['namespace']}/{c['metadata']['name']}", c)
     clock = FakeClock(100.0)
-    sched = Scheduler.build([Profile()], builtin_registry(), clock, client=cluster, seed=1, objects=cluster.kind)
+    sched = Scheduler.build([Profile()], builtin_registry(), clock, client=cluster, seed=1, objects=cluster.kind,
+                            feature_gates=gates)
     cluster.attach(sched)
     cluster.add_node(node("n0", cpu=cpu))
     return sched, cluster, clock
@@ -311,7 +319,8 @@ def test_generic_workload_gate_adds_gang_scheduling_to_the_default_profile() -> 
     # Appended after the default plugins, as applyGangScheduling appends it to multiPoint.
     assert plugins["preEnqueue"][0] == "SchedulingGates" and plugins["preEnqueue"][-1] == "GangScheduling"
     assert plugins["permit"] == ["GangScheduling"]
-    assert on.feature_gates == {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": False}
+    assert on.feature_gates == {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": False,
+                                "CompositePodGroup": False}
 
 
 # -- the simulator: a dump holding both PodGroup kinds ------------------------------------------------
@@ -412,3 +421,140 @@ def test_placement_feasible_messages() -> None:
         "minCount (5) cannot be satisfied: 2 scheduled, 2 remaining")
     assert pl.placement_feasible(CycleState(), group, PlacementProgress(3, 2)).message == (
         "minCount (5) is not yet satisfied: 2 scheduled, 3 remaining")
+
+
+# -- TestGangSchedulingFlow (CPG=true) --------------------------------------------------------------
+
+CPG_GATES = {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True, "CompositePodGroup": True}
+
+
+def composite(name: str, min_group_count: int | None, parent: str | None = None) -> dict[str, Any]:
+    policy: dict[str, Any] = {"basic": {}} if min_group_count is None else {"gang": {"minGroupCount": min_group_count}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if parent:
+        spec["parentCompositePodGroupName"] = parent
+    return {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+            "metadata": {"name": name, "namespace": NS}, "spec": spec}
+
+
+def child(name: str, min_count: int | None, parent: str) -> dict[str, Any]:
+    raw = pod_group(name, min_count)
+    raw["spec"]["parentCompositePodGroupName"] = parent
+    return raw
+
+
+#: cpg-root (gang 2) over cpg-sub1 (gang 2: pg1..pg3), cpg-sub2 (basic: pg4 basic, pg5) and
+#: cpg-sub3 (gang 2: pg6, pg7); every PodGroup a gang of one unless basic.
+TREE = [child("pg1-cpg", 1, "cpg-sub1"), child("pg2-cpg", 1, "cpg-sub1"), child("pg3-cpg", 1, "cpg-sub1"),
+        child("pg4-cpg", None, "cpg-sub2"), child("pg5-cpg", 1, "cpg-sub2"),
+        child("pg6-cpg", 1, "cpg-sub3"), child("pg7-cpg", 1, "cpg-sub3")]
+TREE_CPGS = [composite("cpg-root", 2), composite("cpg-sub1", 2, "cpg-root"), composite("cpg-sub2", None, "cpg-root"),
+             composite("cpg-sub3", 2, "cpg-root")]
+NOT_READY = 'waiting for composite pod group "cpg-root" tree to meet quorum'
+
+
+def test_a_hierarchy_enters_the_queue_once_its_root_tree_meets_the_quorum() -> None:
+    """CPG Hierarchical Stages 1–3: p1 alone (the tree not ready); p1, p2 then p6 (cpg-sub1 ready,
+    the root not); p4 makes cpg-sub2 ready and with it the root: every held member enters."""
+    sched, cluster, _ = build(TREE, composites=TREE_CPGS, gates=CPG_GATES)
+    p1, p2, p6, p4 = (member(f"p{i}-cpg", f"pg{i}-cpg") for i in (1, 2, 6, 4))
+    cluster.add_pod(p1)
+    assert gated_message(sched, p1) == NOT_READY
+    cluster.add_pod(p2)
+    cluster.add_pod(p6)
+    assert gated_message(sched, p6) == NOT_READY
+    cluster.add_pod(p4)
+    assert [gated_message(sched, p) for p in (p1, p2, p6, p4)] == [None] * 4
+
+
+@pytest.mark.parametrize("gates", [{}, {"GenericWorkload": True}], ids=["no gates", "CPG=false"])
+def test_without_the_gate_a_pod_groups_parent_is_ignored(gates: dict[str, bool]) -> None:
+    sched, cluster, _ = build(TREE, composites=TREE_CPGS, gates=gates)
+    p1 = member("p1-cpg", "pg1-cpg")
+    cluster.add_pod(p1)
+    assert gated_message(sched, p1) is None
+    sched.cache.assume(p1, "n0")  # its own gang of one is complete: no waiting for the tree
+    st, _ = plugin_of(sched).permit(CycleState(), p1, "n0")
+    assert st.is_success
+
+
+def test_permit_waits_for_the_tree_then_allows_it() -> None:
+    """CPG Permit Wait, and Stage 3's Permit: p4 waits while p1, p2, p6 are not placed; with them
+    assumed, p4 completes the tree and passes."""
+    sched, _, _ = build(TREE, composites=TREE_CPGS, gates=CPG_GATES)
+    pl = plugin_of(sched)
+    p1, p2, p6, p4 = (member(f"p{i}-cpg", f"pg{i}-cpg") for i in (1, 2, 6, 4))
+    sched.cache.assume(p4, "n0")
+    st, timeout = pl.permit(CycleState(), p4, "n0")
+    assert (st.code, st.message, timeout) == (Code.WAIT, NOT_READY, PERMIT_TIMEOUT_SECONDS)
+    for p in (p1, p2, p6):
+        sched.cache.assume(p, "n0")
+    st, _ = pl.permit(CycleState(), p4, "n0")
+    assert st.is_success
+
+
+def test_a_basic_root_over_gangs_is_ready_with_one_gang() -> None:
+    """CPG Basic With Gang Stage 1: cpg-basic-root (basic) over two gangs of 2; pg-basic-1 has both
+    members, so p2_1 of pg-basic-2 passes PreEnqueue, and waits at Permit while nothing is placed.
+    With the gate off the same pod is short of its own gang."""
+    groups = [child("pg-basic-1", 2, "cpg-basic-root"), child("pg-basic-2", 2, "cpg-basic-root")]
+    for gates, pre_enqueue in ((CPG_GATES, None), ({}, "waiting for minCount pods from a gang to appear in scheduling "
+                                                       "queue")):
+        sched, cluster, _ = build(groups, composites=[composite("cpg-basic-root", None)], gates=gates)
+        for p in (member("p1_1", "pg-basic-1"), member("p1_2", "pg-basic-1")):
+            cluster.add_pod(p)
+        p2_1 = member("p2_1", "pg-basic-2")
+        cluster.add_pod(p2_1)
+        assert gated_message(sched, p2_1) == pre_enqueue
+    sched, _, _ = build(groups, composites=[composite("cpg-basic-root", None)], gates=CPG_GATES)
+    st, _ = plugin_of(sched).permit(CycleState(), member("p2_1", "pg-basic-2"), "n0")
+    assert (st.code, st.message) == (Code.WAIT, 'waiting for composite pod group "cpg-basic-root" tree to meet quorum')
+
+
+def test_the_composite_pod_group_arriving_last_lets_the_members_in() -> None:
+    """Test_isSchedulableAfterCompositePodGroupAdded: members held because their parent does not
+    exist yet enter the queue once it is added."""
+    sched, cluster, _ = build([child("a", 1, "root")], gates=CPG_GATES)
+    p = member("a-0", "a")
+    cluster.add_pod(p)
+    assert gated_message(sched, p) == ("failed to build hierarchy snapshot: composite pod group object not found in "
+                                       "state for compositepodgroup/ns1/root")
+    cluster.add_object(COMPOSITE_POD_GROUP, f"{NS}/root", composite("root", 1))
+    from kubesched.framework.types import ActionType, ClusterEvent
+
+    sched.queue.move_all_to_active_or_backoff(ClusterEvent(COMPOSITE_POD_GROUP, ActionType.ADD, "CompositePodGroupAdd"))
+    assert gated_message(sched, p) is None
+
+
+@pytest.mark.parametrize(
+    ("min_group_count", "children", "outcomes", "expected"),
+    [
+        (2, 2, [S, S], [W, S]),  # all children succeed, minGroupCount met at the end
+        (3, 3, [U], [U]),  # first child fails: out of reach
+        (2, 2, [S, U], [W, U]),  # second child fails
+        (None, 1, [U], [U]),  # basic composite: one child needed
+        (None, 1, [S], [S]),
+    ],
+)
+def test_placement_feasible_counts_a_composites_children(
+    min_group_count: int | None, children: int, outcomes: list[Code], expected: list[Code]
+) -> None:
+    """TestPlacementFeasible (isCPG=true): PlacementProgress counts children."""
+    sched, _, _ = build([], composites=[composite("cpg", min_group_count)], gates=CPG_GATES)
+    group = PodGroupInfo(NS, "cpg", composite_pod_group=composite("cpg", min_group_count))
+    scheduled, got = 0, []
+    for i, code in enumerate(outcomes):
+        scheduled += 1 if code == S else 0
+        got.append(plugin_of(sched).placement_feasible(CycleState(), group,
+                                                       PlacementProgress(children - i - 1, scheduled)).code)
+    assert got == expected
+
+
+def test_a_composite_pod_group_that_cannot_be_used_holds_its_members_with_the_reason() -> None:
+    bad = composite("root", 1)
+    bad["spec"]["schedulingPolicy"] = {"gang": {"minGroupCount": 0}}
+    sched, cluster, _ = build([child("a", 1, "root")], composites=[bad], gates=CPG_GATES)
+    p = member("a-0", "a")
+    cluster.add_pod(p)
+    assert gated_message(sched, p) == ("CompositePodGroup ns1/root: spec.schedulingPolicy.gang.minGroupCount must be "
+                                       "a positive integer, got 0")

@@ -140,3 +140,56 @@ def test_explain_a_coscheduling_member_short_of_siblings_names_its_group(tmp_pat
                                        "--explain", "g-0"], catch_exceptions=False, env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     assert "Coscheduling: waiting for PodGroup default/g: minCount 3, 2 members exist" in result.stdout
+
+
+def _gang_table(html: str) -> list[list[str]]:
+    import re
+    from html import unescape
+
+    section = re.search(r'<section id="gangs">.*?</section>', html, re.S)
+    assert section is not None, "no gangs section in the report"
+    rows = re.findall(r"<tr class=\"(?:waiting|placed)\">(.*?)</tr>", section.group(0), re.S)
+    return [[unescape(c) for c in re.findall(r"<td[^>]*>([^<]*)</td>", r)] for r in rows]
+
+
+def test_html_report_shows_each_gang_as_the_summary_and_json_do(tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    doc = orjson.loads(simulate(tmp_path, "-o", "json", "--report", str(report)))
+    html = report.read_text()
+    assert "3 PodGroups at the end of the run, 2 waiting" in html
+    rows = _gang_table(html)
+    # The waiting first, as in the terminal table; each state and reason as in the JSON.
+    assert [r[0] for r in rows] == ["default/big", "default/short", "default/small"]
+    assert rows[0][1:4] == ["scheduling.k8s.io", "gang", "0/3 placed, 3 members, 3 pending"]
+    assert rows[0][4] == doc["workloadPodGroups"]["default/big"]["reason"]
+    assert rows[1][3:] == ["0/5 placed, 2 members, 2 pending",
+                           "waiting for PodGroup default/short: minCount 5, 2 members exist"]
+    assert rows[2][3:] == ["2/2 placed, 2 members", ""]
+
+
+def test_html_report_without_gangs_has_no_gang_section() -> None:
+    from kubesched.simulate.report.html import render_html
+
+    assert 'id="gangs"' not in render_html({})
+
+
+def test_html_report_escapes_gang_names_and_reasons() -> None:
+    from kubesched.simulate.report.html import render_html
+
+    evil = "<script>alert(1)</script>"
+    html = render_html({"workloadPodGroups": {f"default/{evil}": {
+        "policy": "gang", "minCount": 2, "members": 1, "placed": 0, "waiting": 0, "pending": 1, "reason": evil}}})
+    assert evil not in html and "&lt;script&gt;" in html
+
+
+def test_gang_section_renders_in_headless_chromium(tmp_path: Path) -> None:
+    from unit.simulate.test_compare import _render
+    from unit.simulate.test_report_html import _chromium_or_skip
+
+    chromium = _chromium_or_skip()
+    page = tmp_path / "report.html"
+    simulate(tmp_path, "--report", str(page))
+    dom = _render(chromium, page, tmp_path / "report.png")
+    # The browser parsed the table: the three groups, the waiting first, each with its state.
+    assert _gang_table(dom)[0][:4] == ["default/big", "scheduling.k8s.io", "gang", "0/3 placed, 3 members, 3 pending"]
+    assert [r[0] for r in _gang_table(dom)] == ["default/big", "default/short", "default/small"]

@@ -18,7 +18,8 @@ must run together, or none. Pods join with the label ``scheduling.x-k8s.io/pod-g
   gang ever binds and every reservation of a failed gang is released at once.
 
 The gang-fit check (fit.py) refuses a gang whose missing members could not all be placed by
-resources now, before they reserve anything. PodGroup status (status.py) and Events (events.py)
+resources now, before they reserve anything; younger gangs that block an older one give way to it
+(give_way.py). PodGroup status (status.py) and Events (events.py)
 are reported to the live shell; a gang waiting at Permit is one preemption victim
 (``eviction_group``).
 
@@ -46,7 +47,7 @@ from kubesched.framework.interfaces import (
     ReservePlugin,
 )
 from kubesched.framework.objects import ObjectEvent
-from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import (
     NODE,
     POD,
@@ -56,10 +57,10 @@ from kubesched.framework.types import (
     PreFilterResult,
     QueuedPodInfo,
 )
-from kubesched.framework.waiting import WaitingPod
 from kubesched.plugins.coscheduling.args import CoschedulingArgs
 from kubesched.plugins.coscheduling.events import GroupEvents
 from kubesched.plugins.coscheduling.fit import GangFit
+from kubesched.plugins.coscheduling.give_way import GiveWay, rejected
 from kubesched.plugins.coscheduling.podgroup import (
     KIND,
     POD_GROUP_KIND,
@@ -88,12 +89,6 @@ EVENT_POD_GROUP = ClusterEvent(KIND, ActionType.ADD | ActionType.UPDATE, "PodGro
 __all__ = ["NAME", "POD_GROUP_LABEL", "Coscheduling"]
 
 
-def _rejected(wp: WaitingPod) -> bool:
-    # Allowing pops a plugin's deadline, rejecting does not: a decided pod with deadlines left was
-    # rejected (by a plugin, a timeout or its deletion).
-    return wp.decided and bool(wp.deadlines)
-
-
 class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePlugin, PermitPlugin):
     name = NAME
     args_model = CoschedulingArgs
@@ -109,8 +104,6 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         self._permitted: dict[str, float] = {}
         self._parsed_groups = ParsedPodGroups(handle, KIND, parse_pod_group)
         self.status = GroupStatus(self.members, handle.waiting_pods)
-        #: Group key → (the older group it gives way to, until when at the latest).
-        self._yield_to: dict[str, tuple[str, float]] = {}
         #: Group key → order of its last failure: failed groups sort after the others (QueueSort).
         self._failed_seq: dict[str, int] = {}
         self._fail_counter = itertools.count(1)
@@ -119,6 +112,8 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         #: Events on PodGroups (gang-level failures, admission) for the live shell.
         self.events = GroupEvents(handle.clock, handle.profile_name)
         self.fit = GangFit(self.members, self.pod_group)
+        #: Younger gangs giving way to older ones (give_way.py).
+        self.give_way = GiveWay(handle, self.members, self.pod_group)
 
     # -- PodGroups ---------------------------------------------------------------------------------
     def pod_group(self, key: str) -> PodGroup | PodGroupSpecError | None:
@@ -221,7 +216,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
             if now < until:
                 return None, Status.unresolvable(f"podGroup {key} failed recently")
             del self._backoff[key]
-        winner = self._yielding(key)
+        winner = self.give_way.winner(key)
         if winner is not None:
             return None, Status.unresolvable(f"podGroup {key} gives way to podGroup {winner}")
         releasing, waiting = self._waiting_groups()
@@ -261,7 +256,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         if has_waiting:
             self._reject_waiting(key, f"rejection in PreFilter: {short}")
             self._back_off(key)
-            self._clear_yields(key)
+            self.give_way.release(key)
             self._permitted.pop(key, None)
         if self._reason.get(key) != short or key not in self._failed_seq:
             self._mark_failed(key, short)
@@ -296,21 +291,20 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         if (pg.min_member - assigned) / pg.min_member <= _SMALL_GAP and not self.fit_shortfall(pg, self.handle.table):
             # Close to quorum, and the rest may still fit: later members may complete it.
             return None, Status.unschedulable()
-        blockers = self._lower_ranked_blockers(pg, diagnosis)
+        blockers = self.give_way.blockers(pg, diagnosis)
         if blockers:
             # Younger gangs still short of quorum hold resources this pod could use: they give way
             # (and keep out of the way until this group completes, fails or times out), so two
             # gangs that each hold part of the cluster cannot starve each other.
-            deadline = self.handle.clock.now() + self._timeout(pg)
             for other in blockers:
                 self._reject_waiting(other, f"rejected to make room for PodGroup {key}")
-                self._yield_to[other] = (key, deadline)
+            self.give_way.give_way(blockers, key, self.handle.clock.now() + self._timeout(pg))
             return None, Status.unschedulable(
                 f"PodGroup {key}: younger PodGroup(s) {', '.join(blockers)} waiting at Permit were rejected to "
                 "make room"
             )
         self._reject_waiting(key, "optimistic rejection in PostFilter")
-        self._clear_yields(key)
+        self.give_way.release(key)
         if self.member_count(pod, key) >= pg.min_member:
             self._back_off(key)
         self._permitted.pop(key, None)
@@ -323,57 +317,6 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         return None, Status.unschedulable(
             f"PodGroup {key} gets rejected due to Pod {pod.name} is unschedulable even after PostFilter"
         )
-
-    def rank(self, pg: PodGroup) -> tuple[float, str]:
-        """Between gangs competing for the same resources, the older PodGroup goes first."""
-        return pg.creation_ts, pg.key
-
-    def _lower_ranked_blockers(self, pg: PodGroup, diagnosis: Diagnosis) -> list[str]:
-        """Groups ranked after ``pg``, short of quorum, with members waiting at Permit on nodes
-        that rejected this pod for a reason that freeing them may resolve."""
-        mine = self.rank(pg)
-        nodes_of: dict[str, list[str]] = {}
-        for wp in self.handle.waiting_pods:
-            other = group_key(wp.pod)
-            # Members already rejected but not yet released count: their resources are on the way.
-            if other is not None and other != pg.key and (not wp.decided or _rejected(wp)):
-                nodes_of.setdefault(other, []).append(wp.node_name)
-        blockers: list[str] = []
-        table = self.handle.table
-        for other, nodes in sorted(nodes_of.items()):
-            opg = self.pod_group(other)
-            if not isinstance(opg, PodGroup) or self.rank(opg) <= mine:
-                continue
-            if len(self.members.assigned_of(other)) >= opg.min_member:
-                continue
-            for node in nodes:
-                row = table.row_of(node)
-                st = diagnosis.node_to_status.get(row) if row is not None else None
-                if st is not None and st.code == Code.UNSCHEDULABLE:
-                    blockers.append(other)
-                    break
-        return blockers
-
-    def _yielding(self, key: str) -> str | None:
-        """The group this one gives way to, while that group is still assembling."""
-        entry = self._yield_to.get(key)
-        if entry is None:
-            return None
-        winner, deadline = entry
-        pg = self.pod_group(winner)
-        if (
-            self.handle.clock.now() >= deadline
-            or not isinstance(pg, PodGroup)
-            or len(self.members.assigned_of(winner)) >= pg.min_member
-        ):
-            del self._yield_to[key]
-            return None
-        return winner
-
-    def _clear_yields(self, winner: str) -> None:
-        """``winner`` failed: the groups that gave way to it may go again."""
-        for key in [k for k, (w, _) in self._yield_to.items() if w == winner]:
-            del self._yield_to[key]
 
     def _timeout(self, pg: PodGroup) -> int:
         return pg.schedule_timeout_seconds or self.args.permit_waiting_time_seconds
@@ -395,7 +338,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         # backs off like one rejected in PostFilter (the older deniedPGExpirationTimeSeconds).
         if rejected > 0 or state.get(_WAITED):
             self._back_off(key)
-            self._clear_yields(key)
+            self.give_way.release(key)
             if key not in self._reason or key not in self._failed_seq:
                 waited = len(self.members.assigned_of(key))
                 self._mark_failed(
@@ -422,7 +365,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         # The pod itself is assumed already, so it is among the assigned members.
         assigned = len(self.members.assigned_of(key))
         waiting = [wp for wp in self.handle.waiting_pods if group_key(wp.pod) == key]
-        if any(_rejected(wp) for wp in waiting):
+        if any(rejected(wp) for wp in waiting):
             # A sibling was just rejected (timeout, deletion) and is about to be unreserved: the
             # quorum counted with it is not real.
             self._reject_waiting(key, "rejection in Permit: a member of the group was rejected")

@@ -36,6 +36,7 @@ Not ported: queueing hints (every registered event retries), PodGroup claims
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -56,7 +57,7 @@ from kubesched.framework.interfaces import (
     Scores,
 )
 from kubesched.framework.normalize import default_normalize_score
-from kubesched.framework.objects import StatusWriter
+from kubesched.framework.objects import POD_KIND, ObjectEvent, StatusWriter
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilterResult, PreFilterResult
 from kubesched.plugins.dynamicresources.allocator import (
@@ -67,7 +68,6 @@ from kubesched.plugins.dynamicresources.allocator import (
     claim_requests,
 )
 from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs
-from kubesched.plugins.dynamicresources.assumed import AssumedClaims
 from kubesched.plugins.dynamicresources.binding import (
     bind_claim,
     create_extended_claim,
@@ -89,7 +89,6 @@ from kubesched.plugins.dynamicresources.claims import (
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_SLICE,
     ClaimError,
-    allocated_devices,
     allocation,
     claim_key,
     claim_uid,
@@ -106,10 +105,9 @@ from kubesched.plugins.dynamicresources.extended import (
     mapped_resources,
     node_claim,
 )
+from kubesched.plugins.dynamicresources.manager import DRAManager
 from kubesched.plugins.dynamicresources.pools import NodeRef
 from kubesched.plugins.dynamicresources.score import ScoreError, compute_score
-from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
-from kubesched.plugins.dynamicresources.slice_index import SliceIndex
 from kubesched.plugins.helpers.device_classes import extended_resource_classes
 from kubesched.plugins.helpers.node_selector import NodeSelector, compile_node_selector
 from kubesched.snapshot.pod import PodInfo
@@ -117,6 +115,8 @@ from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
+#: Pod Events kept for the live shell (a shell that posts none, e.g. the simulator, never drains them).
+MAX_PENDING_EVENTS = 1000
 
 
 @dataclass(slots=True)
@@ -161,19 +161,16 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     def __init__(self, args: DynamicResourcesArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
         self.args: DynamicResourcesArgs = args or DynamicResourcesArgs()
-        #: claim uid -> the claim with the allocation Reserve made, until PreBind wrote it or
-        #: Unreserve dropped it (upstream inFlightAllocations), with the pods sharing it.
-        self._in_flight: dict[str, tuple[dict[str, Any], set[str]]] = {}
-        #: The claims as the scheduler sees them (assumed.py: PreBind's writes until the shell has them).
-        self._tracker = AssumedClaims(lambda: self.handle.objects(RESOURCE_CLAIM.kind))
+        #: Claims, in-flight allocations, slices (manager.py); the handle's DRA manager.
+        self.manager = DRAManager(handle.objects, RESOURCE_CLAIM.kind, RESOURCE_SLICE.kind, DEVICE_CLASS.kind,
+                                  DEVICE_TAINT_RULE.kind)
+        handle.dra_manager = self.manager
         #: PostFilter's claim status writes in flight (kept referenced until done).
         self._deallocations: set[asyncio.Future[Any]] = set()
-        #: Selector results across cycles and pods (selector_cache.py).
-        self._selector_cache = SelectorCache()
-        #: The ResourceSlices by node, kept in step with the shell's at each PreFilter (slice_index.py).
-        self._slices = SliceIndex()
         #: How often PreBind looks at binding conditions (upstream: 5 s).
         self.binding_poll_seconds = POLL_SECONDS
+        #: Events regarding pods, until the live shell posts them (``object_events``).
+        self._pod_events: deque[ObjectEvent] = deque(maxlen=MAX_PENDING_EVENTS)
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return (
@@ -185,11 +182,16 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             ClusterEvent(DEVICE_TAINT_RULE.kind, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
         )
 
+    def object_events(self) -> list[ObjectEvent]:
+        out = list(self._pod_events)
+        self._pod_events.clear()
+        return out
+
     def _claims(self) -> dict[str, dict[str, Any]]:
-        return self._tracker.all()
+        return self.manager.claims()
 
     def _claim(self, key: str) -> dict[str, Any] | None:
-        return self._tracker.get(key)
+        return self.manager.claim(key)
 
     # -- PreEnqueue -----------------------------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status:
@@ -234,7 +236,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                     s.not_bindable.append(index)
                 continue
             s.to_allocate.append(index)
-            if claim_uid(claim) in self._in_flight:
+            if claim_uid(claim) in self.manager.in_flight:
                 return None, Status.unresolvable(
                     f"resource claim {claim_key(claim)} is in the process of being allocated")
             if index == s.extended:
@@ -247,12 +249,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                         return None, Status.unresolvable(
                             f"request {req.full_name}: device class {req.class_name} does not exist")
         if s.to_allocate:
-            all_claims = self._claims()
-            devices = allocated_devices(all_claims)
-            devices |= allocated_devices({uid: c for uid, (c, _) in self._in_flight.items()})
-            self._slices.sync(self.handle.objects(RESOURCE_SLICE.kind),
-                              self.handle.objects(DEVICE_TAINT_RULE.kind).values())
-            s.allocator = Allocator(devices, classes, self._slices, selector_cache=self._selector_cache)
+            s.allocator = Allocator(self.manager.allocated_state(), classes, self.manager.slices(),
+                                    selector_cache=self.manager.selector_cache)
         return None, SUCCESS
 
     def _state(self, state: CycleState) -> _State | None:
@@ -434,11 +432,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             s.reserved[index] = alloc
             s.in_flight_uid[index] = uid
             pending = {**claim, "status": {**(claim.get("status") or {}), "allocation": alloc}}
-            entry = self._in_flight.get(uid)
-            if entry is None:
-                self._in_flight[uid] = (pending, {pod.uid})
-            else:
-                entry[1].add(pod.uid)
+            self.manager.signal_pending(uid, pending, pod.uid)
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
@@ -446,7 +440,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if s is None:
             return
         for index in list(s.reserved):
-            self._release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
+            self.manager.release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
         s.reserved.clear()
         for index, claim in enumerate(s.claims):
             if index != s.extended and allocation(claim) is not None and is_reserved_for(claim, pod):
@@ -455,13 +449,6 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             # unreserveExtendedResourceClaim: a claim this attempt's PreBind created is deleted
             # (in the background; without an event loop there was no PreBind to create it).
             self._in_background(delete_claim(self.handle.client, s.claims[s.extended], self._claim))
-
-    def _release(self, uid: str, pod_uid: str) -> None:
-        entry = self._in_flight.get(uid)
-        if entry is not None:
-            entry[1].discard(pod_uid)
-            if not entry[1]:
-                del self._in_flight[uid]
 
     # -- PreBind --------------------------------------------------------------------------------
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -481,10 +468,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                         if node_ext is None or node_ext.claim is None:
                             return Status.error(f"extended resource claim not found for node {node_name}")
                         claim = await create_extended_claim(self.handle.client, node_ext.claim)
-                        self._tracker.assume(claim, created=True)
+                        self.manager.tracker.assume(claim, created=True)
                         s.claims[index] = claim  # Unreserve deletes it from now on
                 written = await bind_claim(self.handle.client, claim, alloc, pod, self.handle.clock.wall(), self._claim)
-                self._tracker.assume(written)
+                self.manager.tracker.assume(written)
                 s.claims[index] = written
                 if index == s.extended:
                     node_ext = s.node_extended.get(node_name)
@@ -494,7 +481,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 return Status.error(str(e))
         if has_binding_conditions(s.claims):
             # Wait for the drivers to prepare the devices (the in-flight allocations stay until
-            # this succeeds, or Unreserve drops them).
+            # this succeeds, or Unreserve drops them), telling the user as upstream's PreBind does.
+            self._pod_events.append(ObjectEvent(
+                POD_KIND.name, pod.key, pod.uid, "BindingConditionsPending",
+                f"waiting for binding conditions for device on node {node_name}", "Normal", "Scheduling",
+                self.handle.profile_name))
             def claims_now() -> list[dict[str, Any]]:
                 s.claims[:] = [self._claim(claim_key(c)) or c for c in s.claims]
                 return s.claims
@@ -504,6 +495,6 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             except BindingError as e:
                 return Status.error(str(e))
         for index in list(s.reserved):
-            self._release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
+            self.manager.release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
         s.reserved.clear()
         return SUCCESS

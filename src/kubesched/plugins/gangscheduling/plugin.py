@@ -1,7 +1,7 @@
 """GangScheduling: all-or-nothing scheduling of the Workload API's PodGroups (kube-scheduler v1.37).
 
-Port of pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go (v1.37.1) with the
-CompositePodGroup gate off. A pod joins a PodGroup (``scheduling.k8s.io/v1beta1``) through
+Port of pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go (v1.37.1). A pod joins a
+PodGroup (``scheduling.k8s.io/v1beta1``) through
 ``spec.schedulingGroup.podGroupName``; a group with ``schedulingPolicy.gang.minCount`` is a gang:
 
 * PreEnqueue: a member stays out of the active queue until its PodGroup exists and ``minCount``
@@ -18,28 +18,42 @@ ones from every pod that passes PreEnqueue, resynchronised from ``handle.pending
 * PlacementFeasible: in the PodGroup cycle (scheduler_podgroup.py), ``minCount`` placed is a
   Success, reachable with the members left a Wait, out of reach Unschedulable (the cycle stops:
   ``minCount (N) cannot be satisfied: S scheduled, R remaining``).
+
+With the CompositePodGroup gate (``handle.feature_gates``), a PodGroup under a CompositePodGroup
+(``spec.parentCompositePodGroupName``) is judged with its whole hierarchy: PreEnqueue holds its
+members until the root's tree meets its quorum (a PodGroup is ready with ``minCount`` members, 1
+for ``basic``; a CompositePodGroup with ``minGroupCount`` ready children, 1 for ``basic``:
+``waiting for composite pod group "<root>" tree to meet quorum``), Permit waits until the tree
+meets it with members assumed or bound and then allows every member of the tree waiting there,
+and PlacementFeasible counts a CompositePodGroup's children placed against ``minGroupCount``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import PermitPlugin, PlacementFeasiblePlugin, PreEnqueuePlugin
-from kubesched.framework.podgroup import PlacementProgress, PodGroupInfo
+from kubesched.framework.podgroup import COMPOSITE_POD_GROUP as COMPOSITE_POD_GROUP_GATE
+from kubesched.framework.podgroup import PlacementProgress, PodGroupInfo, parent_composite_name
 from kubesched.framework.podgroup_condition import INITIALLY_SCHEDULED, find_condition
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import POD, ActionType, ClusterEvent
+from kubesched.framework.workload_forest import build_tree, root_of_composite
 from kubesched.plugins.gangscheduling.podgroup import (
+    COMPOSITE_POD_GROUP,
+    COMPOSITE_POD_GROUP_KIND,
     POD_GROUP,
     POD_GROUP_KIND,
     WORKLOAD_KIND,
+    CompositePodGroup,
     PodGroup,
     PodGroupSpecError,
     group_key,
     group_name,
+    parse_composite_pod_group,
     parse_pod_group,
 )
 from kubesched.plugins.helpers.gang_members import MemberIndex, waiting_note
@@ -55,12 +69,13 @@ __all__ = ["NAME", "PERMIT_TIMEOUT_SECONDS", "GangScheduling"]
 
 class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
     name = NAME
-    object_kinds = (POD_GROUP_KIND, WORKLOAD_KIND)
+    object_kinds = (POD_GROUP_KIND, WORKLOAD_KIND, COMPOSITE_POD_GROUP_KIND)
 
     def __init__(self, args: None, handle: Handle) -> None:
         super().__init__(args, handle)
         self.members = MemberIndex(handle.table, handle.pending_pods, group_key)
         self._parsed_groups = ParsedPodGroups(handle, POD_GROUP, parse_pod_group)
+        self._parsed_composites = ParsedPodGroups(handle, COMPOSITE_POD_GROUP, parse_composite_pod_group)
         #: Group key → uids of its members this plugin's PreEnqueue refused (short of minCount):
         #: the ones upstream's UnscheduledPod Add event requeues once the group is complete.
         self._held: dict[str, set[str]] = {}
@@ -80,6 +95,8 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
         return (
             ClusterEvent(POD, ActionType.ADD, "AssignedPodAdd"),
             ClusterEvent(POD_GROUP, ActionType.ADD | ActionType.UPDATE, "PodGroupAddOrUpdate"),
+            # CompositePodGroup gate: a CompositePodGroup being added can complete a hierarchy.
+            ClusterEvent(COMPOSITE_POD_GROUP, ActionType.ADD, "CompositePodGroupAdd"),
         )
 
     # -- PreEnqueue --------------------------------------------------------------------------------
@@ -96,6 +113,8 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
         if isinstance(pg, PodGroupSpecError):
             self._held.setdefault(key, set()).add(pod.uid)
             return Status.unresolvable(str(pg))
+        if self._hierarchies() and (parent := parent_composite_name(self._raw_group(key))) is not None:
+            return self._pre_enqueue_hierarchy(pod, key, parent)
         if pg.gang_min_count is None:
             self._held.pop(key, None)
             return SUCCESS  # this plugin only cares about pods with a gang policy
@@ -129,6 +148,8 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
             return Status.error(f'failed to get podGroup {key}: podgroup.scheduling.k8s.io "{name}" not found'), 0.0
         if isinstance(pg, PodGroupSpecError):
             return Status.error(str(pg)), 0.0
+        if self._hierarchies() and (parent := parent_composite_name(self._raw_group(key))) is not None:
+            return self._permit_hierarchy(pod, parent)
         if pg.gang_min_count is None:
             return SUCCESS, 0.0
         # ScheduledPodsCount: assumed or bound members; this pod is assumed already.
@@ -147,34 +168,139 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
 
     # -- PlacementFeasible -------------------------------------------------------------------------
     def placement_feasible(self, state: CycleState, group: PodGroupInfo, progress: PlacementProgress) -> Status:
-        pg = self.pod_group(group.key)
+        pg: PodGroup | CompositePodGroup | PodGroupSpecError | None
+        pg = self._parsed_composites.get(group.key) if group.is_composite else self.pod_group(group.key)
+        if group.is_composite and pg is None:
+            return Status.error(f'failed to get compositePodGroup {group.key}: '
+                                f'compositepodgroup.scheduling.k8s.io "{group.name}" not found')
         if pg is None:
             return Status.error(
                 f'failed to get podGroup {group.key}: podgroup.scheduling.k8s.io "{group.name}" not found')
         if isinstance(pg, PodGroupSpecError):
             return Status.error(str(pg))
         min_count, remaining, scheduled = pg.min_count, progress.remaining, progress.scheduled
+        # A PodGroup's by its key, a CompositePodGroup's by its entity key (the names may clash).
+        failure_key = group.entity_key if group.is_composite else group.key
         if remaining + scheduled < min_count:
             # minCount can't be satisfied because there are not enough remaining pods.
             message = f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
-            self._failure[group.key] = message
+            self._failure[failure_key] = message
             return Status.unschedulable(message)
         if scheduled < min_count:
             return Status.wait(
                 f"minCount ({min_count}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining")
-        self._failure.pop(group.key, None)
+        self._failure.pop(failure_key, None)
         return SUCCESS
+
+    # -- CompositePodGroup hierarchies ---------------------------------------------------------------
+    def _hierarchies(self) -> bool:
+        return bool(self.handle.feature_gates.get(COMPOSITE_POD_GROUP_GATE))
+
+    def _raw_group(self, key: str) -> dict[str, Any] | None:
+        return self.handle.objects(POD_GROUP).get(key)
+
+    def _tree(self, namespace: str, parent: str) -> tuple[PodGroupInfo | None, str]:
+        """GetRootKeyForGroup + the hierarchy under the root (None when the chain of parents from
+        ``parent`` does not reach a root), and the error upstream gives then."""
+        missing = (f"failed to build hierarchy snapshot: composite pod group object not found in state for "
+                   f"compositepodgroup/{namespace}/{parent}")
+        pod_groups, composites = self.handle.objects(POD_GROUP), self.handle.objects(COMPOSITE_POD_GROUP)
+        root = root_of_composite(composites, namespace, parent)
+        tree = build_tree(pod_groups, composites, root) if root is not None else None
+        return tree, missing
+
+    def _ready(self, group: PodGroupInfo, count: Callable[[str], int]) -> bool:
+        """isCPGTreeReady / isPGReady: ``count`` members (existing, or placed) of each PodGroup."""
+        if not group.is_composite:
+            pg = self.pod_group(group.key)
+            return isinstance(pg, PodGroup) and count(group.key) >= pg.min_count
+        cpg = self._parsed_composites.get(group.key)
+        if not isinstance(cpg, CompositePodGroup):
+            return False
+        return sum(1 for child in group.children if self._ready(child, count)) >= cpg.min_count
+
+    def _invalid_composite(self, group: PodGroupInfo) -> str | None:
+        """The spec error of the first CompositePodGroup of the tree that cannot be used."""
+        if not group.is_composite:
+            return None
+        cpg = self._parsed_composites.get(group.key)
+        if isinstance(cpg, PodGroupSpecError):
+            return str(cpg)
+        return next((e for child in group.children if (e := self._invalid_composite(child)) is not None), None)
+
+    def _pre_enqueue_hierarchy(self, pod: PodInfo, key: str, parent: str) -> Status:
+        """preEnqueueWithHierarchies for a PodGroup with a parent: checkCPGHierarchyReadiness
+        (AllPodsCount)."""
+        self._held.setdefault(key, set()).add(pod.uid)
+        tree, missing = self._tree(pod.namespace, parent)
+        if tree is None:
+            return Status.unresolvable(missing)
+        if (invalid := self._invalid_composite(tree)) is not None:
+            return Status.unresolvable(invalid)
+        self.members.maybe_resync(self.handle.clock.now())
+        self.members.note_pending(pod)
+        if not self._ready(tree, lambda k: self.members.count(k, pod if k == key else None)):
+            return Status.unresolvable(f'waiting for composite pod group "{tree.name}" tree to meet quorum')
+        # The tree is ready: the members of every PodGroup of it held here may enter the queue too.
+        held = [uid for leaf in tree.leaves() for uid in self._held.pop(leaf.key, ())]
+        self.handle.activate(sorted(set(held) - {pod.uid}))
+        return SUCCESS
+
+    def _permit_hierarchy(self, pod: PodInfo, parent: str) -> tuple[Status, float]:
+        """permitPodForHierarchy: wait until the root's tree meets its quorum with members assumed
+        or bound (ScheduledPodsCount), then allow every member of the tree waiting at Permit."""
+        tree, missing = self._tree(pod.namespace, parent)
+        if tree is None:
+            return Status.error(missing), 0.0
+        leaves = tree.leaves()
+        if not self._ready(tree, lambda k: len(self.members.assigned_of(k))):
+            self.handle.activate([uid for leaf in leaves for uid in self.members.pending_of(leaf.key)])
+            return (Status.wait(f'waiting for composite pod group "{tree.name}" tree to meet quorum'),
+                    PERMIT_TIMEOUT_SECONDS)
+        waiting = self.handle.waiting_pods
+        for leaf in leaves:
+            for uid in list(self.members.assigned_of(leaf.key)):
+                wp = waiting.get(uid)
+                if wp is not None:
+                    wp.allow(self.name)
+        return SUCCESS, 0.0
 
     # -- reports (simulator) and explain -----------------------------------------------------------
     def _wait_reason(self, key: str, pg: PodGroup, exist: int, placed: int) -> str | None:
         """Why the gang ``key`` is not placed: short of members (held at PreEnqueue), or the
         rejection of its last PodGroup cycle; None once ``minCount`` members are placed."""
-        if pg.gang_min_count is None or placed >= pg.gang_min_count:
+        if placed >= pg.min_count:
             return None
-        if exist < pg.gang_min_count:
-            return waiting_note(key, pg.gang_min_count, exist)
-        failure = self._failure.get(key)
-        return f"waiting for PodGroup {key}: {failure}" if failure else None
+        if pg.gang_min_count is not None:
+            if exist < pg.gang_min_count:
+                return waiting_note(key, pg.gang_min_count, exist)
+            failure = self._failure.get(key)
+            if failure:
+                return f"waiting for PodGroup {key}: {failure}"
+        return self._hierarchy_wait_reason(key)
+
+    def _hierarchy_wait_reason(self, key: str) -> str | None:
+        """Why a PodGroup under a CompositePodGroup waits for its hierarchy: the tree short of its
+        quorum, or the last failure of the nearest CompositePodGroup above it that failed."""
+        parent = parent_composite_name(self._raw_group(key)) if self._hierarchies() else None
+        if parent is None:
+            return None
+        namespace = key.split("/", 1)[0]
+        tree, missing = self._tree(namespace, parent)
+        if tree is None:
+            return f"waiting for PodGroup {key}: {missing}"
+        if not self._ready(tree, lambda k: self.members.count(k)):
+            return f'waiting for PodGroup {key}: waiting for composite pod group "{tree.name}" tree to meet quorum'
+        composites = self.handle.objects(COMPOSITE_POD_GROUP)
+        seen: set[str] = set()
+        name: str | None = parent
+        while name is not None and name not in seen:
+            seen.add(name)
+            failure = self._failure.get(f"compositepodgroup/{namespace}/{name}")
+            if failure:
+                return f"waiting for CompositePodGroup {namespace}/{name}: {failure}"
+            name = parent_composite_name(composites.get(f"{namespace}/{name}"))
+        return None
 
     def object_report(self) -> dict[str, dict[str, dict[str, Any]]]:
         """{POD_GROUP: key → policy, minCount, members (existing, not terminal), placed (bound),

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesched.framework.objects import ObjectKind
-from kubesched.framework.podgroup import POD_GROUP_OBJECTS
+from kubesched.framework.podgroup import COMPOSITE_POD_GROUP as COMPOSITE_POD_GROUP_GATE
+from kubesched.framework.podgroup import COMPOSITE_POD_GROUP_OBJECTS, POD_GROUP_OBJECTS, WORKLOAD_OBJECTS
 from kubesched.framework.podgroup import group_key as group_key
 from kubesched.framework.podgroup import group_name as group_name
 from kubesched.plugins.helpers.pod_group_specs import PodGroupSpecError as PodGroupSpecError
@@ -24,7 +25,10 @@ VERSION = "v1beta1"
 #: The name the shells and ``handle.objects`` know the kind by: ``PodGroup`` is scheduler-plugins'
 #: (Coscheduling), so this one is qualified by its API group.
 POD_GROUP = POD_GROUP_OBJECTS
-WORKLOAD = f"Workload.{API_GROUP}"
+WORKLOAD = WORKLOAD_OBJECTS
+#: CompositePodGroups are served by ``scheduling.k8s.io/v1alpha3`` only (alpha, CompositePodGroup gate).
+COMPOSITE_VERSION = "v1alpha3"
+COMPOSITE_POD_GROUP = COMPOSITE_POD_GROUP_OBJECTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,47 @@ def names_a_group(raw_pod: dict[str, Any]) -> bool:
     return isinstance(group, dict) and bool(group.get("podGroupName"))
 
 
+@dataclass(frozen=True, slots=True)
+class CompositePodGroup:
+    key: str
+    name: str
+    #: spec.schedulingPolicy.gang.minGroupCount; None for the ``basic`` policy.
+    gang_min_group_count: int | None
+
+    @property
+    def min_count(self) -> int:
+        """getMinCount: a basic composite needs one child placed."""
+        return self.gang_min_group_count if self.gang_min_group_count is not None else 1
+
+
+def parse_composite_pod_group(raw: dict[str, Any]) -> CompositePodGroup:
+    """A CompositePodGroup (scheduling/v1alpha3 types.go): ``schedulingPolicy`` is ``basic: {}``
+    or ``gang: {minGroupCount: N}`` (N >= 1)."""
+    meta = raw.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    key = f"{meta.get('namespace') or 'default'}/{name}"
+    spec = raw.get("spec")
+    if not isinstance(spec, dict):
+        raise PodGroupSpecError(f"CompositePodGroup {key}: spec must be an object")
+    policy = spec.get("schedulingPolicy")
+    if not isinstance(policy, dict) or (policy.get("gang") is None) == (policy.get("basic") is None):
+        raise PodGroupSpecError(
+            f"CompositePodGroup {key}: spec.schedulingPolicy must set exactly one of basic and gang")
+    gang = policy.get("gang")
+    if gang is None:
+        return CompositePodGroup(key, name, None)
+    count = gang.get("minGroupCount") if isinstance(gang, dict) else None
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise PodGroupSpecError(
+            f"CompositePodGroup {key}: spec.schedulingPolicy.gang.minGroupCount must be a positive integer, "
+            f"got {count!r}")
+    return CompositePodGroup(key, name, count)
+
+
+def validate_composite_pod_group(raw: dict[str, Any]) -> None:
+    validate_pod_group_with(parse_composite_pod_group, raw)
+
+
 #: ``writes_status``: the PodGroup cycle writes its ``PodGroupInitiallyScheduled`` condition
 #: (framework/podgroup_condition.py; the live shell patches ``podgroups/status``, as upstream).
 POD_GROUP_KIND = ObjectKind(
@@ -84,3 +129,7 @@ POD_GROUP_KIND = ObjectKind(
     needed_by=names_a_group, when_missing="pods that name a group wait for it at PreEnqueue", name=POD_GROUP,
 )
 WORKLOAD_KIND = ObjectKind("Workload", API_GROUP, VERSION, "workloads", namespaced=True, name=WORKLOAD)
+COMPOSITE_POD_GROUP_KIND = ObjectKind(
+    "CompositePodGroup", API_GROUP, COMPOSITE_VERSION, "compositepodgroups", namespaced=True,
+    validate=validate_composite_pod_group, name=COMPOSITE_POD_GROUP, feature_gate=COMPOSITE_POD_GROUP_GATE,
+)

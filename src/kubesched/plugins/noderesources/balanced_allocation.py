@@ -9,7 +9,7 @@ was the balance with the pod alone, which made kubesched place pods differently 
 v1.37 (issue 32: the openb trace). PreScore returns Skip for a pod that requests none of the
 resources (kubernetes#129138: best-effort pods would otherwise pile onto the most balanced node).
 
-Not ported: DRA-backed extended resources — see README.
+Extended resources backed by DRA are scored as in NodeResourcesFit (``draPreScoreState``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Final
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import DRAResourceCounter, Handle
 from kubesched.framework.interfaces import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin, Scores
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
@@ -37,6 +37,8 @@ PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     pod_requests: IntArray
+    #: draPreScoreState: the devices behind DRA-backed resources of ``resources``, or None.
+    dra: DRAResourceCounter | None = None
 
     def clone(self) -> _PreScoreState:
         return self
@@ -59,19 +61,21 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         pod_requests = self.allocation.pod_request_list(pod)
         if not np.count_nonzero(pod_requests):  # a C call; ndarray.any() costs several times more
             return Status.skip(self.name)  # isBestEffortPod
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(pod_requests))
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(pod_requests, self.allocation.dra_counter(self.handle)))
         return SUCCESS
 
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
         s = state.get(PRE_SCORE_STATE_KEY)
-        if isinstance(s, _PreScoreState):
-            pod_requests = s.pod_requests
-        else:
+        if not isinstance(s, _PreScoreState):
             # PreScore did not run: recompute, and score best-effort pods 0 as upstream's Score does.
             pod_requests = self.allocation.pod_request_list(pod)
             if not pod_requests.any():
                 return np.zeros(len(rows), dtype=np.int64)
+            s = _PreScoreState(pod_requests, self.allocation.dra_counter(self.handle))
+        pod_requests = s.pod_requests
         alloc, requested, known_nonzero = self.allocation.allocatable_requested(table, rows, pod_requests)
+        if s.dra is not None and not known_nonzero:
+            self.allocation.add_dra_backed(table, rows, pod_requests, s.dra, alloc, requested)
         with_pod = balanced_resource_scorer(requested, alloc, known_nonzero)
         # The node without the pod: the scorer skips resources the node does not have (allocatable
         # 0) whatever their requested value, so subtracting the pod everywhere is safe.

@@ -13,10 +13,12 @@ Extended resources backed by DRA (DRAExtendedResource, GA and on): a resource a 
 (plugins/helpers/device_classes.py) is not checked on a node whose allocatable lacks it
 (``shouldDelegateResourceToDRA``): DynamicResources allocates it there. The DeviceClasses are those the
 shell tracks for DynamicResources; a profile without that plugin has none, so nothing is delegated
-(upstream's DRA manager exists whatever the profile). Not ported: the scoring of such resources
-(``draPreScoreState``: a scoring strategy naming a DRA-backed resource scores it as 0 requested, 0
-allocatable on nodes without it), queueing hints (our queue has none; the registered events are upstream's
-non-QueueingHint set) and the SidecarContainers-disabled PreFilter rejection (the gate is GA).
+(upstream's DRA manager exists whatever the profile). A scoring strategy naming such a resource
+scores it, on a node whose allocatable lacks it, with the class's devices there as allocatable and
+the allocated ones as requested (``draPreScoreState``, resource_allocation.go; counted by
+DynamicResources, dynamicresources/extended_scoring.py). Not ported: queueing hints (our queue has
+none; the registered events are upstream's non-QueueingHint set) and the SidecarContainers-disabled
+PreFilter rejection (the gate is GA).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import DRAResourceCounter, Handle
 from kubesched.framework.interfaces import (
     FilterPlugin,
     PlacementScorePlugin,
@@ -111,6 +113,8 @@ class _PreFilterState:
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     pod_requests: IntArray
+    #: draPreScoreState: the devices behind DRA-backed resources of the scoring strategy, or None.
+    dra: DRAResourceCounter | None = None
 
     def clone(self) -> _PreScoreState:
         return self
@@ -403,7 +407,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     # -- PreScore / Score -------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Status:
         # Upstream's Fit.PreScore never skips (only BalancedAllocation skips best-effort pods).
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self.allocation.pod_request_list(pod)))
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self.allocation.pod_request_list(pod),
+                                                        self.allocation.dra_counter(self.handle)))
         return SUCCESS
 
     # -- PlacementScore ---------------------------------------------------------------------------
@@ -428,9 +433,12 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
         s = state.get(PRE_SCORE_STATE_KEY)
-        # Upstream's Score recomputes the requests when PreScore did not run.
-        pod_requests = s.pod_requests if isinstance(s, _PreScoreState) else self.allocation.pod_request_list(pod)
-        alloc, requested, known_nonzero = self.allocation.allocatable_requested(table, rows, pod_requests)
+        if not isinstance(s, _PreScoreState):
+            # Upstream's Score recomputes the requests (and the DRA state) when PreScore did not run.
+            s = _PreScoreState(self.allocation.pod_request_list(pod), self.allocation.dra_counter(self.handle))
+        alloc, requested, known_nonzero = self.allocation.allocatable_requested(table, rows, s.pod_requests)
+        if s.dra is not None and not known_nonzero:
+            self.allocation.add_dra_backed(table, rows, s.pod_requests, s.dra, alloc, requested)
         return self.scorer(requested, alloc, known_nonzero)
 
 

@@ -24,6 +24,7 @@ import numpy.typing as npt
 # is_extended_resource_name is re-exported for NodeResourcesFit (it used to live here).
 from kubesched.api.validation import is_extended_resource_name as is_extended_resource_name
 from kubesched.api.validation import is_scalar_resource_name
+from kubesched.framework.handle import DRAResourceCounter, Handle
 from kubesched.framework.interfaces import MAX_NODE_SCORE
 from kubesched.plugins.noderesources.args import (
     LEAST_ALLOCATED,
@@ -342,6 +343,33 @@ class ResourceAllocation:
                 alloc[i] = table.allocatable_by_resource[col].take(rows)
                 requested[i] = used[used_col].take(rows) + amount
         return alloc, requested, plan.allocatable_nonzero_everywhere(table)
+
+    def dra_counter(self, handle: Handle) -> DRAResourceCounter | None:
+        """getDRAPreScoredParams: the devices behind the configured resources a DeviceClass maps,
+        or None (no DynamicResources in the profile, or no such resource)."""
+        manager = handle.dra_manager
+        if manager is None or not self._scalar_positions:
+            return None
+        return manager.extended_resource_counter([self.resources[i].name for i in self._scalar_positions])
+
+    def add_dra_backed(self, table: NodeTable, rows: Rows, pod_requests: IntArray, counter: DRAResourceCounter,
+                       alloc: IntArray, requested: IntArray) -> None:
+        """calculateResourceAllocatableRequest's DRA branch, in place on ``allocatable_requested``'s
+        matrices: a resource the pod requests, that a DeviceClass maps and that a node's allocatable
+        lacks (0) counts there as the class's devices on the node (allocatable) and those allocated
+        (requested, plus the pod's request). A node without such devices keeps allocatable 0, so
+        the resource is not scored there (calculateDRAExtendedResourceAllocatableRequest)."""
+        amounts = pod_requests.tolist()
+        for i in self._scalar_positions:
+            name = self.resources[i].name
+            if amounts[i] == 0 or not counter.backs(name):
+                continue
+            for j in np.flatnonzero(alloc[i] == 0).tolist():
+                node = table.node_info(int(rows[j]))
+                capacity, allocated = counter.totals(name, node.name, node.labels)
+                if capacity > 0:
+                    alloc[i, j] = capacity
+                    requested[i, j] = allocated + amounts[i]
 
     def _plan(self, table: NodeTable, pod_requests: IntArray) -> _ColumnPlan:
         """Which table column feeds each configured resource (cached: it changes only with the

@@ -1,8 +1,9 @@
 """PodGroupPodsCount: a placement scores the PodGroup members it holds.
 
 Port of pkg/scheduler/framework/plugins/podgrouppodscount/podgroup_pods_count.go (Kubernetes
-v1.37.1, CompositePodGroup off): ScorePlacement is the group's members already assumed or bound
-plus those the placement proposes; NormalizePlacementScore scales them to 0–100 by the highest
+v1.37.1): ScorePlacement is the group's members already assumed or bound (a CompositePodGroup's:
+every PodGroup's under it, helper.GetPodGroupStates) plus those the placement proposes;
+NormalizePlacementScore scales them to 0–100 by the highest
 (all zero is an error, as upstream: GangScheduling lets no group through with none placed).
 """
 
@@ -30,7 +31,8 @@ class PodGroupPodsCount(PlacementScorePlugin):
     def score_placement(
         self, state: CycleState, group: PodGroupInfo, assignments: PodGroupAssignments
     ) -> tuple[int, Status]:
-        return len(self.members.assigned_of(group.key)) + len(assignments.proposed), SUCCESS
+        placed = sum(len(self.members.assigned_of(leaf.key)) for leaf in group.leaves())
+        return placed + len(assignments.proposed), SUCCESS
 
     def normalize_placement_scores(self, state: CycleState, group: PodGroupInfo, scores: list[int]) -> Status | None:
         highest = max(scores, default=0)

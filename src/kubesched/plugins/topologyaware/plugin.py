@@ -1,7 +1,8 @@
 """TopologyPlacementGenerator: one placement per topology domain, so a PodGroup lands in one.
 
 Port of pkg/scheduler/framework/plugins/topologyaware/topology_placement.go (Kubernetes v1.37.1,
-TopologyAwareWorkloadScheduling on, CompositePodGroup off). A PodGroup whose
+TopologyAwareWorkloadScheduling on). A PodGroup (or, with the CompositePodGroup gate, a
+CompositePodGroup: its members are every PodGroup's under it) whose
 ``spec.schedulingConstraints.topology[0].key`` names a node label (e.g. a rack, an NVLink domain)
 is tried on each domain of that label in turn — the nodes with that value — and on the one its
 already placed members occupy when it has some; nodes without the label are in no placement. A
@@ -44,12 +45,13 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin):
     def generate_placements(
         self, state: CycleState, group: PodGroupInfo, parent: Placement
     ) -> tuple[list[Placement], Status]:
-        key = topology_key(group.pod_group)
+        key = topology_key(group.composite_pod_group if group.is_composite else group.pod_group)
         if key is None:
             return [parent], SUCCESS
         table = self.handle.table
         required: str | None = None
-        for pod in self.members.assigned_of(group.key).values():
+        placed = [pod for leaf in group.leaves() for pod in self.members.assigned_of(leaf.key).values()]
+        for pod in placed:
             row = table.row_of(pod.node_name)
             if row is None:
                 return [], Status.error(

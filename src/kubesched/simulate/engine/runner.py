@@ -119,7 +119,8 @@ class Simulation:
         # The controllers that act on pods for the kinds the profiles' plugins read (e.g.
         # ResourceClaims stamped from templates): the cluster runs them as pods arrive.
         self.cluster = SimulatedCluster(
-            [k for k in profiles_object_kinds(registry, config.profiles) if k.pod_controller is not None])
+            [k for k in profiles_object_kinds(registry, config.profiles, config.feature_gates)
+             if k.pod_controller is not None])
         self.scheduler = Scheduler.build(
             config.profiles,
             registry,

@@ -40,6 +40,10 @@ Pods (``<team>-<app>-<n>``, namespace = team, in creation order with strictly in
 
 GPU and infra pods are only generated when the cluster has GPU or infra nodes.
 
+With ``gangs`` (``kubesched simulate --gangs SPEC``) the cluster also has Workload API gangs: a
+Workload, its PodGroup and pending member pods per gang, besides the ``pods`` above
+(``workload_gangs.py``).
+
 With ``pod_topology=True`` (what ``kubesched simulate --nodes/--pods`` uses) the replicas of each
 web app also carry what real Deployments and StatefulSets do, one pattern per app: ~40% soft zone
 spreading (``maxSkew 1``, ScheduleAnyway), ~10% hard zone spreading plus soft host spreading, ~15%
@@ -57,11 +61,13 @@ workload shapes, their placement constraints and topology patterns) come from ``
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubesched.simulate.inputs.dump import ClusterInput
 from kubesched.simulate.inputs.gc_pause import paused_gc
+from kubesched.simulate.inputs.workload_gangs import GangSpec, generate_gangs
 from kubesched.simulate.inputs.workload_shapes import (
     ARCH_LABEL,
     EPOCH,
@@ -114,16 +120,19 @@ class _Node:
     pods: int = 0
 
 
-def generate_cluster(nodes: int, pods: int, seed: int, *, pod_topology: bool = False) -> ClusterInput:
+def generate_cluster(
+    nodes: int, pods: int, seed: int, *, pod_topology: bool = False, gangs: Sequence[GangSpec] = ()
+) -> ClusterInput:
     """A synthetic cluster of exactly ``nodes`` Nodes and ``pods`` Pods; deterministic per seed.
-    ``pod_topology``: web apps get spread constraints and pod (anti-)affinity (module docstring)."""
+    ``pod_topology``: web apps get spread constraints and pod (anti-)affinity (module docstring).
+    ``gangs``: Workload API gangs besides (workload_gangs.py), their members added to ``pods``."""
     if nodes < 0 or pods < 0:
         raise ValueError(f"nodes and pods must not be negative, got nodes={nodes} pods={pods}")
     with paused_gc():
-        return _generate(nodes, pods, seed, pod_topology)
+        return _generate(nodes, pods, seed, pod_topology, gangs)
 
 
-def _generate(nodes: int, pods: int, seed: int, pod_topology: bool) -> ClusterInput:
+def _generate(nodes: int, pods: int, seed: int, pod_topology: bool, gangs: Sequence[GangSpec]) -> ClusterInput:
     rng = random.Random(seed)
     node_objs, node_state = _generate_nodes(rng, nodes)
     pools = {pool: [n for n in node_state if n.pool == pool] for pool in ("general", "gpu", "infra")}
@@ -137,12 +146,17 @@ def _generate(nodes: int, pods: int, seed: int, pod_topology: bool) -> ClusterIn
     if pod_topology:
         add_pod_topology(random.Random(seed ^ 0x70_9010), plans)
     terminal = _prebind(rng, plans, pools)
+    # After every other pod: generate_pods' clock advances at most 5 s a pod.
+    generated = generate_gangs(gangs, seed, created_after=EPOCH + 5 * pods)
+    source = f"nodes={nodes}, pods={pods}, seed={seed}"
+    if gangs:
+        source += f", gangs={sum(g.count for g in gangs)} ({len(generated.pods)} pods)"
     return ClusterInput(
         nodes=node_objs,
-        pods=[p.raw for p in plans],
-        objects={"PriorityClass": _priority_classes()},
+        pods=[p.raw for p in plans] + generated.pods,
+        objects={"PriorityClass": _priority_classes(), **generated.objects},
         skipped={},
-        source=f"generated cluster (nodes={nodes}, pods={pods}, seed={seed})",
+        source=f"generated cluster ({source})",
         terminal_pods=terminal,
     )
 

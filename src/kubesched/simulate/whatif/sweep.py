@@ -128,7 +128,8 @@ def run_job(job: SweepJob) -> dict[str, Any]:
         r = job.replay
         cluster = load_replay(r.scenario, r.trace, r.arrivals, r.inflate, r.gpu_nodes_only, job.seed)
     elif job.cluster is not None:
-        cluster = load_cluster(job.cluster, profiles_object_kinds(registry, config.profiles), job.lenient)
+        kinds = profiles_object_kinds(registry, config.profiles, config.feature_gates)
+        cluster = load_cluster(job.cluster, kinds, job.lenient)
     else:
         assert job.nodes is not None
         cluster = generate_cluster(job.nodes, job.pods if job.pods is not None else 2 * job.nodes, job.seed,

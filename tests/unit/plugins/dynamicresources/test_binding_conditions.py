@@ -204,6 +204,11 @@ def test_pre_bind_waits_until_the_driver_sets_the_conditions() -> None:
     c = Cycle(w, claim_pod())
     c.through_reserve()
     assert _pre_bind_with_driver(w, c, clock, (("IsPrepare", "True"),)).is_success
+    # Upstream's Event while PreBind waits, regarding the pod (posted by the live shell).
+    assert [(e.kind, e.key, e.uid, e.reason, e.note, e.event_type, e.action) for e in w.plugin.object_events()] == [
+        ("Pod", f"default/{POD}", POD_UID, "BindingConditionsPending",
+         f"waiting for binding conditions for device on node {NODE}", "Normal", "Scheduling")]
+    assert w.plugin.object_events() == []  # handed over once
 
 
 def test_pre_bind_fails_on_a_failure_condition() -> None:

@@ -45,7 +45,7 @@ def filter_both(w: World, pod_name: str, uid: str, claim_name: str) -> list[Code
 
 def test_second_pod_reuses_the_first_pods_selector_results() -> None:
     w = world(healthy_slice(NODE, True), healthy_slice(NODE2, True))
-    cache = w.plugin._selector_cache
+    cache = w.plugin.manager.selector_cache
     assert filter_both(w, "my-pod", "1234", CLAIM) == [Code.SUCCESS, Code.SUCCESS]
     evaluated = cache.evaluations
     assert evaluated == 2  # the class's selector on each node's one device
@@ -78,7 +78,7 @@ def test_runtime_error_is_the_same_reason_on_every_attempt() -> None:
     assert st1.code == st2.code == Code.ERROR
     assert st1.reasons == st2.reasons
     assert "CEL runtime error: no such key: healthy" in st1.reasons[0]
-    assert w.plugin._selector_cache.evaluations == 1
+    assert w.plugin.manager.selector_cache.evaluations == 1
 
 
 def test_compiled_program_is_cached_per_expression() -> None:
