@@ -16,6 +16,9 @@ Workloads:
                                              scheduler_perf's SchedulingWithResourceClaimTemplate shape
   dra live --workload W [--size S]           live: scheduler_perf's SchedulingWithResourceClaimTemplate or
                                              ExtendedResource, kubesched vs the real kube-scheduler (bench/dra.py)
+  podgroups live --workload W [--size S]    scheduler_perf's podgroup workloads (GangScheduling, BasicScheduling,
+  podgroups simulator --workload W|all       TopologyAwareScheduling, GangPreemptionBasic; GenericWorkload on): live
+                                             vs the real kube-scheduler, or in the simulator (bench/podgroups.py)
   SchedulingBasic NodeAffinity Taints        live: kubesched vs the real kube-scheduler (bench/live.py)
   UnderlayIP Coscheduling
   UnderlayIPPools                            live: kubesched with UnderlayIP pools vs kubesched's default profile
@@ -86,6 +89,10 @@ def main(argv: list[str]) -> int:
         from bench import dra
 
         return dra.main(rest)
+    if name == "podgroups":
+        from bench import podgroups
+
+        return podgroups.main(rest)
     if name == "two-ways":
         from bench import two_ways
 

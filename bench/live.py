@@ -120,6 +120,10 @@ class Workload:
     #: makes for them); after the round's namespace is cleaned up (wait for what it releases)
     after_create: Callable[[ControlPlane, str, Size], None] | None = None
     after_cleanup: Callable[[ControlPlane, str], None] | None = None
+    #: feature gates both schedulers run with (kube-scheduler: ``--feature-gates``; kubesched: the
+    #: configuration's ``featureGates``), and kube-apiserver's extra flags (gates, runtime-config)
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    apiserver_args: tuple[str, ...] = ()
 
 
 def _taints_node(i: int) -> dict[str, Any]:
@@ -578,9 +582,12 @@ class Running:
 
 
 def scheduler_config(c: ControlPlane, path: Path, profile: dict[str, Any], qps: float | None, burst: int | None,
-                     extenders: list[dict[str, Any]] | None = None, leader_elect: bool = False) -> Path:
+                     extenders: list[dict[str, Any]] | None = None, leader_elect: bool = False,
+                     feature_gates: dict[str, bool] | None = None) -> Path:
     """A KubeSchedulerConfiguration; ``qps``/``burst`` None keep the defaults (50/100), and
-    ``leader_elect`` the default Lease (each scheduler its own: kubesched names it kubesched)."""
+    ``leader_elect`` the default Lease (each scheduler its own: kubesched names it kubesched).
+    ``feature_gates``: kubesched's ``featureGates`` map (kube-scheduler takes them as a flag,
+    :func:`gate_flags`)."""
     connection: dict[str, Any] = {"kubeconfig": str(c.scheduler_kubeconfig)}
     if qps is not None:
         connection["qps"] = qps
@@ -595,8 +602,15 @@ def scheduler_config(c: ControlPlane, path: Path, profile: dict[str, Any], qps: 
     }
     if extenders:
         cfg["extenders"] = extenders
+    if feature_gates:
+        cfg["featureGates"] = dict(feature_gates)
     path.write_text(json.dumps(cfg, indent=1) + "\n")
     return path
+
+
+def gate_flags(gates: dict[str, bool]) -> list[str]:
+    """kube-scheduler's (and kube-apiserver's) ``--feature-gates=A=true,B=false``; [] for none."""
+    return [f"--feature-gates={','.join(f'{k}={str(v).lower()}' for k, v in gates.items())}"] if gates else []
 
 
 def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float | None, burst: int | None, workdir: Path,
@@ -612,7 +626,7 @@ def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float | None,
         port = controlplane.free_port()
         profile = wl.kubesched_profile if kind == "kubesched" else {}
         cfg = scheduler_config(c, workdir / "kubesched.yaml", {"schedulerName": KUBESCHED_NAME, **profile}, qps,
-                               burst, leader_elect=leader_elect)
+                               burst, leader_elect=leader_elect, feature_gates=wl.feature_gates)
         argv = [*(wrap or []), kubesched_bin(), "run", f"--config={cfg}", f"--health-addr=127.0.0.1:{port}"]
         env = None if kubesched_src is None else {**os.environ, "PYTHONPATH": kubesched_src}
         comp = c._add(Component("kubesched", argv, c.logs_dir / "kubesched.log", env))
@@ -657,7 +671,7 @@ def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float | None,
     cfg = scheduler_config(c, workdir / "kube-scheduler.yaml", {"schedulerName": DEFAULT_NAME}, qps, burst, extenders,
                            leader_elect)
     try:
-        comp = c.start_kube_scheduler(cfg, extra_args=["--v=0"])
+        comp = c.start_kube_scheduler(cfg, extra_args=["--v=0", *gate_flags(wl.feature_gates)])
     except BaseException:
         for p in procs.values():
             c.stop_component(p)
@@ -833,6 +847,7 @@ def cleanup_namespace(c: ControlPlane, ns: str, pod_names: list[str] | None = No
     for path in (
         f"/api/v1/namespaces/{ns}/pods",
         f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups",
+        f"/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups",
         f"/apis/events.k8s.io/v1/namespaces/{ns}/events",
     ):
         with contextlib.suppress(controlplane.ApiError, TimeoutError, OSError):
@@ -879,7 +894,7 @@ def cluster_for(wl: Workload, size: Size, workdir: Path, log: Callable[[str], No
                 ) -> Iterator[tuple[ControlPlane, list[str]]]:
     controlplane.ensure_binaries(build=True, quiet=True)
     # DeleteCollection of a round's 6,000 pods: 4 workers instead of 1 (cleanup only, not measured).
-    c = ControlPlane(workdir / "cluster", apiserver_args=["--delete-collection-workers=4"])
+    c = ControlPlane(workdir / "cluster", apiserver_args=["--delete-collection-workers=4", *wl.apiserver_args])
     try:
         t0 = time.monotonic()
         c.start(with_kwok=True, with_controller_manager=wl.controller_manager)
@@ -914,7 +929,8 @@ def reshape_nodes(c: ControlPlane, wl: Workload, size: Size, log: Callable[[str]
 
     def patch(i: int) -> None:
         shape = wl.node(i)
-        body = {"metadata": {"labels": {ZONE: shape.get("labels", {}).get(ZONE), HOSTNAME: names[i]}},
+        labels = {ZONE: None, **(shape.get("labels") or {}), HOSTNAME: names[i]}  # null: an earlier zone removed
+        body = {"metadata": {"labels": labels},
                 "spec": {"taints": shape.get("taints") or None}}
         kc = c.client
         kc.request("PATCH", f"/api/v1/nodes/{names[i]}", body, content_type="application/merge-patch+json")

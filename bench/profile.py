@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import common, live
+from bench import common, live, podgroups
 
 #: (area, regex over the joined stack); the first match wins, so the more specific come first.
 AREAS = (
@@ -119,8 +119,9 @@ def _print(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    workloads = {**live.WORKLOADS, **podgroups.live_workloads()}
     ap = argparse.ArgumentParser(prog="python -m bench profile")
-    ap.add_argument("--workload", default="SchedulingBasic", choices=sorted(live.WORKLOADS))
+    ap.add_argument("--workload", default="SchedulingBasic", choices=sorted(workloads))
     ap.add_argument("--size", choices=sorted(live.SIZES), default="full")
     ap.add_argument("--rate", type=int, default=100, help="py-spy samples per second")
     ap.add_argument("--qps", type=float, default=5000)
@@ -136,8 +137,8 @@ def main(argv: list[str]) -> int:
     if py_spy is None:
         print("profile: py-spy not found (pip install py-spy, or set PY_SPY)", file=sys.stderr)
         return 2
-    wl = live.WORKLOADS[args.workload]
-    size = live.SIZES[args.size]
+    wl = workloads[args.workload]
+    size = wl.sizes.get(args.size) or live.SIZES[args.size]
     wd = Path(tempfile.mkdtemp(prefix="kubesched-bench-profile-"))
     raw_path = wd / "kubesched.pyspy.txt"
     wrap = [py_spy, "record", "--rate", str(args.rate), "--format", "raw", "--output", str(raw_path), "--"]

@@ -63,6 +63,11 @@ class SimWorkload:
     #: size -> [(nodes, init pods, measured pods)]
     sizes: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
     upstream: str = ""
+    #: (measured pods' namespace, measured pods) -> the other objects the cluster holds (e.g. the
+    #: Workload API's PodGroups, bench/podgroups.py); any makes the run a whole Simulation.run
+    objects: Callable[[str, int], list[dict[str, Any]]] | None = None
+    #: the configuration's featureGates (e.g. GenericWorkload)
+    feature_gates: dict[str, bool] = field(default_factory=dict)
 
 
 _NS = templates.UPSTREAM_NAMESPACES
@@ -171,10 +176,16 @@ def run_simulation(wl: SimWorkload, nodes: int, pods: int, seed: int, init: int)
     """The whole simulation as ``kubesched simulate`` runs it (for workloads that need virtual
     time: preemption victims are deleted after their grace period and the preemptor retried)."""
     raw_nodes, bound, pending = build_objects(wl, nodes, init, pods, seed)
-    cluster_input = ClusterInput(nodes=raw_nodes, pods=[p.raw for p in (*bound, *pending)], objects={}, skipped={},
-                                 source=f"bench {wl.name}")
+    objects: dict[str, dict[str, dict[str, Any]]] = {}
+    for raw in wl.objects("sched-1", pods) if wl.objects else ():  # build_objects' measured pods' namespace
+        kind = f"{raw['kind']}.{raw['apiVersion'].partition('/')[0]}"
+        objects.setdefault(kind, {})[f"{raw['metadata']['namespace']}/{raw['metadata']['name']}"] = raw
+    cluster_input = ClusterInput(nodes=raw_nodes, pods=[p.raw for p in (*bound, *pending)], objects=objects,
+                                 skipped={}, source=f"bench {wl.name}")
     registry = builtin_registry()
-    sim = Simulation(load_config(None, registry), registry, cluster_input, seed=seed)
+    config = load_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                          "featureGates": wl.feature_gates} if wl.feature_gates else None, registry)
+    sim = Simulation(config, registry, cluster_input, seed=seed)
     gc.collect()
     start, cpu_start = time.perf_counter(), time.process_time()
     result = asyncio.run(sim.run())
@@ -203,9 +214,11 @@ def run_simulation(wl: SimWorkload, nodes: int, pods: int, seed: int, init: int)
     }
 
 
-def run_once(nodes: int, pods: int, seed: int, workload: str = "SchedulingBasic", init: int = 0) -> dict[str, Any]:
-    wl = WORKLOADS[workload]
-    if wl.name == "PreemptionBasic":
+def run_once(nodes: int, pods: int, seed: int, workload: str | SimWorkload = "SchedulingBasic", init: int = 0
+             ) -> dict[str, Any]:
+    wl = workload if isinstance(workload, SimWorkload) else WORKLOADS[workload]
+    workload = wl.name
+    if wl.name == "PreemptionBasic" or wl.objects is not None:
         return run_simulation(wl, nodes, pods, seed, init)
     registry = builtin_registry()
     config = load_config(None, registry)
@@ -283,10 +296,13 @@ def _median(values: Any) -> float | None:
 SIZES = {k: [(n, p) for n, _, p in v] for k, v in WORKLOADS["SchedulingBasic"].sizes.items()}
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench simulator")
-    ap.add_argument("--workload", default="SchedulingBasic",
-                    help=f"one of {', '.join(WORKLOADS)} (or upstream's name), or all")
+def main(argv: list[str], workloads: dict[str, SimWorkload] | None = None, prog: str = "python -m bench simulator"
+         ) -> int:
+    """``workloads``: another set than WORKLOADS (bench/podgroups.py's), its first the default."""
+    known = workloads or WORKLOADS
+    ap = argparse.ArgumentParser(prog=prog)
+    ap.add_argument("--workload", default=next(iter(known)),
+                    help=f"one of {', '.join(known)} (or upstream's name), or all")
     ap.add_argument("--size", choices=sorted(SIZES), default="full")
     ap.add_argument("--nodes", type=int, default=None, help="override --size: one configuration")
     ap.add_argument("--pods", type=int, default=None)
@@ -296,14 +312,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
     if args.workload == "all":
-        names = list(WORKLOADS)
+        names = list(known)
     else:
         name = ALIASES.get(args.workload, args.workload)
-        if name not in WORKLOADS:
-            ap.error(f"--workload: unknown {args.workload!r}; one of {', '.join(WORKLOADS)}, all")
+        if name not in known:
+            ap.error(f"--workload: unknown {args.workload!r}; one of {', '.join(known)}, all")
         names = [name]
     for name in names:
-        wl = WORKLOADS[name]
+        wl = known[name]
         configs = wl.sizes.get(args.size)
         if not configs:
             print(f"simulator {name}: no --size {args.size} configuration, skipped")
@@ -315,8 +331,8 @@ def main(argv: list[str]) -> int:
         for nodes, init, pods in configs:
             runs = []
             for i in range(args.rounds):
-                runner = run_isolated if args.size == "curve" else run_once
-                r = runner(nodes, pods, args.seed + i, name, init)
+                r = (run_isolated(nodes, pods, args.seed + i, name, init) if args.size == "curve"
+                     else run_once(nodes, pods, args.seed + i, wl, init))
                 r["loadavg"] = common.loadavg()
                 runs.append(r)
                 print(json.dumps(r))

@@ -108,3 +108,66 @@ def high_priority_pod(*, by_class: bool) -> Template:
     else:
         body["priority"] = PREEMPTION_HIGH_PRIORITY
     return lambda i: body
+
+
+# -- podgroup/ and workload_preemption/ (GenericWorkload: the Workload API's PodGroups) ----------------
+RACK = "topology.kubernetes.io/rack"
+#: podgroup/tas/templates/node.yaml: zone-<i / 100> and rack-<i / 100>.
+NODES_PER_RACK = 100
+#: workload_preemption/templates/podgroup.yaml's default priority (8888888), as a PriorityClass
+#: live (an apiserver's Priority admission refuses a bare priority) and spec.priority in the simulator.
+GANG_PREEMPTOR_PRIORITY = 8888888
+GANG_PREEMPTOR_CLASS = "bench-gang-preemptor"
+
+
+def group_member_pod(prefix: str, per_group: int, cpu: str = "100m", priority: Template | None = None) -> Template:
+    """podgroup/{gangscheduling,tas}/templates/gang-pod.yaml and basicscheduling/basic-pod.yaml:
+    ``spec.schedulingGroup.podGroupName: <prefix>-<i / per_group>``, 100m cpu / 100Mi (``cpu``:
+    workload_preemption's gang-pod.yaml takes its cpuRequest); ``priority`` adds the preemptor's
+    priority fields (:func:`gang_preemptor_priority`)."""
+    def pod(i: int) -> dict[str, Any]:
+        body: dict[str, Any] = {"schedulingGroup": {"podGroupName": f"{prefix}-{i // per_group}"},
+                                "requests": {"cpu": cpu, "memory": "100Mi"}}
+        if priority is not None:
+            body |= priority(i)
+        return body
+    return pod
+
+
+def gang_preemptor_priority(*, by_class: bool) -> Template:
+    """workload_preemption's gang-pod.yaml priority (8888888) with terminationGracePeriodSeconds 0;
+    ``by_class`` as :func:`high_priority_pod`."""
+    body: dict[str, Any] = {"terminationGracePeriodSeconds": 0}
+    if by_class:
+        body["priorityClassName"] = GANG_PREEMPTOR_CLASS
+    else:
+        body["priority"] = GANG_PREEMPTOR_PRIORITY
+    return lambda i: body
+
+
+def pod_group(name: str, ns: str, min_count: int | None, topology_key: str | None = None,
+              priority: str | int | None = None) -> dict[str, Any]:
+    """podgroup/*/templates/podgroup.yaml: a ``scheduling.k8s.io/v1beta1`` PodGroup with policy
+    ``gang{minCount}`` (``min_count`` None: ``basic``), tas's ``schedulingConstraints.topology`` and
+    workload_preemption's priority (a class name live, spec.priority in the simulator)."""
+    policy: dict[str, Any] = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if topology_key:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
+    if isinstance(priority, str):
+        spec["priorityClassName"] = priority
+    elif priority is not None:
+        spec["priority"] = priority
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns, "uid": f"{ns}-{name}"}, "spec": spec}
+
+
+def rack_node(i: int) -> dict[str, Any]:
+    """podgroup/tas/templates/node.yaml's labels: zone-<i / 100>, rack-<i / 100>."""
+    return {"labels": {ZONE: f"zone-{i // NODES_PER_RACK}", RACK: f"rack-{i // NODES_PER_RACK}"}}
+
+
+def gang_low_priority_pod(i: int) -> dict[str, Any]:
+    """workload_preemption/templates/pod-low-priority.yaml: 40m cpu / 100Mi, priority 0,
+    terminationGracePeriodSeconds 0 (its hostPort only spreads the pods, which are bound round-robin here)."""
+    return {"requests": {"cpu": "40m", "memory": "100Mi"}, "terminationGracePeriodSeconds": 0}

@@ -106,6 +106,10 @@ class SchedulerObserver:
 
 
 
+#: Prefix of a PodGroup's key among the preemptors under way (``Scheduler._preemptor_key``).
+_GROUP_PREEMPTOR = "podgroup:"
+
+
 @dataclass(frozen=True, slots=True)
 class QueueSettings:
     initial_backoff_seconds: float = 1.0
@@ -137,8 +141,9 @@ class Scheduler:
         self._rng = random.Random(seed)
         #: Picks among the best-scored nodes; ``random`` draws from ``_rng``, shared with preemption.
         self._host_selector = HostSelector(tie_break, seed, self._rng)
-        #: Preemptions under way (upstream executor's ``preempting``): preemptor uid → evictions
-        #: not yet sent, and → its last victim (done once that one is gone or terminating).
+        #: Preemptions under way (upstream executor's ``preempting``): preemptor key (the pod's
+        #: uid, or its PodGroup's key when the PodGroup cycle runs: ``_preemptor_key``) →
+        #: evictions not yet sent, and → its last victim (done once that one is gone or terminating).
         self._preempting: dict[str, int] = {}
         self._last_victim: dict[str, str] = {}
         first = next(iter(frameworks.values()))
@@ -517,10 +522,13 @@ class Scheduler:
             assert evict is not None
             # Until the evictions are sent and the last victim is seen terminating or gone, the
             # preemptor is held back (DefaultPreemption's PreEnqueue), as upstream's executor.
-            self._preempting[preemptor.uid] = len(to_evict)
-            self._last_victim[preemptor.uid] = to_evict[-1].uid
+            # A group's preemption evicts on many nodes, one call each: the group waits for them all
+            # (upstream's executor actuates a PodGroup's victims as one candidate, keyed by the group).
+            key = self._preemptor_key(preemptor)
+            self._preempting[key] = self._preempting.get(key, 0) + len(to_evict)
+            self._last_victim[key] = to_evict[-1].uid
             for victim in to_evict:
-                self._spawn_task(self._evict(evict, victim, preemptor.uid, by, self._eviction_sent))
+                self._spawn_task(self._evict(evict, victim, key, by, self._eviction_sent))
         nominator = self.queue.nominator
         # getLowerPriorityNominatedPods(candidate name): a group's candidate, ``cluster``, is no
         # node, so upstream clears no nomination for a group preemption.
@@ -533,7 +541,7 @@ class Scheduler:
 
     @staticmethod
     async def _evict(
-        evict: Callable[[PodInfo, Preemptor], Coroutine[Any, Any, None]], victim: PodInfo, preemptor_uid: str,
+        evict: Callable[[PodInfo, Preemptor], Coroutine[Any, Any, None]], victim: PodInfo, key: str,
         by: Preemptor, sent: Callable[[str, bool], None],
     ) -> None:
         # Already gone, or a failed eviction: never the scheduler's end; the preemptor retries.
@@ -543,24 +551,41 @@ class Scheduler:
                 await evict(victim, by)
                 failed = False
         finally:
-            sent(preemptor_uid, failed)
+            sent(key, failed)
 
-    def _eviction_sent(self, preemptor_uid: str, failed: bool = False) -> None:
+    def _preemptor_key(self, pod: PodInfo) -> str:
+        """Whose preemption ``pod`` waits for: its PodGroup's when the PodGroup cycle runs
+        (DefaultPreemption's PreEnqueue checks the group, IsPodGroupRunningPreemption), else its own."""
+        if self._pod_group_cycle is not None and (key := group_key(pod)) is not None:
+            return _GROUP_PREEMPTOR + key  # never a uid (a simulator's uid may be namespace/name)
+        return pod.uid
+
+    def _eviction_sent(self, key: str, failed: bool = False) -> None:
         if failed:
             # The last victim may never go (upstream executor: an error ends the preemption, the
             # preemptor is no longer held): without this it would wait at PreEnqueue for good.
-            self._last_victim.pop(preemptor_uid, None)
-        left = self._preempting.get(preemptor_uid, 0) - 1
+            self._last_victim.pop(key, None)
+        left = self._preempting.get(key, 0) - 1
         if left > 0:
-            self._preempting[preemptor_uid] = left
+            self._preempting[key] = left
             return
-        self._preempting.pop(preemptor_uid, None)
-        # Re-run its PreEnqueue now: released if the last victim is already gone, else the
-        # victim's deletion event releases it.
-        self.queue.activate([preemptor_uid])
+        self._preempting.pop(key, None)
+        group = key.removeprefix(_GROUP_PREEMPTOR)
+        if group == key:
+            # Re-run its PreEnqueue now: released if the last victim is already gone, else the
+            # victim's deletion event releases it.
+            self.queue.activate([key])
+            return
+        # A group's members wait for the victims' deletion events, as upstream's (its executor
+        # activates them only when no such event will come): here, when the last victim was
+        # already gone before its eviction returned.
+        last = self._last_victim.get(key)
+        if last is None or self.cache.table.pod(last) is None:
+            self.queue.activate(self.queue.group_members(group))
 
-    def _preemption_running(self, preemptor_uid: str) -> bool:
+    def _preemption_running(self, pod: PodInfo) -> bool:
         """upstream Executor.IsPodRunningPreemption (see Handle.preemption_running)."""
+        preemptor_uid = self._preemptor_key(pod)
         if preemptor_uid in self._preempting:
             return True
         last = self._last_victim.get(preemptor_uid)

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import live, two_ways  # noqa: E402
+from bench import live, podgroups, two_ways  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -70,3 +70,37 @@ def test_two_ways_small_outcomes_agree(control_plane: controlplane.ControlPlane,
     assert c["per_node_equal_expected"], c
     assert set(rec["kube-scheduler"]["phases_seconds_median"]) == {"control_plane", "nodes", "pods", "schedule",
                                                                    "read"}
+
+
+@pytest.fixture(scope="module")
+def workload_bench_cluster(control_plane: controlplane.ControlPlane, tmp_path_factory: pytest.TempPathFactory
+                           ) -> Iterator[controlplane.ControlPlane]:
+    # The podgroup workloads need a kube-apiserver serving the Workload API (bench/podgroups.py).
+    c = controlplane.ControlPlane(tmp_path_factory.mktemp("bench-workload-cluster"), bin_dir=control_plane.bin_dir,
+                                  apiserver_args=["--delete-collection-workers=4", *podgroups.APISERVER_ARGS])
+    c.start(with_kwok=True)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+# GangSchedulingLargeGroups runs the same cycle as GangScheduling with bigger groups: not repeated here.
+@pytest.mark.parametrize("workload", ["GangScheduling", "BasicScheduling", "TopologyAwareScheduling",
+                                      "GangPreemptionBasic"])
+def test_podgroup_workload_short(workload_bench_cluster: controlplane.ControlPlane, workload: str,
+                                 tmp_path: Path) -> None:
+    """scheduler_perf's podgroup workloads at upstream's integration-test size, kube-scheduler and
+    kubesched with GenericWorkload on: every member bound by both, the preemptors after evicting."""
+    wl = podgroups.live_workloads()[workload]
+    rec = live.run_workload(wl, "short", 1, 5000, 5000, tmp_path, save=False, log=lambda s: None,
+                            cluster=workload_bench_cluster)
+    size = wl.sizes["short"]
+    assert [r["contender"] for r in rec["rounds"]] == ["kube-scheduler", "kubesched"]
+    for r in rec["rounds"]:
+        assert r["bound"] == size.pods, r
+        assert r["processes"]["scheduler"]["cpu_seconds"] > 0
+        if workload == "GangPreemptionBasic":
+            assert r["victims"] == size.init_pods, r  # every node's init pods made room for its member
+    ratio = rec["summary"]["ratios"]["kubesched / kube-scheduler"]
+    assert ratio["throughput_overall"] is not None

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import common, dra, report, simulator  # noqa: E402
+from bench import common, dra, podgroups, report, simulator  # noqa: E402
 from bench.dra import PERF_TEMPLATE  # noqa: E402
 
 
@@ -72,6 +72,52 @@ def test_dra_live_workloads_are_scheduler_perf_shaped() -> None:
     extended = workloads["ExtendedResource"]
     assert extended.pod(27)["requests"] == {"example.com/gpu-2": "1"}
     assert dra.perf_class("test-class-2", "example.com/gpu-2")["spec"]["extendedResourceName"] == "example.com/gpu-2"
+
+
+@pytest.mark.parametrize(("workload", "nodes", "pods"), [
+    ("GangScheduling", 10, 9), ("BasicScheduling", 10, 9), ("TopologyAwareScheduling", 10, 12),
+    ("GangSchedulingLargeGroups", 10, 250)])
+def test_simulator_podgroup_workloads_tiny(workload: str, nodes: int, pods: int) -> None:
+    # scheduler_perf's podgroup shapes at upstream's integration-test size (10Nodes_3Gangs): every
+    # group fits, so every member is bound through the PodGroup cycle.
+    run = simulator.run_once(nodes, pods, 1, podgroups.sim_workloads()[workload])
+    assert (run["bound"], run["unschedulable"], run["preemptions"]) == (pods, 0, 0)
+
+
+def test_simulator_podgroup_gangs_wait_for_min_count() -> None:
+    # Fewer members than a group's minCount (250): GangScheduling holds every one of them.
+    run = simulator.run_once(10, 100, 1, podgroups.sim_workloads()["GangSchedulingLargeGroups"])
+    assert (run["bound"], run["unschedulable"]) == (0, 100)
+
+
+def test_simulator_gang_preemption_basic_tiny() -> None:
+    # workload_preemption GangPreemptionBasic: 10 init pods of 40m on each of 10 nodes, one gang of
+    # 10 preemptors of 3970m: each member evicts its node's 10 init pods, the gang binds whole.
+    run = simulator.run_once(10, 10, 1, podgroups.sim_workloads()["GangPreemptionBasic"], init=100)
+    assert (run["bound"], run["unschedulable"], run["victims"]) == (10, 0, 100)
+
+
+def test_podgroup_live_workloads_are_scheduler_perf_shaped() -> None:
+    workloads = podgroups.live_workloads()
+    gang = workloads["GangScheduling"]
+    assert gang.feature_gates == {"GenericWorkload": True}
+    assert "--runtime-config=scheduling.k8s.io/v1beta1=true" in gang.apiserver_args
+    assert gang.pod(5)["schedulingGroup"] == {"podGroupName": "gang-1"}  # gang-pod.yaml: Index / podsPerGroup
+    groups = podgroups.SHAPES["GangScheduling"].groups("ns", 9, live=True)
+    assert [g["metadata"]["name"] for g in groups] == ["gang-0", "gang-1", "gang-2"]
+    assert groups[0]["spec"] == {"schedulingPolicy": {"gang": {"minCount": 3}}}
+    basic = podgroups.SHAPES["BasicScheduling"].groups("ns", 3, live=True)[0]
+    assert basic["metadata"]["name"] == "basic-group-0" and basic["spec"]["schedulingPolicy"] == {"basic": {}}
+    tas = workloads["TopologyAwareScheduling"]
+    assert tas.feature_gates["TopologyAwareWorkloadScheduling"] is True
+    assert tas.node(250)["labels"] == {"topology.kubernetes.io/zone": "zone-2", "topology.kubernetes.io/rack": "rack-2"}
+    assert podgroups.SHAPES["TopologyAwareScheduling"].groups("ns", 4, live=True)[0]["spec"][
+        "schedulingConstraints"] == {"topology": [{"key": "topology.kubernetes.io/rack"}]}
+    preempt = workloads["GangPreemptionBasic"]
+    assert preempt.pod(0)["priorityClassName"] == "bench-gang-preemptor"
+    assert podgroups.SHAPES["GangPreemptionBasic"].groups("ns", 10, live=True)[0]["spec"][
+        "priorityClassName"] == "bench-gang-preemptor"
+    assert preempt.init_pod(0)["requests"]["cpu"] == "40m"
 
 
 def test_simulator_preemption_basic_tiny() -> None:

@@ -300,6 +300,10 @@ class SchedulingQueue:
                 qpi.initial_attempt_timestamp = now
         return taken
 
+    def group_members(self, key: str) -> list[str]:
+        """The uids of PodGroup ``key``'s members waiting in the queue, gated ones included."""
+        return sorted(self._members.get(key, ()))
+
     def _index_member(self, pod: PodInfo) -> None:
         if self._group_of is not None and (key := self._group_of(pod)) is not None:
             self._members.setdefault(key, set()).add(pod.uid)

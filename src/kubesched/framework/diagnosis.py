@@ -28,8 +28,10 @@ class NodeToStatus:
         self._chunks: list[tuple[Rows, npt.NDArray[np.int32], list[Status]]] = []
         self._count = 0
         self._by_row: dict[int, Status] | None = None
-        #: ``reason_histogram`` of the chunks so far (None: to count again).
+        #: ``reason_histogram`` of the chunks so far (None: to count again), and the FitError
+        #: message's reasons made of it alone (``reasons_text``).
         self._histogram: Counter[str] | None = None
+        self._reasons_text: str | None = None
         #: Upstream NodeToStatus.absentNodesStatus: the verdict for nodes with no row of their own
         #: (a Permit rejection on a node deleted meanwhile); counted in the FitError message.
         self.absent_status: Status | None = None
@@ -43,6 +45,7 @@ class NodeToStatus:
             self._count += len(rows) if failed is None else failed
             self._by_row = None
             self._histogram = None
+            self._reasons_text = None
 
     def add_all(self, rows: Rows, status: Status) -> None:
         self.add(rows, np.ones(len(rows), dtype=np.int32), [status])
@@ -68,7 +71,7 @@ class NodeToStatus:
         codes: list[npt.NDArray[np.int32]] = []
         statuses: list[Status] = []
         for chunk_rows, chunk_codes, chunk_statuses in self._chunks:
-            failed = np.flatnonzero(chunk_codes)
+            failed = chunk_codes.nonzero()[0]  # flatnonzero of a 1-d array, without its wrappers
             rows.append(np.asarray(chunk_rows)[failed].astype(np.int32, copy=False))
             codes.append(chunk_codes[failed].astype(np.int32, copy=False) + (len(statuses) - 1))
             statuses.extend(chunk_statuses)
@@ -83,6 +86,15 @@ class NodeToStatus:
         if self._histogram is None:
             self._histogram = self._count_reasons()
         return Counter(self._histogram)
+
+    def reasons_text(self) -> str:
+        """``reason_histogram`` as the FitError message lists it: "N reason" sorted, comma-joined
+        (kept until a chunk is added: a failure's message is asked for before and after PostFilter)."""
+        if self._reasons_text is None:
+            if self._histogram is None:
+                self._histogram = self._count_reasons()
+            self._reasons_text = _joined_reasons(self._histogram)
+        return self._reasons_text
 
     def _count_reasons(self) -> Counter[str]:
         counts: Counter[str] = Counter()
@@ -130,20 +142,27 @@ class Diagnosis:
         self._plugins_pending += 1
 
 
+def _joined_reasons(histogram: Counter[str]) -> str:
+    return ", ".join(sorted(f"{n} {reason}" for reason, n in histogram.items()))
+
+
 def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
     """Upstream FitError.Error() (pkg/scheduler/framework/types.go): "0/N nodes are available: ..."."""
     msg = NO_NODE_AVAILABLE_MSG.format(num_all_nodes) + ":"
     if diagnosis.pre_filter_msg:
         msg += f" {diagnosis.pre_filter_msg}."
     else:
-        histogram = diagnosis.node_to_status.reason_histogram()
-        absent, recorded = diagnosis.node_to_status.absent_status, len(diagnosis.node_to_status)
+        node_to_status = diagnosis.node_to_status
+        absent, recorded = node_to_status.absent_status, len(node_to_status)
         if absent is not None and recorded < num_all_nodes:
+            histogram = node_to_status.reason_histogram()
             for reason in absent.reasons:
                 histogram[reason] += num_all_nodes - recorded
-        reasons = sorted(f"{n} {reason}" for reason, n in histogram.items())
+            reasons = _joined_reasons(histogram)
+        else:
+            reasons = node_to_status.reasons_text()
         if reasons:
-            msg += f" {', '.join(reasons)}."
+            msg += f" {reasons}."
     if diagnosis.post_filter_msg:
         msg += f" {diagnosis.post_filter_msg}"  # upstream: " %v", no period of its own
     return msg

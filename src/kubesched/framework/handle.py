@@ -167,7 +167,7 @@ class Handle:
         self.nominated: dict[str, dict[str, PodInfo]] = {}
         self.nominator: Nominator | None = None
         self._preempt: PreemptFn | None = None
-        self._preemption_running: Callable[[str], bool] | None = None
+        self._preemption_running: Callable[[PodInfo], bool] | None = None
         #: The Framework this handle serves (set by Framework.__init__): preemption runs its
         #: Filter plugins (upstream: the framework is the Handle).
         self.framework: Framework | None = None
@@ -194,7 +194,7 @@ class Handle:
         self.nominated = nominator.by_node
 
     def attach_preemption(
-        self, preempt: PreemptFn, rng: random.Random, running: Callable[[str], bool] | None = None
+        self, preempt: PreemptFn, rng: random.Random, running: Callable[[PodInfo], bool] | None = None
     ) -> None:
         """Called by the Scheduler: how a PostFilter plugin actuates a preemption, its RNG, and
         whether a preemptor's preemption is still under way."""
@@ -202,12 +202,14 @@ class Handle:
         self.rng = rng
         self._preemption_running = running
 
-    def preemption_running(self, uid: str) -> bool:
-        """Whether the preemption pod ``uid`` started is still under way (upstream
-        Executor.IsPodRunningPreemption): its evictions are still being sent, or the last victim
-        is still in the cache and not terminating. DefaultPreemption's PreEnqueue holds the
-        preemptor back meanwhile, so it does not preempt the same victims again."""
-        return self._preemption_running is not None and self._preemption_running(uid)
+    def preemption_running(self, pod: PodInfo) -> bool:
+        """Whether the preemption ``pod`` started — or, when the PodGroup cycle runs, its
+        PodGroup started — is still under way (upstream Executor.IsPodRunningPreemption /
+        IsPodGroupRunningPreemption): its evictions are still being sent, or the last victim is
+        still in the cache and not terminating. DefaultPreemption's PreEnqueue holds the
+        preemptor (every member of the group) back meanwhile, so it does not preempt the same
+        victims again."""
+        return self._preemption_running is not None and self._preemption_running(pod)
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         """Pods nominated to ``node_name`` (upstream NominatedPodsForNode)."""

@@ -55,10 +55,21 @@ def group_name(pod: PodInfo) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
+#: ``pod.memo`` key of the pod's group key (``spec.schedulingGroup`` is immutable).
+_GROUP_KEY_MEMO = "podgroup.key"
+
+
 def group_key(pod: PodInfo) -> str | None:
-    """``namespace/podGroupName`` of the pod's PodGroup, or None for a pod in no group."""
-    name = group_name(pod)
-    return f"{pod.namespace}/{name}" if name is not None else None
+    """``namespace/podGroupName`` of the pod's PodGroup, or None for a pod in no group. Kept in
+    ``pod.memo`` (shared by the assumed copies): the node table's observers ask on every pod added
+    or removed, and a group preemption's reprieve adds and removes the members once per victim."""
+    memo = pod.memo
+    try:
+        return memo[_GROUP_KEY_MEMO]  # type: ignore[no-any-return]
+    except KeyError:
+        name = group_name(pod)
+        key = memo[_GROUP_KEY_MEMO] = f"{pod.namespace}/{name}" if name is not None else None
+        return key
 
 
 def parent_composite_name(raw: dict[str, Any] | None) -> str | None:

@@ -61,7 +61,7 @@ from kubesched.framework.status import SUCCESS as SUCCESS_STATUS
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PostFilterResult
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import NodeInfo, NodeTable
+from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
 
 NO_VICTIMS_MSG = "No preemption victims found for incoming pod"
 NO_VICTIMS = Status.unresolvable(NO_VICTIMS_MSG)
@@ -276,9 +276,22 @@ class PreemptionInterface(Protocol):
 @dataclass(slots=True)
 class DryRunResult:
     candidates: list[Candidate]
-    #: Statuses of the nodes tried that did not become candidates, by row.
-    node_statuses: dict[int, Status] = field(default_factory=dict)
+    #: Statuses of the nodes tried that did not become candidates, by row, except ...
+    other_statuses: dict[int, Status] = field(default_factory=dict)
+    #: ... the rows of the chunks where no node had a potential victim (each ``NO_VICTIMS``):
+    #: kept as the chunks' lists, not row by row (on a cluster where no pod has a lower priority
+    #: every failed attempt tries every node this way).
+    no_victim_chunks: list[list[int]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+
+    @property
+    def node_statuses(self) -> dict[int, Status]:
+        """Statuses of all the nodes tried that did not become candidates, by row."""
+        statuses: dict[int, Status] = {}
+        for rows in self.no_victim_chunks:
+            statuses.update(dict.fromkeys(rows, NO_VICTIMS))
+        statuses.update(self.other_statuses)
+        return statuses
 
 
 class Evaluator:
@@ -309,34 +322,34 @@ class Evaluator:
         all_rows = table.alive_rows()
         if len(all_rows) == 0:
             return None, Status.error("no nodes available")
-        potential = _unschedulable_rows(diagnosis, all_rows)
-        if not potential:
+        potential, others = _unschedulable_rows(diagnosis, all_rows)
+        if not len(potential):
             dry = DryRunResult([])
         else:
             offset, num = self.iface.get_offset_and_num_candidates(len(potential))
-            dry = self.dry_run_preemption(state, pod, potential, self._pdbs(), offset, num)
+            dry = self.dry_run_preemption(state, pod, potential.tolist(), self._pdbs(), offset, num)
         if dry.errors and not dry.candidates:
             return None, Status.error(_aggregate(dry.errors))
         if not dry.candidates:
+            # Every potential row was tried (the dry run stops early only with a candidate): its
+            # status is NO_VICTIMS unless the dry run kept another. The others are not helpful.
+            # Only the message is made of ``fit``, and it counts reasons: row order is free.
             fit = Diagnosis()
-            # One chunk: thousands of nodes tried share a handful of distinct status objects
-            # (grouped by identity, at C speed; equal statuses in two groups count the same).
-            n = len(dry.node_statuses)
-            tried = np.fromiter(dry.node_statuses.keys(), dtype=np.intp, count=n)
-            statuses = list(dry.node_statuses.values())
-            # The usual case, no node had a victim: one status (list.count: identity first, in C;
-            # equal statuses give the same message, which is all ``fit`` is for).
-            if n and statuses.count(statuses[0]) == n:
-                fit.node_to_status.add(tried, np.ones(n, dtype=np.int32), statuses[:1])
-            else:
-                ids = np.fromiter(map(id, statuses), dtype=np.int64, count=n)
-                _, first, codes = np.unique(ids, return_index=True, return_inverse=True)
-                fit.node_to_status.add(tried, codes.astype(np.int32) + 1, [statuses[i] for i in first.tolist()])
-            # The rows not tried, in the order of all_rows (np.isin without its sort).
-            untried = np.ones(int(max(int(all_rows.max()), int(tried.max()) if n else 0)) + 1, dtype=np.bool_)
-            untried[tried] = False
-            absent = all_rows[untried[all_rows]]
-            fit.node_to_status.add_all(absent, Status.unresolvable(NOT_HELPFUL_MSG))
+            codes = np.ones(len(potential), dtype=np.int32)
+            statuses = [NO_VICTIMS]
+            if dry.other_statuses:
+                # Grouped by identity; equal statuses under two codes count the same in the message.
+                code_of = {id(NO_VICTIMS): 1}
+                at = np.zeros(int(potential.max()) + 1, dtype=np.intp)
+                at[potential] = np.arange(len(potential))
+                for row, st in dry.other_statuses.items():
+                    code = code_of.get(id(st))
+                    if code is None:
+                        statuses.append(st)
+                        code = code_of[id(st)] = len(statuses)
+                    codes[at[row]] = code
+            fit.node_to_status.add(potential, codes, statuses)
+            fit.node_to_status.add_all(others, Status.unresolvable(NOT_HELPFUL_MSG))
             return PostFilterResult(""), Status.unschedulable(fit_error_message(len(all_rows), fit))
 
         best = self.select_candidate(dry.candidates)
@@ -374,7 +387,7 @@ class Evaluator:
                 st = Status.error(f'expected at least one victim pod on node "{names[row]}"')
             if st.is_error:
                 out.errors.append(st.message)
-            out.node_statuses[row] = st
+            out.other_statuses[row] = st
         out.candidates = non_violating + violating
         return out
 
@@ -386,7 +399,7 @@ class Evaluator:
         caller asks. In chunks of about as many nodes as candidates are still wanted
         (``select_victims_on_nodes``; the outcomes are the same as node by node), else one node
         at a time on a clone of ``state``, as upstream. A chunk where no node has a potential
-        victim goes straight into ``out.node_statuses`` (nothing in it can become a candidate)."""
+        victim goes straight into ``out.no_victim_chunks`` (nothing in it can become a candidate)."""
         n = len(potential_rows)
         start = offset % n if n else 0
         listed = potential_rows if isinstance(potential_rows, list) else np.asarray(potential_rows, np.intp).tolist()
@@ -404,7 +417,7 @@ class Evaluator:
                 break
             i += len(rows)
             if batch.count(NO_VICTIMS_OUTCOME) == len(batch):  # list.count: identity first, in C
-                out.node_statuses.update(dict.fromkeys(rows, NO_VICTIMS))
+                out.no_victim_chunks.append(rows)
                 grow *= 2
                 continue
             yield from zip(rows, batch, strict=True)
@@ -424,13 +437,14 @@ class Evaluator:
         return candidates[0]
 
 
-def _unschedulable_rows(diagnosis: Diagnosis, rows: np.ndarray) -> list[int]:
-    """The rows (in the order of ``rows``) whose Filter status was Unschedulable; absent nodes
-    count as UnschedulableAndUnresolvable (NewDefaultNodeToStatus). One pass over the recorded
-    chunks, a later record of a row overriding an earlier one as in ``NodeToStatus.get``."""
+def _unschedulable_rows(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
+    """The rows (in the order of ``rows``) whose Filter status was Unschedulable, and the other
+    rows; absent nodes count as UnschedulableAndUnresolvable (NewDefaultNodeToStatus). One pass
+    over the recorded chunks, a later record of a row overriding an earlier one as in
+    ``NodeToStatus.get``."""
     rejected, index, statuses = diagnosis.node_to_status.rejected()
     if not len(rejected) or not len(rows):
-        return []
+        return rows[:0], rows
     is_unschedulable = np.array([st.code == Code.UNSCHEDULABLE for st in statuses], dtype=np.int8)
     size = int(max(int(rows.max()), int(rejected.max()))) + 1
     flag = np.full(size, -1, dtype=np.int8)
@@ -440,8 +454,8 @@ def _unschedulable_rows(diagnosis: Diagnosis, rows: np.ndarray) -> list[int]:
         _, last = np.unique(rejected[::-1], return_index=True)  # the last record of each row
         keep = len(rejected) - 1 - last
         flag[rejected[keep]] = is_unschedulable[index[keep]]
-    picked: list[int] = rows[flag[rows] == 1].tolist()
-    return picked
+    picked = flag[rows] == 1
+    return rows[picked], rows[~picked]
 
 
 def _aggregate(errors: list[str]) -> str:

@@ -235,12 +235,15 @@ class PodGroupEvaluator:
         violating = {p.uid for p, _ in violating_pods}
         first_pass = [v for v in ordered if any(p.uid in violating for p in v.pods)]
         second_pass = [v for v in ordered if not any(p.uid in violating for p in v.pods)]
-        to_preempt = [v for v in (*first_pass, *second_pass) if not self._fits_with(v, assignments, removed)]
-        return to_preempt
+        # Each member as it goes on the table, made once: every reprieve puts the same ones back.
+        on_node = [a.pod.with_node(a.node_name) for a in assignments.proposed]
+        return [v for v in (*first_pass, *second_pass) if not self._fits_with(v, assignments, on_node, removed)]
 
-    def _fits_with(self, victim: DomainVictim, assignments: PodGroupAssignments, removed: dict[str, PodInfo]) -> bool:
+    def _fits_with(self, victim: DomainVictim, assignments: PodGroupAssignments, on_node: list[PodInfo],
+                   removed: dict[str, PodInfo]) -> bool:
         """reprieveVictim: with ``victim`` back, every placed member passes Filter on its node
-        (earlier members on the table). True keeps the victim (it stays back on the table)."""
+        (earlier members on the table; ``on_node``: the members assigned to their nodes). True
+        keeps the victim (it stays back on the table)."""
         table = self.handle.table
         fwk = self.handle.framework
         assert fwk is not None
@@ -257,12 +260,12 @@ class PodGroupEvaluator:
         placed: list[str] = []
         fits = True
         try:
-            for a in assignments.proposed:
+            for a, member in zip(assignments.proposed, on_node, strict=True):
                 row = table.row_of(a.node_name)
                 if row is None or not fwk.filter_node(a.state, a.pod, row).is_success:
                     fits = False
                     break
-                table.add_pod(a.pod.with_node(a.node_name))
+                table.add_pod(member)
                 placed.append(a.pod.uid)
         finally:
             for uid in reversed(placed):

@@ -6,12 +6,15 @@ import asyncio
 import gc
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubesched.app.options import config_option, context_option, debug_option, plugins_option
+from kubesched.app.options import config_option, context_option, debug_option, plugins_option, tie_break_option
 from kubesched.app.startup import UserError, load_scheduler_config
+
+if TYPE_CHECKING:
+    from kubesched.backend.host_selection import TieBreak
 
 DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
 
@@ -50,6 +53,7 @@ DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
               help="Print the ClusterRole and leader-election Role this configuration needs (its plugins' "
               "declared objects included) as YAML, and exit. Bind them to the scheduler's service account.")
 @click.option("--rbac-name", default="kubesched", show_default=True, help="metadata.name of the printed roles.")
+@tie_break_option
 def run_command(
     config_path: Path | None,
     kubeconfig: str | None,
@@ -65,6 +69,7 @@ def run_command(
     log_format: str,
     print_rbac: bool,
     rbac_name: str,
+    tie_break: TieBreak,
 ) -> None:
     """Run kubesched as a scheduler in a real cluster: pods whose spec.schedulerName matches a profile
     are scheduled and bound. Exits 0 on SIGTERM (after draining binds and releasing the lease), 1 when
@@ -88,7 +93,8 @@ def run_command(
         raise UserError(f"--health-addr: {e}") from None
     logs.configure(verbosity, log_format)
     options = LiveOptions(health_addr=health_addr, context=context, leader_elect=leader_elect, lease_name=lease_name,
-                          replace_default_scheduler=replace_default_scheduler, debug=debug, owns_process_gc=True)
+                          replace_default_scheduler=replace_default_scheduler, debug=debug, owns_process_gc=True,
+                          tie_break=tie_break)
     if identity:
         options.identity = identity
     try:

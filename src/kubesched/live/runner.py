@@ -116,6 +116,7 @@ class LiveScheduler(SchedulerObserver):
             feature_gates=config.feature_gates,
             observer=self,
             objects=self._objects,
+            tie_break=self.options.tie_break,
         )
         kinds = merge_object_kinds([*self.scheduler.object_kinds(), *self.options.extra_object_kinds])
         self._kinds_by_name = {k.name: k for k in kinds}

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kubesched.framework.objects import ObjectKind
 from kubesched.live.leader import default_identity
+
+if TYPE_CHECKING:
+    from kubesched.backend.host_selection import TieBreak
 
 #: The lease name used when leaderElection.resourceName is the upstream default ("kube-scheduler"):
 #: sharing the default scheduler's lease would make this one a standby forever. --lease-name forces
@@ -69,6 +73,9 @@ class LiveOptions:
     #: process): the command turned the cyclic garbage collector off for the start-up, and the
     #: runner turns it back on once the informers are synced (``end_startup_gc``).
     owns_process_gc: bool = False
+    #: How a pod picks among the nodes with the same highest score (``--tie-break``; upstream's
+    #: ``selectHost`` is ``random``).
+    tie_break: TieBreak = "random"
 
 
 def end_startup_gc() -> None:

@@ -216,6 +216,29 @@ def test_a_gang_preempts_lower_priority_pods_as_a_group() -> None:
     assert bound(cluster) == [f"hi-{i}" for i in range(4)]  # the victims are gone
 
 
+def test_every_member_of_a_preempting_gang_waits_until_all_its_evictions_are_sent() -> None:
+    """IsPodGroupRunningPreemption: the group's preemption (victims on both nodes) holds every
+    member at DefaultPreemption's PreEnqueue, not only the member that stood for the group, until
+    the last eviction is sent; a member let through early would preempt the same victims again."""
+    sched, cluster, _, seen = build([pod_group("hi", 4, priority=100)])
+    for i in range(4):
+        cluster.add_pod(PodInfo.from_raw(pod(f"low-{i}", cpu="2", namespace=NS, node_name=f"n{i % 2}")))
+    members = [member(f"hi-{i}", "hi", "2", priority=100) for i in range(4)]
+    for m in members:
+        cluster.add_pod(m)
+    handle = next(iter(sched.frameworks.values())).handle
+
+    async def one_cycle() -> list[bool]:
+        assert sched.schedule_one()  # the group's cycle: it preempts; the evictions are tasks not yet run
+        held = [handle.preemption_running(m) for m in members]
+        await sched.drain()  # every eviction sent
+        return held
+
+    assert asyncio.run(one_cycle()) == [True] * 4
+    assert sorted(seen.victims) == [f"low-{i}" for i in range(4)]
+    assert not any(handle.preemption_running(m) for m in members)  # the victims are terminating
+
+
 def test_a_gang_that_cannot_fit_even_with_every_victim_gone_evicts_nothing() -> None:
     sched, cluster, _, seen = build([pod_group("hi", 5, priority=100)])
     for i in range(2):

@@ -131,7 +131,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, PodGroupPostFilterPl
     def pre_enqueue(self, pod: PodInfo) -> Status:
         """Hold a preemptor back while its preemption is under way, so it does not preempt the
         same victims again before they are gone (default_preemption.go PreEnqueue)."""
-        if self.handle.preemption_running(pod.uid):
+        if self.handle.preemption_running(pod):
             return Status.unresolvable(WAITING_FOR_PREEMPTION_MSG)
         return SUCCESS
 

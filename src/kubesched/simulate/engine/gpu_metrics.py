@@ -47,6 +47,10 @@ class GpuMetrics:
         self._allocated = np.zeros(0, dtype=np.int64)
         self._idle = np.zeros(0, dtype=np.int64)
         self._capacity = 0
+        #: ``ledger.changes`` when ``_refresh`` last compared the rows (-1: never), and the sum of
+        #: ``_frag`` over the alive rows when ``fragmented`` last added it up (None: to add again).
+        self._ledger_changes = -1
+        self._frag_total: float | None = None
         table.add_pod_observer(lambda row, _pod, _sign: self._dirty.add(row))
 
     def _refresh(self) -> np.ndarray:
@@ -55,6 +59,11 @@ class GpuMetrics:
         change). Integers, so their sums are those of the whole ledger read at once."""
         table, ledger = self.table, self.ledger
         alive = table.alive_rows()
+        ledger.settle()
+        if (self._sums_generation == table.node_generation and len(self._seen) >= len(table.alive)
+                and ledger.changes == self._ledger_changes):
+            return alive  # no GPU taken or given back anywhere since the last look
+        self._ledger_changes = ledger.changes
         versions = ledger.versions(alive)
         if self._sums_generation != table.node_generation or len(self._seen) < len(table.alive):
             self._sums_generation = table.node_generation
@@ -87,6 +96,9 @@ class GpuMetrics:
         if self._node_generation != self.table.node_generation:
             self._node_generation = self.table.node_generation
             self._dirty.update(alive.tolist())
+            self._frag_total = None  # the nodes summed over changed too
+        if not self._dirty and self._frag_total is not None:
+            return self._frag_total  # no pod came to or left any node since the last sum
         if self._dirty and self.typical:
             rows = np.array(sorted(self._dirty), dtype=np.intp)
             rows = rows[self.table.alive[rows]]
@@ -102,4 +114,5 @@ class GpuMetrics:
         self._grow()
         # Summed one by one in row order (not numpy's pairwise sum): the figures stay the same.
         total: float = sum(self._frag[alive].tolist())
+        self._frag_total = total
         return total

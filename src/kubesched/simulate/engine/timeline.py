@@ -145,6 +145,9 @@ class Timeline:
         self.bound = 0
         self.deleted_with_node = 0
         self._changed = True
+        #: (table generation, CPU and memory allocation) of the last sample: an arrival that only
+        #: waits in the queue changes neither.
+        self._ratios: tuple[int, float, float] = (-1, 0.0, 0.0)
         cluster.watchers.append(self)
 
     def _push(self, at: float, rank: int, payload: Any) -> None:
@@ -224,18 +227,21 @@ class Timeline:
             return
         self._changed = False
         table = self._table
-        alive = table.alive_rows()
+        if self._ratios[0] != table.generation:  # a pod or node came, went or changed since
+            alive = table.alive_rows()
 
-        def ratio(col: int) -> float:  # integer sums: the same whatever order they are taken in
-            total = int(table.allocatable_by_resource[col, alive].sum())
-            return round(float(table.requested_by_resource[col, alive].sum()) / total, 6) if total else 0.0
+            def ratio(col: int) -> float:  # integer sums: the same whatever order they are taken in
+                total = int(table.allocatable_by_resource[col, alive].sum())
+                return round(float(table.requested_by_resource[col, alive].sum()) / total, 6) if total else 0.0
 
+            self._ratios = (table.generation, ratio(CPU), ratio(MEMORY))
+        _, cpu_allocation, memory_allocation = self._ratios
         gpu = self.gpu
         capacity, allocated, idle = gpu.totals()
         self.samples.add({
             "t": now, "arrivedPods": self.arrived, "arrivedGpuMilli": self.arrived_gpu_milli,
             "pendingPods": self._queue_length(), "boundPods": self.bound,
-            "cpuAllocation": ratio(CPU), "memoryAllocation": ratio(MEMORY),
+            "cpuAllocation": cpu_allocation, "memoryAllocation": memory_allocation,
             "gpuMilliAllocated": allocated, "gpuMilliCapacity": capacity,
             "gpuAllocation": round(allocated / capacity, 6) if capacity else 0.0,
             "idleGpuMilli": idle, "fragmentedGpuMilli": round(gpu.fragmented(), 2),

@@ -81,6 +81,14 @@ class GpuLedger:
         self._versions: IntArray = np.zeros(len(table.alive), dtype=np.int64)
         #: (node generation, rows) when ``_ensure_shape`` last checked the GPU counts.
         self._shape_checked: tuple[int, int] = (-1, -1)
+        #: ``free()`` of every row (None: to build again, after the shape or a node's GPU count
+        #: changed), and the rows whose used milli changed since: Filter and Score read the whole
+        #: matrix on every attempt, pods change a few rows between two.
+        self._free: IntArray | None = None
+        self._free_stale: set[int] = set()
+        #: Bumped with every row's counter in ``_versions``: unchanged, no GPU was taken or given
+        #: back anywhere (the replay's metrics skip their per-row comparison).
+        self.changes = 0
         table.observe_pods(self._observe)
 
     # -- shape -------------------------------------------------------------------------------------
@@ -90,6 +98,7 @@ class GpuLedger:
         if gpus <= self._used.shape[1] and key == self._shape_checked:
             return  # no node came, went or changed since the last check: the shape still holds
         self._shape_checked = key
+        self._free = None
         if gpus <= self._used.shape[1]:
             counts = self.table.node_column(COUNT_COLUMN)
             gpus = max(gpus, int(counts.max()) if len(counts) else 0)
@@ -105,6 +114,7 @@ class GpuLedger:
     def _observe(self, row: int, pod: PodInfo, sign: int) -> None:
         self._ensure_shape()
         self._versions[row] += 1
+        self.changes += 1
         request = gpu_request_or_none(pod)
         if request is None:
             return
@@ -131,6 +141,8 @@ class GpuLedger:
         self._ensure_shape(max(indices) + 1)
         self._used[row, list(indices)] += milli
         self._versions[row] += 1
+        self.changes += 1
+        self._free_stale.add(row)
         self._counted[uid] = (row, milli, indices)
 
     def _release(self, uid: str) -> None:
@@ -139,6 +151,8 @@ class GpuLedger:
             row, milli, indices = counted
             self._used[row, list(indices)] -= milli
             self._versions[row] += 1
+            self.changes += 1
+            self._free_stale.add(row)
         self._unplaced.pop(uid, None)
         self._overcommitted.pop(uid, None)
 
@@ -187,9 +201,21 @@ class GpuLedger:
         return free
 
     def free(self, rows: Rows) -> IntArray:
-        """Free milli per GPU, ``(len(rows), max GPUs)``; 0 past a node's last GPU."""
+        """Free milli per GPU, ``(len(rows), max GPUs)``; 0 past a node's last GPU. A new array."""
         self.settle()
         self._ensure_shape()
+        table_free = self._free
+        if table_free is None or table_free.shape != self._used.shape:
+            table_free = self._free = self._free_of(np.arange(len(self._used)))
+            self._free_stale.clear()
+        elif self._free_stale:
+            stale = np.fromiter(self._free_stale, dtype=np.intp, count=len(self._free_stale))
+            self._free_stale.clear()
+            table_free[stale] = self._free_of(stale)
+        free: IntArray = table_free.take(rows, axis=0)
+        return free
+
+    def _free_of(self, rows: Rows) -> IntArray:
         counts = self.table.node_column(COUNT_COLUMN)[rows]
         exists = np.arange(self._used.shape[1]) < counts[:, None]
         free: IntArray = np.where(exists, np.maximum(MILLI - self._used[rows], 0), 0)

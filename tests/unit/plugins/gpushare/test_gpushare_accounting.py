@@ -55,6 +55,13 @@ def check_ledger(sched: Any, cluster: Any) -> None:
             expected[p.node_name][i] += int(ann["alibabacloud.com/gpu-milli"])
     for name in cluster.nodes:
         assert ledger.used(table.row_of(name)) == expected[name], name
+    # What Filter and Score read (kept between reads, refreshed per changed row) is the used milli's
+    # complement on each GPU the node has, and nothing past its last GPU.
+    rows = table.alive_rows()
+    free = ledger.free(rows)
+    for row, row_free in zip(rows.tolist(), free.tolist(), strict=True):
+        used = ledger.used(row)
+        assert row_free == [1000 - u for u in used] + [0] * (free.shape[1] - len(used)), table.names[row]
 
 
 events = st.lists(

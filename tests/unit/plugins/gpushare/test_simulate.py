@@ -22,13 +22,37 @@ POLICIES = {"FGD": "FGD", "BestFit": "best", "DotProduct": "best", "GpuPacking":
             "GpuClustering": "best", "RandomFit": "random"}
 
 
-def write_config(path: Path, policy: str) -> None:
+def _named(entries: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    """The one entry of a plugin list (or pluginConfig) named ``name``: a change to the example
+    that moves or drops it fails here instead of editing another plugin."""
+    found = [e for e in entries if e.get("name") == name]
+    assert len(found) == 1, f"{EXAMPLE.name}: expected one {name!r} among {[e.get('name') for e in entries]}"
+    return found[0]
+
+
+def policy_config(policy: str) -> dict[str, Any]:
+    """examples/gpushare.yaml as data with FGD replaced by ``policy`` wherever it is enabled (at
+    the same weight) and GpuShare's gpuSelMethod set to the policy's."""
     config = yaml.safe_load(EXAMPLE.read_text())
-    plugins = config["profiles"][0]["plugins"]
-    plugins["multiPoint"]["enabled"][1]["name"] = policy
-    plugins["score"]["enabled"][0]["name"] = policy
-    config["profiles"][0]["pluginConfig"][0]["args"]["gpuSelMethod"] = POLICIES[policy]
-    path.write_text(yaml.safe_dump(config))
+    profile = config["profiles"][0]
+    plugins = profile["plugins"]
+    for point in ("multiPoint", "score"):
+        _named(plugins[point]["enabled"], "FGD")["name"] = policy
+    _named(profile["pluginConfig"], "GpuShare")["args"]["gpuSelMethod"] = POLICIES[policy]
+    return config
+
+
+def test_policy_config_swaps_the_score_plugin_and_gpu_choice() -> None:
+    config = policy_config("BestFit")
+    profile = config["profiles"][0]
+    assert [e["name"] for e in profile["plugins"]["multiPoint"]["enabled"]] == ["GpuShare", "BestFit"]
+    assert profile["plugins"]["score"]["enabled"] == [{"name": "BestFit", "weight": 1000}]
+    assert profile["pluginConfig"] == [{"name": "GpuShare", "args": {"gpuSelMethod": "best"}}]
+    assert "FGD" not in yaml.safe_dump(config)
+
+
+def write_config(path: Path, policy: str) -> None:
+    path.write_text(yaml.safe_dump(policy_config(policy)))
 
 
 def write_dump(path: Path) -> None:
