@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import NO_NODES_MSG, Diagnosis, fit_error_message
 from kubesched.framework.eager import start_eagerly
 from kubesched.framework.feasible_nodes import FeasibleNodeSearch
-from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError
+from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError, PreemptFn, Preemptor
 from kubesched.framework.interfaces import Plugin
 from kubesched.framework.objects import ObjectKind, gated_kinds, kinds_of_plugins
 from kubesched.framework.podgroup import GENERIC_WORKLOAD, group_key
@@ -83,14 +83,25 @@ class SchedulerObserver:
 
     def preempted(
         self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-        cleared: Sequence[PodInfo],
+        cleared: Sequence[PodInfo], by: Preemptor, in_memory: Collection[str] = (),
     ) -> None:
         """A PostFilter plugin preempted ``victims`` on ``node_name`` for ``preemptor`` (called
-        before ``failed`` for the preemptor, whose failure then carries the nomination). Victims
-        waiting at Permit were rejected in memory; the others are being evicted through the
+        before ``failed`` for the preemptor, whose failure then carries the nomination); ``by``:
+        who the victims are told preempted them (framework/handle.py Preemptor: the pod, or its
+        PodGroup when a group preempts). Victims
+        waiting at Permit were rejected in memory (their uids: ``in_memory``; upstream's event
+        says so); the others are being evicted through the
         client's ``evict`` (framework/handle.py EvictingClient). ``cleared``: lower-priority pods
-        nominated to that node, whose nomination was dropped (a live shell patches their
-        ``status.nominatedNodeName`` to "")."""
+        nominated to the candidate (that node; none for a group, whose candidate is ``cluster``),
+        whose nomination was dropped (a live shell patches their ``status.nominatedNodeName`` to
+        "")."""
+
+    def object_status(self, kind: str, key: str, uid: str, status: Mapping[str, Any]) -> None:
+        """The core changed status fields of a declared object: ``kind`` as ``handle.objects``
+        names it, ``key`` namespace/name, ``uid`` the object's. E.g. the PodGroup cycle's
+        ``PodGroupInitiallyScheduled`` condition (framework/podgroup_condition.py) as
+        ``{"conditions": [condition]}``. A live shell strategic-merge patches the fields into the
+        object's ``status`` subresource, as upstream does."""
 
 
 
@@ -480,23 +491,29 @@ class Scheduler:
         row = self.cache.table.row_of(node) if node else None
         return row if row is not None and bool((rows == row).any()) else None
 
-    def _preemption_for(self, fwk: Framework) -> Callable[[PodInfo, str, Sequence[PodInfo]], None]:
-        def preempt(preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo]) -> None:
-            self._preempt(fwk, preemptor, node_name, victims)
+    def _preemption_for(self, fwk: Framework) -> PreemptFn:
+        def preempt(preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], by: Preemptor | None) -> None:
+            self._preempt(fwk, preemptor, node_name, victims, by)
 
         return preempt
 
-    def _preempt(self, fwk: Framework, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo]) -> None:
+    def _preempt(
+        self, fwk: Framework, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], by: Preemptor | None,
+    ) -> None:
         """Actuate a preemption (upstream executor.go prepareCandidate): a victim waiting at Permit
         is rejected in memory, a victim already being deleted is left alone, the others are evicted
         through the client (``evict``, when it has one); lower-priority pods nominated to the node
-        lose their nomination and are retried."""
+        lose their nomination and are retried. ``by``: who preempts, as the victims are told (the
+        pod itself on ``node_name`` when None)."""
+        by = by or Preemptor.of_pod(preemptor, node_name)
         evict = getattr(fwk.handle.client, "evict", None)
         to_evict = []
+        in_memory: list[str] = []
         for victim in victims:
             wp = self.waiting_pods.get(victim.uid)
             if wp is not None and not wp.decided:
                 self.waiting_pods.reject(victim.uid, "", "preempted")
+                in_memory.append(victim.uid)
                 continue
             if victim.deleting or evict is None:
                 continue
@@ -511,25 +528,27 @@ class Scheduler:
             self._preempting[key] = self._preempting.get(key, 0) + len(to_evict)
             self._last_victim[key] = to_evict[-1].uid
             for victim in to_evict:
-                self._spawn_task(self._evict(evict, victim, preemptor, node_name, key, self._eviction_sent))
+                self._spawn_task(self._evict(evict, victim, key, by, self._eviction_sent))
         nominator = self.queue.nominator
-        cleared = [p for p in nominator.pods_for_node(node_name) if p.priority < preemptor.priority]
+        # getLowerPriorityNominatedPods(candidate name): a group's candidate, ``cluster``, is no
+        # node, so upstream clears no nomination for a group preemption.
+        cleared = [p for p in nominator.pods_for_node(by.candidate) if p.priority < preemptor.priority]
         for p in cleared:
             nominator.delete(p.uid)
         if cleared:
             self.queue.activate([p.uid for p in cleared])
-        self.observer.preempted(preemptor, fwk.profile_name, node_name, list(victims), cleared)
+        self.observer.preempted(preemptor, fwk.profile_name, node_name, list(victims), cleared, by, in_memory)
 
     @staticmethod
     async def _evict(
-        evict: Callable[[PodInfo, PodInfo, str], Coroutine[Any, Any, None]], victim: PodInfo, preemptor: PodInfo,
-        node_name: str, key: str, sent: Callable[[str, bool], None],
+        evict: Callable[[PodInfo, Preemptor], Coroutine[Any, Any, None]], victim: PodInfo, key: str,
+        by: Preemptor, sent: Callable[[str, bool], None],
     ) -> None:
         # Already gone, or a failed eviction: never the scheduler's end; the preemptor retries.
         failed = True
         try:
             with contextlib.suppress(Exception):
-                await evict(victim, preemptor, node_name)
+                await evict(victim, by)
                 failed = False
         finally:
             sent(key, failed)

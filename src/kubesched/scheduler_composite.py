@@ -24,8 +24,8 @@ every PodGroup under that root:
 
 Where kubesched differs: children are tried in name order (upstream: Go map order, random);
 upstream appends the PodGroupPostFilter's message once per result sharing a parent's status
-object (visible only in PodGroup conditions, which kubesched does not write), kubesched once per
-group.
+object (visible only in the PodGroups' ``PodGroupInitiallyScheduled`` messages), kubesched once
+per group.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from kubesched.framework.podgroup import (
     group_key,
     pod_group_priority,
 )
+from kubesched.framework.podgroup_condition import error_condition, result_condition
 from kubesched.framework.podgroup_points import (
     run_placement_feasible,
     run_placement_generate,
@@ -108,6 +109,11 @@ class CompositeCycle:
             st = Status.error(invalid)
             for q in everyone:
                 sched.fail(fwk, q, ScheduleFailure(st, invalid), cycle)
+            # updatePodGroupConditionWithError: a composite has no condition of its own here; its
+            # PodGroups each get the error.
+            for leaf in leaves:
+                if leaf.pod_group is not None:
+                    self.groups._report_condition(leaf.key, leaf.pod_group, error_condition(invalid))
             return
         try:
             results = self.root_algorithm(fwk, root, members)
@@ -125,6 +131,8 @@ class CompositeCycle:
         for leaf in leaves:
             key = leaf.entity_key
             self.groups._submit(fwk, members[key], results[key], not_tried[key], cycle, rejectors)
+            if leaf.pod_group is not None:  # submitPodGroupAlgorithmResult: each PodGroup's own result
+                self.groups._report_condition(leaf.key, leaf.pod_group, result_condition(results[key].status))
 
     def _validate(self, root: PodGroupInfo, leaves: list[PodGroupInfo]) -> str | None:
         """validatePodGroup (PodGroupPreemptionPolicy off) over the hierarchy: every member, queued

@@ -23,14 +23,17 @@ group's other queued members with it (upstream queues a group as one entity) and
 
 Where kubesched differs: a failed group's members wait in the unschedulable queue for an event
 one of the rejecting plugins registered (or the 5-minute flush) where upstream backs the group
-off and retries it; PodGroup status
-conditions (``PodGroupInitiallyScheduled``) are not written.
+off and retries it.
+
+Each attempt's outcome is also the PodGroup's ``PodGroupInitiallyScheduled`` condition
+(framework/podgroup_condition.py), handed to the shell through ``SchedulerObserver.object_status``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
@@ -47,6 +50,7 @@ from kubesched.framework.podgroup import (
     group_key,
     pod_group_priority,
 )
+from kubesched.framework.podgroup_condition import PodGroupConditions, error_condition, result_condition
 from kubesched.framework.podgroup_points import (
     run_placement_feasible,
     run_placement_generate,
@@ -97,6 +101,7 @@ class PodGroupCycle:
         self.placements = bool(gates.get(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING))
         #: Group key → uids of its members in the node table (assumed or bound): ScheduledPodsCount.
         self._placed: dict[str, set[str]] = {}
+        self.conditions = PodGroupConditions()
         sched.cache.table.observe_pods(self._observe)
         #: CompositePodGroup: a PodGroup under a CompositePodGroup is scheduled with its whole
         #: hierarchy (scheduler_composite.py; imported here, it imports this module).
@@ -152,6 +157,8 @@ class PodGroupCycle:
             st = Status.error(invalid)
             for q in members:
                 sched.fail(fwk, q, ScheduleFailure(st, invalid), cycle)
+            if raw_group is not None:
+                self._report_condition(key, raw_group, error_condition(invalid))
             return
         try:
             result = self.algorithm(fwk, group, members)
@@ -172,6 +179,15 @@ class PodGroupCycle:
             result = GroupAttempt(Status(st.code, (f"scheduling cycle: {st.message}",), "", e))
             not_tried = result.status
         self._submit(fwk, members, result, not_tried, cycle)
+        if raw_group is not None:
+            self._report_condition(key, raw_group, result_condition(result.status))
+
+    def _report_condition(self, key: str, raw_group: Mapping[str, Any], condition: dict[str, Any]) -> None:
+        """updatePodGroupCondition: the shell writes the condition when it changed."""
+        new = self.conditions.update(raw_group, condition, self.sched.clock.wall())
+        if new is not None:
+            uid = str((raw_group.get("metadata") or {}).get("uid") or "")
+            self.sched.observer.object_status(POD_GROUP_OBJECTS, key, uid, {"conditions": [new]})
 
     def _validate(self, group: PodGroupInfo) -> str | None:
         """validatePodGroup (PodGroupPreemptionPolicy off): every member, queued or placed, has the

@@ -6,6 +6,7 @@ over-committed, and the victims' DisruptionTarget condition and Preempted events
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -51,9 +52,16 @@ def _scenario(cp: ControlPlane, ns: str, sched: str, nodes: list[str], pc: str) 
     outcome["low_left"] = sum(1 for p in pods_in(cp, ns) if p["metadata"]["name"].startswith("low-"))
     assert_no_overcommit(cp, nodes)
     events = cp.get(f"/api/v1/namespaces/{ns}/events")["items"]
-    outcome["preempted_events"] = sum(
-        1 for e in events if e.get("reason") == "Preempted" and e["metadata"]["name"] not in earlier
-    )
+    preempted = [e for e in events if e.get("reason") == "Preempted" and e["metadata"]["name"] not in earlier]
+    outcome["preempted_events"] = len(preempted)
+    # Each event's text, "Preempted by pod <preemptor uid> on node <node>" (the uid read as a
+    # placeholder, the node, which may differ between the runs, left out), and what it relates to:
+    # nothing (kube-scheduler's recorder cannot reference its pod preemptor wrapper).
+    uids = {p["metadata"]["uid"]: p["metadata"]["name"] for p in pods_in(cp, ns)}
+    outcome["preempted_by"] = sorted(
+        (re.sub(r"pod (\S+)", lambda m: f"pod <uid of {uids.get(m.group(1), '?')}>",
+                str(e.get("message", ""))).rsplit(" on node ", 1)[0], e.get("related"))
+        for e in preempted)
     return outcome
 
 
@@ -73,3 +81,5 @@ def test_preemption_matches_kube_scheduler(
     print(f"\n[differential-preemption] kube-scheduler: {oracle}\n[differential-preemption] kubesched:      {ours}")
     assert oracle["low_left"] == ours["low_left"] == 4  # one victim per preemptor
     assert ours["preempted_events"] == oracle["preempted_events"] == 2
+    assert oracle["preempted_by"] == [(f"Preempted by pod <uid of high-{i}>", None) for i in range(2)]
+    assert ours["preempted_by"] == oracle["preempted_by"]

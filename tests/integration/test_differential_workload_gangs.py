@@ -10,16 +10,21 @@ under kubesched in a namespace of its own, on the same nodes.
    on two 4-CPU nodes): the same pods bound (all of the small gang, none of the big one), the same
    pods pending with the same messages word for word (kube-scheduler's PodGroup cycle fails the
    big gang at once: two members placed then failed, one refused by Filter, two never tried), and
-   no partial gang bound at any moment (from a watch of the binds).
+   no partial gang bound at any moment (from a watch of the binds), and each PodGroup's
+   ``PodGroupInitiallyScheduled`` condition the same (type, status, reason, message,
+   observedGeneration: the small gang True/Scheduled, the big one False/Unschedulable with the
+   group's message).
 2. A gang preempting lower-priority pods as a group (3 × 2 CPU at priority 1000, minCount 3, on
    two 4-CPU nodes full of 2-CPU pods at priority 0): the same number of victims evicted (three:
-   the fourth is reprieved), the members' FailedScheduling messages word for word, the whole gang
-   bound, no partial gang at any moment. Not compared: the victims' Preempted event text
-   (kube-scheduler: ``Preempted by podgroup <PodGroup uid> on node cluster``; kubesched names the
-   first member and the victim's node).
+   the fourth is reprieved), the victims' Preempted events word for word (``Preempted by podgroup
+   <PodGroup uid> on node cluster``, related to the PodGroup; the uid, which differs between the two
+   runs, read as a placeholder), the members' first FailedScheduling messages word for word, the
+   whole gang bound, the PodGroup's final condition the same (True/Scheduled), no partial gang at
+   any moment.
 3. With TopologyAwareWorkloadScheduling on (alpha; the apiserver has it on for every scenario, so a
    PodGroup keeps its ``schedulingConstraints``): a gang whose PodGroup asks for one ``rack`` is
-   placed within one rack, the same rack as kube-scheduler's, no partial gang at any moment.
+   placed within one rack, the same rack as kube-scheduler's, no partial gang at any moment, the
+   PodGroup's condition the same.
 """
 
 from __future__ import annotations
@@ -144,6 +149,7 @@ def _never_fits(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any]:
         # schedulers time to write every member's reason.
         cp.wait_for(lambda: all(_reason(p) for p in pods_in(cp, ns) if not p["spec"].get("nodeName")), 60, 0.3,
                     "a reason on every pending pod")
+        cp.wait_for(lambda: all(_condition(cp, ns, g) for g, _, _ in GANGS), 60, 0.3, "a condition on every group")
         time.sleep(5)
     pods = pods_in(cp, ns)
     return {
@@ -151,6 +157,7 @@ def _never_fits(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any]:
         "pending": sorted(p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName")),
         "partial": watch.partial_seen,
         "reasons": {p["metadata"]["name"]: _reason(p) for p in pods if not p["spec"].get("nodeName")},
+        "conditions": {g: _condition(cp, ns, g) for g, _, _ in GANGS},
     }
 
 
@@ -174,9 +181,11 @@ def _preempting_gang(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any
 
         cp.wait_for(gang_bound, 120, 0.3, "the gang bound")
         cp.wait_for(lambda: len(watch.bound.get(group, ())) >= count, 30, 0.2, "the watch saw the gang bound")
+        cp.wait_for(lambda: _condition(cp, ns, group).get("status") == "True", 30, 0.2, "the group's condition True")
         time.sleep(2.0)  # no further evictions
     pods = pods_in(cp, ns)
     events = cp.get(f"/api/v1/namespaces/{ns}/events")["items"]
+    pg_uid = cp.get(f"{PG_PATH.format(ns=ns)}/{group}")["metadata"]["uid"]
     failed = sorted((e for e in events if e.get("reason") == "FailedScheduling"),
                     key=lambda e: str(e.get("eventTime") or e.get("firstTimestamp") or ""))
     members = [f"{group}-{i}" for i in range(count)]
@@ -188,7 +197,13 @@ def _preempting_gang(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any
         # a retry falls in that window, under either scheduler.
         "retried_with": sorted({e.get("message", "") for name in members
                                 for e in [e for e in failed if e["involvedObject"]["name"] == name][1:]}),
-        "preempted_events": sum(1 for e in events if e.get("reason") == "Preempted"),
+        # Each victim's Preempted event: its text (the PodGroup's uid as a placeholder) and the
+        # object it relates to.
+        "preempted": sorted(
+            (e.get("message", "").replace(pg_uid, "<PodGroup uid>"),
+             (e.get("related") or {}).get("kind", ""), (e.get("related") or {}).get("name", ""))
+            for e in events if e.get("reason") == "Preempted"),
+        "condition": _condition(cp, ns, group),
         "gang_bound": sorted(p["metadata"]["name"] for p in pods
                              if p["metadata"]["name"].startswith(group) and p["spec"].get("nodeName")),
         "low_left": sum(1 for p in pods if p["metadata"]["name"].startswith("low-")),
@@ -208,13 +223,25 @@ def _within_one_rack(cp: ControlPlane, ns: str, scheduler: str) -> dict[str, Any
                                 and p["spec"].get("nodeName")) == count, 60, 0.3, "the gang bound")
         # The watch may trail the list: let it see every bind before judging "no partial gang".
         cp.wait_for(lambda: len(watch.bound.get(group, ())) >= count, 30, 0.2, "the watch saw the gang bound")
+        cp.wait_for(lambda: _condition(cp, ns, group).get("status") == "True", 30, 0.2, "the group's condition True")
     nodes = {n["metadata"]["name"]: n["metadata"]["labels"]["rack"]
              for n in cp.get("/api/v1/nodes", labelSelector="gang-rack=yes")["items"]}
     return {
         "racks": sorted({nodes[p["spec"]["nodeName"]] for p in pods_in(cp, ns)
                          if p["metadata"]["name"].startswith(group)}),
         "partial": watch.partial_seen,
+        "condition": _condition(cp, ns, group),
     }
+
+
+def _condition(cp: ControlPlane, ns: str, group: str) -> dict[str, Any]:
+    """The PodGroup's PodGroupInitiallyScheduled condition as compared (lastTransitionTime is a
+    time), {} while it has none."""
+    pg = cp.get(f"{PG_PATH.format(ns=ns)}/{group}")
+    for c in (pg.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodGroupInitiallyScheduled":
+            return {k: c.get(k) for k in ("type", "status", "reason", "message", "observedGeneration")}
+    return {}
 
 
 def _reason(pod: dict[str, Any]) -> str:
@@ -302,6 +329,17 @@ def test_a_never_fitting_gangs_reasons_match_kube_scheduler_word_for_word(
     assert ours["reasons"] == oracle["reasons"]
 
 
+def test_each_gangs_pod_group_condition_matches_kube_scheduler(
+    never_fits: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    oracle, ours = never_fits
+    print("kube-scheduler:", json.dumps(oracle["conditions"], indent=1))
+    print("kubesched:", json.dumps(ours["conditions"], indent=1))
+    assert oracle["conditions"]["small"]["status"] == "True", oracle["conditions"]
+    assert oracle["conditions"]["big"]["reason"] == "Unschedulable", oracle["conditions"]
+    assert ours["conditions"] == oracle["conditions"]
+
+
 def test_a_gang_preempts_lower_priority_pods_as_a_group_like_kube_scheduler(
     workload_cluster: ControlPlane, tmp_path: Path,
 ) -> None:
@@ -319,7 +357,11 @@ def test_a_gang_preempts_lower_priority_pods_as_a_group_like_kube_scheduler(
     print(f"\nkube-scheduler: {oracle}\nkubesched:      {ours}")
     assert oracle["gang_bound"] == ours["gang_bound"] == [f"{HIGH_GANG[0]}-{i}" for i in range(HIGH_GANG[1])]
     assert oracle["low_left"] == ours["low_left"] == 1  # three victims: the fourth was reprieved
-    assert oracle["preempted_events"] == ours["preempted_events"] == 3
+    assert len(oracle["preempted"]) == 3
+    assert oracle["preempted"][0] == ("Preempted by podgroup <PodGroup uid> on node cluster", "PodGroup", HIGH_GANG[0])
+    assert ours["preempted"] == oracle["preempted"]
+    assert oracle["condition"]["status"] == "True"
+    assert ours["condition"] == oracle["condition"]
     assert ours["failed_with"] == oracle["failed_with"]
     for outcome in (oracle, ours):  # a retry before the victims were gone waited for them, as upstream's does
         assert not outcome["retried_with"] or any(ONGOING in m for m in outcome["retried_with"]), outcome
@@ -338,6 +380,8 @@ def test_a_gang_is_placed_within_one_rack_like_kube_scheduler(workload_cluster: 
         _delete_nodes(cp, nodes)
     print(f"\nkube-scheduler: {oracle}\nkubesched:      {ours}")
     assert oracle["racks"] == ours["racks"] == ["a"]
+    assert oracle["condition"]["status"] == "True"
+    assert ours["condition"] == oracle["condition"]
     assert oracle["partial"] == [] and ours["partial"] == []
 
 

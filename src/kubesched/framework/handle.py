@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.framework.clock import Clock
@@ -55,18 +56,50 @@ class ClusterClient(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Preemptor:
+    """Who preempts, as upstream's preemption executor names it to the victims
+    (framework/preemption/executor.go ``ExecutorPreemptor``): the victim's ``Preempted`` event
+    says ``Preempted by <type> <uid> on node <candidate>`` and relates to ``related``, its
+    ``DisruptionTarget`` condition ``<schedulerName>: preempting to accommodate a higher priority
+    <type>``. A pod preempting (DefaultPreemption's PostFilter): type ``pod``, the pod's uid, the
+    node. A PodGroup preempting as a group (podgrouppreemption.go): type ``podgroup``, the
+    PodGroup's uid, and the candidate ``cluster`` (a group's one candidate spans every node)."""
+
+    type: str
+    uid: str
+    candidate: str
+    scheduler_name: str
+    #: The object reference the event relates to (apiVersion, kind, namespace, name, uid); empty:
+    #: none. A pod preemptor's event relates to nothing: upstream hands its recorder the executor's
+    #: wrapper of the pod, a type the scheme cannot reference (seen on kube-scheduler v1.37.1).
+    related: Mapping[str, str]
+
+    @staticmethod
+    def of_pod(pod: PodInfo, node_name: str) -> Preemptor:
+        return Preemptor("pod", pod.uid, node_name, pod.scheduler_name, {})
+
+    @property
+    def event_message(self) -> str:
+        return f"Preempted by {self.type} {self.uid} on node {self.candidate}"
+
+    @property
+    def disruption_message(self) -> str:
+        return f"{self.scheduler_name}: preempting to accommodate a higher priority {self.type}"
+
+
 class EvictingClient(Protocol):
     """Optional, for preemption: a ClusterClient that also offers ``evict`` (the simulator's does).
 
     Upstream's preemption executor (pkg/scheduler/framework/preemption/executor.go ``PreemptPod``)
     patches the victim's status with the ``DisruptionTarget`` condition (status True, reason
-    ``PreemptionByScheduler``, message ``<schedulerName>: preempting to accommodate a higher
-    priority pod``), deletes it (graceful: ``terminationGracePeriodSeconds``) and records a
-    ``Preempted`` event (``Preempted by pod <preemptor uid> on node <node>``). A victim already
-    being deleted is skipped. A client without ``evict`` gets no deletions: the scheduler still
-    nominates the preemptor (see ``SchedulerObserver.preempted``)."""
+    ``PreemptionByScheduler``, message ``Preemptor.disruption_message``), deletes it (graceful:
+    ``terminationGracePeriodSeconds``) and records a ``Preempted`` event
+    (``Preemptor.event_message``). A victim already being deleted is skipped. A client without
+    ``evict`` gets no deletions: the scheduler still nominates the preemptor (see
+    ``SchedulerObserver.preempted``)."""
 
-    async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None: ...
+    async def evict(self, pod: PodInfo, preemptor: Preemptor) -> None: ...
 
 
 class Nominator(Protocol):
@@ -104,8 +137,9 @@ class SharedDRAManager(Protocol):
         ...
 
 
-#: Called by preemption with (preemptor, node name, victims); set by the Scheduler.
-PreemptFn = Callable[[PodInfo, str, Sequence[PodInfo]], None]
+#: Called by preemption with (preemptor, node name, victims, who preempts: None for the pod
+#: itself); set by the Scheduler.
+PreemptFn = Callable[[PodInfo, str, Sequence[PodInfo], "Preemptor | None"], None]
 
 
 class Handle:
@@ -182,12 +216,16 @@ class Handle:
         pods = self.nominated.get(node_name)
         return list(pods.values()) if pods else []
 
-    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo]) -> None:
+    def preempt(
+        self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], by: Preemptor | None = None
+    ) -> None:
         """Actuate a preemption: victims waiting at Permit are rejected in memory, the others are
         evicted through the shell's client; lower-priority pods nominated to the node lose their
-        nomination (upstream executor.go prepareCandidate). Without a scheduler: nothing."""
+        nomination (upstream executor.go prepareCandidate). ``by``: who the victims are told
+        preempted them, when not ``preemptor`` itself on ``node_name`` (a PodGroup preempting as a
+        group). Without a scheduler: nothing."""
         if self._preempt is not None:
-            self._preempt(preemptor, node_name, victims)
+            self._preempt(preemptor, node_name, victims, by)
 
     def activate(self, uids: Sequence[str]) -> None:
         """Move the named pending pods to the active queue now (upstream PodsToActivate, used by

@@ -31,7 +31,8 @@ class ObjectKind:
     version: str
     resource: str
     namespaced: bool = True
-    #: The plugin writes this kind's ``status`` subresource (the live leader patches it).
+    #: The plugin writes this kind's ``status`` subresource (the live leader patches it), or the
+    #: core does for it (the PodGroup cycle's ``PodGroupInitiallyScheduled`` condition).
     writes_status: bool = False
     #: Verbs the plugin uses on the objects themselves besides list/watch (e.g. ``("update",)``
     #: for VolumeBinding's PreBind, which updates PVs and PVCs through an :class:`ObjectWriter`).

@@ -38,6 +38,9 @@ POD_GROUP_OBJECTS = "PodGroup.scheduling.k8s.io"
 WORKLOAD_OBJECTS = "Workload.scheduling.k8s.io"
 #: ... and its CompositePodGroups (``scheduling.k8s.io/v1alpha3``, served with the gate on).
 COMPOSITE_POD_GROUP_OBJECTS = "CompositePodGroup.scheduling.k8s.io"
+#: Their apiVersions (an object reference to one, e.g. a Preempted event's ``related``).
+POD_GROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
+COMPOSITE_POD_GROUP_API_VERSION = "scheduling.k8s.io/v1alpha3"
 #: errPodGroupUnschedulable (schedule_one_podgroup.go): upstream attaches it as the error of a
 #: group's Unschedulable status, so the message a member gets starts with it.
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"

@@ -33,10 +33,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, Preemptor
 from kubesched.framework.podgroup import (
     COMPOSITE_POD_GROUP,
+    COMPOSITE_POD_GROUP_API_VERSION,
     COMPOSITE_POD_GROUP_OBJECTS,
+    POD_GROUP_API_VERSION,
     POD_GROUP_OBJECTS,
     PodGroupAssignments,
     PodGroupInfo,
@@ -138,6 +140,23 @@ def domain_victims(handle: Handle, below: int, priority: PriorityFn, exclude: st
     return victims
 
 
+def group_preemptor(group: PodGroupInfo, scheduler_name: str) -> Preemptor | None:
+    """podGroupExecutorPreemptor / compositePodGroupExecutorPreemptor (executor.go): the victims
+    are told the PodGroup (``podgroup``) or the root CompositePodGroup (``compositepodgroup``)
+    preempted them, on the group's one candidate, ``cluster`` (podgrouppreemption.go). Without the
+    object: the first member (None)."""
+    if group.composite_pod_group is not None:
+        obj, kind, api_version, type_ = (group.composite_pod_group, "CompositePodGroup",
+                                         COMPOSITE_POD_GROUP_API_VERSION, "compositepodgroup")
+    elif group.pod_group is not None:
+        obj, kind, api_version, type_ = group.pod_group, "PodGroup", POD_GROUP_API_VERSION, "podgroup"
+    else:
+        return None
+    uid = str((obj.get("metadata") or {}).get("uid") or "")
+    related = {"apiVersion": api_version, "kind": kind, "namespace": group.namespace, "name": group.name, "uid": uid}
+    return Preemptor(type_, uid, "cluster", scheduler_name, related)
+
+
 class PodGroupEvaluator:
     def __init__(self, handle: Handle, priority: PriorityFn, pdbs: Sequence[PodDisruptionBudget]) -> None:
         self.handle = handle
@@ -181,8 +200,9 @@ class PodGroupEvaluator:
         by_node: dict[str, list[PodInfo]] = {}
         for p in victims:
             by_node.setdefault(p.node_name, []).append(p)
+        by = group_preemptor(group, first.scheduler_name)
         for node_name, pods in by_node.items():
-            self.handle.preempt(first, node_name, pods)
+            self.handle.preempt(first, node_name, pods, by)
         nominations = {a.pod.uid: a.node_name for a in assignments.proposed if a.node_name}
         message = f"found a placement for podgroup, preempting {len(victims)} victims"
         return PodGroupPostFilterResult(nominations), Status(Code.SUCCESS, (message,))

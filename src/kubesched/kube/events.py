@@ -21,12 +21,13 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+from kubesched.framework.handle import Preemptor
 from kubesched.framework.objects import ObjectEvent, ObjectKind
 from kubesched.kube.api import STRATEGIC_MERGE_PATCH, ApiClient, ApiError
 from kubesched.kube.ratelimit import Now, PerKeyRateLimiter
@@ -152,6 +153,7 @@ class EventStats:
     events: int = 0
     series_updates: int = 0
     condition_patches: int = 0
+    object_status_patches: int = 0
     suppressed: int = 0
     dropped: int = 0
     errors: int = 0
@@ -199,24 +201,39 @@ class EventWriter:
         )
         self._put(lambda: self._create_event(event))
 
-    def preempted(self, victim: PodInfo, preemptor: PodInfo, node: str, controller: str) -> None:
-        """Upstream's event on a preemption victim (preemption/executor.go): regarding the victim,
-        related to the preemptor."""
+    def preempted(self, victim: PodInfo, preemptor: Preemptor, controller: str, in_memory: bool = False) -> None:
+        """Upstream's event on a preemption victim (preemption/executor.go ``PreemptPod``):
+        regarding the victim, related to the preemptor (the PodGroup preempting as a group; none
+        for a pod), ``Preempted by <pod|podgroup> <uid> on node <node|cluster>``, with
+        `` (in kube-scheduler memory).`` for a victim rejected while it waited at Permit."""
         event = build_event(
             victim,
             reason="Preempted",
-            note=f"Preempted by pod {preemptor.uid} on node {node}",
+            note=preemptor.event_message + (" (in kube-scheduler memory)." if in_memory else ""),
             action="Preempting",
             event_type="Normal",
             controller=controller,
             instance=self.instance,
         )
+        if preemptor.related:
+            event["related"] = dict(preemptor.related)
         self._put(lambda: self._create_event(event))
 
     def object_event(self, kind: ObjectKind, ev: ObjectEvent) -> None:
         """An Event a plugin reports about an object of a kind it declares (the plugin rate-limits)."""
         event = build_object_event(kind, ev, self.instance)
         self._put(lambda: self._create_event(event))
+
+    def object_status(self, kind: ObjectKind, key: str, uid: str, status: Mapping[str, Any]) -> None:
+        """Status fields the core changed on a declared object (``SchedulerObserver.object_status``,
+        e.g. a PodGroup's ``PodGroupInitiallyScheduled`` condition): a strategic merge patch of its
+        ``status`` subresource, as upstream's PatchPodGroupStatus sends (conditions merge by
+        ``type``). The uid in the patch keeps a newer object of the same name from being patched."""
+        patch: dict[str, Any] = {"status": dict(status)}
+        if uid:
+            patch["metadata"] = {"uid": uid}
+        path = kind.object_path(key, "status")
+        self._put(lambda: self._patch_object_status(path, patch))
 
     def nominated(self, pod: PodInfo, node: str) -> None:
         """Set ``status.nominatedNodeName`` (``node``) or clear it (""), as upstream's
@@ -339,6 +356,10 @@ class EventWriter:
         path = EVENTS_PATH.format(ns=quote(ns)) + "/" + quote(name)
         await self.api.request("PATCH", path, patch, content_type="application/merge-patch+json")
         self.stats.series_updates += 1
+
+    async def _patch_object_status(self, path: str, patch: dict[str, Any]) -> None:
+        await self.api.request("PATCH", path, patch, content_type=STRATEGIC_MERGE_PATCH)
+        self.stats.object_status_patches += 1
 
     async def _patch_status(self, pod: PodInfo, patch: dict[str, Any]) -> None:
         path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}/status"

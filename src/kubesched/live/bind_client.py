@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubesched.framework.handle import BindConflictError, PodGoneError
+from kubesched.framework.handle import BindConflictError, PodGoneError, Preemptor
 from kubesched.framework.objects import ObjectKind
 from kubesched.live.client import LiveClusterClient
 from kubesched.live.metrics import SchedulerMetrics
@@ -28,8 +28,8 @@ class MeteredBindClient:
         self.metrics = metrics
         self.node_exists = node_exists
 
-    async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
-        await self.client.evict(pod, preemptor, node_name)
+    async def evict(self, pod: PodInfo, preemptor: Preemptor) -> None:
+        await self.client.evict(pod, preemptor)
         self.metrics.preemption_victims.inc()
 
     async def annotate_pod(self, pod: PodInfo, annotations: Mapping[str, str]) -> None:

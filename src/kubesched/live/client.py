@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from kubesched.framework.handle import BindConflictError, PodGoneError
+from kubesched.framework.handle import BindConflictError, PodGoneError, Preemptor
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.kube.api import MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
 from kubesched.kube.events import rfc3339
@@ -108,7 +108,7 @@ class LiveClusterClient:
                 raise PodGoneError(str(e)) from None
             raise
 
-    async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
+    async def evict(self, pod: PodInfo, preemptor: Preemptor) -> None:
         """Preempt ``pod`` as upstream's executor does (framework/preemption/executor.go): the
         ``DisruptionTarget`` condition on its status, then a graceful delete with a UID
         precondition (never a newer pod of the same name). A pod already gone is done."""
@@ -117,7 +117,7 @@ class LiveClusterClient:
             "type": "DisruptionTarget",
             "status": "True",
             "reason": "PreemptionByScheduler",
-            "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+            "message": preemptor.disruption_message,
             "lastTransitionTime": rfc3339(time.time()),
         }
         try:

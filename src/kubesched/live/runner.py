@@ -28,11 +28,12 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from kubesched.config.load import SchedulerConfig
 from kubesched.framework.clock import RealClock
+from kubesched.framework.handle import Preemptor
 from kubesched.framework.objects import ObjectKind, merge_object_kinds
 from kubesched.framework.registry import Registry
 from kubesched.framework.types import ActionType, ClusterEvent
@@ -118,6 +119,7 @@ class LiveScheduler(SchedulerObserver):
             tie_break=self.options.tie_break,
         )
         kinds = merge_object_kinds([*self.scheduler.object_kinds(), *self.options.extra_object_kinds])
+        self._kinds_by_name = {k.name: k for k in kinds}
         for fwk in self.scheduler.frameworks.values():
             instrument_framework(fwk, self.metrics)
         self.metrics.watch_queue(self.scheduler.queue)
@@ -281,14 +283,23 @@ class LiveScheduler(SchedulerObserver):
 
     def preempted(
         self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-        cleared: Sequence[PodInfo],
+        cleared: Sequence[PodInfo], by: Preemptor, in_memory: Collection[str] = (),
     ) -> None:
         log.info("pod=%s node=%s profile=%s event=preempting victims=%d", preemptor.key, node_name, profile,
                  len(victims))
         for victim in victims:
-            self.events.preempted(victim, preemptor, node_name, profile)
+            if victim.deleting:  # upstream's executor skips a victim already being deleted: no event
+                continue
+            self.events.preempted(victim, by, profile, in_memory=victim.uid in in_memory)
         for pod in cleared:
             self.events.nominated(pod, "")
+
+    def object_status(self, kind: str, key: str, uid: str, status: Mapping[str, Any]) -> None:
+        declared = self._kinds_by_name.get(kind)
+        if declared is None:  # the core names only kinds its plugins declared; never expected
+            log.warning("event=status_of_undeclared_kind kind=%s object=%s", kind, key)
+            return
+        self.events.object_status(declared, key, uid, status)
 
     def bound(self, pod: PodInfo, profile: str, node_name: str) -> None:
         now = time.monotonic()

@@ -19,11 +19,12 @@ indexes members by PodGroup; the hierarchy is read from the objects when a membe
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.framework.clock import FakeClock
+from kubesched.framework.handle import Preemptor
 from kubesched.framework.podgroup import PodGroupInfo
 from kubesched.framework.workload_forest import build_tree, root_composite_of
 from kubesched.plugins.builtin import builtin_registry
@@ -92,13 +93,20 @@ class Seen(SchedulerObserver):
     def __init__(self) -> None:
         self.failed_with: dict[str, str] = {}
         self.victims: list[str] = []
+        self.preemptors: list[Preemptor] = []
+        self.conditions: dict[str, tuple[str, str, str]] = {}
 
     def failed(self, pod: PodInfo, profile: str, failure: ScheduleFailure) -> None:
         self.failed_with[pod.name] = failure.message
 
     def preempted(self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-                  cleared: Sequence[PodInfo]) -> None:
+                  cleared: Sequence[PodInfo], by: Preemptor, in_memory: Any = ()) -> None:
         self.victims.extend(v.name for v in victims)
+        self.preemptors.append(by)
+
+    def object_status(self, kind: str, key: str, uid: str, status: Mapping[str, Any]) -> None:
+        for c in status["conditions"]:
+            self.conditions[key] = (c["status"], c["reason"], c["message"])
 
 
 def build(pod_groups: list[dict[str, Any]], composites: list[dict[str, Any]], nodes: int = 1, cpu: str = "20",
@@ -234,6 +242,10 @@ def test_a_composite_of_two_gangs_that_cannot_fit_as_a_whole_binds_nothing() -> 
         "b-pod-0": f"pod group is unschedulable, {b_status}",
         "b-pod-1": "0/3 nodes are available: 3 Insufficient cpu.",
     }
+    # Each PodGroup of the hierarchy gets its own condition, its result's message with the
+    # PodGroupPostFilter's appended (submitPodGroupAlgorithmResult); the composite none of its own.
+    assert seen.conditions == {f"{NS}/a": ("False", "Unschedulable", b_status),
+                               f"{NS}/b": ("False", "Unschedulable", b_status)}
     # The simulator's report and explain: gang a is complete, its CompositePodGroup is what failed.
     gang = sched.frameworks["default-scheduler"].plugins["GangScheduling"]
     assert gang.explain_wait(by_name(cluster, "a-pod-0")) == (
@@ -302,12 +314,16 @@ def test_a_composite_preempts_lower_priority_pods_for_the_whole_hierarchy() -> N
     add_members(cluster, "b", 2, priority=100)
     run(sched)
     assert sorted(seen.victims) == ["low-0", "low-1"]
+    # compositePodGroupExecutorPreemptor: the victims are told the root CompositePodGroup did it.
+    assert {(p.event_message, p.related["kind"], p.related["name"]) for p in seen.preemptors} == {
+        ("Preempted by compositepodgroup  on node cluster", "CompositePodGroup", "job")}
     for _ in range(3):
         clock.advance(60)
         cluster.advance(clock.now())
         sched.tick()
         run(sched)
     assert bound(cluster) == ["a-pod-0", "a-pod-1", "b-pod-0", "b-pod-1"]
+    assert {c[:2] for c in seen.conditions.values()} == {("True", "Scheduled")}
 
 
 # -- the hierarchy ---------------------------------------------------------------------------------

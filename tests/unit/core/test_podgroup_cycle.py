@@ -9,7 +9,8 @@ TestPodGroupCycle_PodGroupPostFilter (a successful group preemption nominates th
 message is appended to the group's).
 
 Not ported: TestValidatePodGroup and TestScheduleOnePodGroup_SchedulerNameMismatchUpdatesStatus
-(validatePodGroup is not implemented), TestUpdatePodGroupCondition (no PodGroup conditions),
+(validatePodGroup is not implemented), TestUpdatePodGroupCondition (ported in
+test_podgroup_condition.py, with the conditions of TestSubmitPodGroupAlgorithmResult),
 TestPodGroupCycle_UpdateSnapshotError (no snapshot step), every TAS/CPG test
 (TestPodGroupSchedulingPlacementAlgorithm*, TestPlacementCycleStateLifecycle*,
 TestCPG*, TestScorePlacementPodGroupAssignments), TestPodGroupCycle_NominatedNodes,
@@ -28,6 +29,7 @@ import pytest
 
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Preemptor
 from kubesched.framework.interfaces import FilterPlugin, PermitPlugin, PlacementFeasiblePlugin
 from kubesched.framework.podgroup import PlacementProgress, PodGroupInfo
 from kubesched.framework.registry import Registry
@@ -91,7 +93,7 @@ class Messages(SchedulerObserver):
         self.nominated[pod.name] = failure.nominated_node_name
 
     def preempted(self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-                  cleared: Sequence[PodInfo]) -> None:
+                  cleared: Sequence[PodInfo], by: Preemptor, in_memory: Any = ()) -> None:
         self.victims.extend(v.name for v in victims)
 
 

@@ -11,6 +11,7 @@ from prometheus_client import generate_latest
 
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
+from kubesched.framework.handle import Preemptor
 from kubesched.kube.events import EventWriter, micro_time, pod_scheduled_false_patch
 from kubesched.live.health import parse_addr
 from kubesched.live.metrics import SchedulerMetrics, instrument_framework
@@ -216,7 +217,7 @@ async def test_a_nomination_is_written_before_the_events_queued_ahead_of_it() ->
     w = EventWriter(api, "kubesched-test", workers=1, now=Clock())  # type: ignore[arg-type]
     preemptor = pod_info("preemptor", cpu="1")
     for i in range(50):
-        w.preempted(pod_info(f"victim-{i}"), preemptor, "node-1", "my-scheduler")
+        w.preempted(pod_info(f"victim-{i}"), Preemptor.of_pod(preemptor, "node-1"), "my-scheduler")
     w.nominated(preemptor, "node-1")
     w.nominated(pod_info("other"), "")  # a cleared nomination: same lane, in order
     w.start()

@@ -5,18 +5,20 @@ waiting member outranks the preemptor. Unit tests on the evaluator, then one sim
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from kubesched.config.load import load_config_text
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Preemptor
 from kubesched.framework.preemption import eviction_groups
 from kubesched.framework.preemption_order import Candidate
 from kubesched.framework.runtime import Framework
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.coscheduling import POD_GROUP_LABEL, Coscheduling
 from kubesched.plugins.defaultpreemption import DefaultPreemption
-from kubesched.scheduler import Scheduler
+from kubesched.scheduler import Scheduler, SchedulerObserver
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.simulate.engine.runner import Simulation
 from kubesched.simulate.inputs.dump import ClusterInput
@@ -185,3 +187,27 @@ def test_simulation_a_preemptor_evicts_a_plain_pod_rather_than_a_waiting_gang() 
     assert placements["default/high"]["status"] == "Scheduled" and placements["default/high"]["node"] == "n3"
     for name in ("g-0", "g-1"):
         assert placements[f"default/{name}"]["status"] != "Preempted"
+
+
+def test_victims_waiting_at_permit_are_reported_as_rejected_in_memory() -> None:
+    """executor.go PreemptPod: a victim waiting at Permit is rejected in memory, without a delete
+    (its Preempted event says `` (in kube-scheduler memory).``); the scheduler tells the shell which."""
+    reported: list[tuple[list[str], list[str]]] = []
+
+    class Observer(SchedulerObserver):
+        def preempted(self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
+                      cleared: Sequence[PodInfo], by: Preemptor, in_memory: Collection[str] = ()) -> None:
+            reported.append((sorted(v.name for v in victims), sorted(v.name for v in victims if v.uid in in_memory)))
+
+    async def run() -> None:
+        s = Setup(nodes("n1", "n2"), [member("g-0", "g", "n1"), member("g-1", "g", "n2"), gated("g-2", "g")],
+                  [pod_group("g", 3)])
+        s.sched.observer = Observer()
+        s.schedule_all()
+        assert s.waiting() == {"g-0", "g-1"}
+        s.cluster.add_pod(PodInfo.from_raw(pod("high", cpu="2", priority=100)))
+        s.schedule_all()
+        assert reported == [(["g-0", "g-1"], ["g-0", "g-1"])]
+        assert not any(p.deleting for p in s.cluster.pods.values())  # nothing was deleted
+
+    asyncio.run(run())

@@ -20,6 +20,7 @@ from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.handle import Preemptor
 from kubesched.framework.preemption_order import (
     Candidate,
     PodDisruptionBudget,
@@ -504,7 +505,8 @@ def test_scheduler_nominates_evicts_and_reports() -> None:
         def bound(self, *a: Any) -> None: ...
         def failed(self, pod: PodInfo, profile: str, failure: Any) -> None:
             failures.append(failure)
-        def preempted(self, preemptor: PodInfo, profile: str, node_name: str, victims: Any, cleared: Any) -> None:
+        def preempted(self, preemptor: PodInfo, profile: str, node_name: str, victims: Any, cleared: Any,
+                      by: Any, in_memory: Any = ()) -> None:
             seen.append((preemptor.name, node_name, [v.name for v in victims]))
 
     sched.observer = Observer()  # type: ignore[assignment]
@@ -641,10 +643,10 @@ async def test_a_preemptor_waits_at_pre_enqueue_until_its_preemption_is_done() -
     evictions: list[str] = []
 
     class SlowEvictions(SimulatedCluster):
-        async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
+        async def evict(self, pod: PodInfo, preemptor: Preemptor) -> None:
             evictions.append(pod.name)
             await release.wait()
-            await super().evict(pod, preemptor, node_name)
+            await super().evict(pod, preemptor)
 
     cluster = SlowEvictions()
     sched = one_low_pod_and_a_high_preemptor(cluster)
@@ -676,12 +678,12 @@ async def test_a_failed_eviction_releases_the_preemptor_which_preempts_again() -
     attempts: list[str] = []
 
     class FlakyEvictions(SimulatedCluster):
-        async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
+        async def evict(self, pod: PodInfo, preemptor: Preemptor) -> None:
             attempts.append(pod.name)
             await asyncio.sleep(0)  # a network call: it fails after the attempt has ended
             if len(attempts) == 1:
                 raise TimeoutError("apiserver too slow")
-            await super().evict(pod, preemptor, node_name)
+            await super().evict(pod, preemptor)
 
     cluster = FlakyEvictions()
     sched = one_low_pod_and_a_high_preemptor(cluster)

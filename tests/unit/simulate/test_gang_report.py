@@ -54,15 +54,20 @@ def test_json_reports_each_workload_pod_group_and_why_it_waits(tmp_path: Path) -
     groups = orjson.loads(simulate(tmp_path, "-o", "json"))["workloadPodGroups"]
     assert groups["default/small"] == {
         "policy": "gang", "minCount": 2, "members": 2, "placed": 2, "waiting": 0, "pending": 0,
+        # The condition the PodGroup cycle writes, as a live cluster's PodGroup would carry it.
+        "condition": {"type": "PodGroupInitiallyScheduled", "status": "True", "reason": "Scheduled", "message": ""},
     }
     big = groups["default/big"]
     assert (big["minCount"], big["members"], big["placed"]) == (3, 3, 0)
     # The message of the group's PodGroup cycle, as its members got it.
     assert big["reason"] == (
         "waiting for PodGroup default/big: minCount (3) cannot be satisfied: 1 scheduled, 1 remaining")
+    assert big["condition"]["status"] == "False" and big["condition"]["reason"] == "Unschedulable"
+    assert big["condition"]["message"].startswith("minCount (3) cannot be satisfied: 1 scheduled, 1 remaining")
     short = groups["default/short"]
     assert (short["members"], short["placed"], short["pending"]) == (2, 0, 2)
     assert short["reason"] == "waiting for PodGroup default/short: minCount 5, 2 members exist"
+    assert "condition" not in short  # held at PreEnqueue: no cycle has run for it
 
 
 def test_summary_lists_the_waiting_gangs_first_with_their_reason(tmp_path: Path) -> None:

@@ -32,7 +32,8 @@ def test_generated_gangs_schedule_all_or_nothing() -> None:
     # The small gangs entirely, the big one and the short one not at all: no partial gang.
     assert placed == {"training/gang-1": 3, "training/gang-2": 3}
     assert groups["training/gang-1"] == {
-        "policy": "gang", "minCount": 3, "members": 3, "placed": 3, "waiting": 0, "pending": 0}
+        "policy": "gang", "minCount": 3, "members": 3, "placed": 3, "waiting": 0, "pending": 0,
+        "condition": {"type": "PodGroupInitiallyScheduled", "status": "True", "reason": "Scheduled", "message": ""}}
     assert (groups["training/gang-3"]["minCount"], groups["training/gang-3"]["placed"]) == (40, 0)
     assert "minCount (40) cannot be satisfied" in groups["training/gang-3"]["reason"]
     assert groups["training/gang-4"]["reason"] == (

@@ -38,6 +38,7 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import PermitPlugin, PlacementFeasiblePlugin, PreEnqueuePlugin
 from kubesched.framework.podgroup import COMPOSITE_POD_GROUP as COMPOSITE_POD_GROUP_GATE
 from kubesched.framework.podgroup import PlacementProgress, PodGroupInfo, parent_composite_name
+from kubesched.framework.podgroup_condition import INITIALLY_SCHEDULED, find_condition
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import POD, ActionType, ClusterEvent
 from kubesched.framework.workload_forest import build_tree, root_of_composite
@@ -303,7 +304,8 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
 
     def object_report(self) -> dict[str, dict[str, dict[str, Any]]]:
         """{POD_GROUP: key → policy, minCount, members (existing, not terminal), placed (bound),
-        waiting (assumed, at Permit), pending, and for a gang not placed ``reason``}."""
+        waiting (assumed, at Permit), pending, for a gang not placed ``reason``, and the
+        ``PodGroupInitiallyScheduled`` condition once the PodGroup cycle wrote one}."""
         out: dict[str, dict[str, Any]] = {}
         self.members.resync(self.handle.clock.now())  # exact counts: a report is made once
         waiting = self.handle.waiting_pods
@@ -327,6 +329,11 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
             reason = self._wait_reason(key, pg, len(assigned) + pending, len(assigned) - at_permit)
             if reason:
                 report["reason"] = reason
+            # What the PodGroup cycle wrote on the object (framework/podgroup_condition.py).
+            condition = find_condition((self.handle.objects(POD_GROUP)[key].get("status") or {}).get("conditions"),
+                                       INITIALLY_SCHEDULED)
+            if condition is not None:
+                report["condition"] = {f: condition.get(f, "") for f in ("type", "status", "reason", "message")}
             out[key] = report
         return {POD_GROUP: out} if out else {}
 

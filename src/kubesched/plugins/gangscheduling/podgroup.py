@@ -122,8 +122,10 @@ def validate_composite_pod_group(raw: dict[str, Any]) -> None:
     validate_pod_group_with(parse_composite_pod_group, raw)
 
 
+#: ``writes_status``: the PodGroup cycle writes its ``PodGroupInitiallyScheduled`` condition
+#: (framework/podgroup_condition.py; the live shell patches ``podgroups/status``, as upstream).
 POD_GROUP_KIND = ObjectKind(
-    "PodGroup", API_GROUP, VERSION, "podgroups", namespaced=True, validate=validate_pod_group,
+    "PodGroup", API_GROUP, VERSION, "podgroups", namespaced=True, writes_status=True, validate=validate_pod_group,
     needed_by=names_a_group, when_missing="pods that name a group wait for it at PreEnqueue", name=POD_GROUP,
 )
 WORKLOAD_KIND = ObjectKind("Workload", API_GROUP, VERSION, "workloads", namespaced=True, name=WORKLOAD)

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from kubesched.framework.handle import BindConflictError, PodGoneError
+from kubesched.framework.handle import BindConflictError, PodGoneError, Preemptor
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.framework.types import ActionType, ClusterEvent
 from kubesched.scheduler import Scheduler
@@ -125,7 +125,7 @@ class SimulatedCluster:
         meta = current.raw.setdefault("metadata", {})
         meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
 
-    async def evict(self, pod: PodInfo, preemptor: PodInfo, node_name: str) -> None:
+    async def evict(self, pod: PodInfo, preemptor: Preemptor) -> None:
         """Preempt ``pod``: mark it (DisruptionTarget condition, deletionTimestamp) and delete it
         after its grace period in virtual time. A pod already gone raises PodGoneError; one already
         being deleted is left as it is."""
@@ -145,7 +145,7 @@ class SimulatedCluster:
             "type": "DisruptionTarget",
             "status": "True",
             "reason": "PreemptionByScheduler",
-            "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+            "message": preemptor.disruption_message,
             "lastTransitionTime": _rfc3339(self._now),
         })
         status["conditions"] = conditions
@@ -217,6 +217,24 @@ class SimulatedCluster:
     def add_object(self, kind: str, key: str, raw: dict[str, Any]) -> None:
         """Add or replace an object of a declared kind under its key (``namespace/name`` or ``name``)."""
         self.objects.setdefault(kind, {})[key] = raw
+
+    def patch_object_status(self, kind: str, key: str, uid: str, status: Mapping[str, Any]) -> None:
+        """Status fields the core changed (``SchedulerObserver.object_status``, e.g. a PodGroup's
+        PodGroupInitiallyScheduled condition), merged as the live shell's strategic merge patch:
+        conditions by ``type``, other fields replaced. An object gone, or another one of that
+        name now (``uid``), is left alone."""
+        current = self.objects.get(kind, {}).get(key)
+        if current is None or (uid and (current.get("metadata") or {}).get("uid", uid) != uid):
+            return
+        merged = dict(current.get("status") or {})
+        for field_name, value in status.items():
+            if field_name == "conditions":
+                by_type = {c.get("type"): c for c in merged.get("conditions") or []}
+                by_type.update({c.get("type"): c for c in value})
+                merged["conditions"] = list(by_type.values())
+            else:
+                merged[field_name] = value
+        self.objects[kind][key] = {**current, "status": merged}
 
     # -- declared objects written by plugins (framework/objects.py ObjectWriter) -------------------
     def settle_volumes(self) -> None:

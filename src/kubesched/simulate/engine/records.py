@@ -9,7 +9,7 @@ statuses its scheduling cycles produced."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from kubesched.framework.clock import Clock
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.handle import Preemptor
 from kubesched.framework.status import Status
 from kubesched.scheduler import ScheduleFailure, ScheduleResult, SchedulerObserver
 from kubesched.snapshot.pod import PodInfo
@@ -132,6 +133,7 @@ class Recorder(SchedulerObserver):
         max_error_attempts: int = 10,
         give_up: Callable[[PodInfo], None] | None = None,
         per_node: bool = False,
+        object_status: Callable[[str, str, str, Mapping[str, Any]], None] | None = None,
     ) -> None:
         self.table = table
         self.clock = clock
@@ -144,12 +146,18 @@ class Recorder(SchedulerObserver):
         self._on_attempt = on_attempt
         self._max_error_attempts = max_error_attempts
         self._give_up = give_up
+        #: Where status the core writes on declared objects goes (the simulated cluster's objects).
+        self._object_status = object_status
         self._errors: dict[str, int] = {}
         #: The first exception behind each distinct error message (plugin bugs), for ``--debug``.
         self.exceptions: dict[str, BaseException] = {}
         self.preemptions: list[PreemptionRecord] = []
         #: Preemptor uid → its preemption whose reason the next failure fills in.
         self._awaiting_reason: dict[str, PreemptionRecord] = {}
+
+    def object_status(self, kind: str, key: str, uid: str, status: Mapping[str, Any]) -> None:
+        if self._object_status is not None:
+            self._object_status(kind, key, uid, status)
 
     def record(self, pod: PodInfo, profile: str) -> PodRecord:
         rec = self.records.get(pod.uid)
@@ -199,7 +207,7 @@ class Recorder(SchedulerObserver):
 
     def preempted(
         self, preemptor: PodInfo, profile: str, node_name: str, victims: Sequence[PodInfo],
-        cleared: Sequence[PodInfo],
+        cleared: Sequence[PodInfo], by: Preemptor, in_memory: Collection[str] = (),
     ) -> None:
         rec = PreemptionRecord(
             preemptor.key, profile, node_name, [v.key for v in victims], self.clock.now(),

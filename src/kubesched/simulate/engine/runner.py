@@ -141,7 +141,7 @@ class Simulation:
         # grows with pods × rejecting nodes); else its reasons and the chosen node's score only.
         self.recorder = Recorder(
             self.scheduler.cache.table, self.clock, top_k, self._maybe_explain, give_up=self._give_up,
-            per_node=per_node,
+            per_node=per_node, object_status=self.cluster.patch_object_status,
         )
         self.scheduler.observer = self.recorder
         self._strict = strict_scheduler_name
