@@ -13,7 +13,7 @@ supply a ClusterClient for binding, drive time with ``tick(now)`` and run the bi
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import random
 from collections.abc import Callable, Collection, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +42,7 @@ from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import Rows
 
+log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class ScheduleResult:
@@ -146,6 +147,10 @@ class Scheduler:
         #: evictions not yet sent, and → its last victim (done once that one is gone or terminating).
         self._preempting: dict[str, int] = {}
         self._last_victim: dict[str, str] = {}
+        #: Victims whose eviction was sent (or found them gone) while the cache still shows them
+        #: alive: terminating by preemption until the informer shows their deletion
+        #: (Handle.terminating_by_preemption says why).
+        self._evicted: set[str] = set()
         first = next(iter(frameworks.values()))
         plugin_events: dict[str, list[ClusterEvent]] = {}
         for fwk in frameworks.values():
@@ -168,7 +173,8 @@ class Scheduler:
             fwk.handle.feature_gates = dict(feature_gates or {})
             fwk.handle.attach_queue(self.queue.activate, self._pending_pods)
             fwk.handle.attach_nominator(self.queue.nominator)
-            fwk.handle.attach_preemption(self._preemption_for(fwk), self._rng, self._preemption_running)
+            fwk.handle.attach_preemption(
+                self._preemption_for(fwk), self._rng, self._preemption_running, self._evicted.__contains__)
         #: Step binding cycles synchronously until they first wait (framework/eager.py). Only for
         #: in-memory binding (the simulator): until a Task exists, code in the binding cycle sees
         #: the scheduling loop's task as asyncio.current_task(), which timeouts would cancel.
@@ -231,6 +237,8 @@ class Scheduler:
         return pod.scheduler_name in self.frameworks
 
     def on_pod_add(self, pod: PodInfo) -> None:
+        if self._evicted and pod.deleting:
+            self._evicted.discard(pod.uid)
         if pod.node_name:
             self.queue.delete(pod.uid)
             self._move(self.cache.add_or_update_pod(pod))
@@ -240,6 +248,8 @@ class Scheduler:
             self._terminated(pod)
 
     def on_pod_update(self, pod: PodInfo) -> None:
+        if self._evicted and pod.deleting:
+            self._evicted.discard(pod.uid)
         if pod.node_name:
             self.queue.delete(pod.uid)
             self._move(self.cache.add_or_update_pod(pod))
@@ -262,6 +272,7 @@ class Scheduler:
         )
 
     def on_pod_delete(self, uid: str) -> None:
+        self._evicted.discard(uid)
         self.queue.delete(uid)
         if uid in self.in_flight:
             self.in_flight[uid] = True
@@ -501,7 +512,8 @@ class Scheduler:
         self, fwk: Framework, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], by: Preemptor | None,
     ) -> None:
         """Actuate a preemption (upstream executor.go prepareCandidate): a victim waiting at Permit
-        is rejected in memory, a victim already being deleted is left alone, the others are evicted
+        is rejected in memory, a victim already being deleted (or evicted by this scheduler, the watch
+        not yet showing it) is left alone, the others are evicted
         through the client (``evict``, when it has one); lower-priority pods nominated to the node
         lose their nomination and are retried. ``by``: who preempts, as the victims are told (the
         pod itself on ``node_name`` when None)."""
@@ -515,7 +527,7 @@ class Scheduler:
                 self.waiting_pods.reject(victim.uid, "", "preempted")
                 in_memory.append(victim.uid)
                 continue
-            if victim.deleting or evict is None:
+            if victim.deleting or victim.uid in self._evicted or evict is None:
                 continue
             to_evict.append(victim)
         if to_evict:
@@ -542,16 +554,23 @@ class Scheduler:
     @staticmethod
     async def _evict(
         evict: Callable[[PodInfo, Preemptor], Coroutine[Any, Any, None]], victim: PodInfo, key: str,
-        by: Preemptor, sent: Callable[[str, bool], None],
+        by: Preemptor, sent: Callable[[str, str, bool], None],
     ) -> None:
-        # Already gone, or a failed eviction: never the scheduler's end; the preemptor retries.
+        """One victim's eviction. A victim already gone is done; any other error is never the
+        scheduler's end: it is logged (upstream executor.go PreemptPod logs "Could not add
+        DisruptionTarget condition due to preemption" / "Tried to preempted pod" at error level)
+        and ends the preemptor's hold, so it retries and preempts again if it must."""
         failed = True
         try:
-            with contextlib.suppress(Exception):
-                await evict(victim, by)
-                failed = False
+            await evict(victim, by)
+            failed = False
+        except PodGoneError:
+            failed = False
+        except Exception as e:
+            log.warning("pod=%s preemptor=%s %s node=%s event=eviction_failed error=%r", victim.key, by.type,
+                        by.uid, victim.node_name, e)
         finally:
-            sent(key, failed)
+            sent(key, victim.uid, failed)
 
     def _preemptor_key(self, pod: PodInfo) -> str:
         """Whose preemption ``pod`` waits for: its PodGroup's when the PodGroup cycle runs
@@ -560,7 +579,9 @@ class Scheduler:
             return _GROUP_PREEMPTOR + key  # never a uid (a simulator's uid may be namespace/name)
         return pod.uid
 
-    def _eviction_sent(self, key: str, failed: bool = False) -> None:
+    def _eviction_sent(self, key: str, victim_uid: str, failed: bool = False) -> None:
+        if not failed and (victim := self.cache.table.pod(victim_uid)) is not None and not victim.deleting:
+            self._evicted.add(victim_uid)  # until the informer shows it terminating or gone
         if failed:
             # The last victim may never go (upstream executor: an error ends the preemption, the
             # preemptor is no longer held): without this it would wait at PreEnqueue for good.

@@ -54,7 +54,6 @@ from kubesched.framework.preemption_order import (
     PriorityFn,
     filter_victims_with_pdb_violation,
     pod_start_time,
-    pod_terminating_by_preemption,
 )
 from kubesched.framework.status import Code, Status
 from kubesched.snapshot.pod import PodInfo
@@ -213,14 +212,15 @@ class PodGroupEvaluator:
 
     def _ongoing(self, members: Sequence[PodInfo], prio: int) -> bool:
         """isOngoingPreemption: a member's nominated node holds a lower-priority pod terminating
-        because of preemption."""
+        because of preemption (``Handle.terminating_by_preemption``: an eviction this scheduler
+        sent counts before the watch shows it)."""
         table = self.handle.table
         for node_name in {n for p in members if (n := self._nominated_node(p.uid))}:
             row = table.row_of(node_name)
             if row is None:
                 continue
             for p in table.pods[row].values():
-                if victim_unit(self.handle, p, self.priority(p))[2] < prio and pod_terminating_by_preemption(p):
+                if victim_unit(self.handle, p, self.priority(p))[2] < prio and self.handle.terminating_by_preemption(p):
                     return True
         return False
 

@@ -239,6 +239,141 @@ def test_every_member_of_a_preempting_gang_waits_until_all_its_evictions_are_sen
     assert not any(handle.preemption_running(m) for m in members)  # the victims are terminating
 
 
+def _gang_on_two_nodes_of_victims(
+    cluster_type: type[SimulatedCluster] = SimulatedCluster,
+) -> tuple[Scheduler, SimulatedCluster, Messages, list[PodInfo]]:
+    """A gang of 4 (2 cpu each, priority 100) that must evict the four 2-cpu pods filling n0 and
+    n1; the first cycle has run: it preempted them all and nominated the members."""
+    sched, cluster, _, seen = build([pod_group("hi", 4, priority=100)])
+    if cluster_type is not SimulatedCluster:
+        sched, cluster, _, seen = build_with(cluster_type, [pod_group("hi", 4, priority=100)])
+    low = [PodInfo.from_raw(pod(f"low-{i}", cpu="2", namespace=NS, node_name=f"n{i // 2}")) for i in range(4)]
+    for p in low:
+        cluster.add_pod(p)
+    for i in range(4):
+        cluster.add_pod(member(f"hi-{i}", "hi", "2", priority=100))
+    run(sched)
+    assert sorted(seen.victims) == ["low-0", "low-1", "low-2", "low-3"]
+    assert seen.nominated == {"hi-0": "n0", "hi-1": "n0", "hi-2": "n1", "hi-3": "n1"}
+    seen.victims.clear()
+    return sched, cluster, seen, low
+
+
+def backoff_over(sched: Scheduler) -> None:
+    assert isinstance(sched.clock, FakeClock)
+    sched.clock.advance(60)
+    sched.tick()
+
+
+ONGOING = ("minCount (4) cannot be satisfied: 2 scheduled, 1 remaining, "
+           "pod group preemption: ongoing preemption on nominated nodes")
+
+
+def test_a_gang_retried_while_its_victims_terminate_waits_without_preempting_again() -> None:
+    """isOngoingPreemption: n0's victims are gone, n1's are still terminating (deletionTimestamp,
+    DisruptionTarget): the retried gang fits on n0 only and must wait for n1 with upstream's
+    message, its nominations kept, no victim preempted twice."""
+    sched, cluster, seen, low = _gang_on_two_nodes_of_victims()
+    assert all(cluster.pods[p.uid].deleting for p in low)
+    cluster.delete_pod(low[0].uid)
+    cluster.delete_pod(low[1].uid)  # n0 is free: the deletions bring the gang back
+    run(sched)
+    assert seen.victims == []
+    assert seen.failed_with["hi-0"] == ONGOING
+    assert seen.nominated == {"hi-0": "n0", "hi-1": "n0", "hi-2": "n1", "hi-3": "n1"}
+    assert bound(cluster) == ["low-2", "low-3"]
+
+
+class LaggingCluster(SimulatedCluster):
+    """The API server accepts every eviction, but the scheduler's watch has not delivered it yet
+    (a loaded control plane: GangPreemptionBasic saw 10-18 s): the victims look alive."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.accepted: list[str] = []
+
+    async def evict(self, pod: PodInfo, by: Preemptor) -> None:
+        self.accepted.append(pod.name)
+
+
+def build_with(cluster_type: type[SimulatedCluster], groups: list[dict[str, Any]]
+               ) -> tuple[Scheduler, SimulatedCluster, FakeClock, Messages]:
+    cluster = cluster_type()
+    for g in groups:
+        cluster.add_object(POD_GROUP, f"{NS}/{g['metadata']['name']}", g)
+    clock = FakeClock(100.0)
+    seen = Messages()
+    sched = Scheduler.build([Profile(GANG_PROFILE)], builtin_registry(), clock, client=cluster, seed=1,
+                            objects=cluster.kind, observer=seen, feature_gates=GATES)
+    cluster.attach(sched)
+    for i in range(2):
+        cluster.add_node(node(f"n{i}", cpu="4"))
+    return sched, cluster, clock, seen
+
+
+def test_victims_evicted_before_the_watch_shows_it_count_as_terminating() -> None:
+    """The live bug of GangPreemptionBasic (issue 31): the gang's evictions were all sent, the
+    watch had shown n0's victims gone but not yet n1's, and the retried gang preempted n1's
+    victims again. An eviction this scheduler sent counts as terminating by preemption until the
+    watch shows it (kubesched's addition to upstream's PodTerminatingByPreemption)."""
+    sched, cluster, seen, low = _gang_on_two_nodes_of_victims(LaggingCluster)
+    assert isinstance(cluster, LaggingCluster)
+    assert sorted(cluster.accepted) == ["low-0", "low-1", "low-2", "low-3"]
+    assert not any(cluster.pods[p.uid].deleting for p in low)  # nothing seen yet
+    # The watch catches up with the node of the last victim evicted (what releases the gang at
+    # DefaultPreemption's PreEnqueue), not yet with the other node.
+    last = int(cluster.accepted[-1].removeprefix("low-")) // 2
+    seen_gone, unseen = low[2 * last:2 * last + 2], low[2 * (1 - last):2 * (1 - last) + 2]
+    for p in seen_gone:
+        cluster.delete_pod(p.uid)
+    seen.failed_with.clear()
+    backoff_over(sched)
+    run(sched)
+    assert sorted(seen.failed_with) == [f"hi-{i}" for i in range(4)]  # the gang was retried
+    assert seen.victims == []
+    assert sorted(cluster.accepted) == ["low-0", "low-1", "low-2", "low-3"]  # no second eviction
+    assert seen.nominated == {"hi-0": "n0", "hi-1": "n0", "hi-2": "n1", "hi-3": "n1"}
+    for p in unseen:
+        cluster.delete_pod(p.uid)
+    backoff_over(sched)
+    run(sched)
+    assert bound(cluster) == [f"hi-{i}" for i in range(4)]
+
+
+class RefusingCluster(SimulatedCluster):
+    """The API server refuses the first evictions (e.g. overloaded), then accepts them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refusals = 4
+
+    async def evict(self, pod: PodInfo, by: Preemptor) -> None:
+        if self.refusals:
+            self.refusals -= 1
+            raise RuntimeError("the server is currently unable to handle the request")
+        await super().evict(pod, by)
+
+
+def test_a_failed_eviction_is_logged_and_releases_the_gang(caplog: pytest.LogCaptureFixture) -> None:
+    """upstream executor.go PreemptPod logs a failed eviction and ends the preemption (the
+    preemptor is no longer held): kubesched said nothing, now it warns with the pod and the error."""
+    sched, cluster, _, seen = build_with(RefusingCluster, [pod_group("hi", 4, priority=100)])
+    for i in range(4):
+        cluster.add_pod(PodInfo.from_raw(pod(f"low-{i}", cpu="2", namespace=NS, node_name=f"n{i // 2}")))
+    members = [member(f"hi-{i}", "hi", "2", priority=100) for i in range(4)]
+    for m in members:
+        cluster.add_pod(m)
+    with caplog.at_level("WARNING", logger="kubesched.scheduler"):
+        run(sched)
+    failures = [r.getMessage() for r in caplog.records if "event=eviction_failed" in r.getMessage()]
+    assert len(failures) == 4
+    assert any(f.startswith("pod=default/low-0 preemptor=podgroup ") and " node=n0 " in f for f in failures), failures
+    assert "the server is currently unable to handle the request" in failures[0]
+    # The gang was not held: it preempted again at once, and those evictions went through.
+    assert sorted(seen.victims) == sorted(f"low-{i}" for i in range(4) for _ in range(2))
+    assert all(p.deleting for p in cluster.pods.values() if p.name.startswith("low"))
+
+
 def test_a_gang_that_cannot_fit_even_with_every_victim_gone_evicts_nothing() -> None:
     sched, cluster, _, seen = build([pod_group("hi", 5, priority=100)])
     for i in range(2):

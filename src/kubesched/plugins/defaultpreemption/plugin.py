@@ -55,7 +55,7 @@ from kubesched.framework.objects import ObjectKind
 from kubesched.framework.podgroup import PodGroupInfo, PodGroupPostFilterResult, PodGroupSchedulingFunc
 from kubesched.framework.preemption import NO_VICTIMS_OUTCOME, Evaluator, select_victims_on_node
 from kubesched.framework.preemption_batch import select_victims_on_nodes
-from kubesched.framework.preemption_order import PodDisruptionBudget, pod_terminating_by_preemption
+from kubesched.framework.preemption_order import PodDisruptionBudget
 from kubesched.framework.preemption_podgroup import PodGroupEvaluator
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.framework.types import POD, ActionType, ClusterEvent, PostFilterResult
@@ -193,7 +193,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, PodGroupPostFilterPl
             if row is not None:
                 prio = self.priority(pod)
                 for p in table.pods[row].values():
-                    if self.priority(p) < prio and pod_terminating_by_preemption(p):
+                    if self.priority(p) < prio and self.handle.terminating_by_preemption(p):
                         return False, "not eligible due to a terminating pod on the nominated node."
         return True, ""
 
