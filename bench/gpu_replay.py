@@ -92,10 +92,13 @@ TOLERANCE = 0.5
 
 
 def load_runs(directory: Path = common.RESULTS) -> list[dict[str, Any]]:
-    """Every run of bench/results/gpu-replay-*.json, oldest first, with its record's commit."""
+    """Every run of the ``gpu-replay`` records in bench/results/gpu-replay-*.json, oldest first, with
+    its record's commit (the speed records beside them, ``gpu-replay-speed``, measure no allocation)."""
     runs: list[dict[str, Any]] = []
     for path in sorted(directory.glob("gpu-replay-*.json")):
         for record in json.loads(path.read_text()).get("results", []):
+            if record.get("benchmark") != "gpu-replay":
+                continue
             runs += [{**run, "commit": record.get("commit"), "when": record.get("when")} for run in record["runs"]]
     return runs
 
