@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.framework.clock import FakeClock
@@ -34,6 +33,7 @@ from kubesched.scheduler import ScheduleFailure, Scheduler, SchedulerObserver
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
+from unit.core.test_podgroup_cycle import Profile, member
 
 NS = "default"
 GATES = {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True, "CompositePodGroup": True}
@@ -72,21 +72,6 @@ def composite(name: str, min_group_count: int | None, parent: str | None = None,
         spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
     return {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
             "metadata": {"name": name, "namespace": NS}, "spec": spec}
-
-
-def member(name: str, group: str, cpu: str = "1", priority: int = 0) -> PodInfo:
-    raw = pod(name, cpu=cpu, namespace=NS, schedulingGroup={"podGroupName": group})
-    raw["spec"]["priority"] = priority
-    return PodInfo.from_raw(raw)
-
-
-@dataclass
-class Profile:
-    plugins: dict[str, list[str]]
-    scheduler_name: str = "default-scheduler"
-    score_weights: dict[str, int] = field(default_factory=dict)
-    plugin_args: dict[str, Any] = field(default_factory=dict)
-    percentage_of_nodes_to_score: int | None = None
 
 
 class Seen(SchedulerObserver):
