@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,7 +21,7 @@ from kubesched.plugins.real_usage.plugin import QUERY_FAILURES
 from kubesched.scheduler import Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
-from kubesched.testing import node, pod
+from kubesched.testing import StaticProfile, node, pod
 
 from .prometheus_harness import IN_CI, INSTALL_HINT, NodeExporter, PrometheusServer, prometheus_binary
 
@@ -35,21 +33,13 @@ if prometheus_binary() is None:
     pytest.skip(f"prometheus is not installed ({INSTALL_HINT})", allow_module_level=True)
 
 
-@dataclass
-class Profile:
-    scheduler_name: str = "mem-real-usage-scheduler"
-    plugins: dict[str, list[str]] = field(
-        default_factory=lambda: {
-            "queueSort": ["PrioritySort"],
-            "preFilter": ["NodeResourcesFit"],
-            "filter": ["NodeResourcesFit"],
-            "score": ["NodeResourcesFit", "MemRealUsage"],
-            "bind": ["DefaultBinder"],
-        }
-    )
-    score_weights: dict[str, int] = field(default_factory=lambda: {"NodeResourcesFit": 1, "MemRealUsage": 5})
-    plugin_args: dict[str, Any] = field(default_factory=dict)
-    percentage_of_nodes_to_score: int | None = None
+MEM_PLUGINS: dict[str, list[str]] = {
+    "queueSort": ["PrioritySort"],
+    "preFilter": ["NodeResourcesFit"],
+    "filter": ["NodeResourcesFit"],
+    "score": ["NodeResourcesFit", "MemRealUsage"],
+    "bind": ["DefaultBinder"],
+}
 
 
 @pytest.fixture
@@ -99,7 +89,9 @@ async def test_pods_avoid_the_hot_node_and_survive_prometheus_going_away(
     )
     cluster = SimulatedCluster()
     sched = Scheduler.build(
-        [Profile(plugin_args={"MemRealUsage": args})], builtin_registry(), FakeClock(), client=cluster, seed=7
+        [StaticProfile(MEM_PLUGINS, scheduler_name="mem-real-usage-scheduler",
+                       score_weights={"NodeResourcesFit": 1, "MemRealUsage": 5},
+                       plugin_args={"MemRealUsage": args})], builtin_registry(), FakeClock(), client=cluster, seed=7
     )
     cluster.attach(sched)
     for name in ("n1", "n2", "n3"):

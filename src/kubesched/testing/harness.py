@@ -8,6 +8,7 @@ For "every plugin's verdict and score on every node" use
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -21,10 +22,24 @@ from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.snapshot.table import NodeTable
 
-__all__ = ["framework_for", "handle", "new_plugin"]
+__all__ = ["StaticProfile", "framework_for", "handle", "new_plugin"]
 
 P = TypeVar("P", bound=Plugin)
 Objects = Callable[[str], Mapping[str, dict[str, Any]]]
+
+
+@dataclass
+class StaticProfile:
+    """A profile given as plain per-extension-point plugin lists, with no defaults merged and no
+    configuration loaded: ``Scheduler.build([StaticProfile({...})], registry, clock)`` runs exactly
+    the plugins named. It satisfies :class:`~kubesched.framework.runtime.ProfileSpec`; use
+    :func:`framework_for` instead to get upstream's defaults merged and args validated."""
+
+    plugins: dict[str, list[str]]
+    scheduler_name: str = "default-scheduler"
+    score_weights: dict[str, int] = field(default_factory=dict)
+    plugin_args: dict[str, Any] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int | None = None
 
 
 def handle(

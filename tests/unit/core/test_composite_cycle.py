@@ -32,8 +32,8 @@ from kubesched.plugins.gangscheduling.podgroup import COMPOSITE_POD_GROUP
 from kubesched.scheduler import ScheduleFailure, Scheduler, SchedulerObserver
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
-from kubesched.testing import node, pod
-from unit.core.test_podgroup_cycle import Profile, member
+from kubesched.testing import StaticProfile, node, pod
+from unit.core.test_podgroup_cycle import member
 
 NS = "default"
 GATES = {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True, "CompositePodGroup": True}
@@ -104,7 +104,7 @@ def build(pod_groups: list[dict[str, Any]], composites: list[dict[str, Any]], no
         cluster.add_object(COMPOSITE_POD_GROUP, f"{NS}/{c['metadata']['name']}", c)
     clock = FakeClock(100.0)
     seen = Seen()
-    sched = Scheduler.build([Profile(PROFILE)], builtin_registry(), clock, client=cluster, seed=1,
+    sched = Scheduler.build([StaticProfile(PROFILE)], builtin_registry(), clock, client=cluster, seed=1,
                             objects=cluster.kind, observer=seen, feature_gates=GATES if gates is None else gates)
     cluster.attach(sched)
     for i in range(nodes):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -44,7 +43,7 @@ from kubesched.framework.types import (
 from kubesched.scheduler import ScheduleFailure, Scheduler, ScheduleResult, SchedulerObserver
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
-from kubesched.testing import node, pod, pod_info
+from kubesched.testing import StaticProfile, node, pod, pod_info
 
 # ---------------------------------------------------------------------------------------------
 # Test plugins
@@ -201,15 +200,6 @@ class PostFilterSpy(PostFilterPlugin):
         return None, Status.unschedulable("preemption: not eligible")
 
 
-@dataclass
-class Profile:
-    plugins: dict[str, list[str]]
-    scheduler_name: str = "default-scheduler"
-    score_weights: dict[str, int] = field(default_factory=dict)
-    plugin_args: dict[str, Any] = field(default_factory=dict)
-    percentage_of_nodes_to_score: int | None = None
-
-
 ALL = [
     PrioritySort,
     CpuFit,
@@ -249,7 +239,7 @@ def build(
     client = InMemoryClient()
     rec = Recorder()
     sched = Scheduler.build(
-        [Profile(plugins, score_weights=weights, plugin_args=args, percentage_of_nodes_to_score=pct)],
+        [StaticProfile(plugins, score_weights=weights, plugin_args=args, percentage_of_nodes_to_score=pct)],
         registry,
         clock,
         client=client,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pytest
@@ -40,7 +39,7 @@ from kubesched.scheduler import ScheduleFailure, Scheduler, ScheduleResult, Sche
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo
-from kubesched.testing import node, pod
+from kubesched.testing import StaticProfile, node, pod
 
 NS = "default"
 GATES = {"GenericWorkload": True}
@@ -59,15 +58,6 @@ def member(name: str, group: str, cpu: str = "1", priority: int = 0) -> PodInfo:
     raw = pod(name, cpu=cpu, namespace=NS, schedulingGroup={"podGroupName": group})
     raw["spec"]["priority"] = priority
     return PodInfo.from_raw(raw)
-
-
-@dataclass
-class Profile:
-    plugins: dict[str, list[str]]
-    scheduler_name: str = "default-scheduler"
-    score_weights: dict[str, int] = field(default_factory=dict)
-    plugin_args: dict[str, Any] = field(default_factory=dict)
-    percentage_of_nodes_to_score: int | None = None
 
 
 GANG_PROFILE = {
@@ -105,8 +95,8 @@ def build(groups: list[dict[str, Any]], nodes: int = 2, cpu: str = "4", gates: d
         cluster.add_object(POD_GROUP, f"{NS}/{g['metadata']['name']}", g)
     clock = FakeClock(100.0)
     seen = Messages()
-    sched = Scheduler.build([Profile(plugins or GANG_PROFILE)], registry or builtin_registry(), clock, client=cluster,
-                            seed=1, objects=cluster.kind, observer=seen,
+    sched = Scheduler.build([StaticProfile(plugins or GANG_PROFILE)], registry or builtin_registry(), clock,
+                            client=cluster, seed=1, objects=cluster.kind, observer=seen,
                             feature_gates=GATES if gates is None else gates)
     cluster.attach(sched)
     for i in range(nodes):
@@ -303,7 +293,7 @@ def build_with(cluster_type: type[SimulatedCluster], groups: list[dict[str, Any]
         cluster.add_object(POD_GROUP, f"{NS}/{g['metadata']['name']}", g)
     clock = FakeClock(100.0)
     seen = Messages()
-    sched = Scheduler.build([Profile(GANG_PROFILE)], builtin_registry(), clock, client=cluster, seed=1,
+    sched = Scheduler.build([StaticProfile(GANG_PROFILE)], builtin_registry(), clock, client=cluster, seed=1,
                             objects=cluster.kind, observer=seen, feature_gates=GATES)
     cluster.attach(sched)
     for i in range(2):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -32,7 +31,7 @@ from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilter
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
-from kubesched.testing import node, pod_info, table_of
+from kubesched.testing import StaticProfile, node, pod_info, table_of
 
 # ---------------------------------------------------------------------------------------------
 # numFeasibleNodesToFind
@@ -144,15 +143,6 @@ class Odd(FilterPlugin):
         return Status.unschedulable("odd") if node.name.endswith(("1", "3")) else SUCCESS
 
 
-@dataclass
-class Profile:
-    plugins: dict[str, list[str]]
-    scheduler_name: str = "p"
-    score_weights: dict[str, int] = field(default_factory=dict)
-    plugin_args: dict[str, Any] = field(default_factory=dict)
-    percentage_of_nodes_to_score: int | None = None
-
-
 def handle(table: NodeTable | None = None) -> Handle:
     return Handle(table or NodeTable(), FakeClock(), WaitingPods())
 
@@ -216,14 +206,14 @@ def test_missing_bind_is_rejected() -> None:
     with pytest.raises(FrameworkError, match="'prof': at least one bind plugin is required"):
         Framework("prof", {"queueSort": [Sort(None, h)]}, {}, h)
     with pytest.raises(FrameworkError, match="at least one bind plugin"):
-        Framework.build(Profile({"queueSort": ["Sort"]}), Registry([Sort]), h)
+        Framework.build(StaticProfile({"queueSort": ["Sort"]}), Registry([Sort]), h)
 
 
 def test_plugin_at_a_point_it_does_not_serve_is_rejected() -> None:
     h = handle()
     with pytest.raises(FrameworkError, match="plugin 'Sort' does not extend filter"):
         Framework.build(
-            Profile({"queueSort": ["Sort"], "filter": ["Sort"], "bind": ["Bind"]}), Registry([Sort, Bind]), h
+            StaticProfile({"queueSort": ["Sort"], "filter": ["Sort"], "bind": ["Bind"]}), Registry([Sort, Bind]), h
         )
 
 
@@ -231,18 +221,18 @@ def test_build_errors_name_the_problem() -> None:
     h = handle()
     reg = Registry([Sort, Bind, Multi])
     with pytest.raises(FrameworkError, match="plugin 'Missing' is not registered; known plugins: Bind, Multi, Sort"):
-        Framework.build(Profile({"queueSort": ["Sort"], "filter": ["Missing"], "bind": ["Bind"]}), reg, h)
+        Framework.build(StaticProfile({"queueSort": ["Sort"], "filter": ["Missing"], "bind": ["Bind"]}), reg, h)
     with pytest.raises(FrameworkError, match="unknown extension point 'filters'"):
-        Framework.build(Profile({"queueSort": ["Sort"], "filters": ["Multi"], "bind": ["Bind"]}), reg, h)
+        Framework.build(StaticProfile({"queueSort": ["Sort"], "filters": ["Multi"], "bind": ["Bind"]}), reg, h)
     with pytest.raises(FrameworkError, match="'Multi' already registered at filter"):
-        Framework.build(Profile({"queueSort": ["Sort"], "filter": ["Multi", "Multi"], "bind": ["Bind"]}), reg, h)
+        Framework.build(StaticProfile({"queueSort": ["Sort"], "filter": ["Multi", "Multi"], "bind": ["Bind"]}), reg, h)
 
 
 def test_multi_point_plugin_is_one_instance_sharing_cycle_state() -> None:
     t = table_of(node("a"), node("b"))
     h = handle(t)
     f = Framework.build(
-        Profile(
+        StaticProfile(
             {"queueSort": ["Sort"], "preFilter": ["Multi"], "filter": ["Multi"], "score": ["Multi"], "bind": ["Bind"]},
             plugin_args={"Multi": {"x": 1}},
         ),

@@ -4,7 +4,6 @@ times them out in virtual time."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pytest
@@ -19,7 +18,7 @@ from kubesched.framework.waiting import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingP
 from kubesched.scheduler import ScheduleFailure, Scheduler, SchedulerObserver
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable, Rows
-from kubesched.testing import node, pod_info
+from kubesched.testing import StaticProfile, node, pod_info
 
 
 class Sort(QueueSortPlugin):
@@ -92,15 +91,6 @@ class Failures(SchedulerObserver):
         self.failures.append(failure)
 
 
-@dataclass
-class Profile:
-    plugins: dict[str, list[str]]
-    scheduler_name: str = "default-scheduler"
-    score_weights: dict[str, int] = field(default_factory=dict)
-    plugin_args: dict[str, Any] = field(default_factory=dict)
-    percentage_of_nodes_to_score: int | None = None
-
-
 def build(
     permit: list[str], args: dict[str, Any] | None = None, start: float = 0.0
 ) -> tuple[Scheduler, FakeClock, Client, Failures]:
@@ -115,7 +105,7 @@ def build(
     client = Client()
     obs = Failures()
     sched = Scheduler.build(
-        [Profile(plugins, plugin_args=args or {})],
+        [StaticProfile(plugins, plugin_args=args or {})],
         Registry([Sort, CpuFit, Gate, Gate2, Counter, Binder]),
         clock,
         client=client,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from kubesched.plugins.coscheduling.podgroup import PodGroupSpecError
 from kubesched.scheduler import Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
-from kubesched.testing import node, pod
+from kubesched.testing import StaticProfile, node, pod
 from unit.plugins.gang_helpers import pod_group
 
 DATA = Path(__file__).parents[1] / "config" / "data"
@@ -112,23 +111,15 @@ def test_bad_pod_groups_name_the_field(spec: dict[str, Any], field: str) -> None
 # -- a small scheduler -----------------------------------------------------------------------------
 
 
-@dataclass
-class Profile:
-    scheduler_name: str = "default-scheduler"
-    plugins: dict[str, list[str]] = field(
-        default_factory=lambda: {
-            "queueSort": ["Coscheduling"],
-            "preFilter": ["NodeResourcesFit", "Coscheduling"],
-            "filter": ["NodeResourcesFit"],
-            "postFilter": ["Coscheduling"],
-            "reserve": ["Coscheduling"],
-            "permit": ["Coscheduling"],
-            "bind": ["DefaultBinder"],
-        }
-    )
-    score_weights: dict[str, int] = field(default_factory=dict)
-    plugin_args: dict[str, Any] = field(default_factory=dict)
-    percentage_of_nodes_to_score: int | None = None
+GANG_PLUGINS: dict[str, list[str]] = {
+    "queueSort": ["Coscheduling"],
+    "preFilter": ["NodeResourcesFit", "Coscheduling"],
+    "filter": ["NodeResourcesFit"],
+    "postFilter": ["Coscheduling"],
+    "reserve": ["Coscheduling"],
+    "permit": ["Coscheduling"],
+    "bind": ["DefaultBinder"],
+}
 
 
 def build(groups: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> tuple[Scheduler, SimulatedCluster, FakeClock]:
@@ -136,7 +127,7 @@ def build(groups: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> tuple[Sc
     for g in groups:
         cluster.add_object("PodGroup", f"{g['metadata'].get('namespace', 'default')}/{g['metadata']['name']}", g)
     clock = FakeClock(100.0)
-    profile = Profile(plugin_args={"Coscheduling": CoschedulingArgs(permitWaitingTimeSeconds=10)})
+    profile = StaticProfile(GANG_PLUGINS, plugin_args={"Coscheduling": CoschedulingArgs(permitWaitingTimeSeconds=10)})
     sched = Scheduler.build([profile], builtin_registry(), clock, client=cluster, seed=1, objects=cluster.kind)
     cluster.attach(sched)
     for n in nodes:

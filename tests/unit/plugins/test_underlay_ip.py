@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,28 +19,20 @@ from kubesched.scheduler import Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
-from kubesched.testing import node, pod
+from kubesched.testing import StaticProfile, node, pod
 
 PROFILE = "blueking-ip-scheduler"
 
 
-@dataclass
-class Profile:
-    scheduler_name: str = PROFILE
-    plugins: dict[str, list[str]] = field(
-        default_factory=lambda: {
-            "queueSort": ["PrioritySort"],
-            "preFilter": ["NodeResourcesFit", "UnderlayIP"],
-            "filter": ["NodeUnschedulable", "TaintToleration", "NodeResourcesFit", "UnderlayIP"],
-            "preScore": ["UnderlayIP"],
-            "score": ["UnderlayIP"],
-            "reserve": ["UnderlayIP"],
-            "bind": ["DefaultBinder"],
-        }
-    )
-    score_weights: dict[str, int] = field(default_factory=lambda: {"UnderlayIP": 1})
-    plugin_args: dict[str, Any] = field(default_factory=dict)
-    percentage_of_nodes_to_score: int | None = None
+UNDERLAY_PLUGINS: dict[str, list[str]] = {
+    "queueSort": ["PrioritySort"],
+    "preFilter": ["NodeResourcesFit", "UnderlayIP"],
+    "filter": ["NodeUnschedulable", "TaintToleration", "NodeResourcesFit", "UnderlayIP"],
+    "preScore": ["UnderlayIP"],
+    "score": ["UnderlayIP"],
+    "reserve": ["UnderlayIP"],
+    "bind": ["DefaultBinder"],
+}
 
 
 def ip_pod(name: str, **kw: Any) -> dict[str, Any]:
@@ -50,7 +41,8 @@ def ip_pod(name: str, **kw: Any) -> dict[str, Any]:
 
 def run(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], args: UnderlayIPArgs | None = None) -> Any:
     cluster = SimulatedCluster()
-    profile = Profile(plugin_args={"UnderlayIP": args or UnderlayIPArgs()})
+    profile = StaticProfile(UNDERLAY_PLUGINS, scheduler_name=PROFILE, score_weights={"UnderlayIP": 1},
+                            plugin_args={"UnderlayIP": args or UnderlayIPArgs()})
     sched = Scheduler.build([profile], builtin_registry(), FakeClock(), client=cluster, seed=1)
     cluster.attach(sched)
     for n in nodes:
