@@ -235,3 +235,21 @@ def test_gpu_replay_table_means_seeds_and_checks_tolerance_and_ranking() -> None
     assert "| BestFit | 42 | 92.00 | 92.10 | 92.86 (92.64-93.04) | 93.08 | -0.86 | -0.98 | **no** |" in lines
     assert "| RandomFit | – |" in lines
     assert "FGD > BestFit — the same as the reference's" in lines
+
+
+def test_report_keeps_hand_written_sections_and_replaces_generated_ones() -> None:
+    from bench import report_merge
+
+    existing = "\n".join([
+        "# Benchmarks", "old intro", "## Live", "old live table", "### A hand-written run", "kept 1",
+        "```sh", "# a shell comment, not a heading", "```", "## Simulator", "old simulator",
+        "## Hand-written at the end", "kept 2",
+    ])
+    generated = "\n".join(["# Benchmarks", "new intro", "## Live", "new live table", "## Simulator", "new simulator"])
+    merged = report_merge.merge(existing, generated)
+    assert "old" not in merged
+    assert merged.splitlines() == [
+        "# Benchmarks", "new intro", "## Live", "new live table", "### A hand-written run", "kept 1",
+        "```sh", "# a shell comment, not a heading", "```", "## Simulator", "new simulator",
+        "## Hand-written at the end", "kept 2",
+    ]
