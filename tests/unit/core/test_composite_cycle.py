@@ -234,7 +234,8 @@ def test_a_composite_of_two_gangs_that_cannot_fit_as_a_whole_binds_nothing() -> 
     # The simulator's report and explain: gang a is complete, its CompositePodGroup is what failed.
     gang = sched.frameworks["default-scheduler"].plugins["GangScheduling"]
     assert gang.explain_wait(by_name(cluster, "a-pod-0")) == (
-        "waiting for CompositePodGroup default/job: minCount (2) cannot be satisfied: 1 scheduled, 0 remaining")
+        "waiting for CompositePodGroup default/job: minCount (2) cannot be satisfied: 1 scheduled, 0 remaining\n"
+        "CompositePodGroup default/job: 0/2 children placed, 2/2 ready, 4 members")
 
 
 def test_members_wait_at_pre_enqueue_until_the_whole_tree_meets_its_quorum() -> None:
@@ -249,7 +250,8 @@ def test_members_wait_at_pre_enqueue_until_the_whole_tree_meets_its_quorum() -> 
                                   'waiting for composite pod group "job" tree to meet quorum')
     gang = sched.frameworks["default-scheduler"].plugins["GangScheduling"]
     assert gang.explain_wait(by_name(cluster, "a-pod-0")) == (
-        'waiting for PodGroup default/a: waiting for composite pod group "job" tree to meet quorum')
+        'waiting for PodGroup default/a: waiting for composite pod group "job" tree to meet quorum\n'
+        "CompositePodGroup default/job: 0/2 children placed, 1/2 ready, 3 members")
     cluster.add_pod(member("b-pod-1", "b"))
     run(sched)
     assert bound(cluster) == ["a-pod-0", "a-pod-1", "b-pod-0", "b-pod-1"]

@@ -253,3 +253,29 @@ def test_each_composite_pod_group_is_reported_with_its_children_and_why_it_waits
     # The terminal table lists them with the PodGroups.
     out = simulate_composites(tmp_path)
     assert "CompositePodGroup" in out and "0/2 children placed" in out
+
+
+def test_explain_a_member_under_composites_shows_each_one_above_it(tmp_path: Path) -> None:
+    """``root`` (minGroupCount 1) over ``mid`` (minGroupCount 2) over gangs x (1 of its 2 members)
+    and y (complete): explain names x's own wait, then mid and root, nearest first."""
+    mid = composite("mid", 2)
+    mid["spec"]["parentCompositePodGroupName"] = "root"
+    items = [node("n0", cpu="4"), composite("root", 1), mid, child("x", 2, "mid"), child("y", 1, "mid")]
+    items += members("x", 1, "100m") + members("y", 1, "100m")
+    cluster = tmp_path / "cluster.json"
+    cluster.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(COMPOSITE_CONFIG))
+    result = CliRunner().invoke(main, ["simulate", "--cluster", str(cluster), "--config", str(config),
+                                       "--explain", "x-0", "-o", "json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.stdout)
+    assert doc["workloadCompositePodGroups"]["default/mid"]["parent"] == "root"
+    out = CliRunner().invoke(main, ["simulate", "--cluster", str(cluster), "--config", str(config),
+                                    "--explain", "x-0"], catch_exceptions=False, env={"COLUMNS": "250"}).stdout
+    lines = [line.strip() for line in out.splitlines()]
+    start = lines.index("GangScheduling: waiting for PodGroup default/x: minCount 2, 1 members exist")
+    assert lines[start + 1:start + 3] == [
+        "CompositePodGroup default/mid: 0/2 children placed, 1/2 ready, 2 members",
+        "CompositePodGroup default/root: 0/1 children placed, 0/1 ready, 2 members",
+    ]

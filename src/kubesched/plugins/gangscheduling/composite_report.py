@@ -24,38 +24,73 @@ def composite_reports(gang: GangScheduling) -> dict[str, dict[str, Any]]:
     """CompositePodGroup key → policy, minGroupCount, children (ready: enough members exist;
     placed: enough members bound), members and placed members under it, its parent, and ``reason``
     while fewer than ``minGroupCount`` children are placed."""
+    composites = gang.handle.objects(COMPOSITE_POD_GROUP)
+    bound = _bound(gang)
+    out: dict[str, dict[str, Any]] = {}
+    for key in sorted(composites):
+        report = composite_report(gang, key, bound)
+        if report is not None:
+            out[key] = report
+    return out
+
+
+def composite_report(gang: GangScheduling, key: str, bound: Callable[[str], int]) -> dict[str, Any] | None:
+    """One CompositePodGroup's report (``bound``: a PodGroup's members bound); None when it does not exist."""
     pod_groups, composites = gang.handle.objects(POD_GROUP), gang.handle.objects(COMPOSITE_POD_GROUP)
+    cpg = gang._parsed_composites.get(key)
+    if not isinstance(cpg, CompositePodGroup):
+        return {"reason": str(cpg)} if cpg is not None else None
+    tree = build_tree(pod_groups, composites, key)
+    if tree is None:
+        return None
+    placed = _children(gang, tree, bound)
+    report: dict[str, Any] = {
+        "policy": "basic" if cpg.gang_min_group_count is None else "gang",
+        "minGroupCount": cpg.min_count,
+        "children": len(tree.children),
+        "childrenReady": _children(gang, tree, gang.members.count),
+        "childrenPlaced": placed,
+        "members": sum(gang.members.count(leaf.key) for leaf in tree.leaves()),
+        "placed": sum(bound(leaf.key) for leaf in tree.leaves()),
+    }
+    if (parent := parent_composite_name(composites.get(key))) is not None:
+        report["parent"] = parent
+    if placed < cpg.min_count and (reason := composite_wait_reason(gang, key)) is not None:
+        report["reason"] = reason
+    return report
+
+
+def hierarchy_lines(gang: GangScheduling, pod_group_key: str) -> list[str]:
+    """For ``explain``: each CompositePodGroup above the PodGroup ``pod_group_key``, nearest first,
+    with its children placed and ready against ``minGroupCount``."""
+    composites = gang.handle.objects(COMPOSITE_POD_GROUP)
+    namespace = pod_group_key.split("/", 1)[0]
+    bound = _bound(gang)
+    lines: list[str] = []
+    seen: set[str] = set()
+    name = parent_composite_name(gang.handle.objects(POD_GROUP).get(pod_group_key))
+    while name is not None and (key := f"{namespace}/{name}") not in seen:
+        seen.add(key)
+        report = composite_report(gang, key, bound)
+        if report is None:
+            lines.append(f"CompositePodGroup {key}: does not exist")
+            break
+        if "minGroupCount" not in report:
+            lines.append(f"CompositePodGroup {key}: {report['reason']}")
+        else:
+            lines.append(f"CompositePodGroup {key}: {report['childrenPlaced']}/{report['minGroupCount']} children "
+                         f"placed, {report['childrenReady']}/{report['children']} ready, {report['members']} members")
+        name = parent_composite_name(composites.get(key))
+    return lines
+
+
+def _bound(gang: GangScheduling) -> Callable[[str], int]:
     waiting = gang.handle.waiting_pods
 
     def bound(key: str) -> int:
         return sum(1 for uid in gang.members.assigned_of(key) if waiting.get(uid) is None)
 
-    out: dict[str, dict[str, Any]] = {}
-    for key in sorted(composites):
-        cpg = gang._parsed_composites.get(key)
-        if not isinstance(cpg, CompositePodGroup):
-            if cpg is not None:
-                out[key] = {"reason": str(cpg)}
-            continue
-        tree = build_tree(pod_groups, composites, key)
-        if tree is None:
-            continue
-        placed = _children(gang, tree, bound)
-        report: dict[str, Any] = {
-            "policy": "basic" if cpg.gang_min_group_count is None else "gang",
-            "minGroupCount": cpg.min_count,
-            "children": len(tree.children),
-            "childrenReady": _children(gang, tree, gang.members.count),
-            "childrenPlaced": placed,
-            "members": sum(gang.members.count(leaf.key) for leaf in tree.leaves()),
-            "placed": sum(bound(leaf.key) for leaf in tree.leaves()),
-        }
-        if (parent := parent_composite_name(composites.get(key))) is not None:
-            report["parent"] = parent
-        if placed < cpg.min_count and (reason := composite_wait_reason(gang, key)) is not None:
-            report["reason"] = reason
-        out[key] = report
-    return out
+    return bound
 
 
 def _children(gang: GangScheduling, tree: PodGroupInfo, count: Callable[[str], int]) -> int:

@@ -42,7 +42,7 @@ from kubesched.framework.podgroup_condition import INITIALLY_SCHEDULED, find_con
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import POD, ActionType, ClusterEvent
 from kubesched.framework.workload_forest import build_tree, root_of_composite
-from kubesched.plugins.gangscheduling.composite_report import composite_reports
+from kubesched.plugins.gangscheduling.composite_report import composite_reports, hierarchy_lines
 from kubesched.plugins.gangscheduling.podgroup import (
     COMPOSITE_POD_GROUP,
     COMPOSITE_POD_GROUP_KIND,
@@ -353,4 +353,8 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
         if isinstance(pg, PodGroupSpecError):
             return f"waiting for PodGroup {key}: {pg}"
         self.members.resync(self.handle.clock.now())  # exact counts: explain is a one-off
-        return self._wait_reason(key, pg, self.members.count(key, pod), len(self.members.assigned_of(key)))
+        reason = self._wait_reason(key, pg, self.members.count(key, pod), len(self.members.assigned_of(key)))
+        if reason is None or not self._hierarchies():
+            return reason
+        # Under a CompositePodGroup: how far each one above it got (composite_report.py).
+        return "\n".join([reason, *hierarchy_lines(self, key)])
