@@ -162,21 +162,23 @@ def group_preemptor(group: PodGroupInfo, scheduler_name: str) -> Preemptor | Non
     return Preemptor(type_, uid, "cluster", scheduler_name, related)
 
 
+def resolve_preemption_policy(raw: dict[str, Any] | None, members: Sequence[PodInfo], gate: bool) -> str:
+    """resolvePreemptionPolicy / resolveCompositePreemptionPolicy (preemption/types.go): with
+    PodGroupPreemptionPolicy on (``gate``), the group object's ``spec.preemptionPolicy`` (a
+    CompositePodGroup's: anything but PreemptLowerPriority is Never; unset: PreemptLowerPriority,
+    whatever the members say); off, Never when any member says Never."""
+    if gate:
+        policy = group_preemption_policy(raw)
+        return PREEMPT_LOWER_PRIORITY if policy == PREEMPT_LOWER_PRIORITY else PREEMPT_NEVER
+    never = any(pod_preemption_policy(p) == PREEMPT_NEVER for p in members)
+    return PREEMPT_NEVER if never else PREEMPT_LOWER_PRIORITY
+
+
 class PodGroupEvaluator:
     def __init__(self, handle: Handle, priority: PriorityFn, pdbs: Sequence[PodDisruptionBudget]) -> None:
         self.handle = handle
         self.priority = priority
         self.pdbs = list(pdbs)
-
-    def _preemption_policy(self, raw: dict[str, Any] | None, members: Sequence[PodInfo]) -> str:
-        """resolvePreemptionPolicy / resolveCompositePreemptionPolicy (preemption/types.go): with
-        PodGroupPreemptionPolicy on, the group's ``spec.preemptionPolicy`` (for a CompositePodGroup
-        anything but PreemptLowerPriority is Never); off, Never when any member says Never."""
-        if self.handle.feature_gates.get(POD_GROUP_PREEMPTION_POLICY):
-            policy = group_preemption_policy(raw)
-            return PREEMPT_LOWER_PRIORITY if policy == PREEMPT_LOWER_PRIORITY else PREEMPT_NEVER
-        never = any(pod_preemption_policy(p) == PREEMPT_NEVER for p in members)
-        return PREEMPT_NEVER if never else PREEMPT_LOWER_PRIORITY
 
     def preempt(
         self, group: PodGroupInfo, reschedule: PodGroupSchedulingFunc
@@ -187,7 +189,8 @@ class PodGroupEvaluator:
         first = members[0]
         # The preemptor's priority and policy: its PodGroup's, or a CompositePodGroup root's.
         raw = group.composite_pod_group if group.is_composite else group.pod_group
-        if self._preemption_policy(raw, members) == PREEMPT_NEVER:
+        gate = bool(self.handle.feature_gates.get(POD_GROUP_PREEMPTION_POLICY))
+        if resolve_preemption_policy(raw, members, gate) == PREEMPT_NEVER:
             return None, Status.unschedulable("not eligible due to preemptionPolicy=Never.")
         prio = pod_group_priority(raw) if raw is not None else self.priority(first)
         if self._ongoing(members, prio):

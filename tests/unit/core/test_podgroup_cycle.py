@@ -8,8 +8,12 @@ before the group failed, a member Filter refused, a member never tried) and
 TestPodGroupCycle_PodGroupPostFilter (a successful group preemption nominates the members; its
 message is appended to the group's).
 
-Not ported: TestValidatePodGroup and TestScheduleOnePodGroup_SchedulerNameMismatchUpdatesStatus
-(validatePodGroup is not implemented), TestUpdatePodGroupCondition (ported in
+TestValidatePodGroup's preemption-policy cases (PodGroupPreemptionPolicy on and off; its CPG
+cases in test_composite_cycle.py) and a priority case.
+
+Not ported: TestValidatePodGroup's scheduler-name cases and
+TestScheduleOnePodGroup_SchedulerNameMismatchUpdatesStatus (only members of the popped pod's
+profile are taken), TestUpdatePodGroupCondition (ported in
 test_podgroup_condition.py, with the conditions of TestSubmitPodGroupAlgorithmResult),
 TestPodGroupCycle_UpdateSnapshotError (no snapshot step), every TAS/CPG test
 (TestPodGroupSchedulingPlacementAlgorithm*, TestPlacementCycleStateLifecycle*,
