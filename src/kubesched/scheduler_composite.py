@@ -43,7 +43,6 @@ from kubesched.framework.podgroup import (
     PodGroupInfo,
     ProposedAssignment,
     group_key,
-    pod_group_priority,
 )
 from kubesched.framework.podgroup_condition import error_condition, result_condition
 from kubesched.framework.podgroup_points import (
@@ -135,21 +134,10 @@ class CompositeCycle:
                 self.groups._report_condition(leaf.key, leaf.pod_group, result_condition(results[key].status))
 
     def _validate(self, root: PodGroupInfo, leaves: list[PodGroupInfo]) -> str | None:
-        """validatePodGroup (PodGroupPreemptionPolicy off) over the hierarchy: every member, queued
-        or placed, has the root's priority and the first member's preemption policy."""
-        root_priority = pod_group_priority(root.composite_pod_group)
-        policy = ""
-        for leaf in leaves:
-            for pod in (*leaf.unscheduled_pods, *self.groups.placed_pods(leaf.key)):
-                if pod.priority != root_priority:
-                    return ("all pods in a single pod group should have the same priority as the pod group's priority, "
-                            f"got {pod.priority} and {root_priority}")
-                own = str(pod.spec.get("preemptionPolicy") or "PreemptLowerPriority")
-                if policy and own != policy:
-                    return ("all pods in a single pod group should have the same preemption policy, "
-                            f"got {own} and {policy}")
-                policy = own
-        return None
+        """validatePodGroup over the hierarchy: every member, queued or placed, checked against the
+        root CompositePodGroup (PodGroupCycle.validate_members)."""
+        pods = [pod for leaf in leaves for pod in (*leaf.unscheduled_pods, *self.groups.placed_pods(leaf.key))]
+        return self.groups.validate_members(pods, root.composite_pod_group)
 
     def root_algorithm(self, fwk: Framework, root: PodGroupInfo, members: Members) -> Results:
         """runRootSchedulingAlgorithm for a root CompositePodGroup: the result of every group

@@ -31,7 +31,7 @@ Each attempt's outcome is also the PodGroup's ``PodGroupInitiallyScheduled`` con
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.podgroup import (
     COMPOSITE_POD_GROUP,
     POD_GROUP_OBJECTS,
+    POD_GROUP_PREEMPTION_POLICY,
     POD_GROUP_UNSCHEDULABLE,
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
     Placement,
@@ -48,7 +49,10 @@ from kubesched.framework.podgroup import (
     PodGroupInfo,
     ProposedAssignment,
     group_key,
+    group_preemption_policy,
     pod_group_priority,
+    pod_preemption_policy,
+    record_member_cycle_state,
 )
 from kubesched.framework.podgroup_condition import PodGroupConditions, error_condition, result_condition
 from kubesched.framework.podgroup_points import (
@@ -99,6 +103,8 @@ class PodGroupCycle:
         self.sched = sched
         #: TopologyAwareWorkloadScheduling: try the group on each placement PlacementGenerate makes.
         self.placements = bool(gates.get(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING))
+        #: PodGroupPreemptionPolicy: the group's ``spec.preemptionPolicy`` is the one its pods must have.
+        self.group_policy = bool(gates.get(POD_GROUP_PREEMPTION_POLICY))
         #: Group key → uids of its members in the node table (assumed or bound): ScheduledPodsCount.
         self._placed: dict[str, set[str]] = {}
         self.conditions = PodGroupConditions()
@@ -161,11 +167,13 @@ class PodGroupCycle:
                 self._report_condition(key, raw_group, error_condition(invalid))
             return
         try:
-            result = self.algorithm(fwk, group, members)
+            # The PodGroup cycle state: the PodGroupPostFilter plugins read the members' states in it.
+            group_state = CycleState()
+            result = self.algorithm(fwk, group, members, group_state)
             not_tried = result.status  # completePodGroupAlgorithmResult: cloned before PodGroupPostFilter
             if result.status.code == Code.UNSCHEDULABLE:
                 reschedule = self._rescheduler(fwk, group, members)
-                post, st = run_pod_group_post_filter(fwk, CycleState(), group, reschedule)
+                post, st = run_pod_group_post_filter(fwk, group_state, group, reschedule)
                 if st.is_success:
                     result.waiting_on_preemption = True
                     result.nominations = dict(post.nominations) if post is not None else {}
@@ -190,48 +198,63 @@ class PodGroupCycle:
             self.sched.observer.object_status(POD_GROUP_OBJECTS, key, uid, {"conditions": [new]})
 
     def _validate(self, group: PodGroupInfo) -> str | None:
-        """validatePodGroup (PodGroupPreemptionPolicy off): every member, queued or placed, has the
-        PodGroup's priority and the first member's preemption policy. The scheduler name needs no
-        check: only members of the popped pod's profile are taken."""
-        group_priority = pod_group_priority(group.pod_group)
-        policy = ""
-        for pod in (*group.unscheduled_pods, *self.placed_pods(group.key)):
-            if pod.priority != group_priority:
+        """validatePodGroup for a PodGroup: its members, queued or placed (validate_members). The
+        scheduler name needs no check: only members of the popped pod's profile are taken."""
+        return self.validate_members((*group.unscheduled_pods, *self.placed_pods(group.key)), group.pod_group)
+
+    def validate_members(self, pods: Iterable[PodInfo], root: dict[str, Any] | None) -> str | None:
+        """validatePodGroup's per-pod check against the root group (a PodGroup, or a hierarchy's
+        root CompositePodGroup): every pod has the root's priority, and the root's preemption
+        policy (PodGroupPreemptionPolicy on) or the first pod's (off)."""
+        root_priority = pod_group_priority(root)
+        policy = group_preemption_policy(root) if self.group_policy else ""
+        for pod in pods:
+            if pod.priority != root_priority:
                 return ("all pods in a single pod group should have the same priority as the pod group's priority, "
-                        f"got {pod.priority} and {group_priority}")
-            own = str(pod.spec.get("preemptionPolicy") or "PreemptLowerPriority")
+                        f"got {pod.priority} and {root_priority}")
+            own = pod_preemption_policy(pod)
+            if self.group_policy and own != policy:
+                return ("all pods in a single pod group should have the same preemption policy as the pod group's "
+                        f"preemption policy, got {own} and {policy}")
             if policy and own != policy:
                 return f"all pods in a single pod group should have the same preemption policy, got {own} and {policy}"
             policy = own
         return None
 
-    def algorithm(self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo]) -> GroupAttempt:
+    def algorithm(
+        self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo], group_state: CycleState | None = None
+    ) -> GroupAttempt:
         """runRootSchedulingAlgorithm + podGroupSchedulingDefaultAlgorithm; every assumption made
-        is undone before returning."""
+        is undone before returning. ``group_state``: the PodGroup cycle state (a fresh one when
+        None, as upstream's rerun for a PodGroupPostFilter)."""
+        group_state = CycleState() if group_state is None else group_state
         if self.placements:
-            result = self._placement_algorithm(fwk, group, members)
+            result = self._placement_algorithm(fwk, group, members, group_state)
         else:
-            result = self._reverted_default_algorithm(fwk, group, members)
+            result = self._reverted_default_algorithm(fwk, group, members, group_state)
         if result.status.is_success and not result.any_scheduled:
             # The framework requires at least one member placed for a Success.
             result.status = Status.unschedulable(POD_GROUP_UNSCHEDULABLE)
         return result
 
     def _reverted_default_algorithm(
-        self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo]
+        self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo], group_state: CycleState
     ) -> GroupAttempt:
         reverts: list[Callable[[], None]] = []
         try:
-            return self._default_algorithm(fwk, group, members, reverts)
+            return self._default_algorithm(fwk, group, members, reverts, group_state)
         finally:
             for revert in reversed(reverts):
                 revert()
 
-    def _placement_algorithm(self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo]) -> GroupAttempt:
+    def _placement_algorithm(
+        self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo], group_state: CycleState | None = None
+    ) -> GroupAttempt:
         """podGroupSchedulingPlacementAlgorithm: the group tried on each placement the
         PlacementGenerate plugin makes (the nodes outside it hidden), the placements where it fits
         scored by the PlacementScore plugins; the best one's attempts are the result."""
         sched = self.sched
+        group_state = CycleState() if group_state is None else group_state
         # ListNodesInPlacement: inside a CompositePodGroup's placement, only its nodes.
         outer_rows = sched.placement_rows
         parent = Placement("", outer_rows if outer_rows is not None else sched.cache.table.alive_rows())
@@ -244,7 +267,7 @@ class PodGroupCycle:
         try:
             for placement in placements:
                 sched.placement_rows = placement.rows
-                result = self._reverted_default_algorithm(fwk, group, members)
+                result = self._reverted_default_algorithm(fwk, group, members, group_state)
                 if result.status.is_error:
                     return result
                 first = first or result
@@ -280,7 +303,8 @@ class PodGroupCycle:
         )
 
     def _default_algorithm(
-        self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo], reverts: list[Callable[[], None]]
+        self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo], reverts: list[Callable[[], None]],
+        group_state: CycleState,
     ) -> GroupAttempt:
         placement_state = CycleState()
         result = GroupAttempt(Status.unschedulable(POD_GROUP_UNSCHEDULABLE))
@@ -295,6 +319,7 @@ class PodGroupCycle:
         any_scheduled = False
         for q in members:
             state = CycleState()
+            record_member_cycle_state(group_state, q.pod, state)
             outcome, revert = self._place(fwk, state, q.pod)
             result.attempts.append(PodAttempt(q, state, outcome))
             if revert is not None:

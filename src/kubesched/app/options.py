@@ -67,6 +67,21 @@ def tie_break_option(f: F) -> F:
     )(f)
 
 
+def gangs_option(f: F) -> F:
+    """``--gangs SPEC`` (repeatable) → ``gang_specs``: Workload API gangs generated with ``--nodes``
+    (``kubesched.simulate.inputs.workload_gangs.parse_gang_spec``, not imported at start-up)."""
+    return click.option(
+        "--gangs",
+        "gang_specs",
+        metavar="count=N,members=M[,minCount=K,policy=gang|basic,cpu=Q,memory=Q,namespace=NS]",
+        multiple=True,
+        help="With --nodes: also generate N Workload API gangs of M pods (scheduling.k8s.io/v1beta1 Workload and "
+        "PodGroup with schedulingPolicy.gang.minCount, default M; pods join by spec.schedulingGroup.podGroupName), "
+        "besides the generated pods. Repeat for gangs of other shapes. Needs the GenericWorkload feature gate: on "
+        "by default without --config; a --config must set featureGates: {GenericWorkload: true}.",
+    )(f)
+
+
 def context_option(f: F) -> F:
     """``--context NAME`` → ``context``: the kubeconfig context to use, as kubectl's ``--context``."""
     return click.option(

@@ -8,7 +8,9 @@ upstream's gate changes: ``GenericWorkload`` adds GangScheduling to the default 
 ``TopologyAwareWorkloadScheduling`` (alpha) adds TopologyPlacementGenerator and PodGroupPodsCount
 and makes the PodGroup cycle try each placement they generate; ``CompositePodGroup`` (alpha)
 schedules a hierarchy of groups as one entity (scheduler_composite.py) and needs both others on, as
-upstream's gate dependencies say.
+upstream's gate dependencies say; ``PodGroupPreemptionPolicy`` (alpha, needs GenericWorkload) makes a
+group's ``spec.preemptionPolicy`` its policy: its pods must have it (validatePodGroup) and group
+preemption reads it (framework/preemption_podgroup.py).
 """
 
 from __future__ import annotations
@@ -18,16 +20,19 @@ from typing import Final
 
 from kubesched.framework.podgroup import COMPOSITE_POD_GROUP as COMPOSITE_POD_GROUP
 from kubesched.framework.podgroup import GENERIC_WORKLOAD as GENERIC_WORKLOAD
+from kubesched.framework.podgroup import POD_GROUP_PREEMPTION_POLICY as POD_GROUP_PREEMPTION_POLICY
 from kubesched.framework.podgroup import TOPOLOGY_AWARE_WORKLOAD_SCHEDULING as TOPOLOGY_AWARE_WORKLOAD_SCHEDULING
 
 #: Gate → its default in Kubernetes v1.37 (pkg/features/kube_features.go): GenericWorkload is beta
 #: and off by default.
 KNOWN_GATES: Final[Mapping[str, bool]] = {
     GENERIC_WORKLOAD: False, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: False, COMPOSITE_POD_GROUP: False,
+    POD_GROUP_PREEMPTION_POLICY: False,
 }
 #: Gate → the gates it needs on (kube_features.go defaultKubernetesFeatureGateDependencies).
 GATE_DEPENDENCIES: Final[Mapping[str, tuple[str, ...]]] = {
     COMPOSITE_POD_GROUP: (GENERIC_WORKLOAD, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING),
+    POD_GROUP_PREEMPTION_POLICY: (GENERIC_WORKLOAD,),
 }
 
 

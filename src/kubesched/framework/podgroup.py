@@ -15,7 +15,7 @@ that declare it (GangScheduling), as upstream's plugins read it through their li
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,9 @@ TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
 #: The alpha gate that schedules a hierarchy of groups (CompositePodGroups over PodGroups) as
 #: one entity; upstream makes it depend on GenericWorkload and TopologyAwareWorkloadScheduling.
 COMPOSITE_POD_GROUP = "CompositePodGroup"
+#: The alpha gate that makes a PodGroup's (or CompositePodGroup's) ``spec.preemptionPolicy`` the
+#: group's policy (the members must share it) instead of its members' (pkg/features, v1.37).
+POD_GROUP_PREEMPTION_POLICY = "PodGroupPreemptionPolicy"
 #: The name shells and ``handle.objects`` know the Workload API's PodGroups by (GangScheduling
 #: declares the kind; ``PodGroup`` alone is scheduler-plugins' kind).
 POD_GROUP_OBJECTS = "PodGroup.scheduling.k8s.io"
@@ -163,6 +166,46 @@ class PodGroupPostFilterResult:
     """fwk.PodGroupPostFilterResult: member uid → the node it is nominated to."""
 
     nominations: dict[str, str] = field(default_factory=dict)
+
+
+#: The group CycleState's key for its members' CycleStates (``member_cycle_states``).
+_MEMBER_CYCLE_STATES = "kubesched/podgroup.member-cycle-states"
+
+
+def record_member_cycle_state(group_state: CycleState, pod: PodInfo, state: CycleState) -> None:
+    """The group cycle keeps each member's CycleState of its latest attempt in the group's
+    CycleState (the one PodGroupPostFilter plugins get). Upstream's per-pod plugins write what a
+    PodGroupPostFilter needs into the PodGroup cycle state themselves (``GetPodGroupSchedulingCycle``,
+    e.g. DynamicResources' podsStateData at PreFilter); kubesched hands over the members' states
+    instead, so a plugin reads there what its own PreFilter kept."""
+    states: dict[str, CycleState] | None = group_state.get(_MEMBER_CYCLE_STATES)
+    if states is None:
+        states = {}
+        group_state.write(_MEMBER_CYCLE_STATES, states)
+    states[pod.key] = state
+
+
+def member_cycle_states(group_state: CycleState) -> Mapping[str, CycleState]:
+    """Member ``namespace/name`` → its CycleState in this group cycle (members tried only)."""
+    states: dict[str, CycleState] | None = group_state.get(_MEMBER_CYCLE_STATES)
+    return states if states is not None else {}
+
+
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+PREEMPT_NEVER = "Never"
+
+
+def pod_preemption_policy(pod: PodInfo) -> str:
+    """podPreemptionPolicy (schedule_one_podgroup.go): the pod's, PreemptLowerPriority when unset."""
+    return str(pod.spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY)
+
+
+def group_preemption_policy(raw: dict[str, Any] | None) -> str:
+    """podGroupPreemptionPolicy / resolvePreemptionPolicy with PodGroupPreemptionPolicy on: a
+    PodGroup's or CompositePodGroup's ``spec.preemptionPolicy`` (admission fills it from
+    ``priorityClassName``), PreemptLowerPriority when unset (a group created with the gate off)."""
+    policy = ((raw or {}).get("spec") or {}).get("preemptionPolicy")
+    return policy if isinstance(policy, str) and policy else PREEMPT_LOWER_PRIORITY
 
 
 def pod_group_priority(raw: dict[str, Any] | None) -> int:

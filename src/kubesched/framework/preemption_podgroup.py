@@ -1,12 +1,13 @@
 """Preemption for a whole PodGroup: evict for the gang or not at all.
 
 Port of pkg/scheduler/framework/preemption/podgrouppreemption.go (``PodGroupEvaluator``,
-Kubernetes v1.37.1, GenericWorkload on, CompositePodGroup on or off, PodGroupPreemptionPolicy off),
+Kubernetes v1.37.1, GenericWorkload on, CompositePodGroup and PodGroupPreemptionPolicy on or off),
 the PodGroupPostFilter half of DefaultPreemption:
 
-1. the preemptor is the group (the PodGroup's priority, or a root CompositePodGroup's; its first
-   member's preemption policy: PodGroupPreemptionPolicy off, the members all share it); ``Never``
-   is not eligible; a member nominated to a node where a lower-priority pod is terminating because
+1. the preemptor is the group (the PodGroup's priority, or a root CompositePodGroup's; its
+   preemption policy: with PodGroupPreemptionPolicy on the group's ``spec.preemptionPolicy``, off
+   ``Never`` when a member says so — validatePodGroup made them all share it); ``Never`` is not
+   eligible; a member nominated to a node where a lower-priority pod is terminating because
    of preemption means a preemption is under way (Success, the nominations kept);
 2. the domain is the whole cluster. Its possible victims are the pods below the group's priority
    (getCrossNodesVictims): a pod counts alone, with its PodGroup's priority (with the
@@ -40,14 +41,19 @@ from kubesched.framework.podgroup import (
     COMPOSITE_POD_GROUP_OBJECTS,
     POD_GROUP_API_VERSION,
     POD_GROUP_OBJECTS,
+    POD_GROUP_PREEMPTION_POLICY,
+    PREEMPT_LOWER_PRIORITY,
+    PREEMPT_NEVER,
     PodGroupAssignments,
     PodGroupInfo,
     PodGroupPostFilterResult,
     PodGroupSchedulingFunc,
     group_key,
     group_name,
+    group_preemption_policy,
     parent_composite_name,
     pod_group_priority,
+    pod_preemption_policy,
 )
 from kubesched.framework.preemption_order import (
     PodDisruptionBudget,
@@ -156,6 +162,18 @@ def group_preemptor(group: PodGroupInfo, scheduler_name: str) -> Preemptor | Non
     return Preemptor(type_, uid, "cluster", scheduler_name, related)
 
 
+def resolve_preemption_policy(raw: dict[str, Any] | None, members: Sequence[PodInfo], gate: bool) -> str:
+    """resolvePreemptionPolicy / resolveCompositePreemptionPolicy (preemption/types.go): with
+    PodGroupPreemptionPolicy on (``gate``), the group object's ``spec.preemptionPolicy`` (a
+    CompositePodGroup's: anything but PreemptLowerPriority is Never; unset: PreemptLowerPriority,
+    whatever the members say); off, Never when any member says Never."""
+    if gate:
+        policy = group_preemption_policy(raw)
+        return PREEMPT_LOWER_PRIORITY if policy == PREEMPT_LOWER_PRIORITY else PREEMPT_NEVER
+    never = any(pod_preemption_policy(p) == PREEMPT_NEVER for p in members)
+    return PREEMPT_NEVER if never else PREEMPT_LOWER_PRIORITY
+
+
 class PodGroupEvaluator:
     def __init__(self, handle: Handle, priority: PriorityFn, pdbs: Sequence[PodDisruptionBudget]) -> None:
         self.handle = handle
@@ -169,10 +187,11 @@ class PodGroupEvaluator:
         if not members:
             return None, Status.unschedulable(NO_VICTIMS_MSG)
         first = members[0]
-        if first.spec.get("preemptionPolicy") == "Never":
-            return None, Status.unschedulable("not eligible due to preemptionPolicy=Never.")
-        # The preemptor's priority: its PodGroup's, or a CompositePodGroup root's.
+        # The preemptor's priority and policy: its PodGroup's, or a CompositePodGroup root's.
         raw = group.composite_pod_group if group.is_composite else group.pod_group
+        gate = bool(self.handle.feature_gates.get(POD_GROUP_PREEMPTION_POLICY))
+        if resolve_preemption_policy(raw, members, gate) == PREEMPT_NEVER:
+            return None, Status.unschedulable("not eligible due to preemptionPolicy=Never.")
         prio = pod_group_priority(raw) if raw is not None else self.priority(first)
         if self._ongoing(members, prio):
             nominations = {p.uid: n for p in members if (n := self._nominated_node(p.uid))}

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kubesched.app.options import config_option, lenient_option, plugins_option
+from kubesched.app.options import config_option, gangs_option, lenient_option, plugins_option
 from kubesched.app.startup import UserError
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ __all__ = ["capacity"]
               help="Nodes and pods (as for `kubesched simulate --cluster`).")
 @click.option("--nodes", type=click.IntRange(min=1), help="Generate a cluster with this many nodes.")
 @click.option("--pods", type=click.IntRange(min=0), help="Generate this many pods (with --nodes).")
+@gangs_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
 @click.option("--workload", "workload_path", type=click.Path(exists=True, path_type=Path),
               help="Pods, Deployments, ReplicaSets, StatefulSets, Jobs, CronJobs (YAML/JSON file or directory): "
@@ -53,6 +54,7 @@ def capacity(
     cluster_path: Path | None,
     nodes: int | None,
     pods: int | None,
+    gang_specs: tuple[str, ...],
     seed: int,
     workload_path: Path | None,
     node_templates: tuple[Path, ...],
@@ -72,7 +74,7 @@ def capacity(
     replica fits.
     """
     from kubesched.app.render import console
-    from kubesched.simulate.command import check_output_path, load_input, write_json, write_report
+    from kubesched.simulate.command import check_output_path, gang_specs_of, load_input, write_json, write_report
     from kubesched.simulate.inputs.workload import PodTemplate, WorkloadError, load_workload
     from kubesched.simulate.whatif.capacity import fewest_nodes, how_many_fit
 
@@ -81,7 +83,7 @@ def capacity(
                         "or both")
     check_output_path("--report", report_path)
     config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed,
-                                           lenient=lenient)
+                                           lenient=lenient, gangs=gang_specs_of(gang_specs, nodes is not None))
     templates: list[PodTemplate] = []
     try:
         if workload_path is not None:

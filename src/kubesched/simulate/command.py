@@ -14,7 +14,14 @@ from click.core import ParameterSource
 from rich.console import Console
 
 from kubesched.app.fast_exit import request_fast_exit
-from kubesched.app.options import config_option, debug_option, lenient_option, plugins_option, tie_break_option
+from kubesched.app.options import (
+    config_option,
+    debug_option,
+    gangs_option,
+    lenient_option,
+    plugins_option,
+    tie_break_option,
+)
 from kubesched.app.startup import UserError, load_scheduler_config
 from kubesched.simulate.inputs.gc_pause import paused_gc
 
@@ -75,16 +82,7 @@ WIDE_POD_ROWS = 500
               help="With --trace: only the nodes with GPUs (as the ATC '23 GPU-sharing experiments).")
 @click.option("--nodes", type=click.IntRange(min=1), help="Generate a cluster with this many nodes.")
 @click.option("--pods", type=click.IntRange(min=0), help="Generate this many pods (with --nodes).")
-@click.option(
-    "--gangs",
-    "gang_specs",
-    metavar="count=N,members=M[,minCount=K,policy=gang|basic,cpu=Q,memory=Q,namespace=NS]",
-    multiple=True,
-    help="With --nodes: also generate N Workload API gangs of M pods (scheduling.k8s.io/v1beta1 Workload and "
-    "PodGroup with schedulingPolicy.gang.minCount, default M; pods join by spec.schedulingGroup.podGroupName), "
-    "besides --pods. Repeat for gangs of other shapes. Needs the GenericWorkload feature gate: on by "
-    "default without --config; a --config must set featureGates: {GenericWorkload: true}.",
-)
+@gangs_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
 @tie_break_option
 @click.option(
@@ -199,7 +197,7 @@ def simulate(
         else:
             config, registry, cluster = load_input(config_path, plugin_modules, cluster_path, nodes, pods, seed,
                                                    extra_kinds=[PDB_KIND] if draining else [], lenient=lenient,
-                                                   gangs=_gang_specs(gang_specs, nodes))
+                                                   gangs=gang_specs_of(gang_specs, nodes is not None))
             if draining:
                 from kubesched.simulate.whatif.drain import DrainError, plan_drain_options
 
@@ -304,16 +302,31 @@ def write_output(option: str, path: Path, text: str) -> None:
         raise UserError(f"{option} {path}: cannot write: {e.strerror or e}") from None
 
 
-def _gang_specs(texts: Sequence[str], nodes: int | None) -> list[GangSpec]:
-    """``--gangs`` parsed; an error names the spec and the field."""
+def gang_specs_of(texts: Sequence[str], generating: bool) -> list[GangSpec]:
+    """``--gangs`` parsed (``generating``: the command generates a cluster, ``--nodes``); an error
+    names the spec and the field."""
     from kubesched.simulate.inputs.workload_gangs import GangSpecError, parse_gang_spec
 
-    if texts and nodes is None:
+    if texts and not generating:
         raise UserError("--gangs needs --nodes (the gangs are generated into a generated cluster)")
     try:
         return [parse_gang_spec(t) for t in texts]
     except GangSpecError as e:
         raise UserError(str(e)) from None
+
+
+def load_gang_config(
+    config_path: Path | None, plugin_modules: tuple[str, ...], gangs: bool, default: Path | None = None
+) -> tuple[SchedulerConfig, Registry]:
+    """The configuration of a command generating ``gangs`` (``--gangs``), or of any command
+    (``default``: its configuration without ``--config``): workload_gangs.py ``gang_config_source``;
+    a ``--config`` leaving the GenericWorkload gate off is refused with gangs."""
+    from kubesched.simulate.inputs.workload_gangs import gang_config_source, gate_off_error
+
+    config, registry = load_scheduler_config(gang_config_source(config_path, gangs, default), plugin_modules)
+    if gangs and (error := gate_off_error(config.feature_gates, config_path)) is not None:
+        raise UserError(error)
+    return config, registry
 
 
 def load_input(
@@ -325,21 +338,11 @@ def load_input(
     (``--nodes``/``--pods``, ``gangs``: ``--gangs``), or the built-in demo (with its configuration
     unless ``--config``). ``extra_kinds``: objects the command itself reads from the dump (the drain's
     budgets); ``lenient``: skip the dump's invalid objects (``--lenient``)."""
-    from kubesched.config.decode import KIND, V1
-    from kubesched.config.features import GENERIC_WORKLOAD
     from kubesched.framework.registry import profiles_object_kinds
 
-    if cluster_path is None and nodes is None and config_path is None:
-        config_path = demo_dir() / "config.yaml"
-    source: Path | dict[str, Any] | None = config_path
-    if gangs and config_path is None:
-        # The default profile with the gate that schedules the Workload API's gangs (GangScheduling).
-        source = {"apiVersion": V1, "kind": KIND, "featureGates": {GENERIC_WORKLOAD: True}}
-    config, registry = load_scheduler_config(source, plugin_modules)
-    if gangs and not config.feature_gates.get(GENERIC_WORKLOAD):
-        raise UserError(f"--gangs: --config {config_path} leaves the {GENERIC_WORKLOAD} feature gate off, so the "
-                        f"gangs' pods would be scheduled one by one: add 'featureGates: {{{GENERIC_WORKLOAD}: true}}' "
-                        "to it")
+    demo = cluster_path is None and nodes is None
+    config, registry = load_gang_config(config_path, plugin_modules, bool(gangs),
+                                        demo_dir() / "config.yaml" if demo else None)
     kinds = [*profiles_object_kinds(registry, config.profiles, config.feature_gates), *extra_kinds]
     return config, registry, load_cluster_input(cluster_path, nodes, pods, seed, kinds, lenient, gangs)
 

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from kubesched.api.quantity import format_bytes, format_milli_cpu
-from kubesched.app.options import lenient_option, plugins_option
-from kubesched.app.startup import UserError, load_scheduler_config
+from kubesched.app.options import gangs_option, lenient_option, plugins_option
+from kubesched.app.startup import UserError
 
 __all__ = ["compare"]
 
@@ -28,6 +28,7 @@ __all__ = ["compare"]
               help="Nodes and pods (as for `kubesched simulate --cluster`; default: the built-in demo cluster).")
 @click.option("--nodes", type=click.IntRange(min=1), help="Generate a cluster with this many nodes.")
 @click.option("--pods", type=click.IntRange(min=0), help="Generate this many pods (with --nodes).")
+@gangs_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the generator and tie-breaking.")
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -41,6 +42,7 @@ def compare(
     cluster_path: Path | None,
     nodes: int | None,
     pods: int | None,
+    gang_specs: tuple[str, ...],
     seed: int,
     output: str,
     report_path: Path | None,
@@ -53,7 +55,14 @@ def compare(
     requests spread, how fragmented free capacity is left, and the pods placed differently."""
     from kubesched.app.render import console
     from kubesched.framework.registry import profiles_object_kinds
-    from kubesched.simulate.command import check_output_path, load_cluster_input, write_json, write_report
+    from kubesched.simulate.command import (
+        check_output_path,
+        gang_specs_of,
+        load_cluster_input,
+        load_gang_config,
+        write_json,
+        write_report,
+    )
     from kubesched.simulate.engine.runner import Simulation
     from kubesched.simulate.whatif.compare import compare_doc, run_summary
     from kubesched.snapshot.pod import PodSpecError
@@ -62,10 +71,11 @@ def compare(
     if len(config_paths) < 2:
         raise UserError("--config: give at least two configurations to compare")
     check_output_path("--report", report_path)
-    loaded = [load_scheduler_config(path, plugin_modules) for path in config_paths]
+    gangs = gang_specs_of(gang_specs, nodes is not None)
+    loaded = [load_gang_config(path, plugin_modules, bool(gangs)) for path in config_paths]
     kinds = {(k.api_version, k.kind): k for config, registry in loaded
              for k in profiles_object_kinds(registry, config.profiles, config.feature_gates)}
-    cluster = load_cluster_input(cluster_path, nodes, pods, seed, list(kinds.values()), lenient)
+    cluster = load_cluster_input(cluster_path, nodes, pods, seed, list(kinds.values()), lenient, gangs)
     labels = _labels(config_paths)
     err = console(stderr=True)
     runs = []

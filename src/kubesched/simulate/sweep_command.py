@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.app.options import lenient_option, plugins_option, tie_break_option
+from kubesched.app.options import gangs_option, lenient_option, plugins_option, tie_break_option
 from kubesched.app.startup import UserError
 from kubesched.simulate.whatif.sweep import Replay
 
@@ -49,6 +49,7 @@ def _int_list(text: str, option: str) -> list[int]:
 @click.option("--nodes", "node_counts", metavar="N[,N...]",
               help="Generated clusters of these sizes (e.g. 500,5000), with --pods-per-node pods each.")
 @click.option("--pods-per-node", type=click.FloatRange(min=0), default=2.0, show_default=True)
+@gangs_option
 @click.option("--scenario", "scenario_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Replay this workload over time in every run (as `kubesched simulate --scenario`) instead of "
               "a cluster.")
@@ -84,6 +85,7 @@ def sweep(
     cluster_paths: tuple[Path, ...],
     node_counts: str | None,
     pods_per_node: float,
+    gang_specs: tuple[str, ...],
     scenario_path: Path | None,
     trace: str | None,
     arrivals: str,
@@ -109,8 +111,7 @@ def sweep(
     instead: the table gives the GPU allocation against the arrived GPU demand and the
     fragmentation, mean and spread over the seeds (--report: the curves as an HTML figure)."""
     from kubesched.app.render import console
-    from kubesched.app.startup import load_scheduler_config
-    from kubesched.simulate.command import check_output_path, write_json, write_report
+    from kubesched.simulate.command import check_output_path, gang_specs_of, load_gang_config, write_json, write_report
     from kubesched.simulate.whatif.sweep import aggregate, jobs_for, run_sweep
 
     replay = _replay(scenario_path, trace, arrivals, inflate_to, gpu_nodes_only, bool(cluster_paths or node_counts))
@@ -131,10 +132,11 @@ def sweep(
         raise UserError("--dask-scheduler needs --engine dask")
     sizes = [(n, round(n * pods_per_node)) for n in _int_list(node_counts, "--nodes")] if node_counts else []
     configs: list[str | None] = [str(p) for p in config_paths] or [None]
+    gang_specs_of(gang_specs, bool(node_counts))
     for c in configs:  # fail here, once, with the command's own error, not in every worker
-        load_scheduler_config(Path(c) if c else None, plugin_modules)
+        load_gang_config(Path(c) if c else None, plugin_modules, bool(gang_specs))
     jobs = jobs_for(configs, plugin_modules, [str(p) for p in cluster_paths], sizes, _int_list(seeds, "--seeds"),
-                    lenient, replay, tie_break)
+                    lenient, replay, tie_break, gang_specs)
     show_progress = not (quiet or output == "json")
     doc: dict[str, Any] = {"kind": "Sweep", "schemaVersion": 1, "engine": engine}
     if engine == "dask":

@@ -155,7 +155,8 @@ def test_api_version_and_kind(doc: dict[str, Any], message: str) -> None:
         (
             c(featureGates={"A": True}),
             "featureGates.A: unrecognized feature gate: A "
-            "(kubesched knows: CompositePodGroup, GenericWorkload, TopologyAwareWorkloadScheduling)",
+            "(kubesched knows: CompositePodGroup, GenericWorkload, PodGroupPreemptionPolicy, "
+            "TopologyAwareWorkloadScheduling)",
         ),
         (
             c(featureGates={"CompositePodGroup": True, "GenericWorkload": True}),

@@ -22,6 +22,8 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pytest
+
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.handle import Preemptor
 from kubesched.framework.podgroup import PodGroupInfo
@@ -234,7 +236,8 @@ def test_a_composite_of_two_gangs_that_cannot_fit_as_a_whole_binds_nothing() -> 
     # The simulator's report and explain: gang a is complete, its CompositePodGroup is what failed.
     gang = sched.frameworks["default-scheduler"].plugins["GangScheduling"]
     assert gang.explain_wait(by_name(cluster, "a-pod-0")) == (
-        "waiting for CompositePodGroup default/job: minCount (2) cannot be satisfied: 1 scheduled, 0 remaining")
+        "waiting for CompositePodGroup default/job: minCount (2) cannot be satisfied: 1 scheduled, 0 remaining\n"
+        "CompositePodGroup default/job: 0/2 children placed, 2/2 ready, 4 members")
 
 
 def test_members_wait_at_pre_enqueue_until_the_whole_tree_meets_its_quorum() -> None:
@@ -249,7 +252,8 @@ def test_members_wait_at_pre_enqueue_until_the_whole_tree_meets_its_quorum() -> 
                                   'waiting for composite pod group "job" tree to meet quorum')
     gang = sched.frameworks["default-scheduler"].plugins["GangScheduling"]
     assert gang.explain_wait(by_name(cluster, "a-pod-0")) == (
-        'waiting for PodGroup default/a: waiting for composite pod group "job" tree to meet quorum')
+        'waiting for PodGroup default/a: waiting for composite pod group "job" tree to meet quorum\n'
+        "CompositePodGroup default/job: 0/2 children placed, 1/2 ready, 3 members")
     cluster.add_pod(member("b-pod-1", "b"))
     run(sched)
     assert bound(cluster) == ["a-pod-0", "a-pod-1", "b-pod-0", "b-pod-1"]
@@ -377,3 +381,34 @@ def test_a_victims_priority_is_its_hierarchy_roots() -> None:
     run(sched)
     assert seen.victims == []
     assert bound(cluster) == ["oa-0"]
+
+
+@pytest.mark.parametrize(("root_policy", "pod_policy", "message"), [
+    pytest.param("Never", "Never", None,
+                 id="CPG success when all pods have the root's PreemptNever with PodGroupPreemptionPolicy enabled"),
+    pytest.param("Never", "PreemptLowerPriority",
+                 "all pods in a single pod group should have the same preemption policy as the pod group's "
+                 "preemption policy, got PreemptLowerPriority and Never",
+                 id="CPG failure when the pods' policy is not the root's"),
+])
+def test_validate_pod_group_checks_every_member_against_the_roots_preemption_policy(
+    root_policy: str, pod_policy: str, message: str | None,
+) -> None:
+    """TestValidatePodGroup's CompositePodGroup cases with PodGroupPreemptionPolicy: the root's
+    ``spec.preemptionPolicy`` is the hierarchy's."""
+    root = composite("job", 2)
+    root["spec"]["preemptionPolicy"] = root_policy
+    sched, cluster, _, seen = build([pod_group("a", 1, "job"), pod_group("b", 1, "job")], [root],
+                                    gates={**GATES, "PodGroupPreemptionPolicy": True})
+    for name in ("a", "b"):
+        m = member(f"{name}-pod-0", name)
+        m.spec["preemptionPolicy"] = pod_policy
+        cluster.add_pod(m)
+    run(sched)
+    if message is None:
+        assert bound(cluster) == ["a-pod-0", "b-pod-0"]
+    else:
+        assert bound(cluster) == []
+        assert seen.failed_with == {"a-pod-0": message, "b-pod-0": message}
+        assert seen.conditions == {f"{NS}/a": ("False", "SchedulerError", message),
+                                   f"{NS}/b": ("False", "SchedulerError", message)}

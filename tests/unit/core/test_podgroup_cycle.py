@@ -8,8 +8,12 @@ before the group failed, a member Filter refused, a member never tried) and
 TestPodGroupCycle_PodGroupPostFilter (a successful group preemption nominates the members; its
 message is appended to the group's).
 
-Not ported: TestValidatePodGroup and TestScheduleOnePodGroup_SchedulerNameMismatchUpdatesStatus
-(validatePodGroup is not implemented), TestUpdatePodGroupCondition (ported in
+TestValidatePodGroup's preemption-policy cases (PodGroupPreemptionPolicy on and off; its CPG
+cases in test_composite_cycle.py) and a priority case.
+
+Not ported: TestValidatePodGroup's scheduler-name cases and
+TestScheduleOnePodGroup_SchedulerNameMismatchUpdatesStatus (only members of the popped pod's
+profile are taken), TestUpdatePodGroupCondition (ported in
 test_podgroup_condition.py, with the conditions of TestSubmitPodGroupAlgorithmResult),
 TestPodGroupCycle_UpdateSnapshotError (no snapshot step), every TAS/CPG test
 (TestPodGroupSchedulingPlacementAlgorithm*, TestPlacementCycleStateLifecycle*,
@@ -376,6 +380,27 @@ def test_a_gang_that_cannot_fit_even_with_every_victim_gone_evicts_nothing() -> 
     assert seen.failed_with["hi-3"] == "minCount (5) cannot be satisfied: 2 scheduled, 2 remaining"
 
 
+def test_dynamic_resources_answers_for_the_group_before_default_preemption() -> None:
+    """DynamicResources' PodGroupPostFilter runs first (multiPoint order) and always answers
+    Unschedulable (``deallocation and deletion of ResourceClaims completed``): when DefaultPreemption
+    refuses as Unschedulable too (preemptionPolicy Never), both answers are the group's, as
+    kube-scheduler v1.37.1's RunPodGroupPostFilterPlugins joins them."""
+    plugins = {point: [*names, "DynamicResources"] if point in ("preFilter", "filter") else names
+               for point, names in GANG_PROFILE.items()}
+    plugins["podGroupPostFilter"] = ["DynamicResources", "DefaultPreemption"]
+    sched, cluster, _, seen = build([pod_group("g", 3)], plugins=plugins)
+    for i in range(3):
+        m = member(f"g-{i}", "g", "3")
+        m.spec["preemptionPolicy"] = "Never"
+        cluster.add_pod(m)
+    run(sched)
+    placed_then_failed = ("pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, "
+                          "deallocation and deletion of ResourceClaims completed, "
+                          "pod group preemption: not eligible due to preemptionPolicy=Never.")
+    assert seen.failed_with == {"g-0": placed_then_failed, "g-1": placed_then_failed,
+                                "g-2": "0/2 nodes are available: 2 Insufficient cpu."}
+
+
 def test_members_whose_priority_is_not_the_pod_groups_fail_with_upstreams_error() -> None:
     """validatePodGroup: upstream fails the whole group before scheduling (a SchedulerError)."""
     sched, cluster, _, seen = build([pod_group("g", 2)])
@@ -386,6 +411,85 @@ def test_members_whose_priority_is_not_the_pod_groups_fail_with_upstreams_error(
     message = ("all pods in a single pod group should have the same priority as the pod group's priority, "
                "got 1000 and 0")
     assert seen.failed_with == {"g-0": message, "g-1": message}
+
+
+# -- PodGroupPreemptionPolicy: TestValidatePodGroup's preemption-policy cases -------------------------
+
+POLICY_GATES = {"GenericWorkload": True, "PodGroupPreemptionPolicy": True}
+NEVER, LOWER = "Never", "PreemptLowerPriority"
+
+
+@pytest.mark.parametrize(
+    ("gate", "pod_policies", "message"),
+    [
+        pytest.param(True, (NEVER, NEVER), None, id="success when preemption policies match"),
+        pytest.param(True, (LOWER, NEVER),
+                     "all pods in a single pod group should have the same preemption policy as the pod group's "
+                     "preemption policy, got PreemptLowerPriority and Never",
+                     id="failure when different preemption policies across pods"),
+        pytest.param(True, (LOWER, LOWER),
+                     "all pods in a single pod group should have the same preemption policy as the pod group's "
+                     "preemption policy, got PreemptLowerPriority and Never",
+                     id="failure when different preemption policies across pods and pod group"),
+        pytest.param(False, (LOWER, LOWER), None,
+                     id="success when preemption policies between pods and podgroup do not match but "
+                        "PodGroupPreemptionPolicy is disabled"),
+        pytest.param(False, (LOWER, NEVER),
+                     "all pods in a single pod group should have the same preemption policy, got Never and "
+                     "PreemptLowerPriority",
+                     id="failure when preemption policies do not match across pods and PodGroupPreemptionPolicy is "
+                        "disabled"),
+    ],
+)
+def test_validate_pod_group_preemption_policy(gate: bool, pod_policies: tuple[str, str], message: str | None) -> None:
+    group = pod_group("pg", 2)
+    group["spec"]["preemptionPolicy"] = NEVER
+    sched, cluster, _, seen = build([group], gates=POLICY_GATES if gate else GATES)
+    for i, policy in enumerate(pod_policies):
+        m = member(f"p{i + 1}", "pg")
+        m.spec["preemptionPolicy"] = policy
+        cluster.add_pod(m)
+    run(sched)
+    if message is None:
+        assert bound(cluster) == ["p1", "p2"]
+    else:
+        assert bound(cluster) == []
+        assert seen.failed_with == {"p1": message, "p2": message}
+
+
+def _gang_facing_lower_priority_pods(gates: dict[str, bool], group_policy: str | None,
+                                     pod_policy: str = LOWER) -> tuple[SimulatedCluster, Messages]:
+    group = pod_group("hi", 2, priority=100)
+    if group_policy is not None:
+        group["spec"]["preemptionPolicy"] = group_policy
+    sched, cluster, _, seen = build([group], gates=gates)
+    for i in range(2):
+        cluster.add_pod(PodInfo.from_raw(pod(f"low-{i}", cpu="3", namespace=NS, node_name=f"n{i}")))
+    for i in range(2):
+        m = member(f"hi-{i}", "hi", "3", priority=100)
+        m.spec["preemptionPolicy"] = pod_policy
+        cluster.add_pod(m)
+    run(sched)
+    return cluster, seen
+
+
+def test_with_the_gate_a_pod_group_whose_policy_is_never_does_not_preempt() -> None:
+    """resolvePreemptionPolicy with PodGroupPreemptionPolicy on: the PodGroup's policy decides."""
+    _, seen = _gang_facing_lower_priority_pods(POLICY_GATES, NEVER, NEVER)
+    assert seen.victims == []
+    assert seen.failed_with["hi-0"] == "0/2 nodes are available: 2 Insufficient cpu."
+    assert seen.failed_with["hi-1"] == "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"
+
+
+def test_with_the_gate_a_pod_group_created_without_a_policy_preempts() -> None:
+    """A PodGroup created with the gate off has no policy: PreemptLowerPriority."""
+    _, seen = _gang_facing_lower_priority_pods(POLICY_GATES, None)
+    assert sorted(seen.victims) == ["low-0", "low-1"]
+
+
+def test_without_the_gate_the_pod_groups_policy_is_not_read() -> None:
+    _, seen = _gang_facing_lower_priority_pods(GATES, NEVER)
+    assert sorted(seen.victims) == ["low-0", "low-1"]
 
 
 # -- TestPodGroupSchedulingAlgorithm ---------------------------------------------------------------

@@ -160,11 +160,11 @@ def test_html_report_shows_each_gang_as_the_summary_and_json_do(tmp_path: Path) 
     rows = _gang_table(html)
     # The waiting first, as in the terminal table; each state and reason as in the JSON.
     assert [r[0] for r in rows] == ["default/big", "default/short", "default/small"]
-    assert rows[0][1:4] == ["scheduling.k8s.io", "gang", "0/3 placed, 3 members, 3 pending"]
-    assert rows[0][4] == doc["workloadPodGroups"]["default/big"]["reason"]
-    assert rows[1][3:] == ["0/5 placed, 2 members, 2 pending",
+    assert rows[0][1:5] == ["PodGroup", "scheduling.k8s.io", "gang", "0/3 placed, 3 members, 3 pending"]
+    assert rows[0][5] == doc["workloadPodGroups"]["default/big"]["reason"]
+    assert rows[1][4:] == ["0/5 placed, 2 members, 2 pending",
                            "waiting for PodGroup default/short: minCount 5, 2 members exist"]
-    assert rows[2][3:] == ["2/2 placed, 2 members", ""]
+    assert rows[2][4:] == ["2/2 placed, 2 members", ""]
 
 
 def test_html_report_without_gangs_has_no_gang_section() -> None:
@@ -191,5 +191,91 @@ def test_gang_section_renders_in_headless_chromium(tmp_path: Path) -> None:
     simulate(tmp_path, "--report", str(page))
     dom = _render(chromium, page, tmp_path / "report.png")
     # The browser parsed the table: the three groups, the waiting first, each with its state.
-    assert _gang_table(dom)[0][:4] == ["default/big", "scheduling.k8s.io", "gang", "0/3 placed, 3 members, 3 pending"]
+    assert _gang_table(dom)[0][:5] == ["default/big", "PodGroup", "scheduling.k8s.io", "gang",
+                                      "0/3 placed, 3 members, 3 pending"]
     assert [r[0] for r in _gang_table(dom)] == ["default/big", "default/short", "default/small"]
+
+
+COMPOSITE_CONFIG = {**CONFIG, "featureGates": {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True,
+                                               "CompositePodGroup": True}}
+
+
+def composite(name: str, min_group_count: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+            "metadata": {"name": name, "namespace": "default", "uid": f"cpg-{name}"},
+            "spec": {"schedulingPolicy": {"gang": {"minGroupCount": min_group_count}}}}
+
+
+def child(name: str, min_count: int, parent: str) -> dict[str, Any]:
+    pg = pod_group(name, min_count)
+    pg["spec"]["parentCompositePodGroupName"] = parent
+    return pg
+
+
+def simulate_composites(tmp_path: Path, *args: str) -> str:
+    # One 4-CPU node. "job" (minGroupCount 2): gangs a (2 × 1 CPU) and b (2 × 2 CPU), 6 CPU in all:
+    # its cycle places a, then b does not fit: nothing binds. "wait" (minGroupCount 2): gang c has 1
+    # of its 2 members, so the tree is held at PreEnqueue.
+    items = [node("n0", cpu="4"), composite("job", 2), child("a", 2, "job"), child("b", 2, "job"),
+             composite("wait", 2), child("c", 2, "wait"), child("d", 1, "wait")]
+    items += members("a", 2, "1") + members("b", 2, "2") + members("c", 1, "100m") + members("d", 1, "100m")
+    cluster = tmp_path / "cluster.json"
+    cluster.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(COMPOSITE_CONFIG))
+    result = CliRunner().invoke(main, ["simulate", "--cluster", str(cluster), "--config", str(config), *args],
+                                catch_exceptions=False, env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_each_composite_pod_group_is_reported_with_its_children_and_why_it_waits(tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    doc = orjson.loads(simulate_composites(tmp_path, "-o", "json", "--report", str(report)))
+    composites = doc["workloadCompositePodGroups"]
+    print(orjson.dumps(composites, option=orjson.OPT_INDENT_2).decode())
+    assert composites["default/job"] == {
+        "policy": "gang", "minGroupCount": 2, "children": 2, "childrenReady": 2, "childrenPlaced": 0,
+        "members": 4, "placed": 0,
+        "reason": "waiting for CompositePodGroup default/job: minCount (2) cannot be satisfied: 1 scheduled, "
+                  "0 remaining"}
+    assert composites["default/wait"] == {
+        "policy": "gang", "minGroupCount": 2, "children": 2, "childrenReady": 1, "childrenPlaced": 0,
+        "members": 2, "placed": 0,
+        "reason": 'waiting for CompositePodGroup default/wait: waiting for composite pod group "wait" tree to '
+                  "meet quorum"}
+    rows = {(r[0], r[1]): r for r in _gang_table(report.read_text())}
+    assert rows[("default/job", "CompositePodGroup")][2:] == [
+        "scheduling.k8s.io", "gang", "0/2 children placed, 2 children, 4 members", composites["default/job"]["reason"]]
+    assert rows[("default/wait", "CompositePodGroup")][4] == (
+        "0/2 children placed, 2 children, 2 members, 1 children ready")
+    assert "4 PodGroups and 2 CompositePodGroups at the end of the run, 6 waiting" in report.read_text()
+    # The terminal table lists them with the PodGroups.
+    out = simulate_composites(tmp_path)
+    assert "CompositePodGroup" in out and "0/2 children placed" in out
+
+
+def test_explain_a_member_under_composites_shows_each_one_above_it(tmp_path: Path) -> None:
+    """``root`` (minGroupCount 1) over ``mid`` (minGroupCount 2) over gangs x (1 of its 2 members)
+    and y (complete): explain names x's own wait, then mid and root, nearest first."""
+    mid = composite("mid", 2)
+    mid["spec"]["parentCompositePodGroupName"] = "root"
+    items = [node("n0", cpu="4"), composite("root", 1), mid, child("x", 2, "mid"), child("y", 1, "mid")]
+    items += members("x", 1, "100m") + members("y", 1, "100m")
+    cluster = tmp_path / "cluster.json"
+    cluster.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(COMPOSITE_CONFIG))
+    result = CliRunner().invoke(main, ["simulate", "--cluster", str(cluster), "--config", str(config),
+                                       "--explain", "x-0", "-o", "json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.stdout)
+    assert doc["workloadCompositePodGroups"]["default/mid"]["parent"] == "root"
+    out = CliRunner().invoke(main, ["simulate", "--cluster", str(cluster), "--config", str(config),
+                                    "--explain", "x-0"], catch_exceptions=False, env={"COLUMNS": "250"}).stdout
+    lines = [line.strip() for line in out.splitlines()]
+    start = lines.index("GangScheduling: waiting for PodGroup default/x: minCount 2, 1 members exist")
+    assert lines[start + 1:start + 3] == [
+        "CompositePodGroup default/mid: 0/2 children placed, 1/2 ready, 2 members",
+        "CompositePodGroup default/root: 0/1 children placed, 0/1 ready, 2 members",
+    ]

@@ -29,6 +29,8 @@ allocateddevices.go; Kubernetes v1.37.1), structured parameters only:
   resources' claim an earlier attempt created (``deletion of ResourceClaim completed``);
 * Score: a prioritized list's earlier subrequests score higher (score.py), normalised to 0-100.
 
+PodGroupPostFilter (GenericWorkload): group_post_filter.py.
+
 Not ported: queueing hints (every registered event retries), PodGroup claims
 (DRAWorkloadResourceClaims, alpha).
 """
@@ -105,6 +107,7 @@ from kubesched.plugins.dynamicresources.extended import (
     mapped_resources,
     node_claim,
 )
+from kubesched.plugins.dynamicresources.group_post_filter import GroupClaimRelease
 from kubesched.plugins.dynamicresources.manager import DRAManager
 from kubesched.plugins.dynamicresources.pools import NodeRef
 from kubesched.plugins.dynamicresources.score import ScoreError, compute_score
@@ -152,8 +155,8 @@ class _State:
         return self
 
 
-class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin, ReservePlugin,
-                       PreBindPlugin):
+class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
+                       ScorePlugin, ReservePlugin, PreBindPlugin):
     name: ClassVar[str] = NAME
     object_kinds = (RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, RESOURCE_SLICE, DEVICE_CLASS, DEVICE_TAINT_RULE)
     args_model = DynamicResourcesArgs

@@ -42,6 +42,7 @@ from kubesched.framework.podgroup_condition import INITIALLY_SCHEDULED, find_con
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import POD, ActionType, ClusterEvent
 from kubesched.framework.workload_forest import build_tree, root_of_composite
+from kubesched.plugins.gangscheduling.composite_report import composite_reports, hierarchy_lines
 from kubesched.plugins.gangscheduling.podgroup import (
     COMPOSITE_POD_GROUP,
     COMPOSITE_POD_GROUP_KIND,
@@ -305,7 +306,8 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
     def object_report(self) -> dict[str, dict[str, dict[str, Any]]]:
         """{POD_GROUP: key → policy, minCount, members (existing, not terminal), placed (bound),
         waiting (assumed, at Permit), pending, for a gang not placed ``reason``, and the
-        ``PodGroupInitiallyScheduled`` condition once the PodGroup cycle wrote one}."""
+        ``PodGroupInitiallyScheduled`` condition once the PodGroup cycle wrote one; with the
+        CompositePodGroup gate, COMPOSITE_POD_GROUP: composite_report.py}."""
         out: dict[str, dict[str, Any]] = {}
         self.members.resync(self.handle.clock.now())  # exact counts: a report is made once
         waiting = self.handle.waiting_pods
@@ -335,7 +337,10 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
             if condition is not None:
                 report["condition"] = {f: condition.get(f, "") for f in ("type", "status", "reason", "message")}
             out[key] = report
-        return {POD_GROUP: out} if out else {}
+        reports = {POD_GROUP: out} if out else {}
+        if self._hierarchies() and (composites := composite_reports(self)):
+            reports[COMPOSITE_POD_GROUP] = composites
+        return reports
 
     def explain_wait(self, pod: PodInfo) -> str | None:
         name = group_name(pod)
@@ -348,4 +353,8 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
         if isinstance(pg, PodGroupSpecError):
             return f"waiting for PodGroup {key}: {pg}"
         self.members.resync(self.handle.clock.now())  # exact counts: explain is a one-off
-        return self._wait_reason(key, pg, self.members.count(key, pod), len(self.members.assigned_of(key)))
+        reason = self._wait_reason(key, pg, self.members.count(key, pod), len(self.members.assigned_of(key)))
+        if reason is None or not self._hierarchies():
+            return reason
+        # Under a CompositePodGroup: how far each one above it got (composite_report.py).
+        return "\n".join([reason, *hierarchy_lines(self, key)])

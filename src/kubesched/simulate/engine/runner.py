@@ -33,7 +33,7 @@ from kubesched.backend.host_selection import TieBreak
 from kubesched.config.load import SchedulerConfig
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.explain import Explanation, explain, waiting_notes
-from kubesched.framework.podgroup import POD_GROUP_OBJECTS
+from kubesched.framework.podgroup import COMPOSITE_POD_GROUP_OBJECTS, POD_GROUP_OBJECTS
 from kubesched.framework.registry import Registry, profiles_object_kinds
 from kubesched.scheduler import QueueSettings, Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
@@ -86,6 +86,12 @@ class SimulationResult:
         """The Workload API's PodGroups (``scheduling.k8s.io``): minCount, members, placed,
         waiting at Permit, pending and, for a gang not placed, why it waits."""
         return self.objects.get(POD_GROUP_OBJECTS, {})
+
+    @property
+    def workload_composite_pod_groups(self) -> dict[str, dict[str, Any]]:
+        """The CompositePodGroups (CompositePodGroup gate): children ready and placed against
+        minGroupCount, members and, for one not placed, why it waits."""
+        return self.objects.get(COMPOSITE_POD_GROUP_OBJECTS, {})
 
     @property
     def underlay_ip_pools(self) -> dict[str, dict[str, Any]]:

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from kubesched.api.quantity import QuantityError, parse_quantity
-from kubesched.framework.podgroup import POD_GROUP_OBJECTS, WORKLOAD_OBJECTS
+from kubesched.config.decode import KIND, V1
+from kubesched.framework.podgroup import GENERIC_WORKLOAD, POD_GROUP_OBJECTS, WORKLOAD_OBJECTS
 from kubesched.simulate.inputs.workload_shapes import ts, uid
 
 __all__ = ["GangSpec", "GangSpecError", "generate_gangs", "parse_gang_spec"]
@@ -173,3 +175,24 @@ def generate_gangs(specs: Sequence[GangSpec], seed: int, created_after: int) -> 
             pods += [_member(f"{name}-{i}", name, spec, rng, clock) for i in range(spec.members)]
     objects = {WORKLOAD_OBJECTS: workloads, POD_GROUP_OBJECTS: groups} if groups else {}
     return GeneratedGangs(pods, objects)
+
+
+def gang_config_source(config_path: Path | None, gangs: bool, default: Path | None = None
+                       ) -> Path | dict[str, Any] | None:
+    """What a command generating gangs loads as its configuration: without ``--config``, the default
+    profile with the gate that schedules the Workload API's gangs (GangScheduling); ``default``: the
+    command's configuration when there are no gangs and no ``--config`` (e.g. the demo's)."""
+    if config_path is not None:
+        return config_path
+    if gangs:
+        return {"apiVersion": V1, "kind": KIND, "featureGates": {GENERIC_WORKLOAD: True}}
+    return default
+
+
+def gate_off_error(feature_gates: Mapping[str, bool], config_path: Path | None) -> str | None:
+    """The error for gangs under a ``--config`` that leaves GenericWorkload off (their pods would be
+    scheduled one by one), None when it is on."""
+    if feature_gates.get(GENERIC_WORKLOAD):
+        return None
+    return (f"--gangs: --config {config_path} leaves the {GENERIC_WORKLOAD} feature gate off, so the gangs' pods "
+            f"would be scheduled one by one: add 'featureGates: {{{GENERIC_WORKLOAD}: true}}' to it")

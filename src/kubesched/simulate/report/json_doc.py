@@ -156,6 +156,8 @@ def result_to_json(result: SimulationResult, placements: bool = True) -> dict[st
         # The same for the Workload API's PodGroups (scheduling.k8s.io), a kind of its own: a
         # group of either API may have the same namespace/name.
         doc["workloadPodGroups"] = result.workload_pod_groups
+    if result.workload_composite_pod_groups:
+        doc["workloadCompositePodGroups"] = result.workload_composite_pod_groups
     if result.underlay_ip_pools:
         # Each UnderlayIPPool's usage at the end of the run (total, active, reserved, free).
         doc["underlayIPPools"] = result.underlay_ip_pools

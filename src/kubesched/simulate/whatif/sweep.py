@@ -45,6 +45,8 @@ class SweepJob:
     replay: Replay | None = None
     #: --tie-break: how each run picks among the nodes with the same highest score.
     tie_break: TieBreak = "random"
+    #: --gangs: Workload API gangs generated with the cluster (the specs' text; a generated cluster only).
+    gangs: tuple[str, ...] = ()
 
     @property
     def config_label(self) -> str:
@@ -54,7 +56,9 @@ class SweepJob:
     def cluster_label(self) -> str:
         if self.replay is not None:
             return self.replay.label
-        return Path(self.cluster).name if self.cluster else f"{self.nodes} nodes / {self.pods} pods"
+        if self.cluster:
+            return Path(self.cluster).name
+        return f"{self.nodes} nodes / {self.pods} pods" + "".join(f" + gangs {g}" for g in self.gangs)
 
 
 @dataclass(frozen=True)
@@ -91,9 +95,10 @@ class Replay:
 
 def jobs_for(configs: Sequence[str | None], plugin_modules: tuple[str, ...], clusters: Sequence[str],
              sizes: Sequence[tuple[int, int]], seeds: Sequence[int], lenient: bool = False,
-             replay: Replay | None = None, tie_break: TieBreak = "random") -> list[SweepJob]:
+             replay: Replay | None = None, tie_break: TieBreak = "random", gangs: Sequence[str] = ()
+             ) -> list[SweepJob]:
     """Every combination, configurations outermost, seeds innermost (with ``replay``: configurations
-    × seeds, each replaying it)."""
+    × seeds, each replaying it); ``gangs`` go with every generated cluster."""
     targets: list[tuple[str | None, int | None, int | None]] = [(c, None, None) for c in clusters]
     targets += [(None, n, p) for n, p in sizes]
     if replay is not None:
@@ -103,7 +108,7 @@ def jobs_for(configs: Sequence[str | None], plugin_modules: tuple[str, ...], clu
         for cluster, nodes, pods in targets:
             for seed in seeds:
                 out.append(SweepJob(len(out), config, plugin_modules, cluster, nodes, pods, seed, lenient, replay,
-                                    tie_break))
+                                    tie_break, tuple(gangs) if nodes is not None else ()))
     return out
 
 
@@ -120,9 +125,12 @@ def run_job(job: SweepJob) -> dict[str, Any]:
     from kubesched.simulate.inputs.dump import load_cluster
     from kubesched.simulate.inputs.generator import generate_cluster
     from kubesched.simulate.inputs.scenario import load_replay
+    from kubesched.simulate.inputs.workload_gangs import gang_config_source, parse_gang_spec
     from kubesched.simulate.whatif.compare import run_summary
 
-    config, registry = load_scheduler_config(Path(job.config) if job.config else None, job.plugin_modules)
+    # The command checked the configurations and the gang specs (sweep_command.py) once.
+    source = gang_config_source(Path(job.config) if job.config else None, bool(job.gangs))
+    config, registry = load_scheduler_config(source, job.plugin_modules)
     cluster: Any
     if job.replay is not None:
         r = job.replay
@@ -133,7 +141,7 @@ def run_job(job: SweepJob) -> dict[str, Any]:
     else:
         assert job.nodes is not None
         cluster = generate_cluster(job.nodes, job.pods if job.pods is not None else 2 * job.nodes, job.seed,
-                                   pod_topology=True)
+                                   pod_topology=True, gangs=[parse_gang_spec(g) for g in job.gangs])
     result = asyncio.run(Simulation(config, registry, cluster, seed=job.seed, tie_break=job.tie_break).run())
     summary = run_summary(job.config_label, job.config or "", result)
     simulated = summary["scheduled"] + summary["unschedulable"] + summary["errors"]
