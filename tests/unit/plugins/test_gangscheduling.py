@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -38,7 +37,7 @@ from kubesched.plugins.gangscheduling.podgroup import COMPOSITE_POD_GROUP, PodGr
 from kubesched.scheduler import Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
-from kubesched.testing import node, pod
+from kubesched.testing import StaticProfile, node, pod
 
 NS = "ns1"
 
@@ -59,22 +58,14 @@ def member(name: str, group: str | None, cpu: str = "1") -> PodInfo:
     return PodInfo.from_raw(pod(name, cpu=cpu, namespace=NS, **spec))
 
 
-@dataclass
-class Profile:
-    scheduler_name: str = "default-scheduler"
-    plugins: dict[str, list[str]] = field(
-        default_factory=lambda: {
-            "preEnqueue": ["GangScheduling"],
-            "queueSort": ["PrioritySort"],
-            "preFilter": ["NodeResourcesFit"],
-            "filter": ["NodeResourcesFit"],
-            "permit": ["GangScheduling"],
-            "bind": ["DefaultBinder"],
-        }
-    )
-    score_weights: dict[str, int] = field(default_factory=dict)
-    plugin_args: dict[str, Any] = field(default_factory=dict)
-    percentage_of_nodes_to_score: int | None = None
+GANG_PLUGINS: dict[str, list[str]] = {
+    "preEnqueue": ["GangScheduling"],
+    "queueSort": ["PrioritySort"],
+    "preFilter": ["NodeResourcesFit"],
+    "filter": ["NodeResourcesFit"],
+    "permit": ["GangScheduling"],
+    "bind": ["DefaultBinder"],
+}
 
 
 def build(groups: list[dict[str, Any]], cpu: str = "8", composites: Sequence[dict[str, Any]] = (),
@@ -85,8 +76,8 @@ def build(groups: list[dict[str, Any]], cpu: str = "8", composites: Sequence[dic
     for c in composites:
         cluster.add_object(COMPOSITE_POD_GROUP, f"{c['metadata']['namespace']}/{c['metadata']['name']}", c)
     clock = FakeClock(100.0)
-    sched = Scheduler.build([Profile()], builtin_registry(), clock, client=cluster, seed=1, objects=cluster.kind,
-                            feature_gates=gates)
+    sched = Scheduler.build([StaticProfile(GANG_PLUGINS)], builtin_registry(), clock, client=cluster, seed=1,
+                            objects=cluster.kind, feature_gates=gates)
     cluster.attach(sched)
     cluster.add_node(node("n0", cpu=cpu))
     return sched, cluster, clock

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from kubesched.plugins.real_usage.prometheus import PrometheusError, node_key, p
 from kubesched.scheduler import Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
-from kubesched.testing import node, pod
+from kubesched.testing import StaticProfile, node, pod
 
 DATA = Path(__file__).parents[1] / "config" / "data"
 ADDR = "http://127.0.0.1:1"  # never contacted: every test swaps in a fake fetcher
@@ -57,31 +56,25 @@ def mem(**used: float) -> dict[str, list[tuple[dict[str, str], float]]]:
     return {"MemAvailable": [({"node": n}, v) for n, v in used.items()]}
 
 
-@dataclass
-class Profile:
-    plugin: str = "MemRealUsage"
-    scheduler_name: str = "default-scheduler"
-    plugins: dict[str, list[str]] = field(default_factory=dict)
-    score_weights: dict[str, int] = field(default_factory=dict)
-    plugin_args: dict[str, Any] = field(default_factory=dict)
-    percentage_of_nodes_to_score: int | None = None
-
-    def __post_init__(self) -> None:
-        self.plugins = {
+def real_usage_profile(plugin: str, args: RealUsageArgs) -> StaticProfile:
+    return StaticProfile(
+        {
             "queueSort": ["PrioritySort"],
-            "preFilter": ["NodeResourcesFit", self.plugin],
-            "filter": ["NodeResourcesFit", self.plugin],
-            "score": ["NodeResourcesFit", self.plugin],
+            "preFilter": ["NodeResourcesFit", plugin],
+            "filter": ["NodeResourcesFit", plugin],
+            "score": ["NodeResourcesFit", plugin],
             "bind": ["DefaultBinder"],
-        }
-        self.score_weights = {"NodeResourcesFit": 1, self.plugin: 5}
+        },
+        score_weights={"NodeResourcesFit": 1, plugin: 5},
+        plugin_args={plugin: args},
+    )
 
 
 def build(
     args: RealUsageArgs, nodes: list[dict[str, Any]], plugin: str = "MemRealUsage"
 ) -> tuple[Scheduler, SimulatedCluster, RealUsage, Clock]:
     cluster = SimulatedCluster()
-    profile = Profile(plugin=plugin, plugin_args={plugin: args})
+    profile = real_usage_profile(plugin, args)
     sched = Scheduler.build([profile], builtin_registry(), FakeClock(), client=cluster, seed=3)
     cluster.attach(sched)
     for n in nodes:
