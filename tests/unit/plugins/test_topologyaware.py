@@ -27,8 +27,8 @@ from kubesched.plugins.podgrouppodscount import PodGroupPodsCount
 from kubesched.scheduler import Scheduler, SchedulerObserver
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
-from kubesched.testing import node, pod
-from unit.core.test_podgroup_cycle import GANG_PROFILE, Messages, Profile, member, pod_group
+from kubesched.testing import StaticProfile, node, pod
+from unit.core.test_podgroup_cycle import GANG_PROFILE, Messages, member, pod_group
 
 NS = "default"
 GATES = {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True}
@@ -51,7 +51,7 @@ def build(groups: list[dict[str, Any]], nodes: list[tuple[str, dict[str, str], s
     cluster = SimulatedCluster()
     for g in groups:
         cluster.add_object(POD_GROUP, f"{NS}/{g['metadata']['name']}", g)
-    sched = Scheduler.build([Profile(TAS_PROFILE)], builtin_registry(), FakeClock(100.0), client=cluster, seed=1,
+    sched = Scheduler.build([StaticProfile(TAS_PROFILE)], builtin_registry(), FakeClock(100.0), client=cluster, seed=1,
                             objects=cluster.kind, observer=observer, feature_gates=GATES)
     cluster.attach(sched)
     for name, labels, cpu in nodes:

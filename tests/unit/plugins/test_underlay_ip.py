@@ -35,14 +35,18 @@ UNDERLAY_PLUGINS: dict[str, list[str]] = {
 }
 
 
+def underlay_profile(args: UnderlayIPArgs) -> StaticProfile:
+    return StaticProfile(UNDERLAY_PLUGINS, scheduler_name=PROFILE, score_weights={"UnderlayIP": 1},
+                         plugin_args={"UnderlayIP": args})
+
+
 def ip_pod(name: str, **kw: Any) -> dict[str, Any]:
     return pod(name, cpu="100m", memory="64Mi", scheduler_name=PROFILE, **kw)
 
 
 def run(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], args: UnderlayIPArgs | None = None) -> Any:
     cluster = SimulatedCluster()
-    profile = StaticProfile(UNDERLAY_PLUGINS, scheduler_name=PROFILE, score_weights={"UnderlayIP": 1},
-                            plugin_args={"UnderlayIP": args or UnderlayIPArgs()})
+    profile = underlay_profile(args or UnderlayIPArgs())
     sched = Scheduler.build([profile], builtin_registry(), FakeClock(), client=cluster, seed=1)
     cluster.attach(sched)
     for n in nodes:

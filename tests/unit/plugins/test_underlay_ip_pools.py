@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.unit.plugins.test_underlay_ip import PROFILE, Profile, ip_pod
+from tests.unit.plugins.test_underlay_ip import PROFILE, ip_pod, underlay_profile
 
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
@@ -48,7 +48,7 @@ class World:
         self.clock = clock or FakeClock(1000.0)
         for p in pools:
             self.cluster.add_object(POOL, p["metadata"]["name"], p)
-        profile = Profile(plugin_args={"UnderlayIP": UnderlayIPArgs.model_validate(args or {})})
+        profile = underlay_profile(UnderlayIPArgs.model_validate(args or {}))
         profile.plugins["preBind"] = ["UnderlayIP"]
         self.sched = Scheduler.build([profile], builtin_registry(), self.clock, client=self.cluster, seed=1,
                                      objects=self.cluster.kind)
