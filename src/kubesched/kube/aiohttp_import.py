@@ -2,7 +2,7 @@
 
 ``aiohttp.connector`` builds two default SSL contexts when it is imported (``_SSL_CONTEXT_VERIFIED``
 and ``_SSL_CONTEXT_UNVERIFIED``), each loading every certificate of the system's CA bundle
-(``set_default_verify_paths``): ~0.08 CPU s and ~3 MiB of RSS (measured for issue 32) that every
+(``set_default_verify_paths``): 0.03-0.05 CPU s each and ~2 MiB of RSS (measured for issue 32) that every
 ``kubesched run`` paid before its first request. kubesched's own clients never use them (kube/api.py
 gives aiohttp an SSL context of its own, made from the kubeconfig's CA); a plugin's session with the
 default ``ssl=True`` would (e.g. real_usage's Prometheus client).

@@ -20,10 +20,11 @@ A selector is compiled once per expression string (``compile_selector`` is cache
 is a compile error naming it), upstream's cost estimation and runtime cost limit (celpy has no cost
 accounting), list-type attributes (DRAListTypeAttributes, alpha).
 
-celpy (with lark, pendulum and dateutil: ~0.09 CPU s and ~10 MiB of RSS, measured for issue 32) is
-imported by the first device variable built or selector compiled (``_import_celpy``), not with this
-module: the DynamicResources plugin is in the default profile, so every ``kubesched run`` would
-otherwise pay for it before its first bind, in clusters with no DRA object at all.
+celpy (with lark, pendulum and dateutil: ~0.09 CPU s, and ~5 MiB of peak RSS on top of the rest
+of ``kubesched run``, measured for issue 32) is imported by the first device variable built or
+selector compiled (``_import_celpy``), not with this module: the DynamicResources plugin is in the
+default profile, so every ``kubesched run`` would otherwise pay for it before its first bind, in
+clusters with no DRA object at all.
 """
 
 from __future__ import annotations
