@@ -179,15 +179,6 @@ def small_tls_read_buffers() -> None:
         sslproto.SSLProtocol.max_size = TLS_READ_BUFFER
 
 
-#: Connections an ApiClient keeps open at most (aiohttp's pool limit). HTTP/1.1 carries one request
-#: per connection, and each TLS connection holds ~80 KiB of buffers and OpenSSL state: with 256, a
-#: backlog's bind burst opened about as many and kubesched's peak RSS on the openb 102-node cut was
-#: 104 MiB, with 64 it was 90 MiB (issue 32; kube-scheduler multiplexes over one HTTP/2 connection,
-#: 95 MiB). 64 requests in flight still bind faster than the apiserver of these benchmarks answers
-#: (at 50 ms a bind, ~1,200 binds/s); the informers' watches take one each.
-MAX_CONNECTIONS = 64
-
-
 class ApiClient:
     """Raw-JSON requests against one apiserver over a shared aiohttp session."""
 
@@ -199,7 +190,7 @@ class ApiClient:
         session: aiohttp.ClientSession | None = None,
         request_timeout: float = 30.0,
         user_agent: str = "kubesched",
-        max_connections: int = MAX_CONNECTIONS,
+        max_connections: int = 256,
     ) -> None:
         self.conn = conn
         self.limiter = TokenBucket(qps, burst) if qps else None
