@@ -18,6 +18,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+#: Where kubesched child processes keep their bytecode (``installed_env``).
+PYCACHE = Path(os.environ.get("TMPDIR", "/tmp")) / "kubesched-bench-pycache"
+
+
+def installed_env(src: str | None = None) -> dict[str, str]:
+    """The environment of a kubesched child process (``src``: its PYTHONPATH), run as an installed
+    package runs: with a bytecode cache. pip writes .pyc files when it installs; a sandbox or CI job
+    that sets ``PYTHONDONTWRITEBYTECODE`` would otherwise make every start compile every module it
+    imports from a source tree (0.2-0.9 CPU s before the first request, measured for issue 32),
+    which no installed kubesched pays. The cache is kept under ``PYCACHE``
+    (``PYTHONPYCACHEPREFIX``), so measuring another checkout writes nothing into it."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    if src is not None:
+        env["PYTHONPATH"] = src
+    return env
 
 
 # -- machine -----------------------------------------------------------------------------------------

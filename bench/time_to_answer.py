@@ -73,8 +73,8 @@ WARM_UP = ("with the bytecode cache (PYTHONDONTWRITEBYTECODE unset), after one u
 
 
 def child_env() -> dict[str, str]:
-    """This environment without ``PYTHONDONTWRITEBYTECODE``: a user's installed package has .pyc files."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    """This environment as an installed package's (common.installed_env: with .pyc files)."""
+    return common.installed_env(os.environ.get("PYTHONPATH"))
 
 
 def run_once(argv: list[str], stdout_path: Path) -> dict[str, Any]:

@@ -23,9 +23,9 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import orjson
 
+from kubesched.kube.aiohttp_import import aiohttp
 from kubesched.kube.kubeconfig_loaders import kubeconfig_loaders
 from kubesched.kube.ratelimit import TokenBucket
 

@@ -37,8 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-
+from kubesched.kube.aiohttp_import import aiohttp
 from kubesched.kube.api import ApiClient, ApiError
 from kubesched.kube.ratelimit import Backoff
 

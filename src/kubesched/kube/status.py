@@ -20,10 +20,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-import aiohttp
-
 from kubesched.framework.interfaces import Plugin
 from kubesched.framework.objects import POD_KIND, ObjectEvent, ObjectKind
+from kubesched.kube.aiohttp_import import aiohttp
 from kubesched.kube.api import ApiClient, ApiError
 
 log = logging.getLogger(__name__)

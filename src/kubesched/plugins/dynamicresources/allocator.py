@@ -25,9 +25,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from celpy import celtypes
+from typing import TYPE_CHECKING, Any
 
 from kubesched.plugins.dynamicresources.capacity import (
     AllocatedState,
@@ -58,6 +56,9 @@ from kubesched.plugins.dynamicresources.results import UnsupportedNodeSelectorEr
 from kubesched.plugins.dynamicresources.selector_cache import SelectorCache
 from kubesched.plugins.dynamicresources.slice_index import SliceIndex
 from kubesched.plugins.dynamicresources.taints import taint_prevents_allocation
+
+if TYPE_CHECKING:  # celpy is imported by the first selector (cel.py says why)
+    from celpy import celtypes
 
 #: resourceapi.AllocationResultsMaxSize
 ALLOCATION_RESULTS_MAX_SIZE = 32

@@ -14,11 +14,12 @@ expression's value depends on nothing but the device.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
-
-from celpy import celtypes
+from typing import TYPE_CHECKING, Any
 
 from kubesched.plugins.dynamicresources.cel import CelError, CompiledSelector
+
+if TYPE_CHECKING:  # celpy is imported by the first selector (cel.py says why)
+    from celpy import celtypes
 
 #: Slices whose entries are kept before the cache drops the ones of slices no longer seen.
 _PRUNE_ABOVE = 100_000
