@@ -70,7 +70,7 @@ class Size:
     nodes: int  # for the burst scenarios (32 cpu, 110 pods each)
     #: failover-backlog: pods pending before the replicas start, on how many nodes, the leader
     #: killed once it has bound this many
-    failover_backlog: int = 300
+    failover_backlog: int = 1000
     failover_backlog_nodes: int = 10
     failover_backlog_head: int = 50
 

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 class KubeSchedulerReplicas:
     """Two (or more) real kube-schedulers with leader election on one Lease, each with its own
     client identity ``kube-scheduler-<n>``; ``leader()`` finds the one that acquired the Lease
-    from its log (client-go logs "successfully acquired lease" at --v=0)."""
+    from its log (client-go logs "Successfully acquired lease" at --v=0)."""
 
     def __init__(self, cp: ControlPlane, workdir: Path, scheduler: str, lease_name: str,
                  lease_timings: tuple[str, str, str], count: int = 2) -> None:
@@ -79,7 +79,7 @@ class KubeSchedulerReplicas:
                 continue
             with open(comp.log_path, "rb") as f:
                 f.seek(self._log_from[identity])
-                if b"successfully acquired lease" in f.read():
+                if b"successfully acquired lease" in f.read().lower():
                     return identity
         return None
 
@@ -174,7 +174,10 @@ def failover_backlog(ctx: Ctx, pods: int, head: int, nodes: int, contender: str 
         if first_new and last_new and last_new > first_new else None,
         "standby_binds": len(after),
         "binds_by_user": dict(Counter(b.user for b in bindings if b.code < 300)),
-        "failed_binds": sum(1 for b in bindings if b.code >= 300),
+        # by user and HTTP status: a killed leader's binds still in the apiserver end in 504 once
+        # it is gone (some of them written all the same), the standby's on a stale cache in 409
+        "failed_binds": {f"{u} {code}": n for (u, code), n in
+                         Counter((b.user, b.code) for b in bindings if b.code >= 300).items()},
         "lease": "/".join(lease_timings),
         "unexpected_exits": [e for e in exits if e["code"] not in (0, -9, None)],
         "loadavg_at_end": common.loadavg(),
