@@ -451,6 +451,8 @@ def main(argv: list[str]) -> int:
                                                 f"also {', '.join(REFERENCE)})")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="append the record to this file (default bench/results/<date>.json)")
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()] or list(SCENARIOS)
     unknown = [n for n in names if n not in SCENARIOS + REFERENCE]
@@ -500,5 +502,5 @@ def main(argv: list[str]) -> int:
                       f"{r['figures']}", flush=True)
     record["loadavg_end"] = common.loadavg()
     if not args.no_save:
-        print(f"results: {common.save_result(record)}")
+        print(f"results: {common.save_result(record, args.results)}")
     return 1 if failed else 0
