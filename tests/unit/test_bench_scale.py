@@ -79,3 +79,17 @@ def test_failover_backlog_is_a_chaos_scenario_with_a_kube_scheduler_reference() 
     full = chaos.SIZES["full"]
     assert full.failover_backlog - full.failover_backlog_head >= 10000  # 10,000 pending at the kill
     assert full.failover_backlog <= full.failover_backlog_nodes * 110  # every pod fits
+
+
+def test_profile_areas_do_not_count_every_stack_of_kubesched_run_as_start_up() -> None:
+    from bench.profile import analyse
+
+    root = ("<module> (kubesched:6);_LazyGroup.__call__ (kubesched/cli.py:24);"
+            "run_command (kubesched/live/commands.py:101)")
+    raw = "\n".join([
+        f"{root};SSLProtocol._do_handshake (asyncio/sslproto.py:563);SSLObject.do_handshake (ssl.py:979) 3",
+        f"{root};Handle._run (asyncio/events.py:80);EpollSelector.select (selectors.py:468) 1",
+        f"{root};load_config (kubesched/config/load.py:10) 1",
+    ])
+    areas = {b["area"].split(" (")[0]: b["samples"] for b in analyse(raw)["buckets"]}
+    assert areas == {"TLS handshakes": 3, "event loop, TLS and HTTP plumbing": 1, "start-up": 1}
