@@ -166,7 +166,9 @@ def failover_backlog(ctx: Ctx, pods: int, head: int, nodes: int, contender: str 
         "contender": contender, "all_bound": all_bound, "pods": pods, "nodes": nodes,
         "create_s": round(create_s, 1),
         "start_to_kill_s": round(first_bind_s, 1),
+        # the watch may lag the apiserver on a loaded machine: the audit log's count is the exact one
         "bound_at_kill": bound_at_kill, "pending_at_kill": pods - bound_at_kill,
+        "bound_at_kill_audit": sum(1 for b in bindings if b.code < 300 and b.at <= t_kill),
         "kill_to_first_bind_s": round(first_new - t_kill, 2) if first_new else None,
         "expiry_to_first_bind_s": round(first_new - expiry, 2) if first_new and expiry else None,
         "kill_to_last_bind_s": round(t_all - t_kill, 1) if all_bound else None,
