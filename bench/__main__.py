@@ -29,11 +29,15 @@ Workloads:
   PodAntiAffinity PreferredPodAntiAffinity      workloads (upstream SchedulingPodAntiAffinity ... also accepted)
   PodAffinity
   live                                       every live workload above
+  <live workload> --nodes N --pods M         a custom size (e.g. 15,000 nodes / 30,000 pods); --init-pods K,
+      [--profile-seconds S]                  --timeout T; --profile-seconds: each contender profiled S seconds
+                                             from its first bind (py-spy / kube-scheduler's pprof)
   Extender                                   kube-scheduler alone vs with `kubesched extender`
   all                                        simulator, live, Extender, then report
   report                                     regenerate BENCHMARKS.md (+ chart) from bench/results/
   profile                                    py-spy profile of `kubesched run` under a live workload (bench/profile.py)
-  chaos [--only NAME,...]                    faults on the real control plane, invariants checked (bench/chaos.py)
+  chaos [--only NAME,...]                    faults on the real control plane, invariants checked (bench/chaos.py);
+                                             failover-backlog[-kube-scheduler]: the leader killed, 10,000 pods pending
   openb [--nodes N] [--rounds R]             the openb GPU trace: kube-scheduler vs kubesched, pods bound and
                                              time to first bind with the trace pending (bench/openb.py)
   gpu-replay [--policies P,..] [--seeds S,..]  the ATC '23 GPU-sharing replay of the openb trace per policy and

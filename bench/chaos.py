@@ -8,11 +8,13 @@ is bounded in time. The small size is what CI runs (tests/integration/test_chaos
 size is what RELIABILITY.md reports. Results are appended to bench/results/<date>.json.
 
 Scenarios: backlog (pods pending at start, stock configuration: leader election on, 50 QPS),
-failover (kill -9 the leader N times during a burst, two replicas), apiserver (kube-apiserver
-restarted mid-burst), compaction (etcd compacted and the apiserver restarted: every watch resumes
-into 410 Gone), proxy (latency, connection resets and a partition of the leader between kubesched
-and the apiserver), extender (kube-scheduler's extender killed, restarted and slow, ignorable or
-not), assumed (a node deleted under pods waiting at Permit; pods deleted at Permit and in Bind).
+failover (kill -9 the leader N times during a burst, two replicas), failover-backlog (the leader
+killed once, with the rest of a 10,000-pod backlog pending; bench/chaos_failover_backlog.py),
+apiserver (kube-apiserver restarted mid-burst), compaction (etcd compacted and the apiserver
+restarted: every watch resumes into 410 Gone), proxy (latency, connection resets and a partition of
+the leader between kubesched and the apiserver), extender (kube-scheduler's extender killed,
+restarted and slow, ignorable or not), assumed (a node deleted under pods waiting at Permit; pods
+deleted at Permit and in Bind).
 """
 
 from __future__ import annotations
@@ -66,6 +68,11 @@ class Size:
     proxy_lease: tuple[str, str, str]
     extender_pods: int
     nodes: int  # for the burst scenarios (32 cpu, 110 pods each)
+    #: failover-backlog: pods pending before the replicas start, on how many nodes, the leader
+    #: killed once it has bound this many
+    failover_backlog: int = 1000
+    failover_backlog_nodes: int = 10
+    failover_backlog_head: int = 50
 
 
 SIZES = {
@@ -74,7 +81,8 @@ SIZES = {
                   extender_pods=10, nodes=5),
     "full": Size(backlog=(5000, 10000), backlog_nodes=1000, failover_pods=5000, kills=10, failover_lease=STOCK_LEASE,
                  restart_pods=3000, restarts=3, proxy_pods=3000, partition_s=30.0, proxy_lease=STOCK_LEASE,
-                 extender_pods=50, nodes=100),
+                 extender_pods=50, nodes=100, failover_backlog=10500, failover_backlog_nodes=200,
+                 failover_backlog_head=500),
 }
 
 
@@ -400,9 +408,9 @@ def _dump_stacks(replica: Any, out: Path) -> None:
 
 
 # -- the command ---------------------------------------------------------------------------------------
-SCENARIOS = ("backlog", "failover", "apiserver", "compaction", "proxy", "extender", "assumed")
+SCENARIOS = ("backlog", "failover", "failover-backlog", "apiserver", "compaction", "proxy", "extender", "assumed")
 #: Not in the default run: the same scenario with the real kube-scheduler, for RELIABILITY.md.
-REFERENCE = ("backlog-kube-scheduler",)
+REFERENCE = ("backlog-kube-scheduler", "failover-backlog-kube-scheduler")
 
 
 def run_scenario(ctx: Ctx, name: str, size: Size) -> list[dict[str, Any]]:
@@ -412,6 +420,12 @@ def run_scenario(ctx: Ctx, name: str, size: Size) -> list[dict[str, Any]]:
         return [backlog(ctx, n, size.backlog_nodes, "kube-scheduler") for n in size.backlog]
     if name == "failover":
         return [failover(ctx, size.failover_pods, size.kills, size.failover_lease, size.nodes)]
+    if name in ("failover-backlog", "failover-backlog-kube-scheduler"):
+        from bench.chaos_failover_backlog import failover_backlog
+
+        contender = "kube-scheduler" if name.endswith("kube-scheduler") else "kubesched"
+        return [failover_backlog(ctx, size.failover_backlog, size.failover_backlog_head, size.failover_backlog_nodes,
+                                 contender)]
     if name == "apiserver":
         return [apiserver_restarts(ctx, size.restart_pods, size.restarts, compact=False, nodes=size.nodes)]
     if name == "compaction":
@@ -437,6 +451,8 @@ def main(argv: list[str]) -> int:
                                                 f"also {', '.join(REFERENCE)})")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="append the record to this file (default bench/results/<date>.json)")
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()] or list(SCENARIOS)
     unknown = [n for n in names if n not in SCENARIOS + REFERENCE]
@@ -486,5 +502,5 @@ def main(argv: list[str]) -> int:
                       f"{r['figures']}", flush=True)
     record["loadavg_end"] = common.loadavg()
     if not args.no_save:
-        print(f"results: {common.save_result(record)}")
+        print(f"results: {common.save_result(record, args.results)}")
     return 1 if failed else 0

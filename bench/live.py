@@ -53,7 +53,7 @@ from typing import Any
 import orjson
 import yaml
 
-from bench import common, underlay
+from bench import common, live_profile, underlay
 from bench.templates import (
     HOSTNAME,
     PREEMPTION_HIGH_CLASS,
@@ -716,7 +716,9 @@ def _attempt_latency(text: str) -> dict[str, Any]:
 
 def run_round(c: ControlPlane, wl: Workload, size: Size, kind: str, rnd: int, nodes: list[str], qps: float,
               burst: int, workdir: Path, wrap: list[str] | None = None, log: Callable[[str], None] = print,
-              pre_stop: Callable[[Running], None] | None = None) -> dict[str, Any]:
+              pre_stop: Callable[[Running], None] | None = None, profile_seconds: float = 0.0) -> dict[str, Any]:
+    """One contender drains one round's backlog. ``profile_seconds``: profile the scheduler that
+    long from the first bind (bench/live_profile.py), in this round."""
     ns = f"{wl.name.lower()[:12]}-{rnd}-{uuid.uuid4().hex[:6]}"
     c.create_namespace(ns)
     if wl.ns_setup is not None:
@@ -740,6 +742,8 @@ def run_round(c: ControlPlane, wl: Workload, size: Size, kind: str, rnd: int, no
 
     first: dict[str, float] = {}
     holder: dict[str, Running] = {}
+    captures: list[live_profile.Capture] = []
+    cp_before = control_plane_usage(c)
 
     def on_first() -> None:
         first["t"] = time.monotonic()
@@ -748,6 +752,8 @@ def run_round(c: ControlPlane, wl: Workload, size: Size, kind: str, rnd: int, no
             for role, comp in r.procs.items():
                 if comp.pid:
                     first[f"cpu_{role}"] = common.proc_cpu_seconds(comp.pid) or 0.0
+            if profile_seconds > 0:
+                captures.append(live_profile.start(r, profile_seconds, workdir, f"{kind}-{rnd}"))
 
     watcher = BindWatcher(c, ns, lst["metadata"]["resourceVersion"], size.pods, on_first)
     watcher.start()
@@ -778,6 +784,7 @@ def run_round(c: ControlPlane, wl: Workload, size: Size, kind: str, rnd: int, no
                 f"the apiserver has {n_bound}")
         time.sleep(0.3)  # let the last binds' metrics land
         metrics_text = run.scrape()
+        profile = captures[0].finish() if captures else None
         procs: dict[str, Any] = {}
         for role, comp in run.procs.items():
             if not comp.pid:
@@ -815,14 +822,35 @@ def run_round(c: ControlPlane, wl: Workload, size: Size, kind: str, rnd: int, no
         "loadavg_after": common.loadavg(),
         "rss_series_kib": rss_series[:: max(1, len(rss_series) // 120)],
         "wall_seconds": round(t_end - t_start, 2),
+        "control_plane": control_plane_usage(c, cp_before),
         **preemption,
     }
+    if profile is not None:
+        result["profile"] = profile
     t_clean = time.monotonic()
     cleanup_namespace(c, ns, [b["metadata"]["name"] for b in init + measured])
     if wl.after_cleanup is not None:
         wl.after_cleanup(c, ns)
     result["cleanup_seconds"] = round(time.monotonic() - t_clean, 1)
     return result
+
+
+def control_plane_usage(c: ControlPlane, before: dict[str, Any] | None = None) -> dict[str, Any]:
+    """etcd's, kube-apiserver's and KWOK's RSS now, peak RSS since they started (``VmHWM``) and CPU
+    seconds (since ``before``, this function's earlier answer, when given)."""
+    out: dict[str, Any] = {}
+    for comp in (c.etcd, c.apiserver, c.kwok):
+        if comp is None or not comp.pid:
+            continue
+        cpu = common.proc_cpu_seconds(comp.pid)
+        prev = (before or {}).get(comp.name, {}).get("cpu_seconds_total")
+        out[comp.name] = {
+            "rss_mib": round((common.proc_status_kib(comp.pid, "VmRSS") or 0) / 1024, 1),
+            "peak_rss_mib": round((common.proc_status_kib(comp.pid, "VmHWM") or 0) / 1024, 1),
+            "cpu_seconds_total": None if cpu is None else round(cpu, 2),
+            **({"cpu_seconds_round": round(cpu - prev, 2)} if cpu is not None and prev is not None else {}),
+        }
+    return out
 
 
 def _preemption_figures(c: ControlPlane, ns: str, watcher: BindWatcher, size: Size) -> dict[str, Any]:
@@ -1035,10 +1063,14 @@ def summarize(rounds: list[dict[str, Any]], contenders: tuple[str, ...]) -> dict
 
 def run_workload(name: str | Workload, size_name: str, rounds: int, qps: float, burst: int, workdir: Path | None = None,
                  save: bool = True, log: Callable[[str], None] = print, cluster: ControlPlane | None = None,
-                 contenders: tuple[str, ...] | None = None) -> dict[str, Any]:
+                 contenders: tuple[str, ...] | None = None, size: Size | None = None,
+                 profile_seconds: float = 0.0, results: Path | None = None) -> dict[str, Any]:
     """Run ``name`` (one of WORKLOADS, or a Workload defined elsewhere, e.g. bench/dra.py's): on a
     control plane of its own, or on ``cluster`` (nodes reshaped for it). ``contenders`` picks some of
-    the workload's (the first stays the baseline of the ratios)."""
+    the workload's (the first stays the baseline of the ratios). ``size``: a custom size (e.g.
+    :func:`custom_size`) instead of ``size_name``'s; ``profile_seconds``: profile each contender
+    that long from its first bind, every round (bench/live_profile.py); ``results``: the file the
+    record is appended to (default bench/results/<date>.json)."""
     wl = name if isinstance(name, Workload) else WORKLOADS[name]
     name = wl.name
     if contenders:
@@ -1049,7 +1081,7 @@ def run_workload(name: str | Workload, size_name: str, rounds: int, qps: float, 
         wl = replace(wl, contenders=contenders)
     if name in ("Coscheduling", "Gangs") and not _coscheduling_available():
         raise SystemExit(f"{name}: kubesched.plugins.coscheduling is not installed")
-    size = wl.sizes.get(size_name) or SIZES[size_name]
+    size = size or wl.sizes.get(size_name) or SIZES[size_name]
     import tempfile
 
     wd = Path(workdir or tempfile.mkdtemp(prefix=f"kubesched-bench-{name.lower()}-"))
@@ -1087,7 +1119,7 @@ def run_workload(name: str | Workload, size_name: str, rounds: int, qps: float, 
         for rnd in range(rounds):
             order = wl.contenders if rnd % 2 == 0 else tuple(reversed(wl.contenders))
             for kind in order:
-                r = run_round(c, wl, size, kind, rnd, nodes, qps, burst, wd, log=log)
+                r = run_round(c, wl, size, kind, rnd, nodes, qps, burst, wd, log=log, profile_seconds=profile_seconds)
                 record["rounds"].append(r)
                 p = r["processes"].get("scheduler", {})
                 e = r["processes"].get("extender")
@@ -1097,6 +1129,10 @@ def run_workload(name: str | Workload, size_name: str, rounds: int, qps: float, 
                     f"overall {r['throughput']['overall']})  attempt p50/p99 {r.get('attempt_p50_ms')}/"
                     f"{r.get('attempt_p99_ms')} ms  rss {p.get('peak_rss_mib')} MiB  cpu {p.get('cpu_seconds')} s"
                     f"{ext}  load {r['loadavg_after']}")
+                cp_rss = ", ".join(f"{k} {v['peak_rss_mib']}" for k, v in r["control_plane"].items())
+                log(f"    start -> first bind {r['start_to_first_bind_s']} s, "
+                    f"-> last bind {r['start_to_last_bind_s']} s; created in {r['create_seconds']} s; "
+                    f"control plane peak RSS MiB: {cp_rss}")
                 if "preemptions" in r:
                     log(f"    preemptions {r['preemptions']} ({r['preemptors']} preemptors, {r['victims']} victims), "
                         f"{r['preemptions_per_second']}/s; nomination -> bind {r['nomination_to_bind_ms']} ms")
@@ -1106,19 +1142,44 @@ def run_workload(name: str | Workload, size_name: str, rounds: int, qps: float, 
         log(f"  ratio {k}: throughput {v['throughput_average']} (overall {v['throughput_overall']}), "
             f"peak RSS {v['peak_rss']}, cpu {v['cpu_seconds_window']}")
     if save:
-        out = common.save_result(record)
+        out = common.save_result(record, results)
         log(f"  -> {out}")
     return record
+
+
+def custom_size(base: Size, nodes: int | None, pods: int | None, init_pods: int | None,
+                timeout: float | None) -> Size | None:
+    """``base`` with the counts given on the command line (None where none is given); the
+    timeout, unless given, grows with the pods (30 pods/s at least, as kube-scheduler's slowest
+    workloads here)."""
+    if nodes is None and pods is None and init_pods is None and timeout is None:
+        return None
+    n = base.nodes if nodes is None else nodes
+    m = base.pods if pods is None else pods
+    init = min(base.init_pods, n) if init_pods is None else init_pods
+    for what, v in (("--nodes", n), ("--pods", m), ("--init-pods", init)):
+        if v < (1 if what != "--init-pods" else 0):
+            raise SystemExit(f"{what} must be {'>= 0' if what == '--init-pods' else '>= 1'}, got {v}")
+    return Size(nodes=n, init_pods=init, pods=m, timeout=timeout or max(base.timeout, m / 30))
 
 
 def main(argv: list[str], workload: str) -> int:
     ap = argparse.ArgumentParser(prog=f"python -m bench {workload}")
     ap.add_argument("--size", choices=sorted(SIZES), default="small")
+    ap.add_argument("--nodes", type=int, default=None, help="KWOK nodes (overrides --size's)")
+    ap.add_argument("--pods", type=int, default=None, help="measured pods (overrides --size's)")
+    ap.add_argument("--init-pods", type=int, default=None,
+                    help="init pods bound before the round (default: --size's, at most one per node)")
+    ap.add_argument("--timeout", type=float, default=None, help="seconds for one round's pods to bind")
+    ap.add_argument("--profile-seconds", type=float, default=0.0,
+                    help="profile each contender this long from its first bind (py-spy / kube-scheduler's pprof)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--qps", type=float, default=5000)
     ap.add_argument("--burst", type=int, default=5000)
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="append the record to this file (default bench/results/<date>.json)")
     ap.add_argument("--contenders", default=None,
                     help="comma-separated subset of the workload's contenders, baseline first "
                          "(e.g. kube-scheduler,kube-scheduler+extender-cache)")
@@ -1129,8 +1190,12 @@ def main(argv: list[str], workload: str) -> int:
         if n in ("Coscheduling", "Gangs") and not _coscheduling_available():
             print(f"{n}: skipped (kubesched.plugins.coscheduling missing)")
             continue
-        run_workload(n, args.size, args.rounds, args.qps, args.burst,
-                     args.workdir / n if args.workdir else None, save=not args.no_save, contenders=picked)
+        wl = WORKLOADS[n]
+        size = custom_size(wl.sizes.get(args.size) or SIZES[args.size], args.nodes, args.pods, args.init_pods,
+                           args.timeout)
+        run_workload(n, "custom" if size else args.size, args.rounds, args.qps, args.burst,
+                     args.workdir / n if args.workdir else None, save=not args.no_save, contenders=picked, size=size,
+                     profile_seconds=args.profile_seconds, results=args.results)
     return 0
 
 

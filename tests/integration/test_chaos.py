@@ -60,6 +60,16 @@ def test_kill_9_the_leader_during_a_burst(ctx: chaos.Ctx) -> None:
     assert all(k["expiry_to_first_bind_s"] > -0.5 for k in measured), f["per_kill"]
 
 
+@pytest.mark.parametrize("scenario", ["failover-backlog", "failover-backlog-kube-scheduler"])
+def test_kill_9_the_leader_with_a_backlog_pending(ctx: chaos.Ctx, scenario: str) -> None:
+    [result] = chaos.run_scenario(ctx, scenario, SMALL)
+    f = _clean(result)
+    assert f["all_bound"] and f["pending_at_kill"] > 0
+    # The standby bound the rest, and only once the killed leader's lease had expired.
+    assert f["standby_binds"] > 0
+    assert f["expiry_to_first_bind_s"] > -0.5, f
+
+
 def test_apiserver_restarted_mid_burst(ctx: chaos.Ctx) -> None:
     [result] = chaos.run_scenario(ctx, "apiserver", SMALL)
     f = _clean(result)
