@@ -212,10 +212,13 @@ async def _post(session: ClientSession, url: str, body: bytes) -> tuple[float, b
 
 
 async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods: int,
-                   baseline: Path | None = None, profile: Path | None = None, watch_lag: int = 1) -> dict[str, Any]:
+                   baseline: Path | None = None, profile: Path | None = None, watch_lag: int = 1,
+                   think: float = 0.0) -> dict[str, Any]:
     """One pass over ``pods``: kubesched (this checkout's src, and ``baseline``'s when given) and
     the no-op, each pod's requests to each in turn. With a baseline, every answer of the two
-    kubesched servers is compared byte for byte (``answers_differing``)."""
+    kubesched servers is compared byte for byte (``answers_differing``). ``think`` seconds: the
+    client waits that long after each answer before its next request, as kube-scheduler runs its
+    own plugins between them (not counted in the round trip)."""
     srcs = {"kubesched": ROOT / "src", "noop": ROOT / "src"}
     if baseline is not None:
         srcs["baseline"] = baseline
@@ -229,6 +232,7 @@ async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods:
         async with ClientSession() as session:
             cpu0 = {k: common.proc_cpu_seconds(p.pid) or 0.0 for k, (p, _) in procs.items()}
             rtt: dict[str, list[float]] = {k: [] for k in procs}
+            per_verb: dict[str, dict[str, list[float]]] = {k: {} for k in procs}
             t0 = time.perf_counter()
             for reqs in pods:
                 answers: dict[str, list[bytes]] = {}
@@ -236,8 +240,11 @@ async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods:
                     spent = 0.0
                     answers[k] = []
                     for verb, body in reqs:
+                        if think:
+                            await asyncio.sleep(think)
                         took, answer = await _post(session, f"http://127.0.0.1:{port}/{verb}", body)
                         spent += took
+                        per_verb[k].setdefault(verb, []).append(took)
                         answers[k].append(answer)
                     rtt[k].append(spent)
                 if baseline is not None:
@@ -253,11 +260,12 @@ async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods:
             except subprocess.TimeoutExpired:
                 p.kill()
     n = len(pods)
-    out: dict[str, Any] = {"pods": n, "watch_lag": watch_lag, "wall_seconds": round(wall, 2),
+    out: dict[str, Any] = {"pods": n, "watch_lag": watch_lag, "think_ms": think * 1000, "wall_seconds": round(wall, 2),
                            "loadavg_after": common.loadavg()}
     for k in procs:
         out[k] = {"cpu_ms_per_pod": round(cpu[k] * 1000 / n, 4),
-                  "round_trip_p50_ms": round(statistics.median(rtt[k]) * 1000, 3)}
+                  "round_trip_p50_ms": round(statistics.median(rtt[k]) * 1000, 3),
+                  **{f"{verb}_p50_ms": round(statistics.median(v) * 1000, 3) for verb, v in per_verb[k].items()}}
     out["cpu_per_pod_over_floor"] = round(cpu["kubesched"] / max(cpu["noop"], 1e-9), 3)
     out["cpu_per_pod_minus_floor_ms"] = round((cpu["kubesched"] - cpu["noop"]) * 1000 / n, 4)
     rtt_p50 = out["kubesched"]["round_trip_p50_ms"], out["noop"]["round_trip_p50_ms"]
@@ -288,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
                          "(its figures are then not comparable)")
     ap.add_argument("--watch-lag", type=int, default=1, metavar="N",
                     help="the watch sees a held pod bound N requests after the one that held it (0: at once)")
+    ap.add_argument("--think-ms", type=float, default=0.0, metavar="MS",
+                    help="the client waits MS after each answer before its next request (kube-scheduler's own "
+                         "plugins run between its extender calls); 0: back to back")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
@@ -298,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     pods = read_stream(args.stream, args.pods)
     passes = []
     for i in range(args.passes):
-        r = asyncio.run(one_pass(pods, args.stream, args.init_pods, args.baseline_src, args.profile, args.watch_lag))
+        r = asyncio.run(one_pass(pods, args.stream, args.init_pods, args.baseline_src, args.profile, args.watch_lag,
+                                  args.think_ms / 1000))
         passes.append(r)
         base = (f"; baseline {r['baseline']['cpu_ms_per_pod']} ms/pod (x{r['cpu_per_pod_over_baseline']} of it), "
                 f"round trip p50 {r['baseline']['round_trip_p50_ms']} ms, {r['answers_differing']} answers differing"
@@ -307,6 +319,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['kubesched']['cpu_ms_per_pod']} noop {r['noop']['cpu_ms_per_pod']} (x{r['cpu_per_pod_over_floor']},"
               f" +{r['cpu_per_pod_minus_floor_ms']} ms); round trip p50 {r['kubesched']['round_trip_p50_ms']} vs "
               f"{r['noop']['round_trip_p50_ms']} ms{base}; load {r['loadavg_after']}", flush=True)
+        print("  p50 ms per verb: " + "; ".join(
+            f"{k} " + ", ".join(f"{key[:-7]} {v}" for key, v in r[k].items() if key.endswith("_p50_ms") and
+                                key != "round_trip_p50_ms")
+            for k in ("kubesched", "baseline", "noop") if k in r), flush=True)
     summary = {
         "kubesched_cpu_ms_per_pod": _spread(p["kubesched"]["cpu_ms_per_pod"] for p in passes),
         "noop_cpu_ms_per_pod": _spread(p["noop"]["cpu_ms_per_pod"] for p in passes),

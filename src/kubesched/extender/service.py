@@ -96,6 +96,13 @@ class _PodCycle:
     version: tuple[int, int, int]
     state: CycleState
     passed: Rows  # the rows that passed Filter, ascending
+    #: The rows filter answered with, in its request's order: what kube-scheduler sends prioritize
+    #: next (with ``unique``, their ``unique_rows(..., inverse=True)`` when already known).
+    answered: Rows | None = None
+    unique: tuple[Rows, Rows] | None = None
+    #: Prioritize's scores for ``answered``, computed ahead (ExtenderService.work_ahead) at
+    #: ``version``: valid exactly while the cycle is (same pod, same version, same rows).
+    scores: IntArray | None = None
 
 
 def _all_passed(names: list[str]) -> bytes:
@@ -135,6 +142,8 @@ class ExtenderService:
         self._row_entries = RowEntries()
         #: The last filter's run on the live node cache (see _PodCycle); taken by the next call.
         self._cycle: _PodCycle | None = None
+        #: Whether ``work_ahead`` has something to do (see there).
+        self.ahead_due = False
         #: Whether a plugin has asked for pending pods (handle.pending_pods) since the start.
         self._reads_pending = False
         #: Pods approved and maybe being bound (needs the cluster's cache). hold_timeout 0: only
@@ -295,7 +304,7 @@ class ExtenderService:
     def filter(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_extender_args(data)
         pod = self._parse_pod(args.pod)
-        self._cycle = None
+        self._cycle, self.ahead_due = None, False
         self._settle_holds(pod)
         entry, rows, names, window = self._view(args, deadline)
         self._remember_pod(pod)
@@ -329,6 +338,10 @@ class ExtenderService:
             self._hold(pod, node_names[int(ok_rows[0])], cycle)
         elif cycle is not None:
             self._cycle = cycle  # for prioritize
+            if len(ok_rows) > 1:  # (none passed: kube-scheduler calls no prioritize)
+                cycle.answered = rows if passing is None else rows[passing]
+                cycle.unique = window.unique() if window is not None and passing is None else None
+                self.ahead_due = True
         if args.nodes is not None:
             out_nodes = args.nodes if passing is None else list(compress(args.nodes, passing.tolist()))
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
@@ -347,9 +360,18 @@ class ExtenderService:
         self._settle_holds(pod)
         entry, rows, names, window = self._view(args, deadline)
         self._remember_pod(pod)
+        self.ahead_due = False
         cycle = self._take_cycle(pod, entry.framework)
-        scores = self.extender_scores(entry.framework, pod, rows, deadline, cycle.state if cycle is not None else None,
-                                      window.unique() if window is not None and len(rows) else None)
+        scores: IntArray | None = None
+        if cycle is not None and cycle.scores is not None:
+            if cycle.answered is not None and np.array_equal(cycle.answered, rows):
+                scores = cycle.scores  # computed ahead (work_ahead), at the version of now
+            else:  # other nodes than filter passed (another extender narrowed them): the state
+                cycle = None  # holds PreScore's writes for those, so start afresh
+        if scores is None:
+            scores = self.extender_scores(entry.framework, pod, rows, deadline,
+                                          cycle.state if cycle is not None else None,
+                                          window.unique() if window is not None and len(rows) else None)
         if len(rows):
             best = int(np.argmax(scores))  # the first of the best, in request order
             if self._hold(pod, names[best], cycle):
@@ -357,6 +379,24 @@ class ExtenderService:
         if args.node_names is not None and len(rows) and scores.min() >= 0 and scores.max() <= MAX_EXTENDER_PRIORITY:
             return Reply(200, self._row_entries.encode(entry.table, rows, scores))
         return Reply(200, encode_extender_scores(names, scores))
+
+    def work_ahead(self) -> None:
+        """Prioritize's scores for the nodes the last filter passed, computed right after filter's
+        answer went out: kube-scheduler runs its own PreScore and Score plugins before it calls
+        prioritize (pkg/scheduler/schedule_one.go ``prioritizeNodes``: extenders are called after
+        ``RunScorePlugins``), so this work leaves its synchronous wait. Prioritize uses them only
+        for the same pod, the same rows and the same ``_version`` (_take_cycle), i.e. when a fresh
+        computation reads exactly what these did; otherwise it computes as always."""
+        self.ahead_due = False
+        cycle = self._cycle
+        if cycle is None or cycle.answered is None or cycle.scores is not None or cycle.version != self._version():
+            return
+        try:
+            cycle.scores = self.extender_scores(self.live_framework(), cycle.pod, cycle.answered,
+                                                Deadline("prioritize", 60.0), cycle.state, cycle.unique)
+        except Exception:  # a plugin's error (or anything) is the request's to report: start afresh then
+            log.debug("extender: prioritize not computed ahead", exc_info=True)
+            self._cycle = None
 
     def extender_scores(
         self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline, pre_filtered: CycleState | None = None,

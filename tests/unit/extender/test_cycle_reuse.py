@@ -181,3 +181,75 @@ def test_pending_pods_count_once_a_plugin_reads_them(counting: Registry) -> None
     CountingPreFilter.reads_pending = True
     assert prefilter_runs_around(svc, ip_pod("b"), lambda: None) == 1
     assert prefilter_runs_around(svc, ip_pod("c"), lambda: watch.pending(next(waiting))) == FRESH
+
+
+# -- prioritize computed ahead (ExtenderService.work_ahead) --------------------------------------------
+def twins(registry: Registry) -> tuple[tuple[ExtenderService, Watch], tuple[ExtenderService, Watch]]:
+    """Two extenders on identical clusters: one computes prioritize ahead, the other never does."""
+    return make(registry), make(registry)
+
+
+def scheduled_through_both(pair: Any, raw: dict[str, Any], node_name: str) -> None:
+    for _, watch in pair:
+        watch.scheduled(raw, node_name)
+
+
+def prioritize_after(pair: Any, p: dict[str, Any], between: Any) -> tuple[Any, Any, Any]:
+    """filter on both; the first computes prioritize ahead as the server runs it once filter's
+    answer is out; ``between(watch)`` on both; prioritize on both. The scores computed ahead and
+    both prioritize answers."""
+    (ahead, ahead_watch), (fresh, fresh_watch) = pair
+    assert call(ahead, "filter", p, NAMES) == call(fresh, "filter", p, NAMES)
+    assert ahead.ahead_due
+    ahead.work_ahead()
+    assert ahead._cycle is not None and ahead._cycle.scores is not None
+    computed = ahead._cycle.scores.tolist()
+    between(ahead_watch)
+    between(fresh_watch)
+    fresh.ahead_due = False  # never computed ahead
+    return computed, call(ahead, "prioritize", p, NAMES), call(fresh, "prioritize", p, NAMES)
+
+
+def test_prioritize_computed_ahead_is_served_while_nothing_changed(counting: Registry) -> None:
+    pair = twins(counting)
+    first = ip_pod("first", cpu="1")
+    for _, watch in pair:
+        watch.pending(first)
+    nodes = {held(svc, first) for svc, _ in pair}
+    assert len(nodes) == 1
+    (ahead, _), _ = pair
+
+    def scored_at_request(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("prioritize computed its scores although they were computed ahead")
+
+    second = ip_pod("second", cpu="1")
+
+    def confirmed(watch: Watch) -> None:  # first seen bound where it was held: nothing a plugin reads
+        watch.scheduled(first, node_of_first)
+        ahead.extender_scores = scored_at_request  # type: ignore[method-assign]
+
+    node_of_first = nodes.pop()
+    CountingPreFilter.runs.clear()
+    _, got, want = prioritize_after(pair, second, confirmed)
+    assert got == want
+    assert CountingPreFilter.runs["second"] == 2  # one PreFilter run in each twin
+
+
+def test_scores_computed_ahead_are_not_served_after_a_relevant_change(counting: Registry) -> None:
+    # Between filter and prioritize the watch sees pods with underlay IPs bound on n1 and n2:
+    # UnderlayIP's scores move, so the scores computed ahead are stale and prioritize must
+    # compute afresh, giving exactly what an extender that never computes ahead answers.
+    pair = twins(counting)
+    taken = [ip_pod(f"taken{i}") for i in range(9)]
+
+    def bind_elsewhere(watch: Watch) -> None:
+        for i, raw in enumerate(taken):
+            watch.scheduled(raw, "n1" if i < 6 else "n2")
+
+    p = ip_pod("p")
+    computed, got, want = prioritize_after(pair, p, bind_elsewhere)
+    assert got == want
+    assert [e["Score"] for e in got] != computed  # what serving the stale scores would have answered
+    (ahead, _), (fresh, _) = pair
+    assert ahead.holds is not None and fresh.holds is not None
+    assert ahead.holds.node_of(p["metadata"]["uid"]) == fresh.holds.node_of(p["metadata"]["uid"])
