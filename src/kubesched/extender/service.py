@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import compress
 from typing import Any
@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from kubesched.extender.ahead import FilterAhead, filter_ahead, same_pod_object
 from kubesched.extender.bind import bind_reply
 from kubesched.extender.holds import InFlightHolds, prefer
 from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT
@@ -80,9 +81,15 @@ from kubesched.framework.runtime import Framework, ProfileSpec, plugin_error
 from kubesched.framework.status import Code, Status
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.shapes import ShapeError, check_pod_shape
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
 
 log = logging.getLogger("kubesched.extender")
+
+#: After this many consecutive wrong guesses of the next pod (extender/ahead.py), guess only every
+#: _GUESS_PROBE-th time: a wrong guess costs a filter run's CPU on a machine kube-scheduler shares.
+_GUESS_MISSES = 3
+_GUESS_PROBE = 16
 
 
 @dataclass(slots=True)
@@ -142,8 +149,15 @@ class ExtenderService:
         self._row_entries = RowEntries()
         #: The last filter's run on the live node cache (see _PodCycle); taken by the next call.
         self._cycle: _PodCycle | None = None
-        #: Whether ``work_ahead`` has something to do (see there).
+        #: Whether ``work_ahead`` has something to do (see there), and whether that is the next
+        #: pod's filter (extender/ahead.py), its result, and the length of the last filter's list.
         self.ahead_due = False
+        self._next_due = False
+        self._filter_ahead: FilterAhead | None = None
+        self._last_list = 0
+        #: Consecutive wrong guesses of the next pod, and filters since guessing was paused.
+        self._misses = 0
+        self._paused = 0
         #: Whether a plugin has asked for pending pods (handle.pending_pods) since the start.
         self._reads_pending = False
         #: Pods approved and maybe being bound (needs the cluster's cache). hold_timeout 0: only
@@ -223,6 +237,21 @@ class ExtenderService:
             self._pods.popitem(last=False)
         return pod
 
+    def _pod_sent(self, raw: Any) -> PodInfo:
+        """The request's pod: the one filtered ahead when the request sends that very object (it
+        was parsed then, from the watch's copy), else _parse_pod's. Either way, later requests
+        with the same pod JSON get the same PodInfo."""
+        ahead = self._filter_ahead
+        if (ahead is not None and isinstance(raw, dict) and isinstance(raw.get("metadata"), dict)
+                and raw["metadata"].get("uid") == ahead.pod.uid and same_pod_object(raw, ahead.pod.raw)):
+            key = orjson.dumps(raw)
+            self._pods[key] = ahead.pod
+            self._pods.move_to_end(key)
+            if len(self._pods) > self._parsed_pods:
+                self._pods.popitem(last=False)
+            return ahead.pod
+        return self._parse_pod(raw)
+
     def _cached_rows(self, names: list[str]) -> tuple[TableEntry, NameWindow]:
         if self.cluster is None:
             raise WireError(
@@ -283,6 +312,15 @@ class ExtenderService:
             return None
         return cycle
 
+    def _take_filter_ahead(self, pod: PodInfo, fwk: Framework) -> FilterAhead | None:
+        """The run filtered ahead for ``pod``, when it is still what a fresh one would compute."""
+        ahead, self._filter_ahead = self._filter_ahead, None
+        if ahead is not None:
+            self._misses = 0 if ahead.pod is pod else self._misses + 1
+        if ahead is None or ahead.pod is not pod or fwk is not self._live or ahead.version != self._version():
+            return None
+        return ahead
+
     def _hold(self, pod: PodInfo, node: str, cycle: _PodCycle | None = None) -> bool:
         """Hold ``pod`` on ``node``, the node the scheduler will most likely bind it to; ``cycle``
         (this pod's, still current) spares the hold its own PreFilter + Filter when ``node``
@@ -303,8 +341,8 @@ class ExtenderService:
     # -- verbs ---------------------------------------------------------------------------------------
     def filter(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_extender_args(data)
-        pod = self._parse_pod(args.pod)
-        self._cycle, self.ahead_due = None, False
+        pod = self._pod_sent(args.pod)
+        self._cycle, self.ahead_due, self._next_due = None, False, False
         self._settle_holds(pod)
         entry, rows, names, window = self._view(args, deadline)
         self._remember_pod(pod)
@@ -312,18 +350,27 @@ class ExtenderService:
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
         candidates = window.unique()[0] if window is not None else unique_rows(rows)[0]
-        diagnosis = Diagnosis()
-        state = CycleState()
-        ok_rows, st = fwk.filter_rows(state, pod, candidates, diagnosis)
-        if not st.is_success:
-            return Reply(200, encode_filter_result(error=st.message), "plugin")
+        self._last_list = len(candidates)
+        ahead = self._take_filter_ahead(pod, fwk)
+        verdicts = ahead.verdicts(candidates) if ahead is not None else None
+        rejected: Iterable[tuple[int, Status]]
+        if ahead is not None and verdicts is not None:
+            state, (ok_rows, rejected), pre_filter_msg = ahead.state, verdicts, ""
+        else:
+            diagnosis = Diagnosis()
+            state = CycleState()
+            ok_rows, st = fwk.filter_rows(state, pod, candidates, diagnosis)
+            if not st.is_success:
+                self.ahead_due = self._next_due = True  # (kube-scheduler moves on to another pod)
+                return Reply(200, encode_filter_result(error=st.message), "plugin")
+            rejected, pre_filter_msg = diagnosis.node_to_status.items(), diagnosis.pre_filter_msg
         cycle = None
-        if fwk is self._live and not diagnosis.pre_filter_msg:  # PreFilter passed: its state is reusable
+        if fwk is self._live and not pre_filter_msg:  # PreFilter passed: its state is reusable
             cycle = _PodCycle(pod, self._version(), state, ok_rows)
         # A few distinct statuses are shared by many rows: decide each one's map and message once.
         node_names = table.names
         per_status: dict[int, tuple[dict[str, str], str]] = {}
-        for row, s in diagnosis.node_to_status.items():
+        for row, s in rejected:
             dest = per_status.get(id(s))
             if dest is None:
                 into = unresolvable if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
@@ -342,6 +389,8 @@ class ExtenderService:
                 cycle.answered = rows if passing is None else rows[passing]
                 cycle.unique = window.unique() if window is not None and passing is None else None
                 self.ahead_due = True
+        if not self.ahead_due:  # no prioritize for this pod: the next filter is for another one
+            self.ahead_due = self._next_due = True
         if args.nodes is not None:
             out_nodes = args.nodes if passing is None else list(compress(args.nodes, passing.tolist()))
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
@@ -376,6 +425,7 @@ class ExtenderService:
             best = int(np.argmax(scores))  # the first of the best, in request order
             if self._hold(pod, names[best], cycle):
                 prefer(scores, best)
+        self.ahead_due = self._next_due = True
         if args.node_names is not None and len(rows) and scores.min() >= 0 and scores.max() <= MAX_EXTENDER_PRIORITY:
             return Reply(200, self._row_entries.encode(entry.table, rows, scores))
         return Reply(200, encode_extender_scores(names, scores))
@@ -389,7 +439,11 @@ class ExtenderService:
         computation reads exactly what these did; otherwise it computes as always."""
         self.ahead_due = False
         cycle = self._cycle
-        if cycle is None or cycle.answered is None or cycle.scores is not None or cycle.version != self._version():
+        if cycle is None or cycle.answered is None or cycle.scores is not None:
+            if self._next_due:
+                self._filter_next()
+            return
+        if cycle.version != self._version():
             return
         try:
             cycle.scores = self.extender_scores(self.live_framework(), cycle.pod, cycle.answered,
@@ -397,6 +451,36 @@ class ExtenderService:
         except Exception:  # a plugin's error (or anything) is the request's to report: start afresh then
             log.debug("extender: prioritize not computed ahead", exc_info=True)
             self._cycle = None
+
+    def _filter_next(self) -> None:
+        """The next pod's PreFilter + Filter over every node, before kube-scheduler asks
+        (extender/ahead.py), when kube-scheduler sends at least a quarter of the nodes (larger
+        clusters: it samples, and filtering all of them ahead would cost more than it saves)."""
+        self._next_due = False
+        self._filter_ahead = None
+        cluster = self.cluster
+        if cluster is None or not cluster.synced or not self._hold_approved:
+            return
+        if self._misses >= _GUESS_MISSES:
+            # kube-scheduler's order is not the watch's here (e.g. a backlog its informer listed:
+            # client-go's watch-list hands the items over from a map, in random order): guess
+            # only now and then, to notice when it is again.
+            self._paused += 1
+            if self._paused % _GUESS_PROBE:
+                return
+        pod = cluster.next_pending(self._recent_pods)
+        table = cluster.cache.table
+        rows = table.alive_rows()
+        if pod is None or not len(rows) or len(rows) > 4 * max(self._last_list, 1):
+            return
+        try:
+            check_pod_shape(pod.raw)  # what parse_pod checks of a request's pod
+        except ShapeError:
+            return
+        try:
+            self._filter_ahead = filter_ahead(self.live_framework(), pod, rows, len(table.names), self._version())
+        except Exception:  # the request computes (and reports) it as always
+            log.debug("extender: filter not computed ahead for %s", pod.key, exc_info=True)
 
     def extender_scores(
         self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline, pre_filtered: CycleState | None = None,

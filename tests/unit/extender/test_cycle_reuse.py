@@ -253,3 +253,77 @@ def test_scores_computed_ahead_are_not_served_after_a_relevant_change(counting: 
     (ahead, _), (fresh, _) = pair
     assert ahead.holds is not None and fresh.holds is not None
     assert ahead.holds.node_of(p["metadata"]["uid"]) == fresh.holds.node_of(p["metadata"]["uid"])
+
+
+# -- the next pod's filter computed ahead (extender/ahead.py) ---------------------------------------
+def filter_ahead_pair(registry: Registry, pods: list[dict[str, Any]]) -> Any:
+    """Twin extenders whose watches show ``pods`` pending; the first pod scheduled through both,
+    then the first twin computes ahead as its server does once prioritize's answer is out."""
+    pair = twins(registry)
+    for _, watch in pair:
+        for raw in pods:
+            watch.pending(raw)
+    assert len({held(svc, pods[0]) for svc, _ in pair}) == 1
+    (ahead, _), (fresh, _) = pair
+    assert ahead.ahead_due
+    CountingPreFilter.runs.clear()
+    ahead.work_ahead()
+    fresh.ahead_due = False
+    return pair
+
+
+def test_the_next_pods_filter_computed_ahead_is_served_while_nothing_changed(counting: Registry) -> None:
+    pods = [ip_pod(f"q{i}", cpu="1") for i in range(3)]
+    (ahead, _), (fresh, _) = pair = filter_ahead_pair(counting, pods)
+    assert CountingPreFilter.runs == {"q1": 1}  # the next pending pod, filtered ahead
+    got, want = call(ahead, "filter", pods[1], NAMES), call(fresh, "filter", pods[1], NAMES)
+    assert got == want
+    assert call(ahead, "prioritize", pods[1], got["NodeNames"]) == call(fresh, "prioritize", pods[1], got["NodeNames"])
+    assert CountingPreFilter.runs == {"q1": 2}  # the fresh twin's; none at the ahead twin's requests
+    assert pair[0][0].holds is not None
+
+
+def test_a_filter_computed_ahead_is_not_served_after_a_relevant_change(counting: Registry) -> None:
+    # Between the guess and the request the watch sees a pod taking 3.5 CPUs on each of n1 and
+    # n2: the next pod (1 CPU) fits only n3 now, where ahead it fitted all three nodes.
+    pods = [ip_pod(f"q{i}", cpu="1") for i in range(3)]
+    (ahead, ahead_watch), (fresh, fresh_watch) = filter_ahead_pair(counting, pods)
+    assert ahead._filter_ahead is not None and ahead._filter_ahead.passed.sum() == 3
+    for watch in (ahead_watch, fresh_watch):
+        for name in ("n1", "n2"):
+            big = ip_pod(f"big-{name}", cpu="3500m")
+            watch.pending(big)
+            watch.scheduled(big, name)
+    got, want = call(ahead, "filter", pods[1], NAMES), call(fresh, "filter", pods[1], NAMES)
+    assert got == want
+    assert got["NodeNames"] == ["n3"]
+
+
+def test_a_filter_computed_ahead_is_for_that_pod_object_only(counting: Registry) -> None:
+    # The pod changed (a label: PodTopologySpread and affinities read labels) after the guess:
+    # the request's pod is not the object filtered ahead, so it is parsed and filtered afresh.
+    pods = [ip_pod(f"q{i}", cpu="1") for i in range(3)]
+    (ahead, _), (fresh, _) = filter_ahead_pair(counting, pods)
+    changed = {**pods[1], "metadata": {**pods[1]["metadata"], "labels": {"app": "ip", "tier": "x"},
+                                       "resourceVersion": "9"}}
+    assert call(ahead, "filter", changed, NAMES) == call(fresh, "filter", changed, NAMES)
+    assert CountingPreFilter.runs == {"q1": 3}  # ahead, then each twin's request
+    assert ahead._pod_sent(changed) is not fresh._pod_sent(changed)
+
+
+def test_the_guess_follows_kube_schedulers_queue_order(counting: Registry) -> None:
+    _, watch = make(counting)
+    low, high, later_high = ip_pod("low"), ip_pod("high", priority=10), ip_pod("later-high", priority=10)
+    for raw in (low, high, later_high):
+        watch.pending(raw)
+    cluster = watch.cluster
+    uid = {p["metadata"]["name"]: p["metadata"]["uid"] for p in (low, high, later_high)}
+    guess = cluster.next_pending(set())
+    assert guess is not None and guess.name == "high"
+    guess = cluster.next_pending({uid["high"]})
+    assert guess is not None and guess.name == "later-high"
+    cluster.pending.handlers.on_delete(high)
+    cluster.pending.handlers.on_delete(later_high)
+    guess = cluster.next_pending(set())
+    assert guess is not None and guess.name == "low"
+    assert cluster.next_pending({uid["low"]}) is None
