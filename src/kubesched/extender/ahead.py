@@ -24,18 +24,24 @@ restricted to those. A wrong guess costs the CPU of one filter run and nothing e
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.extender.requests import ClusterView
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status
 from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.shapes import ShapeError, check_pod_shape
 from kubesched.snapshot.table import Rows
+
+log = logging.getLogger("kubesched.extender")
 
 #: kube-scheduler's informer strips managedFields (its informer's transform) and sends no TypeMeta.
 _NOT_SENT = ("apiVersion", "kind")
@@ -106,3 +112,71 @@ def filter_ahead(fwk: Framework, pod: PodInfo, rows: Rows, size: int, version: t
     passed = np.zeros(size, dtype=np.bool_)
     passed[ok_rows] = True
     return FilterAhead(pod, version, state, diagnosis, filtered, passed)
+
+
+#: After this many wrong guesses in a row, guess only every GUESS_PROBE-th pod: a wrong guess costs
+#: a filter run's CPU on a machine kube-scheduler shares.
+GUESS_MISSES = 3
+GUESS_PROBE = 16
+#: Filter ahead only when kube-scheduler sends at least 1/ALL_NODES_AT_MOST of the nodes: on a larger
+#: cluster it samples (percentageOfNodesToScore), and filtering every node would cost more than it saves.
+ALL_NODES_AT_MOST = 4
+
+
+class NextPod:
+    """The guess of the next pod and its filter run, and how the guesses went."""
+
+    def __init__(self) -> None:
+        self._ahead: FilterAhead | None = None
+        #: Wrong guesses in a row, and pods passed over since guessing was paused.
+        self._misses = 0
+        self._paused = 0
+
+    def forget(self) -> None:
+        self._ahead = None
+
+    def pod_sent(self, raw: Any) -> PodInfo | None:
+        """The pod filtered ahead, when ``raw`` (a request's pod) is that object."""
+        ahead = self._ahead
+        if (ahead is not None and isinstance(raw, dict) and isinstance(raw.get("metadata"), dict)
+                and raw["metadata"].get("uid") == ahead.pod.uid and same_pod_object(raw, ahead.pod.raw)):
+            return ahead.pod
+        return None
+
+    def take(self, pod: PodInfo) -> FilterAhead | None:
+        """The run filtered ahead, when it was for ``pod`` (the caller checks it is still current)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None
+        if ahead.pod is not pod:
+            self._misses += 1
+            return None
+        self._misses = 0
+        return ahead
+
+    def filter_ahead(self, cluster: ClusterView, fwk: Framework, answered: Container[str], last_list: int,
+                     version: tuple[int, int, int]) -> None:
+        """Guess the next pod (not in ``answered``) and filter it over every node of ``cluster``'s
+        cache with ``fwk`` (the live framework) at ``version``; ``last_list``: how many nodes the
+        last filter request named."""
+        self._ahead = None
+        if self._misses >= GUESS_MISSES:
+            # kube-scheduler's order is not the watch's here (e.g. a backlog its informer listed:
+            # client-go's watch-list hands the items over from a map, in random order): guess
+            # only now and then, to notice when it is again.
+            self._paused += 1
+            if self._paused % GUESS_PROBE:
+                return
+        pod = cluster.next_pending(answered)
+        table = cluster.cache.table
+        rows = table.alive_rows()
+        if pod is None or not len(rows) or len(rows) > ALL_NODES_AT_MOST * max(last_list, 1):
+            return
+        try:
+            check_pod_shape(pod.raw)  # what parse_pod checks of a request's pod
+        except ShapeError:
+            return
+        try:
+            self._ahead = filter_ahead(fwk, pod, rows, len(table.names), version)
+        except Exception:  # the request computes (and reports) it as always
+            log.debug("extender: filter not computed ahead for %s", pod.key, exc_info=True)

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from kubesched.extender.ahead import FilterAhead, filter_ahead, same_pod_object
+from kubesched.extender.ahead import FilterAhead, NextPod
 from kubesched.extender.bind import bind_reply
 from kubesched.extender.holds import InFlightHolds, prefer
 from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT
@@ -81,15 +81,9 @@ from kubesched.framework.runtime import Framework, ProfileSpec, plugin_error
 from kubesched.framework.status import Code, Status
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.shapes import ShapeError, check_pod_shape
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
 
 log = logging.getLogger("kubesched.extender")
-
-#: After this many consecutive wrong guesses of the next pod (extender/ahead.py), guess only every
-#: _GUESS_PROBE-th time: a wrong guess costs a filter run's CPU on a machine kube-scheduler shares.
-_GUESS_MISSES = 3
-_GUESS_PROBE = 16
 
 
 @dataclass(slots=True)
@@ -153,11 +147,8 @@ class ExtenderService:
         #: pod's filter (extender/ahead.py), its result, and the length of the last filter's list.
         self.ahead_due = False
         self._next_due = False
-        self._filter_ahead: FilterAhead | None = None
+        self._next = NextPod()
         self._last_list = 0
-        #: Consecutive wrong guesses of the next pod, and filters since guessing was paused.
-        self._misses = 0
-        self._paused = 0
         #: Whether a plugin has asked for pending pods (handle.pending_pods) since the start.
         self._reads_pending = False
         #: Pods approved and maybe being bound (needs the cluster's cache). hold_timeout 0: only
@@ -241,16 +232,15 @@ class ExtenderService:
         """The request's pod: the one filtered ahead when the request sends that very object (it
         was parsed then, from the watch's copy), else _parse_pod's. Either way, later requests
         with the same pod JSON get the same PodInfo."""
-        ahead = self._filter_ahead
-        if (ahead is not None and isinstance(raw, dict) and isinstance(raw.get("metadata"), dict)
-                and raw["metadata"].get("uid") == ahead.pod.uid and same_pod_object(raw, ahead.pod.raw)):
-            key = orjson.dumps(raw)
-            self._pods[key] = ahead.pod
-            self._pods.move_to_end(key)
-            if len(self._pods) > self._parsed_pods:
-                self._pods.popitem(last=False)
-            return ahead.pod
-        return self._parse_pod(raw)
+        pod = self._next.pod_sent(raw)
+        if pod is None:
+            return self._parse_pod(raw)
+        key = orjson.dumps(raw)
+        self._pods[key] = pod
+        self._pods.move_to_end(key)
+        if len(self._pods) > self._parsed_pods:
+            self._pods.popitem(last=False)
+        return pod
 
     def _cached_rows(self, names: list[str]) -> tuple[TableEntry, NameWindow]:
         if self.cluster is None:
@@ -314,10 +304,8 @@ class ExtenderService:
 
     def _take_filter_ahead(self, pod: PodInfo, fwk: Framework) -> FilterAhead | None:
         """The run filtered ahead for ``pod``, when it is still what a fresh one would compute."""
-        ahead, self._filter_ahead = self._filter_ahead, None
-        if ahead is not None:
-            self._misses = 0 if ahead.pod is pod else self._misses + 1
-        if ahead is None or ahead.pod is not pod or fwk is not self._live or ahead.version != self._version():
+        ahead = self._next.take(pod)
+        if ahead is None or fwk is not self._live or ahead.version != self._version():
             return None
         return ahead
 
@@ -453,34 +441,13 @@ class ExtenderService:
             self._cycle = None
 
     def _filter_next(self) -> None:
-        """The next pod's PreFilter + Filter over every node, before kube-scheduler asks
-        (extender/ahead.py), when kube-scheduler sends at least a quarter of the nodes (larger
-        clusters: it samples, and filtering all of them ahead would cost more than it saves)."""
+        """The next pod's PreFilter + Filter, before kube-scheduler asks (extender/ahead.py)."""
         self._next_due = False
-        self._filter_ahead = None
         cluster = self.cluster
         if cluster is None or not cluster.synced or not self._hold_approved:
+            self._next.forget()
             return
-        if self._misses >= _GUESS_MISSES:
-            # kube-scheduler's order is not the watch's here (e.g. a backlog its informer listed:
-            # client-go's watch-list hands the items over from a map, in random order): guess
-            # only now and then, to notice when it is again.
-            self._paused += 1
-            if self._paused % _GUESS_PROBE:
-                return
-        pod = cluster.next_pending(self._recent_pods)
-        table = cluster.cache.table
-        rows = table.alive_rows()
-        if pod is None or not len(rows) or len(rows) > 4 * max(self._last_list, 1):
-            return
-        try:
-            check_pod_shape(pod.raw)  # what parse_pod checks of a request's pod
-        except ShapeError:
-            return
-        try:
-            self._filter_ahead = filter_ahead(self.live_framework(), pod, rows, len(table.names), self._version())
-        except Exception:  # the request computes (and reports) it as always
-            log.debug("extender: filter not computed ahead for %s", pod.key, exc_info=True)
+        self._next.filter_ahead(cluster, self.live_framework(), self._recent_pods, self._last_list, self._version())
 
     def extender_scores(
         self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline, pre_filtered: CycleState | None = None,

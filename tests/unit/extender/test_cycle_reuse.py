@@ -288,7 +288,7 @@ def test_a_filter_computed_ahead_is_not_served_after_a_relevant_change(counting:
     # n2: the next pod (1 CPU) fits only n3 now, where ahead it fitted all three nodes.
     pods = [ip_pod(f"q{i}", cpu="1") for i in range(3)]
     (ahead, ahead_watch), (fresh, fresh_watch) = filter_ahead_pair(counting, pods)
-    assert ahead._filter_ahead is not None and ahead._filter_ahead.passed.sum() == 3
+    assert ahead._next._ahead is not None and ahead._next._ahead.passed.sum() == 3
     for watch in (ahead_watch, fresh_watch):
         for name in ("n1", "n2"):
             big = ip_pod(f"big-{name}", cpu="3500m")
