@@ -349,7 +349,8 @@ class ExtenderService:
             state = CycleState()
             ok_rows, st = fwk.filter_rows(state, pod, candidates, diagnosis)
             if not st.is_success:
-                self.ahead_due = self._next_due = True  # (kube-scheduler moves on to another pod)
+                # kube-scheduler moves on to another pod (with the node cache: its next filter ahead)
+                self.ahead_due = self._next_due = fwk is self._live
                 return Reply(200, encode_filter_result(error=st.message), "plugin")
             rejected, pre_filter_msg = diagnosis.node_to_status.items(), diagnosis.pre_filter_msg
         cycle = None
@@ -378,7 +379,7 @@ class ExtenderService:
                 cycle.unique = window.unique() if window is not None and passing is None else None
                 self.ahead_due = True
         if not self.ahead_due:  # no prioritize for this pod: the next filter is for another one
-            self.ahead_due = self._next_due = True
+            self.ahead_due = self._next_due = fwk is self._live
         if args.nodes is not None:
             out_nodes = args.nodes if passing is None else list(compress(args.nodes, passing.tolist()))
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
@@ -413,18 +414,20 @@ class ExtenderService:
             best = int(np.argmax(scores))  # the first of the best, in request order
             if self._hold(pod, names[best], cycle):
                 prefer(scores, best)
-        self.ahead_due = self._next_due = True
+        self.ahead_due = self._next_due = entry.framework is self._live  # the next pod's filter, ahead
         if args.node_names is not None and len(rows) and scores.min() >= 0 and scores.max() <= MAX_EXTENDER_PRIORITY:
             return Reply(200, self._row_entries.encode(entry.table, rows, scores))
         return Reply(200, encode_extender_scores(names, scores))
 
     def work_ahead(self) -> None:
-        """Prioritize's scores for the nodes the last filter passed, computed right after filter's
-        answer went out: kube-scheduler runs its own PreScore and Score plugins before it calls
+        """What the next request will most likely need, computed once the last answer went out
+        (the server calls this when ``ahead_due``). After filter: prioritize's scores for the nodes
+        it passed. kube-scheduler runs its own PreScore and Score plugins before it calls
         prioritize (pkg/scheduler/schedule_one.go ``prioritizeNodes``: extenders are called after
         ``RunScorePlugins``), so this work leaves its synchronous wait. Prioritize uses them only
         for the same pod, the same rows and the same ``_version`` (_take_cycle), i.e. when a fresh
-        computation reads exactly what these did; otherwise it computes as always."""
+        computation reads exactly what these did; otherwise it computes as always. After
+        prioritize (or a filter no prioritize follows): the next pod's filter (_filter_next)."""
         self.ahead_due = False
         cycle = self._cycle
         if cycle is None or cycle.answered is None or cycle.scores is not None:

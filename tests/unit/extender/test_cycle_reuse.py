@@ -327,3 +327,19 @@ def test_the_guess_follows_kube_schedulers_queue_order(counting: Registry) -> No
     guess = cluster.next_pending(set())
     assert guess is not None and guess.name == "low"
     assert cluster.next_pending({uid["low"]}) is None
+
+
+def test_no_filter_ahead_when_requests_carry_node_objects(counting: Registry) -> None:
+    # nodeCacheCapable: false with a cluster connection: requests are judged on tables built from
+    # their Node objects, never on the live cache a filter ahead would run on; so none is run.
+    svc, watch = make(counting)
+    pods = [ip_pod(f"q{i}", cpu="1") for i in range(2)]
+    for raw in pods:
+        watch.pending(raw)
+    nodes = [node(n, cpu="4", labels=budget(10)) for n in NAMES]
+    for verb in ("filter", "prioritize"):
+        reply = getattr(svc, verb)({"Pod": pods[0], "Nodes": {"items": nodes}}, Deadline(verb, 5.0))
+        assert reply.status == 200, reply.body
+        if svc.ahead_due:
+            svc.work_ahead()
+    assert "q1" not in CountingPreFilter.runs
