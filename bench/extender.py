@@ -77,6 +77,9 @@ class _StaticCluster:
     def pending_pods(self) -> Iterator[PodInfo]:
         return iter(())
 
+    def next_pending(self, skip: object, limit: int = 64) -> PodInfo | None:
+        return None
+
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
         raise NotImplementedError
 

@@ -17,7 +17,7 @@ measures what does not: the CPU the extender process spends per pod on a recorde
 kubesched's server is ``kubesched extender``'s own (ExtenderService + ExtenderServer, default
 profile, default options) on its own cluster cache (ExtenderCluster, fed through its informers'
 handlers) built like the bench's cluster: the stream's node names as scheduler_perf node-default
-nodes and the init pods bound round-robin. Standing in for the
+nodes and the init pods bound round-robin, the stream's pods pending. Standing in for the
 watch, a pod the extender held is seen bound ``--watch-lag`` requests after the one that held it
 (default 1: during the next pod's filter and prioritize, as kube-scheduler binds while it schedules
 the next pod): the pending-pod event, the bound pod's add and its status update, each moving the
@@ -40,6 +40,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,7 +81,8 @@ def stream_node_names(pods: list[list[tuple[str, bytes]]]) -> list[str]:
 
 
 # -- kubesched's server (a process of its own) --------------------------------------------------------
-def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, watch_lag: int = 1) -> None:
+def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, watch_lag: int = 1,
+          pending_order: str = "list", stats: Path | None = None) -> None:
     """``kubesched extender``'s service and server on its own cluster cache (ExtenderCluster, never
     started: no API calls), whose informers the replay feeds as the apiserver's watch would."""
     from typing import cast
@@ -98,7 +100,8 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, 
     from kubesched.extender.service import ExtenderService
     from kubesched.plugins.builtin import builtin_registry
 
-    names = stream_node_names(read_stream(stream))
+    recorded = read_stream(stream)
+    names = stream_node_names(recorded)
     cluster = ExtenderCluster(cast(ApiClient, None))
     for inf in (cluster.nodes, cluster.pods, cluster.pending):
         inf.synced.set()
@@ -108,6 +111,25 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, 
         raw = pod_body(f"init-{i:05d}", "replay", role="init", node=names[i % len(names)])
         raw["metadata"]["uid"] = f"init-{i:05d}"
         cluster.pods.handlers.on_add(raw)
+    # The measured pods pending, as the pending-pods informer has them (the watch's copy has
+    # TypeMeta and managedFields, which kube-scheduler's requests do not): "list", in the order a
+    # list returns them (by name), as for the recorded backlog, which kube-scheduler took in
+    # another (random) order; "scheduler", in the order kube-scheduler took them, as when pods
+    # arrive one by one while it schedules.
+    listed: dict[str, dict[str, Any]] = {}
+    for reqs in recorded:
+        pod = orjson.loads(reqs[0][1]).get("Pod") or {}
+        uid = (pod.get("metadata") or {}).get("uid")
+        if uid:
+            listed.setdefault(uid, pod)
+    order = list(listed.values())
+    if pending_order == "list":
+        order.sort(key=lambda p: p["metadata"]["name"])
+    managed = [{"manager": "replay", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:spec": {}}}]
+    for pod in order:
+        cluster.pending.handlers.on_add({"apiVersion": "v1", "kind": "Pod", **pod,
+                                         "metadata": {**pod["metadata"], "managedFields": managed}})
     registry = builtin_registry()
     svc = ExtenderService(load_config(None, registry).profiles[0], registry, cluster)
     holds = svc.holds
@@ -138,7 +160,9 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, 
 
         def call(data: Any, deadline: Any) -> Any:
             nonlocal seen
+            t0 = time.process_time()
             reply = answer(data, deadline)
+            spent[verb] = spent.get(verb, 0.0) + time.process_time() - t0
             seen += 1
             deliver()
             pod = data.get("Pod") if isinstance(data, dict) else None
@@ -151,8 +175,18 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, 
 
         setattr(svc, verb, call)
 
+    #: CPU seconds in each verb's handler (what kube-scheduler waits for), and in work done ahead.
+    spent: dict[str, float] = {}
     then_bound("filter")
     then_bound("prioritize")
+    work_ahead = getattr(svc, "work_ahead", None)
+    if work_ahead is not None:
+        def ahead() -> None:
+            t0 = time.process_time()
+            work_ahead()
+            spent["ahead"] = spent.get("ahead", 0.0) + time.process_time() - t0
+
+        svc.work_ahead = ahead  # type: ignore[method-assign]
 
     async def main() -> None:
         await start_server(ExtenderServer(svc), "127.0.0.1", port)
@@ -160,6 +194,8 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, 
         done = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, done.set)
         await done.wait()
+        if stats is not None:
+            stats.write_text(json.dumps(spent))
 
     if profile is None:
         asyncio.run(main())
@@ -172,8 +208,8 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, 
 
 
 # -- the replay ---------------------------------------------------------------------------------------
-def _start(kind: str, stream: Path, init_pods: int, src: Path, profile: Path | None = None, watch_lag: int = 1
-           ) -> tuple[subprocess.Popen[bytes], int]:
+def _start(kind: str, stream: Path, init_pods: int, src: Path, profile: Path | None = None, watch_lag: int = 1,
+           pending_order: str = "list", stats: Path | None = None) -> tuple[subprocess.Popen[bytes], int]:
     from kubesched.testing.controlplane import free_port
 
     port = free_port()
@@ -184,7 +220,10 @@ def _start(kind: str, stream: Path, init_pods: int, src: Path, profile: Path | N
         argv = [sys.executable, str(ROOT / "bench" / "noop_extender.py"), f"--listen=127.0.0.1:{port}"]
     else:
         argv = [sys.executable, "-m", "bench.extender_replay", "--serve", "--stream", str(stream),
-                "--port", str(port), "--init-pods", str(init_pods), "--watch-lag", str(watch_lag)]
+                "--port", str(port), "--init-pods", str(init_pods), "--watch-lag", str(watch_lag),
+                "--pending-order", pending_order]
+        if stats is not None:
+            argv += ["--stats", str(stats)]
         if profile is not None:
             argv += ["--profile", str(profile)]
     return subprocess.Popen(argv, env=env, cwd=ROOT), port
@@ -212,14 +251,19 @@ async def _post(session: ClientSession, url: str, body: bytes) -> tuple[float, b
 
 
 async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods: int,
-                   baseline: Path | None = None, profile: Path | None = None, watch_lag: int = 1) -> dict[str, Any]:
+                   baseline: Path | None = None, profile: Path | None = None, watch_lag: int = 1,
+                   think: float = 0.0, pending_order: str = "list") -> dict[str, Any]:
     """One pass over ``pods``: kubesched (this checkout's src, and ``baseline``'s when given) and
     the no-op, each pod's requests to each in turn. With a baseline, every answer of the two
-    kubesched servers is compared byte for byte (``answers_differing``)."""
+    kubesched servers is compared byte for byte (``answers_differing``). ``think`` seconds: the
+    client waits that long after each answer before its next request, as kube-scheduler runs its
+    own plugins between them (not counted in the round trip)."""
     srcs = {"kubesched": ROOT / "src", "noop": ROOT / "src"}
     if baseline is not None:
         srcs["baseline"] = baseline
-    procs = {k: _start(k, stream, init_pods, src, profile if k == "kubesched" else None, watch_lag)
+    stats = {k: Path(tempfile.gettempdir()) / f"extender-replay-{os.getpid()}-{k}.json" for k in srcs if k != "noop"}
+    procs = {k: _start(k, stream, init_pods, src, profile if k == "kubesched" else None, watch_lag, pending_order,
+                       stats.get(k))
              for k, src in srcs.items()}
     differing = 0
     try:
@@ -229,6 +273,7 @@ async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods:
         async with ClientSession() as session:
             cpu0 = {k: common.proc_cpu_seconds(p.pid) or 0.0 for k, (p, _) in procs.items()}
             rtt: dict[str, list[float]] = {k: [] for k in procs}
+            per_verb: dict[str, dict[str, list[float]]] = {k: {} for k in procs}
             t0 = time.perf_counter()
             for reqs in pods:
                 answers: dict[str, list[bytes]] = {}
@@ -236,8 +281,11 @@ async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods:
                     spent = 0.0
                     answers[k] = []
                     for verb, body in reqs:
+                        if think:
+                            await asyncio.sleep(think)
                         took, answer = await _post(session, f"http://127.0.0.1:{port}/{verb}", body)
                         spent += took
+                        per_verb[k].setdefault(verb, []).append(took)
                         answers[k].append(answer)
                     rtt[k].append(spent)
                 if baseline is not None:
@@ -253,11 +301,19 @@ async def one_pass(pods: list[list[tuple[str, bytes]]], stream: Path, init_pods:
             except subprocess.TimeoutExpired:
                 p.kill()
     n = len(pods)
-    out: dict[str, Any] = {"pods": n, "watch_lag": watch_lag, "wall_seconds": round(wall, 2),
+    out: dict[str, Any] = {"pods": n, "watch_lag": watch_lag, "think_ms": think * 1000, "pending_order": pending_order,
+                           "wall_seconds": round(wall, 2),
                            "loadavg_after": common.loadavg()}
     for k in procs:
         out[k] = {"cpu_ms_per_pod": round(cpu[k] * 1000 / n, 4),
-                  "round_trip_p50_ms": round(statistics.median(rtt[k]) * 1000, 3)}
+                  "round_trip_p50_ms": round(statistics.median(rtt[k]) * 1000, 3),
+                  **{f"{verb}_p50_ms": round(statistics.median(v) * 1000, 3) for verb, v in per_verb[k].items()}}
+    for k, path in stats.items():
+        if path.exists():
+            spent = json.loads(path.read_text())
+            path.unlink()
+            # The server's CPU in its verb handlers, on the client's wait, and in work done ahead.
+            out[k]["handler_cpu_us_per_pod"] = {verb: round(v * 1e6 / n, 1) for verb, v in spent.items()}
     out["cpu_per_pod_over_floor"] = round(cpu["kubesched"] / max(cpu["noop"], 1e-9), 3)
     out["cpu_per_pod_minus_floor_ms"] = round((cpu["kubesched"] - cpu["noop"]) * 1000 / n, 4)
     rtt_p50 = out["kubesched"]["round_trip_p50_ms"], out["noop"]["round_trip_p50_ms"]
@@ -288,17 +344,26 @@ def main(argv: list[str] | None = None) -> int:
                          "(its figures are then not comparable)")
     ap.add_argument("--watch-lag", type=int, default=1, metavar="N",
                     help="the watch sees a held pod bound N requests after the one that held it (0: at once)")
+    ap.add_argument("--think-ms", type=float, default=0.0, metavar="MS",
+                    help="the client waits MS after each answer before its next request (kube-scheduler's own "
+                         "plugins run between its extender calls); 0: back to back")
+    ap.add_argument("--pending-order", choices=("list", "scheduler"), default="list",
+                    help="the order of the pending pods the extender's watch shows: as a list returns them "
+                         "(by name; kube-scheduler took the recorded backlog in another order) or the order "
+                         "kube-scheduler took them (pods arriving one by one)")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--stats", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve:
-        serve(args.stream, args.port, args.init_pods, args.profile, args.watch_lag)
+        serve(args.stream, args.port, args.init_pods, args.profile, args.watch_lag, args.pending_order, args.stats)
         return 0
     pods = read_stream(args.stream, args.pods)
     passes = []
     for i in range(args.passes):
-        r = asyncio.run(one_pass(pods, args.stream, args.init_pods, args.baseline_src, args.profile, args.watch_lag))
+        r = asyncio.run(one_pass(pods, args.stream, args.init_pods, args.baseline_src, args.profile, args.watch_lag,
+                                  args.think_ms / 1000, args.pending_order))
         passes.append(r)
         base = (f"; baseline {r['baseline']['cpu_ms_per_pod']} ms/pod (x{r['cpu_per_pod_over_baseline']} of it), "
                 f"round trip p50 {r['baseline']['round_trip_p50_ms']} ms, {r['answers_differing']} answers differing"
@@ -307,6 +372,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['kubesched']['cpu_ms_per_pod']} noop {r['noop']['cpu_ms_per_pod']} (x{r['cpu_per_pod_over_floor']},"
               f" +{r['cpu_per_pod_minus_floor_ms']} ms); round trip p50 {r['kubesched']['round_trip_p50_ms']} vs "
               f"{r['noop']['round_trip_p50_ms']} ms{base}; load {r['loadavg_after']}", flush=True)
+        print("  p50 ms per verb: " + "; ".join(
+            f"{k} " + ", ".join(f"{key[:-7]} {v}" for key, v in r[k].items() if key.endswith("_p50_ms") and
+                                key != "round_trip_p50_ms")
+            for k in ("kubesched", "baseline", "noop") if k in r), flush=True)
+        print("  handler CPU us per pod: " + "; ".join(
+            f"{k} {r[k].get('handler_cpu_us_per_pod')}" for k in ("kubesched", "baseline") if k in r), flush=True)
     summary = {
         "kubesched_cpu_ms_per_pod": _spread(p["kubesched"]["cpu_ms_per_pod"] for p in passes),
         "noop_cpu_ms_per_pod": _spread(p["noop"]["cpu_ms_per_pod"] for p in passes),
@@ -318,6 +389,10 @@ def main(argv: list[str] | None = None) -> int:
         summary["baseline_cpu_ms_per_pod"] = _spread(p["baseline"]["cpu_ms_per_pod"] for p in passes)
         summary["cpu_per_pod_over_baseline"] = _spread(p["cpu_per_pod_over_baseline"] for p in passes)
         summary["answers_differing"] = sum(p["answers_differing"] for p in passes)
+    for k in ("kubesched", "baseline"):
+        if all("handler_cpu_us_per_pod" in p.get(k, {}) for p in passes):
+            waited = [sum(v for verb, v in p[k]["handler_cpu_us_per_pod"].items() if verb != "ahead") for p in passes]
+            summary[f"{k}_handler_cpu_us_per_pod"] = _spread(iter(waited))
     print(json.dumps(summary, indent=1))
     if not args.no_write:
         RESULTS.mkdir(exist_ok=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -68,6 +68,8 @@ class ExtenderCluster:
         #: Pods not yet bound (``spec.nodeName=``): what ``handle.pending_pods()`` answers, so a
         #: plugin that counts pending pods (Coscheduling's gang members) sees them here too.
         self._pending: dict[str, PodInfo] = {}
+        #: The same pods by priority, each in the order the informer first saw them (next_pending).
+        self._pending_by_priority: dict[int, dict[str, PodInfo]] = {}
         self.pending = Informer(
             api,
             "/api/v1/pods",
@@ -94,6 +96,22 @@ class ExtenderCluster:
 
     def pending_pods(self) -> Iterator[PodInfo]:
         return iter(list(self._pending.values()))
+
+    def next_pending(self, skip: Container[str], limit: int = 64) -> PodInfo | None:
+        """The pending pod kube-scheduler most likely takes next: the highest priority, then the
+        first the watch showed (its queue sorts by priority, then by when the pod was added:
+        pkg/scheduler/framework/plugins/queuesort/priority_sort.go), among the first ``limit``
+        of those not in ``skip`` (pods the extender already answered for). A guess: only what
+        the extender computes ahead depends on it, never an answer."""
+        if not self._pending_by_priority:
+            return None
+        bucket = self._pending_by_priority[max(self._pending_by_priority)]
+        for i, (uid, pod) in enumerate(bucket.items()):
+            if i == limit:
+                break
+            if uid not in skip:
+                return pod
+        return None
 
     @property
     def synced(self) -> bool:
@@ -173,13 +191,25 @@ class ExtenderCluster:
             log.warning("extender: skipping pending pod %s: %s", raw_pod_uid(raw), e)
             return
         if pod.terminal or pod.node_name:
-            self._pending.pop(pod.uid, None)
+            self._forget_pending(pod.uid)
         else:
+            old = self._pending.get(pod.uid)
+            if old is not None and old.priority != pod.priority:
+                self._forget_pending(pod.uid)
             self._pending[pod.uid] = pod
+            self._pending_by_priority.setdefault(pod.priority, {})[pod.uid] = pod
 
     def _pending_delete(self, raw: dict[str, Any]) -> None:
         self.pending_changes += 1
-        self._pending.pop(raw_pod_uid(raw), None)
+        self._forget_pending(raw_pod_uid(raw))
+
+    def _forget_pending(self, uid: str) -> None:
+        pod = self._pending.pop(uid, None)
+        if pod is not None:
+            bucket = self._pending_by_priority[pod.priority]
+            del bucket[uid]
+            if not bucket:
+                del self._pending_by_priority[pod.priority]
 
     def _pod_delete(self, raw: dict[str, Any]) -> None:
         self.changes += 1

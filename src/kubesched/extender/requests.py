@@ -4,7 +4,7 @@ answers with, and the ClusterView protocol (the attached cluster as the service 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -81,6 +81,10 @@ class ClusterView(Protocol):
 
     def pending_pods(self) -> Iterator[PodInfo]:
         """Pods not yet bound: what ``handle.pending_pods()`` answers (e.g. gang members)."""
+        ...
+
+    def next_pending(self, skip: Container[str], limit: int = 64) -> PodInfo | None:
+        """The pending pod kube-scheduler most likely asks about next, not in ``skip`` (a guess)."""
         ...
 
     async def bind(

@@ -247,9 +247,13 @@ class ExtenderServer:
         """filter, prioritize, preempt: synchronous from the body on."""
         try:
             reply: Reply = getattr(self.service, verb)(parse_body(body), deadline)
-            return reply, reply.kind
         except Exception as e:
             return self._failed(verb, e)
+        if self.service.ahead_due:
+            # After this callback, i.e. once the answer is written (the fast path writes it in
+            # this callback; aiohttp's path soon after): off the client's synchronous wait.
+            asyncio.get_running_loop().call_soon(self.service.work_ahead)
+        return reply, reply.kind
 
     def _failed(self, verb: str, e: Exception) -> tuple[Reply, str]:
         if isinstance(e, WireError):

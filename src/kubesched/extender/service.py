@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import compress
 from typing import Any
@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from kubesched.extender.ahead import FilterAhead, NextPod
 from kubesched.extender.bind import bind_reply
 from kubesched.extender.holds import InFlightHolds, prefer
 from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT
@@ -96,6 +97,13 @@ class _PodCycle:
     version: tuple[int, int, int]
     state: CycleState
     passed: Rows  # the rows that passed Filter, ascending
+    #: The rows filter answered with, in its request's order: what kube-scheduler sends prioritize
+    #: next (with ``unique``, their ``unique_rows(..., inverse=True)`` when already known).
+    answered: Rows | None = None
+    unique: tuple[Rows, Rows] | None = None
+    #: Prioritize's scores for ``answered``, computed ahead (ExtenderService.work_ahead) at
+    #: ``version``: valid exactly while the cycle is (same pod, same version, same rows).
+    scores: IntArray | None = None
 
 
 def _all_passed(names: list[str]) -> bytes:
@@ -135,6 +143,12 @@ class ExtenderService:
         self._row_entries = RowEntries()
         #: The last filter's run on the live node cache (see _PodCycle); taken by the next call.
         self._cycle: _PodCycle | None = None
+        #: Whether ``work_ahead`` has something to do (see there), and whether that is the next
+        #: pod's filter (extender/ahead.py), its result, and the length of the last filter's list.
+        self.ahead_due = False
+        self._next_due = False
+        self._next = NextPod()
+        self._last_list = 0
         #: Whether a plugin has asked for pending pods (handle.pending_pods) since the start.
         self._reads_pending = False
         #: Pods approved and maybe being bound (needs the cluster's cache). hold_timeout 0: only
@@ -214,6 +228,20 @@ class ExtenderService:
             self._pods.popitem(last=False)
         return pod
 
+    def _pod_sent(self, raw: Any) -> PodInfo:
+        """The request's pod: the one filtered ahead when the request sends that very object (it
+        was parsed then, from the watch's copy), else _parse_pod's. Either way, later requests
+        with the same pod JSON get the same PodInfo."""
+        pod = self._next.pod_sent(raw)
+        if pod is None:
+            return self._parse_pod(raw)
+        key = orjson.dumps(raw)
+        self._pods[key] = pod
+        self._pods.move_to_end(key)
+        if len(self._pods) > self._parsed_pods:
+            self._pods.popitem(last=False)
+        return pod
+
     def _cached_rows(self, names: list[str]) -> tuple[TableEntry, NameWindow]:
         if self.cluster is None:
             raise WireError(
@@ -274,6 +302,13 @@ class ExtenderService:
             return None
         return cycle
 
+    def _take_filter_ahead(self, pod: PodInfo, fwk: Framework) -> FilterAhead | None:
+        """The run filtered ahead for ``pod``, when it is still what a fresh one would compute."""
+        ahead = self._next.take(pod)
+        if ahead is None or fwk is not self._live or ahead.version != self._version():
+            return None
+        return ahead
+
     def _hold(self, pod: PodInfo, node: str, cycle: _PodCycle | None = None) -> bool:
         """Hold ``pod`` on ``node``, the node the scheduler will most likely bind it to; ``cycle``
         (this pod's, still current) spares the hold its own PreFilter + Filter when ``node``
@@ -294,8 +329,8 @@ class ExtenderService:
     # -- verbs ---------------------------------------------------------------------------------------
     def filter(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_extender_args(data)
-        pod = self._parse_pod(args.pod)
-        self._cycle = None
+        pod = self._pod_sent(args.pod)
+        self._cycle, self.ahead_due, self._next_due = None, False, False
         self._settle_holds(pod)
         entry, rows, names, window = self._view(args, deadline)
         self._remember_pod(pod)
@@ -303,18 +338,28 @@ class ExtenderService:
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
         candidates = window.unique()[0] if window is not None else unique_rows(rows)[0]
-        diagnosis = Diagnosis()
-        state = CycleState()
-        ok_rows, st = fwk.filter_rows(state, pod, candidates, diagnosis)
-        if not st.is_success:
-            return Reply(200, encode_filter_result(error=st.message), "plugin")
+        self._last_list = len(candidates)
+        ahead = self._take_filter_ahead(pod, fwk)
+        verdicts = ahead.verdicts(candidates) if ahead is not None else None
+        rejected: Iterable[tuple[int, Status]]
+        if ahead is not None and verdicts is not None:
+            state, (ok_rows, rejected), pre_filter_msg = ahead.state, verdicts, ""
+        else:
+            diagnosis = Diagnosis()
+            state = CycleState()
+            ok_rows, st = fwk.filter_rows(state, pod, candidates, diagnosis)
+            if not st.is_success:
+                # kube-scheduler moves on to another pod (with the node cache: its next filter ahead)
+                self.ahead_due = self._next_due = fwk is self._live
+                return Reply(200, encode_filter_result(error=st.message), "plugin")
+            rejected, pre_filter_msg = diagnosis.node_to_status.items(), diagnosis.pre_filter_msg
         cycle = None
-        if fwk is self._live and not diagnosis.pre_filter_msg:  # PreFilter passed: its state is reusable
+        if fwk is self._live and not pre_filter_msg:  # PreFilter passed: its state is reusable
             cycle = _PodCycle(pod, self._version(), state, ok_rows)
         # A few distinct statuses are shared by many rows: decide each one's map and message once.
         node_names = table.names
         per_status: dict[int, tuple[dict[str, str], str]] = {}
-        for row, s in diagnosis.node_to_status.items():
+        for row, s in rejected:
             dest = per_status.get(id(s))
             if dest is None:
                 into = unresolvable if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
@@ -329,6 +374,12 @@ class ExtenderService:
             self._hold(pod, node_names[int(ok_rows[0])], cycle)
         elif cycle is not None:
             self._cycle = cycle  # for prioritize
+            if len(ok_rows) > 1:  # (none passed: kube-scheduler calls no prioritize)
+                cycle.answered = rows if passing is None else rows[passing]
+                cycle.unique = window.unique() if window is not None and passing is None else None
+                self.ahead_due = True
+        if not self.ahead_due:  # no prioritize for this pod: the next filter is for another one
+            self.ahead_due = self._next_due = fwk is self._live
         if args.nodes is not None:
             out_nodes = args.nodes if passing is None else list(compress(args.nodes, passing.tolist()))
             return Reply(200, encode_filter_result(nodes=out_nodes, failed=failed, failed_unresolvable=unresolvable))
@@ -347,16 +398,59 @@ class ExtenderService:
         self._settle_holds(pod)
         entry, rows, names, window = self._view(args, deadline)
         self._remember_pod(pod)
+        self.ahead_due = False
         cycle = self._take_cycle(pod, entry.framework)
-        scores = self.extender_scores(entry.framework, pod, rows, deadline, cycle.state if cycle is not None else None,
-                                      window.unique() if window is not None and len(rows) else None)
+        scores: IntArray | None = None
+        if cycle is not None and cycle.scores is not None:
+            if cycle.answered is not None and np.array_equal(cycle.answered, rows):
+                scores = cycle.scores  # computed ahead (work_ahead), at the version of now
+            else:  # other nodes than filter passed (another extender narrowed them): the state
+                cycle = None  # holds PreScore's writes for those, so start afresh
+        if scores is None:
+            scores = self.extender_scores(entry.framework, pod, rows, deadline,
+                                          cycle.state if cycle is not None else None,
+                                          window.unique() if window is not None and len(rows) else None)
         if len(rows):
             best = int(np.argmax(scores))  # the first of the best, in request order
             if self._hold(pod, names[best], cycle):
                 prefer(scores, best)
+        self.ahead_due = self._next_due = entry.framework is self._live  # the next pod's filter, ahead
         if args.node_names is not None and len(rows) and scores.min() >= 0 and scores.max() <= MAX_EXTENDER_PRIORITY:
             return Reply(200, self._row_entries.encode(entry.table, rows, scores))
         return Reply(200, encode_extender_scores(names, scores))
+
+    def work_ahead(self) -> None:
+        """What the next request will most likely need, computed once the last answer went out
+        (the server calls this when ``ahead_due``). After filter: prioritize's scores for the nodes
+        it passed. kube-scheduler runs its own PreScore and Score plugins before it calls
+        prioritize (pkg/scheduler/schedule_one.go ``prioritizeNodes``: extenders are called after
+        ``RunScorePlugins``), so this work leaves its synchronous wait. Prioritize uses them only
+        for the same pod, the same rows and the same ``_version`` (_take_cycle), i.e. when a fresh
+        computation reads exactly what these did; otherwise it computes as always. After
+        prioritize (or a filter no prioritize follows): the next pod's filter (_filter_next)."""
+        self.ahead_due = False
+        cycle = self._cycle
+        if cycle is None or cycle.answered is None or cycle.scores is not None:
+            if self._next_due:
+                self._filter_next()
+            return
+        if cycle.version != self._version():
+            return
+        try:
+            cycle.scores = self.extender_scores(self.live_framework(), cycle.pod, cycle.answered,
+                                                Deadline("prioritize", 60.0), cycle.state, cycle.unique)
+        except Exception:  # a plugin's error (or anything) is the request's to report: start afresh then
+            log.debug("extender: prioritize not computed ahead", exc_info=True)
+            self._cycle = None
+
+    def _filter_next(self) -> None:
+        """The next pod's PreFilter + Filter, before kube-scheduler asks (extender/ahead.py)."""
+        self._next_due = False
+        cluster = self.cluster
+        if cluster is None or not cluster.synced or not self._hold_approved:
+            self._next.forget()
+            return
+        self._next.filter_ahead(cluster, self.live_framework(), self._recent_pods, self._last_list, self._version())
 
     def extender_scores(
         self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline, pre_filtered: CycleState | None = None,

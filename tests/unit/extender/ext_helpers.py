@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
@@ -72,6 +72,9 @@ class FakeCluster:
 
     def pending_pods(self) -> Iterator[PodInfo]:
         return iter(())
+
+    def next_pending(self, skip: Container[str], limit: int = 64) -> PodInfo | None:
+        return None
 
     async def bind(
         self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str] | None = None

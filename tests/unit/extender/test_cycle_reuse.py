@@ -181,3 +181,165 @@ def test_pending_pods_count_once_a_plugin_reads_them(counting: Registry) -> None
     CountingPreFilter.reads_pending = True
     assert prefilter_runs_around(svc, ip_pod("b"), lambda: None) == 1
     assert prefilter_runs_around(svc, ip_pod("c"), lambda: watch.pending(next(waiting))) == FRESH
+
+
+# -- prioritize computed ahead (ExtenderService.work_ahead) --------------------------------------------
+def twins(registry: Registry) -> tuple[tuple[ExtenderService, Watch], tuple[ExtenderService, Watch]]:
+    """Two extenders on identical clusters: one computes prioritize ahead, the other never does."""
+    return make(registry), make(registry)
+
+
+def scheduled_through_both(pair: Any, raw: dict[str, Any], node_name: str) -> None:
+    for _, watch in pair:
+        watch.scheduled(raw, node_name)
+
+
+def prioritize_after(pair: Any, p: dict[str, Any], between: Any) -> tuple[Any, Any, Any]:
+    """filter on both; the first computes prioritize ahead as the server runs it once filter's
+    answer is out; ``between(watch)`` on both; prioritize on both. The scores computed ahead and
+    both prioritize answers."""
+    (ahead, ahead_watch), (fresh, fresh_watch) = pair
+    assert call(ahead, "filter", p, NAMES) == call(fresh, "filter", p, NAMES)
+    assert ahead.ahead_due
+    ahead.work_ahead()
+    assert ahead._cycle is not None and ahead._cycle.scores is not None
+    computed = ahead._cycle.scores.tolist()
+    between(ahead_watch)
+    between(fresh_watch)
+    fresh.ahead_due = False  # never computed ahead
+    return computed, call(ahead, "prioritize", p, NAMES), call(fresh, "prioritize", p, NAMES)
+
+
+def test_prioritize_computed_ahead_is_served_while_nothing_changed(counting: Registry) -> None:
+    pair = twins(counting)
+    first = ip_pod("first", cpu="1")
+    for _, watch in pair:
+        watch.pending(first)
+    nodes = {held(svc, first) for svc, _ in pair}
+    assert len(nodes) == 1
+    (ahead, _), _ = pair
+
+    def scored_at_request(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("prioritize computed its scores although they were computed ahead")
+
+    second = ip_pod("second", cpu="1")
+
+    def confirmed(watch: Watch) -> None:  # first seen bound where it was held: nothing a plugin reads
+        watch.scheduled(first, node_of_first)
+        ahead.extender_scores = scored_at_request  # type: ignore[method-assign]
+
+    node_of_first = nodes.pop()
+    CountingPreFilter.runs.clear()
+    _, got, want = prioritize_after(pair, second, confirmed)
+    assert got == want
+    assert CountingPreFilter.runs["second"] == 2  # one PreFilter run in each twin
+
+
+def test_scores_computed_ahead_are_not_served_after_a_relevant_change(counting: Registry) -> None:
+    # Between filter and prioritize the watch sees pods with underlay IPs bound on n1 and n2:
+    # UnderlayIP's scores move, so the scores computed ahead are stale and prioritize must
+    # compute afresh, giving exactly what an extender that never computes ahead answers.
+    pair = twins(counting)
+    taken = [ip_pod(f"taken{i}") for i in range(9)]
+
+    def bind_elsewhere(watch: Watch) -> None:
+        for i, raw in enumerate(taken):
+            watch.scheduled(raw, "n1" if i < 6 else "n2")
+
+    p = ip_pod("p")
+    computed, got, want = prioritize_after(pair, p, bind_elsewhere)
+    assert got == want
+    assert [e["Score"] for e in got] != computed  # what serving the stale scores would have answered
+    (ahead, _), (fresh, _) = pair
+    assert ahead.holds is not None and fresh.holds is not None
+    assert ahead.holds.node_of(p["metadata"]["uid"]) == fresh.holds.node_of(p["metadata"]["uid"])
+
+
+# -- the next pod's filter computed ahead (extender/ahead.py) ---------------------------------------
+def filter_ahead_pair(registry: Registry, pods: list[dict[str, Any]]) -> Any:
+    """Twin extenders whose watches show ``pods`` pending; the first pod scheduled through both,
+    then the first twin computes ahead as its server does once prioritize's answer is out."""
+    pair = twins(registry)
+    for _, watch in pair:
+        for raw in pods:
+            watch.pending(raw)
+    assert len({held(svc, pods[0]) for svc, _ in pair}) == 1
+    (ahead, _), (fresh, _) = pair
+    assert ahead.ahead_due
+    CountingPreFilter.runs.clear()
+    ahead.work_ahead()
+    fresh.ahead_due = False
+    return pair
+
+
+def test_the_next_pods_filter_computed_ahead_is_served_while_nothing_changed(counting: Registry) -> None:
+    pods = [ip_pod(f"q{i}", cpu="1") for i in range(3)]
+    (ahead, _), (fresh, _) = pair = filter_ahead_pair(counting, pods)
+    assert CountingPreFilter.runs == {"q1": 1}  # the next pending pod, filtered ahead
+    got, want = call(ahead, "filter", pods[1], NAMES), call(fresh, "filter", pods[1], NAMES)
+    assert got == want
+    assert call(ahead, "prioritize", pods[1], got["NodeNames"]) == call(fresh, "prioritize", pods[1], got["NodeNames"])
+    assert CountingPreFilter.runs == {"q1": 2}  # the fresh twin's; none at the ahead twin's requests
+    assert pair[0][0].holds is not None
+
+
+def test_a_filter_computed_ahead_is_not_served_after_a_relevant_change(counting: Registry) -> None:
+    # Between the guess and the request the watch sees a pod taking 3.5 CPUs on each of n1 and
+    # n2: the next pod (1 CPU) fits only n3 now, where ahead it fitted all three nodes.
+    pods = [ip_pod(f"q{i}", cpu="1") for i in range(3)]
+    (ahead, ahead_watch), (fresh, fresh_watch) = filter_ahead_pair(counting, pods)
+    assert ahead._next._ahead is not None and ahead._next._ahead.passed.sum() == 3
+    for watch in (ahead_watch, fresh_watch):
+        for name in ("n1", "n2"):
+            big = ip_pod(f"big-{name}", cpu="3500m")
+            watch.pending(big)
+            watch.scheduled(big, name)
+    got, want = call(ahead, "filter", pods[1], NAMES), call(fresh, "filter", pods[1], NAMES)
+    assert got == want
+    assert got["NodeNames"] == ["n3"]
+
+
+def test_a_filter_computed_ahead_is_for_that_pod_object_only(counting: Registry) -> None:
+    # The pod changed (a label: PodTopologySpread and affinities read labels) after the guess:
+    # the request's pod is not the object filtered ahead, so it is parsed and filtered afresh.
+    pods = [ip_pod(f"q{i}", cpu="1") for i in range(3)]
+    (ahead, _), (fresh, _) = filter_ahead_pair(counting, pods)
+    changed = {**pods[1], "metadata": {**pods[1]["metadata"], "labels": {"app": "ip", "tier": "x"},
+                                       "resourceVersion": "9"}}
+    assert call(ahead, "filter", changed, NAMES) == call(fresh, "filter", changed, NAMES)
+    assert CountingPreFilter.runs == {"q1": 3}  # ahead, then each twin's request
+    assert ahead._pod_sent(changed) is not fresh._pod_sent(changed)
+
+
+def test_the_guess_follows_kube_schedulers_queue_order(counting: Registry) -> None:
+    _, watch = make(counting)
+    low, high, later_high = ip_pod("low"), ip_pod("high", priority=10), ip_pod("later-high", priority=10)
+    for raw in (low, high, later_high):
+        watch.pending(raw)
+    cluster = watch.cluster
+    uid = {p["metadata"]["name"]: p["metadata"]["uid"] for p in (low, high, later_high)}
+    guess = cluster.next_pending(set())
+    assert guess is not None and guess.name == "high"
+    guess = cluster.next_pending({uid["high"]})
+    assert guess is not None and guess.name == "later-high"
+    cluster.pending.handlers.on_delete(high)
+    cluster.pending.handlers.on_delete(later_high)
+    guess = cluster.next_pending(set())
+    assert guess is not None and guess.name == "low"
+    assert cluster.next_pending({uid["low"]}) is None
+
+
+def test_no_filter_ahead_when_requests_carry_node_objects(counting: Registry) -> None:
+    # nodeCacheCapable: false with a cluster connection: requests are judged on tables built from
+    # their Node objects, never on the live cache a filter ahead would run on; so none is run.
+    svc, watch = make(counting)
+    pods = [ip_pod(f"q{i}", cpu="1") for i in range(2)]
+    for raw in pods:
+        watch.pending(raw)
+    nodes = [node(n, cpu="4", labels=budget(10)) for n in NAMES]
+    for verb in ("filter", "prioritize"):
+        reply = getattr(svc, verb)({"Pod": pods[0], "Nodes": {"items": nodes}}, Deadline(verb, 5.0))
+        assert reply.status == 200, reply.body
+        if svc.ahead_due:
+            svc.work_ahead()
+    assert "q1" not in CountingPreFilter.runs
