@@ -58,6 +58,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.objects import POD_KIND, ObjectEvent, StatusWriter
+from kubesched.framework.plugin_metrics import MetricFamily
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilterResult, PreFilterResult
 from kubesched.plugins.dynamicresources.allocator import (
@@ -82,6 +83,7 @@ from kubesched.plugins.dynamicresources.binding_conditions import (
     has_binding_conditions,
     wait_until_ready,
 )
+from kubesched.plugins.dynamicresources.binding_metrics import STATUS_SUCCESS, BindingConditionsMetrics
 from kubesched.plugins.dynamicresources.claims import (
     DEVICE_CLASS,
     DEVICE_TAINT_RULE,
@@ -171,6 +173,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self.binding_poll_seconds = POLL_SECONDS
         #: Events regarding pods, until the live shell posts them (``object_events``).
         self._pod_events: deque[ObjectEvent] = deque(maxlen=MAX_PENDING_EVENTS)
+        #: PreBind's waits for binding conditions, as kube-scheduler's metrics (binding_metrics.py).
+        self.binding_metrics = BindingConditionsMetrics()
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return (
@@ -181,6 +185,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             # A rule's taints are its slices' (upstream's slice tracker reports them as slice updates).
             ClusterEvent(DEVICE_TAINT_RULE.kind, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
         )
+
+    def metric_families(self) -> Sequence[MetricFamily]:
+        return self.binding_metrics.families()
 
     def object_events(self) -> list[ObjectEvent]:
         out = list(self._pod_events)
@@ -489,11 +496,16 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             def claims_now() -> list[dict[str, Any]]:
                 s.claims[:] = [self._claim(claim_key(c)) or c for c in s.claims]
                 return s.claims
+            started = self.handle.clock.now()
             try:
                 await wait_until_ready(claims_now, self.handle.clock, self.args.binding_timeout,
                                        self.binding_poll_seconds)
             except BindingError as e:
+                self.binding_metrics.record(self.handle.profile_name, s.claims, e.status,
+                                            self.handle.clock.now() - started)
                 return Status.error(str(e))
+            self.binding_metrics.record(self.handle.profile_name, s.claims, STATUS_SUCCESS,
+                                        self.handle.clock.now() - started)
         for index in list(s.reserved):
             self.manager.release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
         s.reserved.clear()
