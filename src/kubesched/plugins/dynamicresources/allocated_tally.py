@@ -5,7 +5,8 @@ v1.37.1) walks every allocated claim; upstream keeps that walk cheap with an inf
 ``allocatedDevices`` tracker. Recounting every claim's results for every pod made PreFilter
 O(claims) in Python. The tally instead remembers, per claim key, the object it last counted and
 what that claim holds: ``sync`` recounts only claims whose object is new (the shells store a new
-object per version, as for slices: slice_index.py), so an unchanged claim costs one identity check.
+object per version, as for slices: slice_index.py), so an unchanged claim costs one identity check
+(a new object equal to the one counted is not recounted).
 Devices are counted per claim, so a device two claims hold (admin access aside, which counts as
 nothing) stays held until both let it go.
 """
@@ -30,17 +31,23 @@ class AllocatedTally:
 
     def sync(self, claims: Mapping[str, dict[str, Any]]) -> None:
         """Bring the tally in step with ``claims`` (by key)."""
-        for key in [k for k in self._seen if k not in claims]:
-            self._count(self._seen.pop(key)[2], -1)
+        seen = self._seen
         for key, claim in claims.items():
-            seen = self._seen.get(key)
-            if seen is not None and seen[0] is claim and seen[1] == resource_version(claim):
+            have = seen.get(key)
+            if have is not None and have[0] is claim:
                 continue
-            if seen is not None:
-                self._count(seen[2], -1)
+            version = resource_version(claim)
+            if have is not None:
+                if have[1] == version and have[0] == claim:
+                    seen[key] = (claim, version, have[2])  # an equal copy: nothing to recount
+                    continue
+                self._count(have[2], -1)
             held = allocated_devices({key: claim})
-            self._seen[key] = (claim, resource_version(claim), held)
+            seen[key] = (claim, version, held)
             self._count(held, 1)
+        if len(seen) != len(claims):  # every key of ``claims`` is in ``seen`` now: some are gone
+            for key in [k for k in seen if k not in claims]:
+                self._count(seen.pop(key)[2], -1)
 
     def state(self) -> AllocatedState:
         """A copy the caller may extend (the allocator's AllocatedState)."""
