@@ -146,6 +146,8 @@ class _State:
     resolver: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: node name -> that node's variant of the extended claim and its container mappings.
     node_extended: dict[str, NodeClaim] = field(default_factory=dict)
+    #: The extended claim's requests per set of resources nodes must provide by DRA (node_claim).
+    extended_requests: dict[Any, Any] = field(default_factory=dict)
     #: Per claim index: the uid its in-flight allocation is kept under (the extended claim's
     #: changes when PreBind creates it).
     in_flight_uid: dict[int, str] = field(default_factory=dict)
@@ -275,7 +277,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         node_ext = NodeClaim()
         if s.extended is not None:
             node_ext = node_claim(s.claims[s.extended], pod, s.extended_resources, s.resolver, node,
-                                  has_user_claims=s.extended > 0)
+                                  has_user_claims=s.extended > 0, memo=s.extended_requests)
             if node_ext.refusal:
                 return Status.unresolvable(node_ext.refusal)
             if node_ext.claim is None and s.extended == 0:
