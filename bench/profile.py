@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import common, live, podgroups
+from bench import common, dra, live, podgroups
 
 #: (area, regex over the joined stack); the first match wins, so the more specific come first.
 AREAS = (
@@ -122,7 +122,7 @@ def _print(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    workloads = {**live.WORKLOADS, **podgroups.live_workloads()}
+    workloads = {**live.WORKLOADS, **podgroups.live_workloads(), **dra.live_workloads()}
     ap = argparse.ArgumentParser(prog="python -m bench profile")
     ap.add_argument("--workload", default="SchedulingBasic", choices=sorted(workloads))
     ap.add_argument("--size", choices=sorted(live.SIZES), default="full")

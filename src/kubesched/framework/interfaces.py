@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.objects import ObjectEvent, ObjectKind
+from kubesched.framework.plugin_metrics import MetricFamily
 from kubesched.framework.podgroup import (
     Placement,
     PlacementProgress,
@@ -122,6 +123,12 @@ class Plugin:
         the last call (e.g. a PodGroup's gang-level failure). The live leader posts each as an
         ``events.k8s.io/v1`` Event regarding that object. The plugin keeps the volume down (repeats
         rate-limited, a bounded buffer: shells that post no Events never call this)."""
+        return ()
+
+    def metric_families(self) -> Sequence[MetricFamily]:
+        """Metrics the plugin records itself, as upstream's plugins record into kube-scheduler's
+        metrics (framework/plugin_metrics.py): a shell serving metrics reads them at scrape time.
+        () by default."""
         return ()
 
     def eviction_group(self, pod: PodInfo) -> Sequence[PodInfo] | None:

@@ -7,6 +7,8 @@
 * ``scheduler_framework_extension_point_duration_seconds{extension_point,status,profile}`` —
   histogram per extension point, timed by wrapping each Framework's ``run_*`` methods on the
   instance (:func:`instrument_framework`: no change to the core, nothing when metrics are off);
+* the plugins' own metrics (``Plugin.metric_families``, e.g. DynamicResources'
+  ``scheduler_dra_bindingconditions_*``), read from the plugins at scrape time;
 * plus kubesched's own ``kubesched_binds_total{result}``, ``kubesched_informer_events_total{resource}``
   and ``kubesched_is_leader``.
 
@@ -19,13 +21,16 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from kubesched.backend.queue import SchedulingQueue
+from kubesched.framework.interfaces import Plugin
+from kubesched.framework.plugin_metrics import CounterFamily, HistogramFamily
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status, code_name
 
@@ -78,6 +83,44 @@ class _Connectivity(Collector):
         yield lease
 
 
+#: prometheus_client's own text for a bucket bound (untyped there): "0.1", "+Inf".
+_go_float = cast(Callable[[float], str], floatToGoString)
+
+
+class _PluginMetrics(Collector):
+    """The plugins' metric families at scrape time; one family per name across profiles (each
+    plugin instance labels its profile)."""
+
+    def __init__(self, plugins: Sequence[Plugin]) -> None:
+        self._plugins = [p for p in plugins if type(p).metric_families is not Plugin.metric_families]
+
+    def collect(self) -> Iterator[Any]:
+        counters: dict[str, CounterMetricFamily] = {}
+        histograms: dict[str, HistogramMetricFamily] = {}
+        for plugin in self._plugins:
+            for family in plugin.metric_families():
+                if isinstance(family, CounterFamily):
+                    c = counters.get(family.name)
+                    if c is None:
+                        c = counters[family.name] = CounterMetricFamily(family.name, family.help,
+                                                                        labels=list(family.labels))
+                    for labels, value in sorted(family.values.items()):
+                        c.add_metric(list(labels), value)
+                elif isinstance(family, HistogramFamily):
+                    h = histograms.get(family.name)
+                    if h is None:
+                        h = histograms[family.name] = HistogramMetricFamily(family.name, family.help,
+                                                                            labels=list(family.labels))
+                    for labels, series in sorted(family.series.items()):
+                        cumulative, buckets = 0, []
+                        for bound, n in zip((*family.bounds, float("inf")), series.buckets, strict=True):
+                            cumulative += n
+                            buckets.append((_go_float(bound), cumulative))
+                        h.add_metric(list(labels), buckets, series.sum)
+        yield from counters.values()
+        yield from histograms.values()
+
+
 class SchedulerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
@@ -126,6 +169,10 @@ class SchedulerMetrics:
     ) -> None:
         """Informer lists, 410 relists, errors, disconnection and lease attempts, at scrape time."""
         self.registry.register(_Connectivity(informers, lease_attempts))
+
+    def watch_plugins(self, plugins: Sequence[Plugin]) -> None:
+        """The plugins' own metrics (``Plugin.metric_families``), at scrape time."""
+        self.registry.register(_PluginMetrics(plugins))
 
     def watch_queue(self, queue: SchedulingQueue) -> None:
         self._queue = queue

@@ -123,6 +123,7 @@ class LiveScheduler(SchedulerObserver):
         for fwk in self.scheduler.frameworks.values():
             instrument_framework(fwk, self.metrics)
         self.metrics.watch_queue(self.scheduler.queue)
+        self.metrics.watch_plugins(self.scheduler.plugins())
 
         le = config.leader_election
         elect = le.leader_elect if self.options.leader_elect is None else self.options.leader_elect

@@ -226,3 +226,32 @@ async def test_a_nomination_is_written_before_the_events_queued_ahead_of_it() ->
     assert api.calls[0][2] == {"status": {"nominatedNodeName": "node-1"}}
     assert len(api.calls) == 52
     await w.stop()
+
+
+def test_plugins_own_metrics_are_served_with_upstreams_names() -> None:
+    """DynamicResources' binding-conditions metrics (kube-scheduler v1.37 metrics.go) on /metrics:
+    nothing before a wait, then the counter and the histogram by profile, driver and outcome."""
+    registry = builtin_registry()
+    config = load_config(None, registry)
+    cluster = SimulatedCluster()
+    sched = Scheduler.build(config.profiles, registry, FakeClock(), client=cluster, objects=cluster.kind)
+    metrics = SchedulerMetrics()
+    metrics.watch_plugins(sched.plugins())
+    assert "scheduler_dra_bindingconditions" not in generate_latest(metrics.registry).decode().replace(
+        "# HELP scheduler_dra_bindingconditions", "").replace("# TYPE scheduler_dra_bindingconditions", "")
+    dra = next(p for p in sched.plugins() if p.name == "DynamicResources")
+    claim = {"status": {"allocation": {"devices": {"results": [
+        {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "gpu-0",
+         "bindingConditions": ["Attached"]},
+        {"request": "r", "driver": "nic.example.com", "pool": "p", "device": "nic-0"}]}}}}
+    dra.binding_metrics.record("default-scheduler", [claim], "success", 0.3)  # type: ignore[attr-defined]
+    text = generate_latest(metrics.registry).decode()
+    assert ('scheduler_dra_bindingconditions_allocations_total{driver="gpu.example.com",profile="default-scheduler",'
+            'status="success"} 1.0') in text
+    assert "nic.example.com" not in text.split("scheduler_dra_bindingconditions_wait_duration_seconds")[0]
+    for driver in ("gpu.example.com", "nic.example.com"):
+        rest = 'profile="default-scheduler",status="success"'
+        name = "scheduler_dra_bindingconditions_wait_duration_seconds"
+        for le, n in (("0.2", 0), ("0.4", 1), ("+Inf", 1)):
+            assert f'{name}_bucket{{driver="{driver}",le="{le}",{rest}}} {n}.0' in text
+        assert f'{name}_count{{driver="{driver}",{rest}}} 1.0' in text

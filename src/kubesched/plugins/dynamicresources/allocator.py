@@ -41,6 +41,7 @@ from kubesched.plugins.dynamicresources.cel import CelError, compile_selector, d
 from kubesched.plugins.dynamicresources.constraints import Constraint, DistinctAttribute, MatchAttribute
 from kubesched.plugins.dynamicresources.counters import CounterLedger, PoolKey
 from kubesched.plugins.dynamicresources.pools import (
+    Candidate,
     CounterSets,
     NodeRef,
     Pool,
@@ -80,26 +81,18 @@ class FilterTimeoutError(AllocationError):
 
 
 @dataclass(slots=True)
-class _Candidate:
-    id: DeviceID
-    device: dict[str, Any]
-    slice: dict[str, Any]
-    pool: Pool
-
-
-@dataclass(slots=True)
 class _RequestData:
     request: _Request
     cls: dict[str, Any] | None
     num_devices: int
-    all_devices: list[_Candidate] = field(default_factory=list)
+    all_devices: list[Candidate] = field(default_factory=list)
     capacity: Capacity | None = None
 
 
 @dataclass(slots=True)
 class _Result:
     request: _Request
-    candidate: _Candidate
+    candidate: Candidate
     share_id: str | None = None
     consumed: Capacity = field(default_factory=dict)
 
@@ -132,7 +125,7 @@ class Allocator:
         run = _Run(self, node, claims, deadline)
         return run.allocate()
 
-    def device_var(self, cand: _Candidate) -> celtypes.MapType:
+    def device_var(self, cand: Candidate) -> celtypes.MapType:
         key = id(cand.device)
         v = self._device_vars.get(key)
         if v is None:
@@ -231,21 +224,13 @@ class _Run:
                 if pool.invalid:
                     raise AllocationError(f"claim {ref}, request {req.name}: asks for all devices, but resource pool "
                                           f"{pool.pool_id} is currently invalid")
-                for cand in self._candidates(pool):
+                for cand in pool.candidates():
                     if self._selectable(ci, ri, si, rd, cand) and self._fits(ci, rd, cand, (), cand.id[2]):
                         rd.all_devices.append(cand)
             rd.num_devices = len(rd.all_devices)
         else:
             raise AllocationError(f"claim {ref}, request {req.name}: unsupported count mode {req.mode}")
         return rd
-
-    @staticmethod
-    def _candidates(pool: Pool) -> list[_Candidate]:
-        out = []
-        for s in pool.slices:
-            for device in slice_spec(s).get("devices") or []:
-                out.append(_Candidate((pool.driver, pool.pool, str(device.get("name", ""))), device, s, pool))
-        return out
 
     # -- allocateOne -----------------------------------------------------------------------------
     def _one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int] = (0, 0)) -> bool:
@@ -293,7 +278,7 @@ class _Run:
             pool = self.pools[pool_index]
             if pool.incomplete or pool.invalid:
                 continue
-            candidates = self._candidates(pool)
+            candidates = pool.candidates()
             for cand_index in range(start[1] if pool_index == start[0] else 0, len(candidates)):
                 cand = candidates[cand_index]
                 # Checking for "in use" is cheap and thus gets done first; admin access may
@@ -305,7 +290,7 @@ class _Run:
                     continue
                 if not self._selectable(ci, ri, si, rd, cand):
                     continue
-                if not self._fits(ci, rd, cand, self._consumed(cand.id), "/".join(cand.id)):
+                if not self._fits(ci, rd, cand):
                     continue
                 undo = self._allocate_device(ci, ri, si, cand, must=False)
                 if undo is None:
@@ -342,15 +327,23 @@ class _Run:
         return (device_id in self.a.state.consumed or device_id in self.a.state.shared
                 or bool(self.allocating_capacity.get(device_id)))
 
-    def _fits(self, ci: int, rd: _RequestData, cand: _Candidate, consumed: Sequence[Capacity], name: str) -> bool:
+    def _fits(self, ci: int, rd: _RequestData, cand: Candidate,
+              consumed: Sequence[Capacity] | None = None, name: str | None = None) -> bool:
+        """CmpRequestOverCapacity with ``consumed`` (default: what the device's shares consume) for
+        the device called ``name`` in an error (default: driver/pool/device)."""
+        if consumed is None:
+            if (rd.capacity is None and cand.plain_capacity and cand.id not in self.a.state.consumed
+                    and not self.allocating_capacity.get(cand.id)):
+                return True  # what fits() answers: nothing asked, nothing consumed, no policy
+            consumed = self._consumed(cand.id)
         try:
             return fits(rd.capacity, cand.device, consumed)
         except CapacityError as e:
             raise AllocationError(f"claim {claim_ref(self.claims[ci])}, request {rd.request.name}: checking capacity "
-                                  f"for device {name}: {e}") from None
+                                  f"for device {name or '/'.join(cand.id)}: {e}") from None
 
     # -- isSelectable / selectorsMatch -------------------------------------------------------------
-    def _selectable(self, ci: int, ri: int, si: int, rd: _RequestData, cand: _Candidate) -> bool:
+    def _selectable(self, ci: int, ri: int, si: int, rd: _RequestData, cand: Candidate) -> bool:
         key = (cand.id, ci, ri, si)
         hit = self.matches.get(key)
         if hit is not None:
@@ -367,23 +360,25 @@ class _Run:
         self.matches[key] = ok
         return ok
 
-    def _selectors_match(self, ci: int, cand: _Candidate, selectors: Sequence[Any], class_name: str | None) -> bool:
-        owner = f"class {class_name}" if class_name is not None else f"claim {claim_ref(self.claims[ci])}"
+    def _selectors_match(self, ci: int, cand: Candidate, selectors: Sequence[Any], class_name: str | None) -> bool:
+        def owner() -> str:  # only for an error: formatting it for every device judged costs
+            return f"class {class_name}" if class_name is not None else f"claim {claim_ref(self.claims[ci])}"
+
         for i, sel in enumerate(selectors):
             expression = str(((sel or {}).get("cel") or {}).get("expression", ""))
             compiled = compile_selector(expression)
             if compiled.error is not None:
-                raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
+                raise AllocationError(f"{owner()}: selector #{i}: CEL compile error: {compiled.error}")
             try:
                 if not self.a.selector_cache.matches(compiled, cand.slice, cand.id[2], lambda: self.a.device_var(cand)):
                     return False
             except CelError as e:
-                raise AllocationError(f"{owner}: selector #{i} on device {'/'.join(cand.id)}: CEL runtime error: "
+                raise AllocationError(f"{owner()}: selector #{i} on device {'/'.join(cand.id)}: CEL runtime error: "
                                       f"{enhance_runtime_error(str(e))}") from None
         return True
 
     # -- allocateDevice ----------------------------------------------------------------------------
-    def _allocate_device(self, ci: int, ri: int, si: int, cand: _Candidate, must: bool) -> Callable[[], None] | None:
+    def _allocate_device(self, ci: int, ri: int, si: int, cand: Candidate, must: bool) -> Callable[[], None] | None:
         """Mark the device as allocated for the claim if it is free (admin access: not yet in this
         claim; a device allowing multiple allocations: its capacity suffices), its counters suffice,
         its taints are tolerated and no constraint objects; the returned function undoes it (None:
@@ -424,7 +419,7 @@ class _Run:
         if not multiple:
             self.allocating.setdefault(cand.id, set()).add(ci)
             undo_steps.append(lambda: self.allocating[cand.id].discard(ci))
-        if not self._fits(ci, rd, cand, self._consumed(cand.id), "/".join(cand.id)):
+        if not self._fits(ci, rd, cand):
             rollback()
             return None
         result = _Result(req, cand)

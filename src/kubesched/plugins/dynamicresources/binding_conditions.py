@@ -26,7 +26,22 @@ POLL_SECONDS = 5.0
 
 
 class BindingError(Exception):
-    """ErrDeviceBindingFailed or ErrDeviceBindingTimeout, with upstream's text."""
+    """ErrDeviceBindingFailed or ErrDeviceBindingTimeout, with upstream's text; ``status`` is the
+    outcome as upstream's metrics label it (metrics.go BindingConditionsStatus*)."""
+
+    status = "error"
+
+
+class BindingFailedError(BindingError):
+    """ErrDeviceBindingFailed: a binding failure condition is true."""
+
+    status = "failure"
+
+
+class BindingTimeoutError(BindingError):
+    """ErrDeviceBindingTimeout: the conditions were not met within the binding timeout."""
+
+    status = "timeout"
 
 
 def _results(claim: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -70,7 +85,7 @@ def is_claim_ready(claim: Mapping[str, Any]) -> bool:
         for failure in result.get("bindingFailureConditions") or []:
             c = _condition(status, failure)
             if c is not None and c.get("status") == "True":
-                raise BindingError(f"device binding failed: claim={name}, reason={c.get('reason', '')}, "
+                raise BindingFailedError(f"device binding failed: claim={name}, reason={c.get('reason', '')}, "
                                    f"message={_go_quote(str(c.get('message', '')))}")
         for wanted in result["bindingConditions"]:
             c = _condition(status, wanted)
@@ -108,7 +123,7 @@ def is_pod_ready(claims: Sequence[Mapping[str, Any]], binding_timeout: float, no
         if not is_claim_ready(claim):
             if is_claim_timed_out(claim, binding_timeout, now_wall):
                 name = str((claim.get("metadata") or {}).get("name", ""))
-                raise BindingError(f"device binding timeout: claim={name}")
+                raise BindingTimeoutError(f"device binding timeout: claim={name}")
             return False
     return True
 
@@ -138,7 +153,7 @@ async def wait_until_ready(claims_now: Callable[[], list[dict[str, Any]]], clock
             return
         before = clock.now()
         if before >= deadline:
-            raise BindingError("device binding timeout: context deadline exceeded")
+            raise BindingTimeoutError("device binding timeout: context deadline exceeded")
         await asyncio.sleep(min(poll_seconds, deadline - before))
         if clock.now() == before:
-            raise BindingError("device binding timeout: context deadline exceeded")
+            raise BindingTimeoutError("device binding timeout: context deadline exceeded")

@@ -16,7 +16,10 @@ What this module adds is what Kubernetes adds to CEL for DRA:
   (library/semverlib.go). Attribute ``version`` values are Semver, capacities are Quantities.
 
 A selector is compiled once per expression string (``compile_selector`` is cached, as upstream's
-``cel.Cache``). Not ported: ``cel.bind`` (cel-python has no Bindings extension: such an expression
+``cel.Cache``). The selector nearly every DRA driver's DeviceClass has, ``device.driver == "NAME"``,
+is answered by comparing the driver's name, without building the ``device`` variable or running
+celpy's interpreter (its value cannot differ: ``device.driver`` is always the slice's driver).
+Not ported: ``cel.bind`` (cel-python has no Bindings extension: such an expression
 is a compile error naming it), upstream's cost estimation and runtime cost limit (celpy has no cost
 accounting), list-type attributes (DRAListTypeAttributes, alpha).
 
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -305,12 +308,25 @@ def _error_text(err: BaseException) -> str:
     return text
 
 
+#: ``device.driver == "NAME"`` (either side), NAME without escapes: the DeviceClass selector.
+_DRIVER_EQUALS = re.compile(r'\s*(?:device\.driver\s*==\s*"([^"\\]*)"|"([^"\\]*)"\s*==\s*device\.driver)\s*')
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledSelector:
     expression: str
     program: celpy.Runner | None
     #: The compile error, None when compiled.
     error: str | None = None
+    #: The driver name when the expression is only ``device.driver == "NAME"``.
+    driver_equals: str | None = None
+
+    def matches_device(self, driver: str, device: Callable[[], celtypes.MapType]) -> bool:
+        """``matches(device())``, for a device of ``driver``; the driver comparison needs no
+        ``device`` variable."""
+        if self.driver_equals is not None:
+            return driver == self.driver_equals
+        return self.matches(device())
 
     def matches(self, device: celtypes.MapType) -> bool:
         """DeviceMatches: the expression's value for this device; CelError on a runtime error or
@@ -339,7 +355,10 @@ def compile_selector(expression: str) -> CompiledSelector:
     try:
         env = _environment()
         ast = env.compile(expression)
-        return CompiledSelector(expression, env.program(ast, functions=FUNCTIONS))
+        driver = _DRIVER_EQUALS.fullmatch(expression)
+        return CompiledSelector(expression, env.program(ast, functions=FUNCTIONS),
+                                driver_equals=None if driver is None else (driver[1] if driver[1] is not None
+                                                                           else driver[2]))
     except CELParseError as e:
         return CompiledSelector(expression, None, f"compilation failed: {str(e).splitlines()[0]}")
 

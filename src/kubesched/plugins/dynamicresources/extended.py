@@ -19,6 +19,7 @@ for all such resources:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,9 +95,12 @@ class NodeClaim:
 
 
 def node_claim(claim: dict[str, Any], pod: PodInfo, resources: Mapping[str, int],
-               resolver: Mapping[str, dict[str, Any]], node: NodeInfo, has_user_claims: bool) -> NodeClaim:
+               resolver: Mapping[str, dict[str, Any]], node: NodeInfo, has_user_claims: bool,
+               memo: dict[Any, Any] | None = None) -> NodeClaim:
     """filterExtendedResources. A claim from an earlier attempt (it has requests) refuses every node,
-    so that PostFilter deletes it and the next attempt starts anew."""
+    so that PostFilter deletes it and the next attempt starts anew. ``memo`` (one per pod's
+    attempt) keeps the requests per set of resources the node must provide by DRA: nodes alike
+    ask for the same requests."""
     if has_requests(claim):
         return NodeClaim(refusal="cannot schedule extended resource claim")
     allocatable = (node.node.get("status") or {}).get("allocatable") or {}
@@ -115,8 +119,14 @@ def node_claim(claim: dict[str, Any], pod: PodInfo, resources: Mapping[str, int]
         return NodeClaim()
     if (claim.get("status") or {}).get("allocation") is not None:
         return NodeClaim()
-    requests, mappings = requests_and_mappings(pod, extended, resolver)
-    return NodeClaim({**claim, "spec": {"devices": {"requests": requests}}}, tuple(mappings))
+    key = tuple(sorted(extended.items()))
+    found = memo.get(key) if memo is not None else None
+    if found is None:
+        found = requests_and_mappings(pod, extended, resolver)
+        if memo is not None:
+            memo[key] = found
+    requests, mappings = found
+    return NodeClaim({**claim, "spec": {"devices": {"requests": copy.deepcopy(requests)}}}, tuple(mappings))
 
 
 def _container_count(container: Mapping[str, Any], resource: str) -> int:

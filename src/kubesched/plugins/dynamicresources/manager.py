@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubesched.framework.handle import DRAResourceCounter
+from kubesched.plugins.dynamicresources.allocated_tally import AllocatedTally
 from kubesched.plugins.dynamicresources.assumed import AssumedClaims
 from kubesched.plugins.dynamicresources.capacity import AllocatedState
 from kubesched.plugins.dynamicresources.claims import allocated_devices
@@ -39,6 +40,8 @@ class DRAManager:
         self.selector_cache = SelectorCache()
         #: The ResourceSlices by node, brought in step with the shell's by ``slices`` (slice_index.py).
         self._slices = SliceIndex()
+        #: What the claims' allocations hold, recounted only for claims that changed (allocated_tally.py).
+        self._allocated = AllocatedTally()
 
     def claims(self) -> dict[str, dict[str, Any]]:
         return self.tracker.all()
@@ -64,7 +67,8 @@ class DRAManager:
 
     def allocated_state(self) -> AllocatedState:
         """GatherAllocatedState: what the claims' allocations hold, those in flight included."""
-        devices = allocated_devices(self.claims())
+        self._allocated.sync(self.claims())
+        devices = self._allocated.state()
         devices |= allocated_devices({uid: c for uid, (c, _) in self.in_flight.items()})
         return devices
 

@@ -60,6 +60,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.objects import POD_KIND, ObjectEvent, StatusWriter
+from kubesched.framework.plugin_metrics import MetricFamily
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilterResult, PreFilterResult
 from kubesched.plugins.dynamicresources.allocator import (
@@ -84,6 +85,7 @@ from kubesched.plugins.dynamicresources.binding_conditions import (
     has_binding_conditions,
     wait_until_ready,
 )
+from kubesched.plugins.dynamicresources.binding_metrics import STATUS_SUCCESS, BindingConditionsMetrics
 from kubesched.plugins.dynamicresources.claims import (
     DEVICE_CLASS,
     DEVICE_TAINT_RULE,
@@ -147,6 +149,8 @@ class _State:
     resolver: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: node name -> that node's variant of the extended claim and its container mappings.
     node_extended: dict[str, NodeClaim] = field(default_factory=dict)
+    #: The extended claim's requests per set of resources nodes must provide by DRA (node_claim).
+    extended_requests: dict[Any, Any] = field(default_factory=dict)
     #: Per claim index: the uid its in-flight allocation is kept under (the extended claim's
     #: changes when PreBind creates it).
     in_flight_uid: dict[int, str] = field(default_factory=dict)
@@ -174,6 +178,8 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
         self.binding_poll_seconds = POLL_SECONDS
         #: Events regarding pods, until the live shell posts them (``object_events``).
         self._pod_events: deque[ObjectEvent] = deque(maxlen=MAX_PENDING_EVENTS)
+        #: PreBind's waits for binding conditions, as kube-scheduler's metrics (binding_metrics.py).
+        self.binding_metrics = BindingConditionsMetrics()
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return (
@@ -184,6 +190,9 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
             # A rule's taints are its slices' (upstream's slice tracker reports them as slice updates).
             ClusterEvent(DEVICE_TAINT_RULE.kind, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
         )
+
+    def metric_families(self) -> Sequence[MetricFamily]:
+        return self.binding_metrics.families()
 
     def object_events(self) -> list[ObjectEvent]:
         out = list(self._pod_events)
@@ -271,7 +280,7 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
         node_ext = NodeClaim()
         if s.extended is not None:
             node_ext = node_claim(s.claims[s.extended], pod, s.extended_resources, s.resolver, node,
-                                  has_user_claims=s.extended > 0)
+                                  has_user_claims=s.extended > 0, memo=s.extended_requests)
             if node_ext.refusal:
                 return Status.unresolvable(node_ext.refusal)
             if node_ext.claim is None and s.extended == 0:
@@ -492,11 +501,16 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
             def claims_now() -> list[dict[str, Any]]:
                 s.claims[:] = [self._claim(claim_key(c)) or c for c in s.claims]
                 return s.claims
+            started = self.handle.clock.now()
             try:
                 await wait_until_ready(claims_now, self.handle.clock, self.args.binding_timeout,
                                        self.binding_poll_seconds)
             except BindingError as e:
+                self.binding_metrics.record(self.handle.profile_name, s.claims, e.status,
+                                            self.handle.clock.now() - started)
                 return Status.error(str(e))
+            self.binding_metrics.record(self.handle.profile_name, s.claims, STATUS_SUCCESS,
+                                        self.handle.clock.now() - started)
         for index in list(s.reserved):
             self.manager.release(s.in_flight_uid.pop(index, claim_uid(s.claims[index])), pod.uid)
         s.reserved.clear()

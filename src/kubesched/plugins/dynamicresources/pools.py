@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubesched.api.quantity import QuantityError, parse_quantity
+from kubesched.plugins.dynamicresources.capacity import CapacityError, quantity
 from kubesched.plugins.dynamicresources.slice_index import SliceIndex
 from kubesched.plugins.helpers.node_selector import compile_node_selector
 
@@ -58,10 +59,41 @@ class Pool:
     counter_sets: CounterSets = field(default_factory=dict)
     #: device name -> (counter set, counter) -> what the device consumes.
     consumption: dict[str, dict[tuple[str, str], Fraction]] = field(default_factory=dict)
+    _candidates: list[Candidate] | None = field(default=None, repr=False, compare=False)
 
     @property
     def pool_id(self) -> str:
         return f"{self.driver}/{self.pool}"
+
+    def candidates(self) -> list[Candidate]:
+        """The devices of the slices targeting the node, in the allocator's order (slices by name,
+        devices as listed); built once per pool, which lives as long as its slices (gather_pools)."""
+        if self._candidates is None:
+            self._candidates = [Candidate((self.driver, self.pool, str(device.get("name", ""))), device, s, self,
+                                          _plain_capacity(device))
+                                for s in self.slices for device in slice_spec(s).get("devices") or []]
+        return self._candidates
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A device the allocator may pick: its id (driver, pool, device), the device and its slice."""
+
+    id: tuple[str, str, str]
+    device: dict[str, Any]
+    slice: dict[str, Any]
+    pool: Pool
+    #: Its capacities have no request policy and valid, non-negative values: a request without
+    #: capacity needs on a device nobody shares always fits it (capacity.fits, short-cut).
+    plain_capacity: bool
+
+
+def _plain_capacity(device: Mapping[str, Any]) -> bool:
+    try:
+        return all(not cap.get("requestPolicy") and quantity(cap.get("value"), "") >= 0
+                   for cap in (device.get("capacity") or {}).values())
+    except CapacityError:
+        return False
 
 
 def slice_spec(s: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,6 +124,13 @@ def gather_pools(slices: SliceIndex | Sequence[dict[str, Any]], node: NodeRef) -
     are not all published yet is incomplete, one with a duplicate device name (or a bad counter)
     invalid. Only the slices the index has for the node are looked at (slice_index.py)."""
     index = slices if isinstance(slices, SliceIndex) else SliceIndex.of(slices)
+    # With every slice naming its node, the pools depend on the node's name only: kept until a
+    # slice changes (the index empties ``derived`` then). Pools are never changed once built.
+    cacheable = not index.several_nodes
+    if cacheable:
+        cached: list[Pool] | None = index.derived.get(("pools", node.name))
+        if cached is not None:
+            return cached
     pools: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for s in index.for_node(node.name):
         spec = slice_spec(s)
@@ -130,7 +169,10 @@ def gather_pools(slices: SliceIndex | Sequence[dict[str, Any]], node: NodeRef) -
             result.append(Pool(driver, pool, incomplete=True))
             continue
         add(_build_pool(driver, pool, members, every))
-    return result + with_binding_conditions
+    gathered = result + with_binding_conditions
+    if cacheable:
+        index.derived[("pools", node.name)] = gathered
+    return gathered
 
 
 def _has_binding_conditions(pool: Pool) -> bool:

@@ -49,7 +49,8 @@ class SelectorCache:
 
     def matches(self, compiled: CompiledSelector, slice_: Mapping[str, Any], device_name: str,
                 device: Callable[[], celtypes.MapType]) -> bool:
-        """``compiled.matches(device())``, evaluated once per slice version; CelError as it."""
+        """``compiled.matches(device())`` for a device of ``slice_``, evaluated once per slice
+        version; CelError as it."""
         name, version = _slice_identity(slice_)
         entry = self._slices.get(name)
         if entry is None or entry[0] != version:
@@ -62,7 +63,7 @@ class SelectorCache:
         if hit is None:
             self.evaluations += 1
             try:
-                hit = compiled.matches(device())
+                hit = compiled.matches_device(str((slice_.get("spec") or {}).get("driver", "")), device)
             except CelError as e:
                 hit = str(e)
             results[key] = hit

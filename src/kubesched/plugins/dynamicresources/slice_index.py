@@ -12,6 +12,9 @@ about; in Python that walk was most of a Filter's time (O(nodes × slices) per p
 or replaced by an update: the shells store a new object per version) is indexed, one gone is
 dropped; unchanged slices cost one identity check. The slices are stored as the scheduler sees
 them, with the DeviceTaintRules' taints applied (taints.py); a change of the rules re-indexes all.
+
+``derived`` holds what callers compute from the index alone (pools.py: a node's pools): it is
+emptied whenever a slice is indexed or dropped, so a cached answer is never older than the slices.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ class SliceIndex:
         self.by_node: dict[str, dict[str, dict[str, Any]]] = {}
         self.several_nodes: dict[str, dict[str, Any]] = {}
         self.by_pool: dict[PoolID, dict[str, dict[str, Any]]] = {}
+        #: Results computed from the indexed slices only, by the caller's key; cleared on any change.
+        self.derived: dict[Any, Any] = {}
 
     @classmethod
     def of(cls, slices: Sequence[dict[str, Any]], taint_rules: Sequence[dict[str, Any]] = ()) -> SliceIndex:
@@ -69,6 +74,7 @@ class SliceIndex:
             self._add(key, raw, version)
 
     def _add(self, key: str, raw: dict[str, Any], version: Any) -> None:
+        self.derived.clear()
         s = apply_taint_rules([raw], self._taint_rules)[0] if self._taint_rules else raw
         spec = s.get("spec") or {}
         node = str(spec.get("nodeName") or "") or None
@@ -82,6 +88,7 @@ class SliceIndex:
         self._where[key] = (node, pool)
 
     def _drop(self, key: str) -> None:
+        self.derived.clear()
         self._seen.pop(key, None)
         node, pool = self._where.pop(key)
         group = self.by_node.get(node, {}) if node is not None else self.several_nodes

@@ -19,6 +19,7 @@ allocator and its CEL library.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,8 +31,10 @@ DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 DEVICE_CLASS_KIND = "DeviceClass"
 
 
+@functools.lru_cache(maxsize=4096)
 def is_dra_extended_resource_name(name: str) -> bool:
-    """IsDRAExtendedResourceName: an extended resource name, or a DeviceClass's implicit one."""
+    """IsDRAExtendedResourceName: an extended resource name, or a DeviceClass's implicit one
+    (cached: asked per pod and node of the few resource names a cluster has)."""
     return is_extended_resource_name(name) or name.startswith(DEVICE_CLASS_PREFIX)
 
 

@@ -12,8 +12,9 @@ the conditions: PreBind times out), bound-claim-with-failed-binding, bound-claim
 bound-claim-with-mixed-binding-conditions, prebind-fail-with-binding-timeout,
 multi-claims-binding-conditions-one-fail (its Filter), plus PreBind waiting until a driver sets the
 conditions, a failure condition ending the wait, and Unreserve taking the pod out of ``reservedFor``.
-Not ported: the metrics assertions (kubesched has no binding-conditions metrics),
-bind-failure-concurrent-deallocation (the same PreBind path as bind-claim-with-binding-conditions).
+With upstream's metrics assertions on those cases (``scheduler_dra_bindingconditions_*``: one
+allocation counted and one wait observed per device result, labelled success, failure or timeout).
+Not ported: bind-failure-concurrent-deallocation (the same PreBind path as bind-claim-with-binding-conditions).
 
 Filter timeout: dynamicresources_test.go "timeout" (1ns) and "timeout_disabled" (here: 0, which
 upstream also treats as no limit), the clock injected (a clock that moves on every read).
@@ -26,6 +27,7 @@ import copy
 from typing import Any
 
 from kubesched.framework.clock import FakeClock
+from kubesched.framework.plugin_metrics import CounterFamily, HistogramFamily
 from kubesched.framework.status import Code
 from kubesched.plugins.dynamicresources import DynamicResources
 from kubesched.plugins.dynamicresources.binding_conditions import BindingError, is_pod_ready, wait_until_ready
@@ -169,9 +171,19 @@ def test_allocated_with_binding_conditions_and_no_driver_times_out_at_pre_bind()
     c.through_reserve()
     st = c.pre_bind()
     assert verdict(st) == (Code.ERROR, ("device binding timeout: context deadline exceeded",))
+    assert binding_metrics(w) == ({(w.plugin.handle.profile_name, DRIVER, "timeout"): 1.0},
+                                  {(w.plugin.handle.profile_name, DRIVER, "timeout"): (1, 0.0)})
     _, written = w.api.writes[-1]
     assert written["status"]["allocation"]["devices"]["results"][0]["bindingConditions"] == ["IsPrepare"]
     assert written["status"]["reservedFor"] == [{"resource": "pods", "name": POD, "uid": POD_UID}]
+
+
+def binding_metrics(w: World) -> tuple[dict[tuple[str, ...], float], dict[tuple[str, ...], tuple[int, float]]]:
+    """scheduler_dra_bindingconditions_allocations_total by labels, and the wait histogram's
+    (count, sum) by labels."""
+    allocations, wait = w.plugin.metric_families()
+    assert isinstance(allocations, CounterFamily) and isinstance(wait, HistogramFamily)
+    return dict(allocations.values), {k: (sum(s.buckets), s.sum) for k, s in wait.series.items()}
 
 
 def _pre_bind_with_driver(w: World, c: Cycle, clock: FakeClock, conditions: tuple[tuple[str, str], ...]) -> Any:
@@ -204,6 +216,10 @@ def test_pre_bind_waits_until_the_driver_sets_the_conditions() -> None:
     c = Cycle(w, claim_pod())
     c.through_reserve()
     assert _pre_bind_with_driver(w, c, clock, (("IsPrepare", "True"),)).is_success
+    counted, waited = binding_metrics(w)
+    key = (w.plugin.handle.profile_name, DRIVER, "success")
+    assert counted == {key: 1.0} and list(waited) == [key]
+    assert waited[key][0] == 1 and waited[key][1] >= 1.0  # the clock moved while PreBind polled
     # Upstream's Event while PreBind waits, regarding the pod (posted by the live shell).
     assert [(e.kind, e.key, e.uid, e.reason, e.note, e.event_type, e.action) for e in w.plugin.object_events()] == [
         ("Pod", f"default/{POD}", POD_UID, "BindingConditionsPending",
@@ -219,6 +235,7 @@ def test_pre_bind_fails_on_a_failure_condition() -> None:
     st = _pre_bind_with_driver(w, c, clock, (("IsPrepare", "False"), ("BindingFailed", "True")))
     assert verdict(st) == (Code.ERROR, (f'device binding failed: claim={CLAIM}, reason=Test, '
                                         f'message="BindingFailed is True"',))
+    assert list(binding_metrics(w)[0]) == [(w.plugin.handle.profile_name, DRIVER, "failure")]
 
 
 def test_pre_bind_times_out_on_a_claim_allocated_too_long_ago() -> None:

@@ -83,3 +83,20 @@ def test_runtime_error_is_the_same_reason_on_every_attempt() -> None:
 
 def test_compiled_program_is_cached_per_expression() -> None:
     assert compile_selector(copy.copy(HEALTHY)) is compile_selector(HEALTHY)
+
+
+def test_the_driver_comparison_answers_as_cel_does() -> None:
+    """``device.driver == "NAME"`` is answered without the interpreter, and says what it says."""
+    from kubesched.plugins.dynamicresources.cel import device_variable
+
+    device = {"name": "gpu-0", "attributes": {"model": {"string": "A100"}}}
+    for expression in (f'device.driver == "{DRIVER}"', f' "{DRIVER}"==device.driver ',
+                       'device.driver == "other.example.com"'):
+        compiled = compile_selector(expression)
+        assert compiled.driver_equals is not None
+        for driver in (DRIVER, "other.example.com", ""):
+            variable = device_variable(driver, device)
+            assert compiled.matches_device(driver, lambda v=variable: v) == compiled.matches(variable)
+    # anything more goes to the interpreter
+    assert compile_selector(f'device.driver == "{DRIVER}" && true').driver_equals is None
+    assert compile_selector('device.driver == "a\\"b"').driver_equals is None

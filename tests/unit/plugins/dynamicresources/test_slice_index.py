@@ -59,3 +59,23 @@ def test_gather_pools_finds_the_same_pools_through_the_index() -> None:
     # pool-1: both slices target node-1 (one by name, one for all nodes); pool-3: generation 1 (half
     # published) is obsolete, generation 2 is for node-2
     assert [(p.pool, names(p.slices), p.incomplete) for p in pools] == [("pool-1", ["a-1", "a-2"], False)]
+
+
+def test_a_nodes_pools_follow_its_slices_changes() -> None:
+    """The pools of a node are kept between pods, and dropped as soon as any slice changes."""
+    shell = {"a": slice_("a", "node-1", "pool-1", DRIVER_A, device("device-1"))}
+    index = SliceIndex()
+    index.sync(shell)
+    first = gather_pools(index, NodeRef("node-1"))
+    assert gather_pools(index, NodeRef("node-1")) is first  # same slices: the same pools, not rebuilt
+    assert [c.id for c in first[0].candidates()] == [(DRIVER_A, "pool-1", "device-1")]
+    grown = copy.deepcopy(shell["a"])
+    grown["spec"]["devices"].append(device("device-2"))
+    grown["metadata"]["resourceVersion"] = "2"
+    index.sync({"a": grown})
+    (pool,) = gather_pools(index, NodeRef("node-1"))
+    assert [c.id[2] for c in pool.candidates()] == ["device-1", "device-2"]
+    index.sync({"a": grown, "b": slice_("b", "node-1", "pool-2", DRIVER_A)})
+    assert [p.pool for p in gather_pools(index, NodeRef("node-1"))] == ["pool-1", "pool-2"]
+    index.sync({})
+    assert gather_pools(index, NodeRef("node-1")) == []
