@@ -441,7 +441,22 @@ def _unschedulable_rows(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
     """The rows (in the order of ``rows``) whose Filter status was Unschedulable, and the other
     rows; absent nodes count as UnschedulableAndUnresolvable (NewDefaultNodeToStatus). One pass
     over the recorded chunks, a later record of a row overriding an earlier one as in
-    ``NodeToStatus.get``."""
+    ``NodeToStatus.get``. Kept with the statuses for these ``rows`` (the table's alive rows: the
+    same array while no node comes or goes), for attempts that share them (framework/filter_outcome.py)."""
+    memo = diagnosis.node_to_status.memo
+    kept = memo.get(_SPLIT_MEMO)
+    if kept is not None and kept[0] is rows:
+        return kept[1], kept[2]
+    split = _split_unschedulable(diagnosis, rows)
+    memo[_SPLIT_MEMO] = (rows, *split)
+    return split
+
+
+#: ``NodeToStatus.memo`` key of ``_unschedulable_rows``' answer.
+_SPLIT_MEMO = "preemption/unschedulable-rows"
+
+
+def _split_unschedulable(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
     rejected, index, statuses = diagnosis.node_to_status.rejected()
     if not len(rejected) or not len(rows):
         return rows[:0], rows
@@ -455,7 +470,10 @@ def _unschedulable_rows(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
         keep = len(rejected) - 1 - last
         flag[rejected[keep]] = is_unschedulable[index[keep]]
     picked = flag[rows] == 1
-    return rows[picked], rows[~picked]
+    potential, others = rows[picked], rows[~picked]
+    potential.flags.writeable = False  # shared through the memo
+    others.flags.writeable = False
+    return potential, others
 
 
 def _aggregate(errors: list[str]) -> str:
