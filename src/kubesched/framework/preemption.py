@@ -334,6 +334,13 @@ class Evaluator:
             # Every potential row was tried (the dry run stops early only with a candidate): its
             # status is NO_VICTIMS unless the dry run kept another. The others are not helpful.
             # Only the message is made of ``fit``, and it counts reasons: row order is free.
+            memo = diagnosis.node_to_status.memo
+            if not dry.other_statuses:  # every potential row: NO_VICTIMS; a function of the split
+                kept = memo.get(_NO_CANDIDATE_MEMO)
+                if kept is None or kept[0] is not all_rows:
+                    kept = (all_rows, _no_candidate_message(len(all_rows), potential, others))
+                    memo[_NO_CANDIDATE_MEMO] = kept
+                return PostFilterResult(""), Status.unschedulable(kept[1])
             fit = Diagnosis()
             codes = np.ones(len(potential), dtype=np.int32)
             statuses = [NO_VICTIMS]
@@ -349,7 +356,7 @@ class Evaluator:
                         code = code_of[id(st)] = len(statuses)
                     codes[at[row]] = code
             fit.node_to_status.add(potential, codes, statuses)
-            fit.node_to_status.add_all(others, Status.unresolvable(NOT_HELPFUL_MSG))
+            fit.node_to_status.add_all(others, _NOT_HELPFUL)
             return PostFilterResult(""), Status.unschedulable(fit_error_message(len(all_rows), fit))
 
         best = self.select_candidate(dry.candidates)
@@ -452,8 +459,19 @@ def _unschedulable_rows(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
     return split
 
 
-#: ``NodeToStatus.memo`` key of ``_unschedulable_rows``' answer.
+#: ``NodeToStatus.memo`` keys: ``_unschedulable_rows``' answer, and the message when no potential
+#: row had a victim (both for the table's alive rows they were made for).
 _SPLIT_MEMO = "preemption/unschedulable-rows"
+_NO_CANDIDATE_MEMO = "preemption/no-candidate-message"
+_NOT_HELPFUL = Status.unresolvable(NOT_HELPFUL_MSG)
+
+
+def _no_candidate_message(num_all: int, potential: Rows, others: Rows) -> str:
+    """The PostFilter message when every potential row was tried and none had a victim."""
+    fit = Diagnosis()
+    fit.node_to_status.add_all(potential, NO_VICTIMS)
+    fit.node_to_status.add_all(others, _NOT_HELPFUL)
+    return fit_error_message(num_all, fit)
 
 
 def _split_unschedulable(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
