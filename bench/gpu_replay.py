@@ -149,8 +149,13 @@ def report_section(runs: list[dict[str, Any]] | None = None, tie_break: str = "s
     lines += ["", f"Ranking at 100 % (policies measured): {' > '.join(ours)} — {same}.", ""]
     commits = sorted({str(r.get("commit")) for r in newest.values()})
     cpu = [r["cpuSeconds"] for r in newest.values() if r.get("cpuSeconds")]
-    lines += [f"Runs: {len(newest)} (commits {', '.join(commits)}); CPU seconds per run "
-              f"{min(cpu):.0f}-{max(cpu):.0f}. Reproduce a row: `python -m bench gpu-replay --policies POLICY "
+    swept = sum(1 for r in newest.values() if r.get("from") == "sweep")
+    per_run = f"CPU seconds per run {min(cpu):.0f}-{max(cpu):.0f}" if cpu else "CPU seconds per run not measured"
+    if swept:
+        per_run += (f"; {swept} of them from `kubesched sweep --trace` (`python -m bench gpu-replay --from-sweep`: "
+                    "the whole matrix's CPU and wall seconds are its gpu-replay-matrix record)")
+    lines += [f"Runs: {len(newest)} (commits {', '.join(commits)}); {per_run}. "
+              "Reproduce a row: `python -m bench gpu-replay --policies POLICY "
               f"--seeds SEEDS --tie-break {tie_break}` (bit for bit: the same seed gives the same figures). "
               "Why the tie-break "
               "matters and what was checked against the reference: bench/analysis.md (\"Parity with the "
