@@ -149,13 +149,69 @@ def report_section(runs: list[dict[str, Any]] | None = None, tie_break: str = "s
     lines += ["", f"Ranking at 100 % (policies measured): {' > '.join(ours)} — {same}.", ""]
     commits = sorted({str(r.get("commit")) for r in newest.values()})
     cpu = [r["cpuSeconds"] for r in newest.values() if r.get("cpuSeconds")]
-    lines += [f"Runs: {len(newest)} (commits {', '.join(commits)}); CPU seconds per run "
-              f"{min(cpu):.0f}-{max(cpu):.0f}. Reproduce a row: `python -m bench gpu-replay --policies POLICY "
+    swept = sum(1 for r in newest.values() if r.get("from") == "sweep")
+    per_run = f"CPU seconds per run {min(cpu):.0f}-{max(cpu):.0f}" if cpu else "CPU seconds per run not measured"
+    if swept:
+        per_run += (f"; {swept} of them from `kubesched sweep --trace` (`python -m bench gpu-replay --from-sweep`: "
+                    "the whole matrix's CPU and wall seconds are its gpu-replay-matrix record)")
+    lines += [f"Runs: {len(newest)} (commits {', '.join(commits)}); {per_run}. "
+              "Reproduce a row: `python -m bench gpu-replay --policies POLICY "
               f"--seeds SEEDS --tie-break {tie_break}` (bit for bit: the same seed gives the same figures). "
               "Why the tie-break "
               "matters and what was checked against the reference: bench/analysis.md (\"Parity with the "
               "reference\").", ""]
     return lines
+
+
+#: A sweep's configuration file name → the policy it is (``POLICY_CONFIGS`` read backwards).
+POLICY_OF_CONFIG = {path.name: policy for policy, path in POLICY_CONFIGS.items()}
+
+
+def runs_from_sweep(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs of a ``kubesched sweep --trace ... --output json`` document (one policy file per
+    configuration) as ``gpu-replay`` runs: the allocation at 100 % and 130 % arrived demand is the
+    run's ``curves.gpuAllocation`` there (read from the samples as ``gpuAllocationAtArrivedDemand``
+    is), the placements are the run's (``placementDigest``). CPU seconds per run are not known to a
+    sweep (its workers run many): the whole matrix's are recorded beside (``gpu-replay-matrix``)."""
+    from kubesched.simulate.inputs.scenario import load_replay
+
+    nodes: dict[str, int] = {}  # the replay's nodes (a sweep's results do not say), per replay
+    runs = []
+    for r in doc["results"]:
+        replay = r["replay"]
+        label = json.dumps(replay, sort_keys=True)
+        if label not in nodes:
+            nodes[label] = len(load_replay(replay["scenario"], replay["trace"], replay["arrivals"], replay["inflate"],
+                                           replay["gpu_nodes_only"], r["seed"]).nodes)
+        policy = POLICY_OF_CONFIG[Path(r["config"]).name]
+        curve = r["curves"]["gpuAllocation"]
+        ref = REFERENCE[policy]
+        runs.append({
+            "policy": policy, "seed": r["seed"], "inflate": replay["inflate"], "tieBreak": r["tie_break"],
+            "nodes": nodes[label], "arrived": r["arrived"], "allocationAt100": curve["100"],
+            "allocationAt130": curve["130"], "finalGpuAllocation": r["gpuAllocation"],
+            "fragmentedGpuMilli": r["fragmentedGpuMilli"], "placementDigest": r["placementDigest"],
+            "wallSeconds": r["wallSeconds"], "from": "sweep",
+            "reference": {"allocationAt100": ref[0], "allocationAt130": ref[1]},
+        })
+    return runs
+
+
+def record_sweep(path: Path, engine: str, wall: float, cpu: float, note: str) -> None:
+    """``--from-sweep``: the sweep's runs as a ``gpu-replay`` record (the ATC table reads it) and the
+    matrix's wall and CPU seconds, as measured around it, as a ``gpu-replay-matrix`` record."""
+    doc = json.loads(path.read_text())
+    runs = runs_from_sweep(doc)
+    base = {"when": common.now_iso(), "commit": common.git_commit(), "command": doc.get("command", ""),
+            "note": note, "machine": common.machine(), "versions": common.versions()}
+    out = common.RESULTS / f"gpu-replay-{common.today()}.json"
+    common.save_result({"benchmark": "gpu-replay", **base, "runs": runs}, out)
+    common.save_result({
+        "benchmark": "gpu-replay-matrix", **base, "engine": engine, "workers": doc.get("workers"),
+        "runs": len(runs), "policies": sorted({r["policy"] for r in runs}),
+        "seeds": sorted({r["seed"] for r in runs}), "wallSeconds": wall, "cpuSeconds": cpu,
+    }, out)
+    print(f"appended {len(runs)} runs and the matrix's timing to {out}")
 
 
 def main(argv: list[str]) -> int:
@@ -168,7 +224,16 @@ def main(argv: list[str]) -> int:
                     help="shuffled: the reference simulator's (default); name: its selectHost on unprefixed names; "
                     "random: kube-scheduler's")
     ap.add_argument("--note", default="")
+    ap.add_argument("--from-sweep", type=Path, metavar="JSON",
+                    help="record a `kubesched sweep --trace ... --output json` document instead of running")
+    ap.add_argument("--engine", default="local", help="with --from-sweep: where the sweep ran")
+    ap.add_argument("--wall-seconds", type=float, default=0.0, help="with --from-sweep: the whole sweep's")
+    ap.add_argument("--cpu-seconds", type=float, default=0.0,
+                    help="with --from-sweep: the whole sweep's, workers included (user + system)")
     args = ap.parse_args(argv)
+    if args.from_sweep is not None:
+        record_sweep(args.from_sweep, args.engine, args.wall_seconds, args.cpu_seconds, args.note)
+        return 0
     runs = []
     for policy in args.policies.split(","):
         for seed in (int(s) for s in args.seeds.split(",")):

@@ -389,7 +389,7 @@ class Scheduler:
         self.in_flight[pod.uid] = False
         state = CycleState()
         try:
-            outcome = self.schedule_pod(fwk, state, pod)
+            outcome = self.schedule_pod(fwk, state, pod, reuse_filter_outcome=True)
         except Exception as e:  # a bug outside the plugins' calls: fail this pod (with backoff), never the scheduler
             status = Status.from_exception(e)
             status = Status(status.code, (f"scheduling cycle: {status.message}",), "", e)
@@ -426,8 +426,12 @@ class Scheduler:
         self.observer.scheduled(assumed, fwk.profile_name, outcome)
         self._spawn_task(self._binding_cycle(fwk, state, qpi, assumed, node, cycle))
 
-    def schedule_pod(self, fwk: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult | ScheduleFailure:
-        """Pick a node for pod or explain why none fits (upstream schedulePod)."""
+    def schedule_pod(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, *, reuse_filter_outcome: bool = False,
+    ) -> ScheduleResult | ScheduleFailure:
+        """Pick a node for pod or explain why none fits (upstream schedulePod). ``reuse_filter_outcome``
+        (the pod's own cycle, not a PodGroup's): a Filter pass that found no node may be kept and
+        reused by an identical pod while nothing it read changes (framework/filter_outcome.py)."""
         table = self.cache.table
         # A PodGroup cycle trying a placement sees that placement's nodes only (AssumePlacement).
         all_rows = table.alive_rows() if self.placement_rows is None else self.placement_rows
@@ -448,7 +452,8 @@ class Scheduler:
             if nominated is not None and fwk.filter_node(state, pod, nominated).is_success:
                 return ScheduleResult(table.names[nominated], 1, 1, None, diagnosis)
 
-        feasible, st = self._feasible_nodes.find(fwk, state, pod, rows, num_all, diagnosis)
+        reuse = reuse_filter_outcome and rows is all_rows and self.placement_rows is None
+        feasible, st = self._feasible_nodes.find(fwk, state, pod, rows, num_all, diagnosis, reuse=reuse)
         if not st.is_success:
             return ScheduleFailure(st, plugin_error("Filter", st), diagnosis, num_all)
         evaluated = len(feasible) + len(diagnosis.node_to_status)

@@ -253,3 +253,21 @@ def test_report_keeps_hand_written_sections_and_replaces_generated_ones() -> Non
         "```sh", "# a shell comment, not a heading", "```", "## Simulator", "new simulator",
         "## Hand-written at the end", "kept 2",
     ]
+
+
+def test_gpu_replay_records_a_sweep_of_the_policy_files_run_by_run() -> None:
+    from bench import gpu_replay
+
+    trace = str(gpu_replay.common.ROOT / "examples" / "openb-mini")
+    replay = {"scenario": None, "trace": f"openb:{trace}", "arrivals": "sequential", "inflate": 1.3,
+              "gpu_nodes_only": True}
+    result = {"config": "examples/gpushare-bestfit.yaml", "seed": 7, "replay": replay, "tie_break": "shuffled",
+              "arrived": 86, "gpuAllocation": 0.98, "fragmentedGpuMilli": 720.0, "placementDigest": "d",
+              "wallSeconds": 1.5, "curves": {"gpuAllocation": {"100": 90.61, "130": 98.86}}}
+    (run,) = gpu_replay.runs_from_sweep({"results": [result]})
+    assert run["policy"] == "BestFit" and run["seed"] == 7 and run["tieBreak"] == "shuffled"
+    assert (run["allocationAt100"], run["allocationAt130"]) == (90.61, 98.86)
+    assert run["nodes"] == 12 and run["from"] == "sweep"  # the replay's GPU nodes (12 of 13), from the trace
+    lines = "\n".join(gpu_replay.report_section([{**run, "nodes": 1213, "commit": "abc"}]))
+    assert "| BestFit | 7 | 90.61 | 98.86 |" in lines
+    assert "CPU seconds per run not measured; 1 of them from `kubesched sweep --trace`" in lines

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +33,15 @@ class NodeToStatus:
         #: message's reasons made of it alone (``reasons_text``).
         self._histogram: Counter[str] | None = None
         self._reasons_text: str | None = None
+        #: ``rejected()`` and ``rejecting_plugins()`` of the chunks so far (None: to build again).
+        self._rejected: tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], list[Status]] | None = None
+        self._rejecting: frozenset[str] | None = None
+        #: Values callers derive from these statuses alone (e.g. preemption's split of the rows
+        #: into Unschedulable and the others), emptied whenever a chunk is added.
+        self.memo: dict[str, Any] = {}
+        #: Set by ``freeze``: the statuses are shared by several attempts (framework/filter_outcome.py)
+        #: and may no longer change.
+        self.frozen = False
         #: Upstream NodeToStatus.absentNodesStatus: the verdict for nodes with no row of their own
         #: (a Permit rejection on a node deleted meanwhile); counted in the FitError message.
         self.absent_status: Status | None = None
@@ -40,12 +50,22 @@ class NodeToStatus:
         """Record verdicts: ``codes[i] > 0`` selects ``statuses[codes[i] - 1]`` for ``rows[i]``;
         rows with code 0 passed and are not recorded. ``failed`` is the number of non-zero codes
         when the caller knows it (otherwise every code must be non-zero)."""
+        if self.frozen:
+            raise RuntimeError("these node statuses are shared by several attempts and may not change")
         if len(rows):
             self._chunks.append((rows, codes, statuses))
             self._count += len(rows) if failed is None else failed
             self._by_row = None
             self._histogram = None
             self._reasons_text = None
+            self._rejected = None
+            self._rejecting = None
+            self.memo.clear()
+
+    def freeze(self) -> None:
+        """No more chunks: ``add`` raises from now on, so attempts may share these statuses and
+        what is derived from them (messages, preemption's split of the rows)."""
+        self.frozen = True
 
     def add_all(self, rows: Rows, status: Status) -> None:
         self.add(rows, np.ones(len(rows), dtype=np.int32), [status])
@@ -66,7 +86,15 @@ class NodeToStatus:
 
     def rejected(self) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], list[Status]]:
         """Every rejection as two columns: the rejected rows, and for each a 0-based index into the
-        returned statuses (passed rows dropped; chunks merged, their status lists appended)."""
+        returned statuses (passed rows dropped; chunks merged, their status lists appended). Kept
+        until a chunk is added (preemption and the simulator's record both ask): the arrays are
+        read-only, the list a new one each call."""
+        if self._rejected is None:
+            self._rejected = self._merge_rejected()
+        rows, codes, statuses = self._rejected
+        return rows, codes, list(statuses)
+
+    def _merge_rejected(self) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], list[Status]]:
         rows: list[npt.NDArray[np.int32]] = []
         codes: list[npt.NDArray[np.int32]] = []
         statuses: list[Status] = []
@@ -75,9 +103,12 @@ class NodeToStatus:
             rows.append(np.asarray(chunk_rows)[failed].astype(np.int32, copy=False))
             codes.append(chunk_codes[failed].astype(np.int32, copy=False) + (len(statuses) - 1))
             statuses.extend(chunk_statuses)
-        if not rows:
-            return np.zeros(0, np.int32), np.zeros(0, np.int32), statuses
-        return np.concatenate(rows), np.concatenate(codes), statuses
+        # New arrays (concatenate copies), read-only because they are handed out again.
+        merged_rows = np.concatenate(rows) if rows else np.zeros(0, np.int32)
+        merged_codes = np.concatenate(codes) if codes else np.zeros(0, np.int32)
+        merged_rows.flags.writeable = False
+        merged_codes.flags.writeable = False
+        return merged_rows, merged_codes, statuses
 
     def reason_histogram(self) -> Counter[str]:
         """How many nodes gave each reason (a node with two reasons counts in both), vectorised;
@@ -109,11 +140,13 @@ class NodeToStatus:
 
     def rejecting_plugins(self) -> set[str]:
         """Plugins behind the recorded rejections (statuses no row uses are not counted)."""
-        out: set[str] = set()
-        for _rows, codes, statuses in self._chunks:
-            used = np.flatnonzero(np.bincount(codes, minlength=len(statuses) + 1)[1:])
-            out.update(statuses[int(i)].plugin for i in used if statuses[int(i)].plugin)
-        return out
+        if self._rejecting is None:
+            out: set[str] = set()
+            for _rows, codes, statuses in self._chunks:
+                used = np.flatnonzero(np.bincount(codes, minlength=len(statuses) + 1)[1:])
+                out.update(statuses[int(i)].plugin for i in used if statuses[int(i)].plugin)
+            self._rejecting = frozenset(out)
+        return set(self._rejecting)
 
 
 class Diagnosis:
@@ -139,6 +172,14 @@ class Diagnosis:
     def add_rejections(self, rows: Rows, codes: npt.NDArray[np.int32], statuses: list[Status], failed: int) -> None:
         """Record a filter window's verdicts (code 0: passed) and, lazily, the plugins behind them."""
         self.node_to_status.add(rows, codes, statuses, failed)
+        self._plugins_pending += 1
+
+    def adopt(self, node_to_status: NodeToStatus) -> None:
+        """Take the frozen statuses of an earlier, identical Filter pass (framework/filter_outcome.py)
+        in place of running it: this diagnosis must have recorded nothing yet."""
+        if len(self.node_to_status) or self._plugins or self.pre_filter_msg or not node_to_status.frozen:
+            raise RuntimeError("only frozen statuses are adopted, by a diagnosis that recorded nothing yet")
+        self.node_to_status = node_to_status
         self._plugins_pending += 1
 
 

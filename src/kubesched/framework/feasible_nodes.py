@@ -54,6 +54,11 @@ def _position(chunk: Rows, row: int, ascending: bool) -> int:
     return row - first if int(chunk[-1]) - first + 1 == len(chunk) else int(chunk.searchsorted(row))
 
 
+def _moved_share(share: float, first_window_share: float) -> float:
+    """The recent share of nodes passing Filter after a search whose first window had this share."""
+    return max(0.8 * share + 0.2 * first_window_share, 0.02)
+
+
 class FeasibleNodeSearch:
     """One scheduler's search state: where the next search starts (upstream nextStartNodeIndex)
     and the recent share of nodes passing Filter (a moving average that sizes the first window)."""
@@ -65,7 +70,8 @@ class FeasibleNodeSearch:
         self.feasible_share = 0.5
 
     def find(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, rows: Rows, num_all: int, diagnosis: Diagnosis
+        self, fwk: Framework, state: CycleState, pod: PodInfo, rows: Rows, num_all: int, diagnosis: Diagnosis,
+        *, reuse: bool = False,
     ) -> tuple[Rows, Status]:
         """Filter nodes from a rotating start until enough feasible ones are found.
 
@@ -74,12 +80,28 @@ class FeasibleNodeSearch:
         sized from the share of nodes that passed recently (so it usually holds just enough), and
         a further one from what is still missing, so a 5,000-node cluster usually costs one small
         window.
+
+        ``reuse``: ``rows`` are all the table's rows (PreFilter narrowed none) and ``diagnosis`` is
+        empty: a pass that finds no node may be kept, and one kept for an identical pod on the same
+        table answers in its place (framework/filter_outcome.py).
         """
         n = len(rows)
         if n == 0:
             return rows, SUCCESS
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n)
         start = self.next_start_node_index % n
+        key = None
+        if reuse and not fwk.handle.nominated:
+            table = fwk.handle.table
+            key = fwk.filter_outcomes.key(state, pod, table, start, None if to_find >= n else self.feasible_share)
+            kept = fwk.filter_outcomes.get(key, table) if key is not None else None
+            if kept is not None:
+                # What the pass would have done: every node rejected, the rotation moved by all of
+                # them, the share moved towards the first window's (none passed).
+                diagnosis.adopt(kept)
+                self.feasible_share = _moved_share(self.feasible_share, 0.0)
+                self.next_start_node_index = (self.next_start_node_index + n) % max(num_all, 1)
+                return rows[:0], SUCCESS
         found: list[Rows] = []
         count = 0
         pos = 0
@@ -92,8 +114,7 @@ class FeasibleNodeSearch:
             if not st.is_success:
                 return rows[:0], st
             if first:
-                share = len(passing) / len(chunk)
-                self.feasible_share = max(0.8 * self.feasible_share + 0.2 * share, 0.02)
+                self.feasible_share = _moved_share(self.feasible_share, len(passing) / len(chunk))
                 first = False
             if count + len(passing) >= to_find:
                 need = to_find - count
@@ -113,6 +134,8 @@ class FeasibleNodeSearch:
             seen_share = max(count / pos, 0.02)
             window = max(int((to_find - count) / seen_share * 1.15) + 16, 64)
         self.next_start_node_index = (self.next_start_node_index + processed) % max(num_all, 1)
+        if key is not None and count == 0:
+            fwk.filter_outcomes.put(key, fwk.handle.table, diagnosis.node_to_status)
         if len(found) == 1:
             return found[0], SUCCESS
         feasible = np.concatenate(found) if found else rows[:0]

@@ -138,6 +138,19 @@ class Plugin:
         preempted, and then reports the whole group as victims. None (default): ``pod`` alone."""
         return None
 
+    def filter_outcome_key(self, state: CycleState, pod: PodInfo) -> Hashable | None:
+        """Opt in to the reuse of a failed Filter pass (framework/filter_outcome.py): what this
+        plugin's PreFilter and Filter read besides the pod's shape (``filter_outcome.pod_shape``:
+        its namespace, labels, annotations, spec and other metadata, not its name, uid, creation
+        time or status) and the node table (any change to it moves ``table.generation``), as a
+        value that changes whenever that does: ``()`` when they read nothing else, a counter of
+        state the plugin keeps itself (bumped on every change). Their verdicts and messages must
+        then be the same for two pods of one shape. None (the default): they read more (API
+        objects through ``handle.objects``, the pod's identity or status, the clock, ...), and no
+        Filter pass is reused while this plugin's PreFilter or Filter runs. A plugin with a
+        ``filter_signature`` for the pod is covered by that and not asked."""
+        return None
+
     def share_background_state(self, started: Plugin) -> None:
         """Use the background state of ``started``, an instance of the same plugin with the same
         args that a shell started. The extender builds one framework per node table it serves

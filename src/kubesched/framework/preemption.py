@@ -334,6 +334,13 @@ class Evaluator:
             # Every potential row was tried (the dry run stops early only with a candidate): its
             # status is NO_VICTIMS unless the dry run kept another. The others are not helpful.
             # Only the message is made of ``fit``, and it counts reasons: row order is free.
+            memo = diagnosis.node_to_status.memo
+            if not dry.other_statuses:  # every potential row: NO_VICTIMS; a function of the split
+                kept = memo.get(_NO_CANDIDATE_MEMO)
+                if kept is None or kept[0] is not all_rows:
+                    kept = (all_rows, _no_candidate_message(len(all_rows), potential, others))
+                    memo[_NO_CANDIDATE_MEMO] = kept
+                return PostFilterResult(""), Status.unschedulable(kept[1])
             fit = Diagnosis()
             codes = np.ones(len(potential), dtype=np.int32)
             statuses = [NO_VICTIMS]
@@ -349,7 +356,7 @@ class Evaluator:
                         code = code_of[id(st)] = len(statuses)
                     codes[at[row]] = code
             fit.node_to_status.add(potential, codes, statuses)
-            fit.node_to_status.add_all(others, Status.unresolvable(NOT_HELPFUL_MSG))
+            fit.node_to_status.add_all(others, _NOT_HELPFUL)
             return PostFilterResult(""), Status.unschedulable(fit_error_message(len(all_rows), fit))
 
         best = self.select_candidate(dry.candidates)
@@ -441,7 +448,33 @@ def _unschedulable_rows(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
     """The rows (in the order of ``rows``) whose Filter status was Unschedulable, and the other
     rows; absent nodes count as UnschedulableAndUnresolvable (NewDefaultNodeToStatus). One pass
     over the recorded chunks, a later record of a row overriding an earlier one as in
-    ``NodeToStatus.get``."""
+    ``NodeToStatus.get``. Kept with the statuses for these ``rows`` (the table's alive rows: the
+    same array while no node comes or goes), for attempts that share them (framework/filter_outcome.py)."""
+    memo = diagnosis.node_to_status.memo
+    kept = memo.get(_SPLIT_MEMO)
+    if kept is not None and kept[0] is rows:
+        return kept[1], kept[2]
+    split = _split_unschedulable(diagnosis, rows)
+    memo[_SPLIT_MEMO] = (rows, *split)
+    return split
+
+
+#: ``NodeToStatus.memo`` keys: ``_unschedulable_rows``' answer, and the message when no potential
+#: row had a victim (both for the table's alive rows they were made for).
+_SPLIT_MEMO = "preemption/unschedulable-rows"
+_NO_CANDIDATE_MEMO = "preemption/no-candidate-message"
+_NOT_HELPFUL = Status.unresolvable(NOT_HELPFUL_MSG)
+
+
+def _no_candidate_message(num_all: int, potential: Rows, others: Rows) -> str:
+    """The PostFilter message when every potential row was tried and none had a victim."""
+    fit = Diagnosis()
+    fit.node_to_status.add_all(potential, NO_VICTIMS)
+    fit.node_to_status.add_all(others, _NOT_HELPFUL)
+    return fit_error_message(num_all, fit)
+
+
+def _split_unschedulable(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
     rejected, index, statuses = diagnosis.node_to_status.rejected()
     if not len(rejected) or not len(rows):
         return rows[:0], rows
@@ -455,7 +488,10 @@ def _unschedulable_rows(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
         keep = len(rejected) - 1 - last
         flag[rejected[keep]] = is_unschedulable[index[keep]]
     picked = flag[rows] == 1
-    return rows[picked], rows[~picked]
+    potential, others = rows[picked], rows[~picked]
+    potential.flags.writeable = False  # shared through the memo
+    others.flags.writeable = False
+    return potential, others
 
 
 def _aggregate(errors: list[str]) -> str:

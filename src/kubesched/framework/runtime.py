@@ -14,6 +14,7 @@ import numpy as np
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.filter_cache import SignatureVerdictCache
+from kubesched.framework.filter_outcome import FilterOutcomeCache
 from kubesched.framework.filter_points import FilterPoints
 from kubesched.framework.handle import BindConflictError, Handle, PodGoneError
 from kubesched.framework.interfaces import (
@@ -166,6 +167,8 @@ class Framework(FilterPoints):
             leading.append(fp)
         #: Verdicts of the leading node-object filters, shared by pods with equal signatures.
         self.signature_cache = SignatureVerdictCache(leading)
+        #: Failed Filter passes reused for identical pods on an unchanged table.
+        self.filter_outcomes = FilterOutcomeCache(self.pre_filter, self.filter)
         handle.framework = self
 
     # -- building -----------------------------------------------------------------------------

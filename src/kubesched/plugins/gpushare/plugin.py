@@ -19,7 +19,7 @@ step with the node table. No shell is imported: the same plugin runs in the simu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -97,6 +97,11 @@ class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
             return None, Status.skip()
         state.write(_STATE_KEY, request)
         return None, SUCCESS
+
+    def filter_outcome_key(self, state: CycleState, pod: PodInfo) -> Hashable:
+        """PreFilter reads the pod's annotations, Filter the table and the ledger: its change
+        counter moves whenever a GPU is taken or given back."""
+        return self.ledger.changes
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         request = self._request(state, pod)

@@ -23,7 +23,7 @@ PreFilter rejection (the gate is GA).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -268,6 +268,14 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return frozenset()
         resolver = extended_resource_classes(classes)
         return frozenset(name for name in scalar if name in resolver)
+
+    def filter_outcome_key(self, state: CycleState, pod: PodInfo) -> Hashable | None:
+        """PreFilter and Filter read the pod's requests and the table, and the DeviceClasses when
+        the pod asks for an extended resource (one a class backs is left to DynamicResources):
+        then, while there are DeviceClasses, no failed pass is reused."""
+        if pod.requests.scalar and self.handle.objects(DEVICE_CLASS_KIND):
+            return None
+        return ()
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         s = state.get(PRE_FILTER_STATE_KEY)
