@@ -93,8 +93,9 @@ class Messages(SchedulerObserver):
 
 def build(groups: list[dict[str, Any]], nodes: int = 2, cpu: str = "4", gates: dict[str, bool] | None = None,
           plugins: dict[str, list[str]] | None = None, registry: Registry | None = None,
+          cluster_type: type[SimulatedCluster] = SimulatedCluster,
           ) -> tuple[Scheduler, SimulatedCluster, FakeClock, Messages]:
-    cluster = SimulatedCluster()
+    cluster = cluster_type()
     for g in groups:
         cluster.add_object(POD_GROUP, f"{NS}/{g['metadata']['name']}", g)
     clock = FakeClock(100.0)
@@ -240,7 +241,7 @@ def _gang_on_two_nodes_of_victims(
     n1; the first cycle has run: it preempted them all and nominated the members."""
     sched, cluster, _, seen = build([pod_group("hi", 4, priority=100)])
     if cluster_type is not SimulatedCluster:
-        sched, cluster, _, seen = build_with(cluster_type, [pod_group("hi", 4, priority=100)])
+        sched, cluster, _, seen = build([pod_group("hi", 4, priority=100)], cluster_type=cluster_type)
     low = [PodInfo.from_raw(pod(f"low-{i}", cpu="2", namespace=NS, node_name=f"n{i // 2}")) for i in range(4)]
     for p in low:
         cluster.add_pod(p)
@@ -290,21 +291,6 @@ class LaggingCluster(SimulatedCluster):
         self.accepted.append(pod.name)
 
 
-def build_with(cluster_type: type[SimulatedCluster], groups: list[dict[str, Any]]
-               ) -> tuple[Scheduler, SimulatedCluster, FakeClock, Messages]:
-    cluster = cluster_type()
-    for g in groups:
-        cluster.add_object(POD_GROUP, f"{NS}/{g['metadata']['name']}", g)
-    clock = FakeClock(100.0)
-    seen = Messages()
-    sched = Scheduler.build([StaticProfile(GANG_PROFILE)], builtin_registry(), clock, client=cluster, seed=1,
-                            objects=cluster.kind, observer=seen, feature_gates=GATES)
-    cluster.attach(sched)
-    for i in range(2):
-        cluster.add_node(node(f"n{i}", cpu="4"))
-    return sched, cluster, clock, seen
-
-
 def test_victims_evicted_before_the_watch_shows_it_count_as_terminating() -> None:
     """The live bug of GangPreemptionBasic (issue 31): the gang's evictions were all sent, the
     watch had shown n0's victims gone but not yet n1's, and the retried gang preempted n1's
@@ -351,7 +337,7 @@ class RefusingCluster(SimulatedCluster):
 def test_a_failed_eviction_is_logged_and_releases_the_gang(caplog: pytest.LogCaptureFixture) -> None:
     """upstream executor.go PreemptPod logs a failed eviction and ends the preemption (the
     preemptor is no longer held): kubesched said nothing, now it warns with the pod and the error."""
-    sched, cluster, _, seen = build_with(RefusingCluster, [pod_group("hi", 4, priority=100)])
+    sched, cluster, _, seen = build([pod_group("hi", 4, priority=100)], cluster_type=RefusingCluster)
     for i in range(4):
         cluster.add_pod(PodInfo.from_raw(pod(f"low-{i}", cpu="2", namespace=NS, node_name=f"n{i // 2}")))
     members = [member(f"hi-{i}", "hi", "2", priority=100) for i in range(4)]
