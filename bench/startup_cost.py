@@ -27,7 +27,7 @@ from bench import common
 from bench.openb import _save
 
 #: What the command does up to its first log line (live/commands.py run_command, runner.run_live).
-_CHILD = """
+RUN_STARTUP_SCRIPT = """
 import asyncio, dataclasses, gc
 from kubesched.live.commands import run_command  # noqa: F401
 from kubesched.live.settings import LiveOptions
@@ -48,7 +48,7 @@ asyncio.run(main())
 """
 
 
-def _kubeconfig(directory: Path) -> Path:
+def unreachable_kubeconfig(directory: Path) -> Path:
     doc = {"apiVersion": "v1", "kind": "Config", "current-context": "x",
            "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
            "users": [{"name": "u", "user": {"token": "t"}}],
@@ -60,7 +60,7 @@ def _kubeconfig(directory: Path) -> Path:
 
 def _one(src: str, kubeconfig: Path) -> tuple[float, float]:
     """(CPU seconds, peak RSS MiB) of one start-up from ``src``."""
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(kubeconfig)], env=common.installed_env(src))
+    proc = subprocess.Popen([sys.executable, "-c", RUN_STARTUP_SCRIPT, str(kubeconfig)], env=common.installed_env(src))
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
@@ -72,7 +72,7 @@ def warm_up(src: str) -> None:
     """One start-up from ``src`` that writes the bytecode cache of what ``kubesched run`` imports
     (a benchmark's contenders then start as an installed package does)."""
     with tempfile.TemporaryDirectory() as tmp:
-        _one(src, _kubeconfig(Path(tmp)))
+        _one(src, unreachable_kubeconfig(Path(tmp)))
 
 
 def main(argv: list[str]) -> int:
@@ -83,7 +83,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     runs: dict[str, list[tuple[float, float]]] = {s: [] for s in args.src}
     with tempfile.TemporaryDirectory() as tmp:
-        kubeconfig = _kubeconfig(Path(tmp))
+        kubeconfig = unreachable_kubeconfig(Path(tmp))
         for s in args.src:  # a warm-up each: .pyc files written, the page cache filled
             _one(s, kubeconfig)
         for rnd in range(args.rounds):

@@ -3,39 +3,23 @@ waits for it): the default profile's scheduler built in a fresh process, as run_
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
-_SCRIPT = """
-import asyncio, sys
-from kubesched.live.commands import run_command
-from kubesched.app.startup import load_scheduler_config
-from kubesched.kube.api import ApiClient, load_connection
-from kubesched.live.runner import LiveScheduler
-from kubesched.live.settings import LiveOptions
+ROOT = Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
-config, registry = load_scheduler_config(None)
+from bench.startup_cost import RUN_STARTUP_SCRIPT, unreachable_kubeconfig  # noqa: E402
 
-async def main():
-    api = ApiClient(await load_connection(sys.argv[1]), 50, 100)
-    LiveScheduler(config, registry, api, LiveOptions())
-    await api.close()
-
-asyncio.run(main())
-print(" ".join(sorted(sys.modules)))
-"""
+#: The start-up bench's script (the default profile's scheduler built as run_command builds it),
+#: then the modules it imported.
+_SCRIPT = RUN_STARTUP_SCRIPT + 'print(" ".join(sorted(sys.modules)))\n'
 
 
 def _imported_by_run(tmp_path: Path) -> set[str]:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "x",
-        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-    }))
+    kubeconfig = unreachable_kubeconfig(tmp_path)
     out = subprocess.run([sys.executable, "-c", _SCRIPT, str(kubeconfig)], capture_output=True, text=True,
                          check=True).stdout
     return set(out.split())
