@@ -59,6 +59,7 @@ from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT
 from kubesched.extender.preempt import preempt_reply
 from kubesched.extender.requests import ClusterView, Deadline, Reply, ServiceError, parse_pod
 from kubesched.extender.rows import NameWindow, NameWindows, RowEntries, rows_in, unique_rows
+from kubesched.extender.scores import extender_scores
 from kubesched.extender.tables import RequestTables, TableEntry
 from kubesched.extender.wire import (
     MAX_EXTENDER_PRIORITY,
@@ -75,9 +76,8 @@ from kubesched.framework.clock import RealClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
-from kubesched.framework.interfaces import MAX_NODE_SCORE
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import Framework, ProfileSpec, plugin_error
+from kubesched.framework.runtime import Framework, ProfileSpec
 from kubesched.framework.status import Code, Status
 from kubesched.framework.waiting import WaitingPods
 from kubesched.snapshot.pod import PodInfo
@@ -456,41 +456,9 @@ class ExtenderService:
         self, fwk: Framework, pod: PodInfo, rows: Rows, deadline: Deadline, pre_filtered: CycleState | None = None,
         unique: tuple[Rows, Rows] | None = None,
     ) -> IntArray:
-        """Per row: the profile's weighted score mapped to 0..MaxExtenderPriority (see module doc).
-        ``pre_filtered``: a state PreFilter succeeded in for this pod, still current; ``unique``:
-        ``unique_rows(rows, inverse=True)`` when known."""
-        if not len(rows):
-            return np.zeros(0, dtype=np.int64)
-        state = pre_filtered
-        if state is None:
-            state = CycleState()
-            _, st = fwk.run_pre_filter(state, pod)
-            if not st.is_success:
-                if st.is_rejected:
-                    # The pod fits nowhere by this profile: no preference among the nodes.
-                    return np.zeros(len(rows), dtype=np.int64)
-                raise ServiceError(500, plugin_error("PreFilter", st))
-        if unique is not None:
-            uniq, inverse = unique
-        else:
-            uniq, maybe_inverse = unique_rows(rows, inverse=True)
-            assert maybe_inverse is not None
-            inverse = maybe_inverse
-        st = fwk.run_pre_score(state, pod, uniq)
-        if not st.is_success:
-            raise ServiceError(500, plugin_error("PreScore", st))
-        deadline.check("pre-score")
-        scored = fwk.run_score(state, pod, uniq)
-        if isinstance(scored, Status):
-            raise ServiceError(500, plugin_error("Score", scored))
-        weights = sum(fwk.score_weights[p] for p in scored.normalized)  # the plugins that scored
-        if weights <= 0:
-            return np.zeros(len(rows), dtype=np.int64)
-        mapped = scored.totals * MAX_EXTENDER_PRIORITY // (MAX_NODE_SCORE * weights)
-        # np.minimum/np.maximum: the same as np.clip without its Python-level dispatch.
-        mapped = np.minimum(np.maximum(mapped, 0, out=mapped), MAX_EXTENDER_PRIORITY, out=mapped)
-        out: IntArray = mapped[inverse]
-        return out
+        """prioritize's answer for ``rows`` (extender/scores.py); a method so a test can tell
+        whether prioritize computed it at request time."""
+        return extender_scores(fwk, pod, rows, deadline, pre_filtered, unique)
 
     def preempt(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_preemption_args(data)
