@@ -246,6 +246,11 @@ class Handle:
         if self._activate is not None and uids:
             self._activate(uids)
 
+    def knows_pending_pods(self) -> bool:
+        """Whether ``pending_pods`` lists the shell's pending pods (False: no queue attached, so
+        an empty listing says nothing)."""
+        return self._pending is not None
+
     def pending_pods(self) -> Iterator[PodInfo]:
         """Pods the scheduler knows of but has not placed: active, backoff, unschedulable and gated
         (not the pod of the current cycle, nor assumed pods, which are in the node table)."""

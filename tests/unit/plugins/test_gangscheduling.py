@@ -34,6 +34,7 @@ from kubesched.framework.status import Code
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.plugins.gangscheduling import PERMIT_TIMEOUT_SECONDS, POD_GROUP, GangScheduling, parse_pod_group
 from kubesched.plugins.gangscheduling.podgroup import COMPOSITE_POD_GROUP, PodGroupSpecError
+from kubesched.plugins.helpers.gang_members import RESYNC_SECONDS
 from kubesched.scheduler import Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.snapshot.pod import PodInfo
@@ -196,6 +197,34 @@ def test_permit_status_messages() -> None:
 
 
 # -- isSchedulableAfter* (events that let a gated member in) -----------------------------------------
+
+
+def test_members_deleted_while_their_gang_is_short_are_forgotten() -> None:
+    # A gang that never completes must not keep its deleted members for the scheduler's life: the
+    # next PreEnqueue after a resync of the pending members drops them, and the gang still
+    # completes with the members that exist.
+    sched, cluster, clock = build([GANG1])
+    pl = plugin_of(sched)
+    gone = [member(n, "pg1") for n in ("p1", "p2")]
+    for p in gone:
+        cluster.add_pod(p)
+    assert pl._held == {f"{NS}/pg1": {p.uid for p in gone}}
+    for p in gone:
+        cluster.delete_pod(p.uid)
+    clock.advance(RESYNC_SECONDS)
+    later = [member(n, "pg1") for n in ("p3", "p4")]
+    for p in later:
+        cluster.add_pod(p)
+    assert pl._held == {f"{NS}/pg1": {p.uid for p in later}}
+    cluster.add_pod(member("p5", "pg1"))
+
+    async def go() -> None:
+        while sched.schedule_one():
+            await sched.drain()
+
+    asyncio.run(go())
+    assert bound(cluster) == ["p3", "p4", "p5"]
+    assert pl._held == {}
 
 
 def test_a_pod_group_created_after_its_pods_lets_them_in() -> None:

@@ -106,6 +106,9 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
         if name is None:
             return SUCCESS
         key = f"{pod.namespace}/{name}"
+        now = self.handle.clock.now()
+        if self.members.maybe_resync(now) and self.handle.knows_pending_pods():
+            self._forget_gone_held()
         pg = self.pod_group(key)
         if pg is None:
             # The pod is unschedulable until its PodGroup object is created.
@@ -119,8 +122,6 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
         if pg.gang_min_count is None:
             self._held.pop(key, None)
             return SUCCESS  # this plugin only cares about pods with a gang policy
-        now = self.handle.clock.now()
-        self.members.maybe_resync(now)
         self.members.note_pending(pod)
         count = self.members.count(key, pod)
         if count < pg.gang_min_count and self.members.maybe_resync(now, short=True):
@@ -194,6 +195,17 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
         return SUCCESS
 
     # -- CompositePodGroup hierarchies ---------------------------------------------------------------
+    def _forget_gone_held(self) -> None:
+        """Drop held members that are no longer pending (deleted while their group was short):
+        without this a gang that never completes keeps its deleted members' uids for the life of
+        the scheduler. Run after a full resync of the pending members (every few seconds)."""
+        for key in list(self._held):
+            kept = {uid for uid in self._held[key] if self.members.is_pending(uid)}
+            if kept:
+                self._held[key] = kept
+            else:
+                del self._held[key]
+
     def _hierarchies(self) -> bool:
         return bool(self.handle.feature_gates.get(COMPOSITE_POD_GROUP_GATE))
 

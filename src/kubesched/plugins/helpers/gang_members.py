@@ -136,6 +136,10 @@ class MemberIndex:
     def pending_of(self, key: str) -> dict[str, PodInfo]:
         return self.pending.get(key, {})
 
+    def is_pending(self, uid: str) -> bool:
+        """The pod ``uid`` is a pending member of some group (as of the last resync or note)."""
+        return uid in self._pending_key
+
     def count(self, key: str, pod: PodInfo | None = None) -> int:
         """Members that exist and are not terminal: placed, pending, and ``pod``."""
         n = len(self.assigned_of(key)) + len(self.pending_of(key))
