@@ -15,6 +15,14 @@ imported, every ``kubernetes_asyncio`` entry is taken out of ``sys.modules`` aga
 modules live on through the functions returned, and a plugin that imports ``kubernetes_asyncio``
 later gets the whole real package, not the placeholders. When the package is already imported
 (a plugin did), it is used as it is.
+
+Two more imports wait for their first use (measured for issue 32 item 2, ~0.05 CPU s of every
+``kubesched run`` before its first request): ``client/api_client.py`` (python-dateutil's parser,
+``multiprocessing.pool``, the REST client), which the loaders reach only through
+``new_client_from_config``, and urllib3, which ``client/configuration.py`` imports at its top but
+uses only by name (a logger's). The loaders get stand-ins that import the real module at their
+first use (:class:`_ModuleOnFirstUse`, :func:`_api_client_on_first_use`), after checking now that it
+is installed: a missing module fails here, with its name, never later.
 """
 
 from __future__ import annotations
@@ -62,17 +70,52 @@ def kubeconfig_loaders() -> KubeconfigLoaders:
             if parent is not None:
                 setattr(parent, name.rsplit(".", 1)[1], module)
             parent = module
+        for name in _ON_FIRST_USE:
+            if name not in sys.modules:
+                sys.modules[name] = _ModuleOnFirstUse(name)
         client = sys.modules[f"{_PACKAGE}.client"]
         configuration = importlib.import_module(f"{_PACKAGE}.client.configuration")
-        api_client = importlib.import_module(f"{_PACKAGE}.client.api_client")
+        _require(f"{_PACKAGE}.client.api_client")
         client.Configuration = configuration.Configuration  # type: ignore[attr-defined]
-        client.ApiClient = api_client.ApiClient  # type: ignore[attr-defined]
+        client.ApiClient = _api_client_on_first_use  # type: ignore[attr-defined]
         config = importlib.import_module(f"{_PACKAGE}.config")
         return KubeconfigLoaders(config, configuration.Configuration)
     finally:
         for name in set(sys.modules) - before:
-            if name == _PACKAGE or name.startswith(f"{_PACKAGE}."):
+            if name == _PACKAGE or name.startswith(f"{_PACKAGE}.") or isinstance(sys.modules[name], _ModuleOnFirstUse):
                 del sys.modules[name]
+
+
+#: Modules the loaders' files import at their top without needing them to load credentials.
+_ON_FIRST_USE = ("urllib3",)
+
+
+def _require(name: str) -> None:
+    """Fail now, naming ``name``, when it is not installed (its import is put off)."""
+    if importlib.util.find_spec(name) is None:
+        raise ImportError(f"No module named {name!r}", name=name)
+
+
+class _ModuleOnFirstUse(ModuleType):
+    """Stands in for the installed module ``name`` (checked to exist): its first attribute read
+    imports the module and is answered by it."""
+
+    def __init__(self, name: str) -> None:
+        _require(name)
+        super().__init__(name)
+
+    def __getattr__(self, attr: str) -> Any:
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+def _api_client_on_first_use(*args: Any, **kwargs: Any) -> Any:
+    """``kubernetes_asyncio.client.ApiClient`` for ``new_client_from_config``: the whole real
+    package imported then (its placeholders are gone by then), as it would have been."""
+    from kubernetes_asyncio.client import ApiClient
+
+    return ApiClient(*args, **kwargs)
 
 
 def _from_real_package() -> KubeconfigLoaders:

@@ -88,3 +88,39 @@ print(conn.host, loaded, hasattr(kubernetes_asyncio.client, "CoreV1Api"))
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["https://10.0.0.1:6443", "0", "True"]
+
+
+def test_the_loaders_import_urllib3_and_the_api_client_only_when_used(tmp_path: Path) -> None:
+    """Loading credentials imports neither urllib3 nor kubernetes_asyncio's ApiClient (python-dateutil,
+    multiprocessing): ~0.05 s of every start-up. The loaders' ``new_client_from_config`` still
+    returns the real ApiClient, and the Configuration's urllib3 is the real module once read."""
+    kc = _kubeconfig(tmp_path / "kc", {"server": "https://10.0.0.1:6443"}, {"token": "t"})
+    script = f"""
+import asyncio, sys
+from kubesched.kube.api import load_connection
+from kubesched.kube.kubeconfig_loaders import kubeconfig_loaders
+conn = asyncio.run(load_connection({str(kc)!r}))
+early = sorted({{m.split(".")[0] for m in sys.modules}} & {{"urllib3", "dateutil", "multiprocessing"}})
+loaders = kubeconfig_loaders()
+client = asyncio.run(loaders.config.new_client_from_config(config_file={str(kc)!r}))
+urllib3 = loaders.configuration_class.__init__.__globals__["urllib3"]
+print(conn.host, early or "none", type(client).__module__, client.configuration.host, urllib3.PoolManager.__module__)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["https://10.0.0.1:6443", "none", "kubernetes_asyncio.client.api_client", "https://10.0.0.1:6443",
+                   "urllib3.poolmanager"]
+
+
+def test_a_missing_module_the_loaders_import_later_fails_at_once_with_its_name() -> None:
+    script = """
+import importlib.util, sys
+real = importlib.util.find_spec
+importlib.util.find_spec = lambda name, *a: None if name == "urllib3" else real(name, *a)
+from kubesched.kube.kubeconfig_loaders import kubeconfig_loaders
+try:
+    kubeconfig_loaders()
+except ImportError as e:
+    print(e)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "No module named 'urllib3'"
