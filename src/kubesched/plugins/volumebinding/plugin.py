@@ -273,7 +273,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             return Verdicts.all_pass(n)
         statuses: list[Status] = []
         out = np.zeros(n, dtype=np.int32)
-        for combo in np.unique(codes[codes > 0]).tolist():
+        for combo in sorted(set(codes[codes > 0].tolist())):  # np.unique would import numpy.ma
             reasons = [r for bit, r in enumerate(REASONS) if combo & (1 << bit)]
             statuses.append(Status.unresolvable(*reasons))
             out[codes == combo] = len(statuses)
