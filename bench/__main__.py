@@ -45,7 +45,8 @@ Workloads:
   startup [--nodes N] [--rounds R]          informers syncing the openb backlog: paged LIST vs watch-list
                                              (bench/startup.py)
   startup-cost [--rounds R] [SRC ...]        CPU and peak RSS of `kubesched run` up to its first request, per
-                                             source tree, side by side (bench/startup_cost.py)
+                                             source tree, side by side (bench/startup_cost.py); --first-cycle:
+                                             CPU ms of the first scheduling cycles after a start instead
   fuzz [--bodies N]                          the extender fuzzed over HTTP, RSS watched (bench/chaos_fuzz.py)
 """
 
