@@ -112,6 +112,7 @@ from kubesched.plugins.dynamicresources.extended import (
 from kubesched.plugins.dynamicresources.group_post_filter import GroupClaimRelease
 from kubesched.plugins.dynamicresources.manager import DRAManager
 from kubesched.plugins.dynamicresources.pools import NodeRef
+from kubesched.plugins.dynamicresources.quick_filter import Need, quick_verdict, simple_need
 from kubesched.plugins.dynamicresources.score import ScoreError, compute_score
 from kubesched.plugins.helpers.device_classes import extended_resource_classes
 from kubesched.plugins.helpers.node_selector import NodeSelector, compile_node_selector
@@ -154,6 +155,9 @@ class _State:
     #: Per claim index: the uid its in-flight allocation is kept under (the extended claim's
     #: changes when PreBind creates it).
     in_flight_uid: dict[int, str] = field(default_factory=dict)
+    #: quick_filter.py's needs, per variant of the claims to allocate; nodes it let through.
+    needs: dict[Any, Need | None] = field(default_factory=dict)
+    quick_nodes: set[str] = field(default_factory=set)
 
     def clone(self) -> _State:
         return self
@@ -290,28 +294,73 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
         unavailable += [i for i in s.not_bindable if i not in unavailable]
         if s.allocator is None:
             return self._unavailable(s, unavailable)
-        claims = [node_ext.claim if i == s.extended and node_ext.claim is not None else s.claims[i]
-                  for i in s.to_allocate]
-        timeout = self.args.filter_timeout
+        quick = self._quick_verdict(s, name, node_ext)
+        if quick is False:
+            return Status.unresolvable("cannot allocate all claims")
+        results: list[dict[str, Any]] | None = None
+        if quick is None:
+            trial = self._trial(s, NodeRef(name, dict(labels)), node_ext, self.args.filter_timeout)
+            if isinstance(trial, Status):
+                return trial
+            results = trial
+        if unavailable:
+            return self._unavailable(s, unavailable)
+        if results is not None:
+            s.node_allocations[name] = results
+        else:
+            s.quick_nodes.add(name)  # the search runs on the node the pod gets (Reserve)
+        if node_ext.claim is not None:
+            s.node_extended[name] = node_ext
+        return SUCCESS
+
+    def _quick_verdict(self, s: _State, name: str, node_ext: NodeClaim) -> bool | None:
+        """quick_filter.py's answer for the claims to allocate on this node (None: run the search)."""
+        assert s.allocator is not None
+        state = s.allocator.state
+        if state.shared or state.consumed:
+            return None  # shared devices: capacity decides (capacity.py)
+        key = (node_ext.claim is None, node_ext.requests_key)
+        if key not in s.needs:
+            s.needs[key] = simple_need(self._to_allocate(s, node_ext), s.allocator.classes)
+        need = s.needs[key]
+        if need is None:
+            return None
+        return quick_verdict(need, s.allocator.slices, name, state, s.allocator.selector_cache)
+
+    @staticmethod
+    def _to_allocate(s: _State, node_ext: NodeClaim) -> list[dict[str, Any]]:
+        return [node_ext.claim if i == s.extended and node_ext.claim is not None else s.claims[i]
+                for i in s.to_allocate]
+
+    def _trial(self, s: _State, node: NodeRef, node_ext: NodeClaim, timeout: float) -> list[dict[str, Any]] | Status:
+        """The search (allocator.py) on one node: an allocation per claim to allocate, or Filter's status."""
+        assert s.allocator is not None
         now = self.handle.clock.now
         try:
-            results = s.allocator.allocate(NodeRef(name, dict(labels)), claims,
+            results = s.allocator.allocate(node, self._to_allocate(s, node_ext),
                                            (now, now() + timeout) if timeout > 0 else None)
         except FilterTimeoutError:
             # Potentially transient: an Error, so the pod retries through backoff (upstream).
-            return Status.error(f"node {name}: timed out trying to allocate devices")
+            return Status.error(f"node {node.name}: timed out trying to allocate devices")
         except FailedOnNodeError as e:
             return Status.unresolvable(str(e))
         except AllocationError as e:
             return Status.error(str(e))
         if results is None or len(results) != len(s.to_allocate):
             return Status.unresolvable("cannot allocate all claims")
-        if unavailable:
-            return self._unavailable(s, unavailable)
-        s.node_allocations[name] = results
-        if node_ext.claim is not None:
-            s.node_extended[name] = node_ext
-        return SUCCESS
+        return results
+
+    def _allocations(self, s: _State, node_name: str) -> list[dict[str, Any]] | None:
+        """The node's allocations: Filter's, or, for a node quick_filter.py let through, the search's
+        now (it succeeds there; the node's labels matter only for slices quick_filter.py leaves to
+        Filter's search)."""
+        found = s.node_allocations.get(node_name)
+        if found is None and node_name in s.quick_nodes:
+            results = self._trial(s, NodeRef(node_name), s.node_extended.get(node_name, NodeClaim()), 0)
+            if isinstance(results, Status):
+                return None
+            found = s.node_allocations[node_name] = results
+        return found
 
     @staticmethod
     def _unavailable(s: _State, unavailable: list[int]) -> Status:
@@ -332,7 +381,7 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
         for row in rows.tolist():
             node = table.node_info(int(row))
             notes.append(node_note(s.allocator, NodeRef(node.name, dict(node.labels)), claims,
-                                   s.node_allocations.get(node.name)))
+                                   self._allocations(s, node.name)))
         return notes
 
     # -- PostFilter -----------------------------------------------------------------------------
@@ -403,6 +452,8 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
         if not s.claims:
             return 0, SUCCESS
         allocations = s.node_allocations.get(node.name)
+        if allocations is None and node.name in s.quick_nodes:
+            allocations = [{}] * len(s.to_allocate)  # no prioritized list to allocate: nothing scores
         if allocations is None:
             return 0, SUCCESS
         try:
@@ -427,7 +478,7 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
         s = self._state(state)
         if s is None or not s.to_allocate:
             return SUCCESS
-        results = s.node_allocations.get(node_name)
+        results = self._allocations(s, node_name)
         if results is None:
             if s.to_allocate == [s.extended]:
                 return SUCCESS  # only extended resources, all from device plugins on this node
