@@ -62,7 +62,7 @@ from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.objects import POD_KIND, ObjectEvent, StatusWriter
 from kubesched.framework.plugin_metrics import MetricFamily
 from kubesched.framework.status import SUCCESS, Status
-from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilterResult, PreFilterResult
+from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilterResult, PreFilterResult, Verdicts
 from kubesched.plugins.dynamicresources.allocator import (
     AllocationError,
     Allocator,
@@ -112,7 +112,7 @@ from kubesched.plugins.dynamicresources.extended import (
 from kubesched.plugins.dynamicresources.group_post_filter import GroupClaimRelease
 from kubesched.plugins.dynamicresources.manager import DRAManager
 from kubesched.plugins.dynamicresources.pools import NodeRef
-from kubesched.plugins.dynamicresources.quick_filter import Need, quick_verdict, simple_need
+from kubesched.plugins.dynamicresources.quick_filter import Need, quick_verdicts, simple_need
 from kubesched.plugins.dynamicresources.score import ScoreError, compute_score
 from kubesched.plugins.helpers.device_classes import extended_resource_classes
 from kubesched.plugins.helpers.node_selector import NodeSelector, compile_node_selector
@@ -294,7 +294,7 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
         unavailable += [i for i in s.not_bindable if i not in unavailable]
         if s.allocator is None:
             return self._unavailable(s, unavailable)
-        quick = self._quick_verdict(s, name, node_ext)
+        quick = (self._quick_verdicts(s, (name,), node_ext) or [None])[0]
         if quick is False:
             return Status.unresolvable("cannot allocate all claims")
         results: list[dict[str, Any]] | None = None
@@ -313,19 +313,49 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
             s.node_extended[name] = node_ext
         return SUCCESS
 
-    def _quick_verdict(self, s: _State, name: str, node_ext: NodeClaim) -> bool | None:
-        """quick_filter.py's answer for the claims to allocate on this node (None: run the search)."""
+    def _need(self, s: _State, node_ext: NodeClaim) -> Need | None:
+        """quick_filter.py's needs for the claims to allocate on a node (None: the search decides)."""
         assert s.allocator is not None
-        state = s.allocator.state
-        if state.shared or state.consumed:
+        if s.allocator.state.shared or s.allocator.state.consumed:
             return None  # shared devices: capacity decides (capacity.py)
         key = (node_ext.claim is None, node_ext.requests_key)
         if key not in s.needs:
             s.needs[key] = simple_need(self._to_allocate(s, node_ext), s.allocator.classes)
-        need = s.needs[key]
+        return s.needs[key]
+
+    def _quick_verdicts(self, s: _State, names: Sequence[str], node_ext: NodeClaim) -> list[bool | None] | None:
+        need = self._need(s, node_ext)
         if need is None:
             return None
-        return quick_verdict(need, s.allocator.slices, name, state, s.allocator.selector_cache)
+        assert s.allocator is not None
+        return quick_verdicts(need, s.allocator.slices, names, s.allocator.state, s.allocator.selector_cache)
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
+        """Filter over many nodes: when every node is asked the same claims and no allocated claim
+        restricts the nodes, quick_filter.py judges the rows in one pass and only the nodes it
+        cannot judge go through Filter (and its search)."""
+        s = self._state(state)
+        if (s is None or s.allocator is None or s.extended is not None or s.not_bindable
+                or any(selector is not None for selector in s.available_on)):
+            return super().filter_batch(state, pod, table, rows)
+        names = table.node_names(rows.tolist())
+        verdicts = self._quick_verdicts(s, names, NodeClaim())
+        if verdicts is None:
+            return super().filter_batch(state, pod, table, rows)
+        codes = np.zeros(len(rows), dtype=np.int32)
+        statuses = [Status.unresolvable("cannot allocate all claims")]
+        for i, verdict in enumerate(verdicts):
+            if verdict is True:
+                s.quick_nodes.add(names[i])
+            elif verdict is False:
+                codes[i] = 1
+            else:
+                status = self.filter(state, pod, NodeInfo(table, int(rows[i])))
+                if not status.is_success:
+                    if status not in statuses:
+                        statuses.append(status)
+                    codes[i] = statuses.index(status) + 1
+        return Verdicts(codes, statuses)
 
     @staticmethod
     def _to_allocate(s: _State, node_ext: NodeClaim) -> list[dict[str, Any]]:
@@ -463,10 +493,16 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
 
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
         """Score's answers for many rows: a pod without claims (nearly every pod) scores 0 on each
-        node, given at once instead of through a Score call per node."""
+        node, given at once instead of through a Score call per node; so does a pod whose nodes
+        quick_filter.py let through (no prioritized list to allocate: the score is the same on each)."""
         s = self._state(state)
         if s is not None and not s.claims:
             return np.zeros(len(rows), dtype=np.int64)
+        if s is not None and s.quick_nodes and not s.node_allocations and len(rows):
+            names = table.node_names(rows.tolist())
+            if all(name in s.quick_nodes for name in names):
+                score, status = self.score(state, pod, NodeInfo(table, int(rows[0])))  # the same on each
+                return np.full(len(rows), score, dtype=np.int64) if status.is_success else status
         return super().score_batch(state, pod, table, rows)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows, scores: Scores) -> Status:

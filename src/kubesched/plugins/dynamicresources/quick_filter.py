@@ -11,11 +11,12 @@ selection ask for together, and there is only one selection (with several, the s
 be wanted by two selections, and only the search tells). So:
 
 * ``simple_need`` reads the pod's claims once: per selection, how many devices (None: not simple);
-* ``matching_devices`` gives, per node and selection, the ids of the devices that match, in the
-  allocator's order, kept in the slice index's ``derived`` (recomputed when a slice changes) and
-  judged through the shared selector cache (None when a device or pool is not plain, or a selector
-  fails: the trial allocation then says what upstream says);
-* ``quick_verdict`` counts the matching devices not allocated: too few for some selection is
+* ``_matching`` gives, per node and selection, the ids of the devices that match, in the
+  allocator's order, judged through the shared selector cache (None when a device or pool is not
+  plain, or a selector fails: the trial allocation then says what upstream says);
+  ``_FreeDevices`` keeps them, in the slice index's ``derived`` (emptied when a slice changes),
+  with how many are free on each node, from the change of the allocated devices since the last pod;
+* ``quick_verdicts`` compares the free matching devices with the need: too few for some selection is
   ``cannot allocate all claims`` (the answer the search would give); enough for the only
   selection is success, and the allocation itself is made by the search on the node the pod gets
   (Reserve), where it picks what upstream picks. Anything else: None, the trial allocation decides.
@@ -23,6 +24,7 @@ be wanted by two selections, and only the search tells). So:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -99,20 +101,43 @@ def _plain(device: Mapping[str, Any], plain_capacity: bool) -> bool:
             and device.get("allowMultipleAllocations") is not True and device.get("bindingConditions") is None)
 
 
-def matching_devices(index: SliceIndex, node_name: str, selection: Selection,
-                     cache: SelectorCache) -> tuple[DeviceID, ...] | None:
-    """The node's devices the selection matches, in the search's order; None when the node is not
-    plain (slices for several nodes, an invalid or incomplete pool, counters, a device that is not
-    plain) or a selector fails on one of its devices."""
-    if index.several_nodes:
-        return None
-    key = ("quick", node_name, selection)
-    if key in index.derived:
-        cache.hits += 1  # the node's selector results, reused at once
-        found: tuple[DeviceID, ...] | None = index.derived[key]
-        return found
-    found = _matching(index, node_name, selection, cache)
-    index.derived[key] = found
+class _FreeDevices:
+    """One selection's matching devices per node (filled as nodes are asked), and how many of them
+    are free, kept in step with the allocated devices by their difference from one call to the
+    next (a pod or two's devices), not recounted per node."""
+
+    __slots__ = ("allocated", "by_node", "device_node", "free")
+
+    def __init__(self) -> None:
+        self.by_node: dict[str, tuple[DeviceID, ...] | None] = {}
+        self.device_node: dict[DeviceID, str] = {}
+        self.free: dict[str, int] = {}
+        self.allocated: set[DeviceID] = set()
+
+    def catch_up(self, allocated: set[DeviceID]) -> None:
+        if allocated == self.allocated:
+            return
+        for devices, step in ((allocated - self.allocated, -1), (self.allocated - allocated, 1)):
+            for device in devices:
+                node = self.device_node.get(device)
+                if node is not None:
+                    self.free[node] += step
+        self.allocated = set(allocated)
+
+    def add_node(self, name: str, devices: tuple[DeviceID, ...] | None) -> None:
+        self.by_node[name] = devices
+        if devices is not None:
+            self.free[name] = len(devices) - len(self.allocated.intersection(devices))
+            for device in devices:
+                self.device_node[device] = name
+
+
+def _free_devices(index: SliceIndex, selection: Selection) -> _FreeDevices:
+    """The selection's _FreeDevices, kept in the slice index's ``derived``: emptied when a slice changes."""
+    key = ("quick", selection)
+    found: _FreeDevices | None = index.derived.get(key)
+    if found is None:
+        found = index.derived[key] = _FreeDevices()
     return found
 
 
@@ -126,29 +151,42 @@ def _matching(index: SliceIndex, node_name: str, selection: Selection,
         for cand in pool.candidates():
             if not _plain(cand.device, cand.plain_capacity) or slice_spec(cand.slice).get("perDeviceNodeSelection"):
                 return None
-            driver, device = cand.id[0], cand.device
+            variable = functools.partial(device_variable, cand.id[0], cand.device)
             try:
-                if all(cache.matches(c, cand.slice, cand.id[2], lambda: device_variable(driver, device))
-                       for c in compiled):
+                if all(cache.matches(c, cand.slice, cand.id[2], variable) for c in compiled):
                     out.append(cand.id)
             except CelError:
                 return None
     return tuple(out)
 
 
-def quick_verdict(need: Need, index: SliceIndex, node_name: str, state: AllocatedState,
-                  cache: SelectorCache) -> bool | None:
-    """False: the node cannot hold the claims; True: it can (``need.sufficient`` only); None: ask
-    the search."""
-    allocated = state.devices
+def quick_verdicts(need: Need, index: SliceIndex, node_names: Sequence[str], state: AllocatedState,
+                   cache: SelectorCache) -> list[bool | None]:
+    """Per node: False, it cannot hold the claims; True, it can (``need.sufficient`` only); None,
+    ask the search. The free devices are the matching ones not allocated (``state.devices``: the
+    caller leaves shared devices, which capacity decides, to the search)."""
+    selections = []
     for selection, count in need.counts:
-        devices = matching_devices(index, node_name, selection, cache)
-        if devices is None:
-            return None
-        free = 0
-        for device in devices:
-            if device not in allocated:
-                free += 1
-        if free < count:
-            return False
-    return True if need.sufficient else None
+        free = _free_devices(index, selection)
+        free.catch_up(state.devices)
+        selections.append((free, selection, count))
+    fits: bool | None = True if need.sufficient else None
+    out: list[bool | None] = []
+    for name in node_names:
+        verdict = fits
+        for free, selection, count in selections:
+            have = free.free.get(name)
+            if have is None:
+                if name not in free.by_node:
+                    free.add_node(name, None if index.several_nodes else _matching(index, name, selection, cache))
+                    have = free.free.get(name)
+                if have is None:
+                    verdict = None  # not plain: the search decides
+                    break
+            else:
+                cache.hits += 1  # the node's selector results, reused at once
+            if have < count:
+                verdict = False
+                break
+        out.append(verdict)
+    return out
