@@ -464,7 +464,12 @@ class DynamicResources(GroupClaimRelease, ClaimDeallocation, PreEnqueuePlugin, P
                         node_ext = s.node_extended.get(node_name)
                         if node_ext is None or node_ext.claim is None:
                             return Status.error(f"extended resource claim not found for node {node_name}")
-                        claim = await create_extended_claim(self.handle.client, node_ext.claim)
+                        try:
+                            claim = await create_extended_claim(self.handle.client, node_ext.claim)
+                        except Exception:
+                            self.binding_metrics.claim_created(False)
+                            raise
+                        self.binding_metrics.claim_created(True)
                         self.manager.tracker.assume(claim, created=True)
                         s.claims[index] = claim  # Unreserve deletes it from now on
                 written = await bind_claim(self.handle.client, claim, alloc, pod, self.handle.clock.wall(), self._claim)
