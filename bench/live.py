@@ -116,6 +116,9 @@ class Workload:
     #: run kube-controller-manager too (it stamps ResourceClaims from templates, as scheduler_perf's
     #: resourceclaim controller does)
     controller_manager: bool = False
+    #: kube-controller-manager's extra flags (e.g. a higher client QPS, so the resourceclaim
+    #: controller stamps a full-size backlog's claims in seconds, not its default 20 QPS's minutes)
+    controller_manager_args: tuple[str, ...] = ()
     #: after the round's pods are created, before the scheduler starts (wait for what a controller
     #: makes for them); after the round's namespace is cleaned up (wait for what it releases)
     after_create: Callable[[ControlPlane, str, Size], None] | None = None
@@ -939,7 +942,9 @@ def cluster_for(wl: Workload, size: Size, workdir: Path, log: Callable[[str], No
     c = ControlPlane(workdir / "cluster", apiserver_args=["--delete-collection-workers=4", *wl.apiserver_args])
     try:
         t0 = time.monotonic()
-        c.start(with_kwok=True, with_controller_manager=wl.controller_manager)
+        c.start(with_kwok=True)
+        if wl.controller_manager:
+            c.start_controller_manager(extra_args=wl.controller_manager_args)
         exempt_schedulers_from_apf(c)
         if wl.cluster_setup is not None:
             wl.cluster_setup(c)

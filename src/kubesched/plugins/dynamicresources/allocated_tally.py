@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
+from itertools import compress
+from operator import is_not
 from typing import Any
 
 from kubesched.plugins.dynamicresources.capacity import AllocatedState, Capacity, DeviceID, add_capacity
@@ -28,26 +30,42 @@ class AllocatedTally:
         self._devices: dict[DeviceID, int] = {}
         self._shared: dict[DeviceID, int] = {}
         self._consumed: dict[DeviceID, Capacity] = {}
+        #: The keys and objects of the last sync, in the shell's order.
+        self._keys: list[str] = []
+        self._values: list[dict[str, Any]] = []
 
     def sync(self, claims: Mapping[str, dict[str, Any]]) -> None:
         """Bring the tally in step with ``claims`` (by key)."""
-        seen = self._seen
-        for key, claim in claims.items():
-            have = seen.get(key)
-            if have is not None and have[0] is claim:
-                continue
-            version = resource_version(claim)
-            if have is not None:
-                if have[1] == version and have[0] == claim:
-                    seen[key] = (claim, version, have[2])  # an equal copy: nothing to recount
-                    continue
-                self._count(have[2], -1)
-            held = allocated_devices({key: claim})
-            seen[key] = (claim, version, held)
-            self._count(held, 1)
-        if len(seen) != len(claims):  # every key of ``claims`` is in ``seen`` now: some are gone
-            for key in [k for k in seen if k not in claims]:
-                self._count(seen.pop(key)[2], -1)
+        keys, values = list(claims), list(claims.values())
+        known = len(self._keys)
+        if keys[:known] == self._keys:
+            # The same claims in the same order, maybe more at the end (the shells keep a key's
+            # place when its object is replaced): the replaced ones are found by identity at C
+            # speed, instead of a Python step per claim.
+            changed = [*compress(range(known), map(is_not, values, self._values)), *range(known, len(keys))]
+            for i in changed:
+                self._update(keys[i], values[i])
+        else:
+            for key, claim in zip(keys, values, strict=True):
+                self._update(key, claim)
+            if len(self._seen) != len(claims):  # every key of ``claims`` is in ``seen`` now: some are gone
+                for key in [k for k in self._seen if k not in claims]:
+                    self._count(self._seen.pop(key)[2], -1)
+        self._keys, self._values = keys, values
+
+    def _update(self, key: str, claim: dict[str, Any]) -> None:
+        have = self._seen.get(key)
+        if have is not None and have[0] is claim:
+            return
+        version = resource_version(claim)
+        if have is not None:
+            if have[1] == version and have[0] == claim:
+                self._seen[key] = (claim, version, have[2])  # an equal copy: nothing to recount
+                return
+            self._count(have[2], -1)
+        held = allocated_devices({key: claim})
+        self._seen[key] = (claim, version, held)
+        self._count(held, 1)
 
     def state(self) -> AllocatedState:
         """A copy the caller may extend (the allocator's AllocatedState)."""

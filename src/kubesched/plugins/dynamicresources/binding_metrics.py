@@ -9,6 +9,13 @@ per result whose device has binding conditions (``listBindingConditionsStatus``)
 counted, both labelled with the profile, the result's driver and the outcome (``success``,
 ``failure``, ``timeout``, ``error``). Shells expose them through ``Plugin.metric_families``
 (framework/plugin_metrics.py; the live shell on ``/metrics``).
+
+Also ``dynamic_resource_allocation_resourceclaim_creates_total`` (v1.37.1: pkg/scheduler/metrics
+``ResourceClaimCreatesTotal``, which is k8s.io/dynamic-resource-allocation/resourceclaim/metrics
+``ResourceClaimCreate``, shared with kube-controller-manager; it replaced 1.35's
+``scheduler_resourceclaim_creates_total``): PreBind's creation of the claim for DRA-backed extended
+resources, counted ``success`` or ``failure`` with ``admin_access="false"``, no owner API group and
+owner kind ``Pod``, as extendeddynamicresources.go ``createExtendedResourceClaimInAPI`` counts it.
 """
 
 from __future__ import annotations
@@ -36,8 +43,20 @@ class BindingConditionsMetrics:
             "Time in seconds spent waiting for BindingConditions to be satisfied during PreBind.",
             _LABELS, exponential_buckets(0.1, 2, 14))
 
+        self.claim_creates = CounterFamily(
+            "dynamic_resource_allocation_resourceclaim_creates",
+            "Number of ResourceClaims creation requests, categorized by creation status, admin access, and owning "
+            "API group and kind (either Pod or scheduling.k8s.io/PodGroup)",
+            ("status", "admin_access", "owner_api_group", "owner_api_kind"))
+
     def families(self) -> Sequence[MetricFamily]:
-        return (self.allocations, self.wait)
+        # The claim creates appear once counted: a CounterVec without series is not gathered
+        # upstream either (extendeddynamicresources_test.go expects "not found" before any create).
+        return (self.allocations, self.wait, *((self.claim_creates,) if self.claim_creates.values else ()))
+
+    def claim_created(self, succeeded: bool) -> None:
+        """PreBind's create of a pod's extended resources claim succeeded or failed."""
+        self.claim_creates.inc("success" if succeeded else "failure", "false", "", "Pod")
 
     def record(self, profile: str, claims: Sequence[Mapping[str, Any]], status: str, seconds: float) -> None:
         """PreBind's wait for ``claims`` (as last seen) ended with ``status`` after ``seconds``."""

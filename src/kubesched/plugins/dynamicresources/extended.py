@@ -92,6 +92,8 @@ class NodeClaim:
     claim: dict[str, Any] | None = None
     mappings: tuple[dict[str, str], ...] = ()
     refusal: str = ""
+    #: Which resources the node provides by DRA (the claims of nodes with equal keys ask alike).
+    requests_key: tuple[tuple[str, int], ...] = ()
 
 
 def node_claim(claim: dict[str, Any], pod: PodInfo, resources: Mapping[str, int],
@@ -126,7 +128,8 @@ def node_claim(claim: dict[str, Any], pod: PodInfo, resources: Mapping[str, int]
         if memo is not None:
             memo[key] = found
     requests, mappings = found
-    return NodeClaim({**claim, "spec": {"devices": {"requests": copy.deepcopy(requests)}}}, tuple(mappings))
+    return NodeClaim({**claim, "spec": {"devices": {"requests": copy.deepcopy(requests)}}}, tuple(mappings),
+                     requests_key=key)
 
 
 def _container_count(container: Mapping[str, Any], resource: str) -> int:

@@ -15,7 +15,9 @@ allocateddevices.go; Kubernetes v1.37.1), structured parameters only:
   not match; else a trial allocation of the unallocated claims from the node's ResourceSlices
   (allocator.py): ``cannot allocate all claims`` when there is none, an Error status when a claim
   or class is broken (e.g. a CEL error) or the search outlasts ``filterTimeout`` on the injected
-  clock (``node <n>: timed out trying to allocate devices``), as upstream;
+  clock (``node <n>: timed out trying to allocate devices``), as upstream; for simple claims
+  (quick_filter.py) the free matching devices per node answer first, in one pass over the rows,
+  and the search runs only on the node the pod gets (same devices, same messages);
 * Reserve keeps the node's allocation in flight (the next pods' PreFilter sees those devices
   taken, and a second pod sharing the claim waits for it); Unreserve drops it;
 * PreBind writes each claim not yet reserved for the pod, as bindClaim does: the finalizer
@@ -24,7 +26,7 @@ allocateddevices.go; Kubernetes v1.37.1), structured parameters only:
   ``StatusWriter``), re-reading the claim on a conflict (binding.py); the written claim is assumed
   until the shell's copy catches up (assumed.py); the extended resources' claim is created first
   and the pod's ``status.extendedResourceClaimStatus`` set after;
-* PostFilter deallocates an allocated claim that kept a node out and that no other pod uses
+* PostFilter (post_filter.py) deallocates an allocated claim that kept a node out and that no other pod uses
   (``deallocation of ResourceClaim completed``) instead of evicting, or deletes an extended
   resources' claim an earlier attempt created (``deletion of ResourceClaim completed``);
 * Score: a prioritized list's earlier subrequests score higher (score.py), normalised to 0-100.
@@ -39,18 +41,15 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
     FilterPlugin,
-    PostFilterPlugin,
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
@@ -59,10 +58,10 @@ from kubesched.framework.interfaces import (
     Scores,
 )
 from kubesched.framework.normalize import default_normalize_score
-from kubesched.framework.objects import POD_KIND, ObjectEvent, StatusWriter
+from kubesched.framework.objects import POD_KIND, ObjectEvent
 from kubesched.framework.plugin_metrics import MetricFamily
 from kubesched.framework.status import SUCCESS, Status
-from kubesched.framework.types import NODE, ActionType, ClusterEvent, PostFilterResult, PreFilterResult
+from kubesched.framework.types import NODE, ActionType, ClusterEvent, PreFilterResult, Verdicts
 from kubesched.plugins.dynamicresources.allocator import (
     AllocationError,
     Allocator,
@@ -112,54 +111,21 @@ from kubesched.plugins.dynamicresources.extended import (
 from kubesched.plugins.dynamicresources.group_post_filter import GroupClaimRelease
 from kubesched.plugins.dynamicresources.manager import DRAManager
 from kubesched.plugins.dynamicresources.pools import NodeRef
+from kubesched.plugins.dynamicresources.post_filter import ClaimDeallocation
+from kubesched.plugins.dynamicresources.quick_filter import Need, quick_verdicts, simple_need
 from kubesched.plugins.dynamicresources.score import ScoreError, compute_score
+from kubesched.plugins.dynamicresources.state import STATE_KEY, StateData, read_state
 from kubesched.plugins.helpers.device_classes import extended_resource_classes
-from kubesched.plugins.helpers.node_selector import NodeSelector, compile_node_selector
+from kubesched.plugins.helpers.node_selector import compile_node_selector
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
 
-NAME = "DynamicResources"
-STATE_KEY = NAME
+NAME = STATE_KEY
 #: Pod Events kept for the live shell (a shell that posts none, e.g. the simulator, never drains them).
 MAX_PENDING_EVENTS = 1000
 
 
-@dataclass(slots=True)
-class _State:
-    """stateData. Shared by clones, as upstream's (its Clone returns itself)."""
-
-    claims: list[dict[str, Any]] = field(default_factory=list)
-    #: Per claim: the allocation's node selector (allocated claims only).
-    available_on: list[NodeSelector | None] = field(default_factory=list)
-    #: Indexes of the claims the scheduler allocates.
-    to_allocate: list[int] = field(default_factory=list)
-    allocator: Allocator | None = None
-    #: node name -> the allocations found there, one per claim in ``to_allocate``.
-    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    #: Per claim: the allocation made in Reserve (None: already allocated).
-    reserved: dict[int, dict[str, Any]] = field(default_factory=dict)
-    #: Indexes of allocated claims whose node selector excluded some node (PostFilter's candidates).
-    unavailable: set[int] = field(default_factory=set)
-    #: Indexes of allocated claims whose binding failed or timed out (unavailable on every node).
-    not_bindable: list[int] = field(default_factory=list)
-    #: The index of the claim for DRA-backed extended resources (last, as upstream's claimStore).
-    extended: int | None = None
-    #: The pod's scalar requests (podScalarResources) and the extended resource -> DeviceClass map.
-    extended_resources: dict[str, int] = field(default_factory=dict)
-    resolver: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: node name -> that node's variant of the extended claim and its container mappings.
-    node_extended: dict[str, NodeClaim] = field(default_factory=dict)
-    #: The extended claim's requests per set of resources nodes must provide by DRA (node_claim).
-    extended_requests: dict[Any, Any] = field(default_factory=dict)
-    #: Per claim index: the uid its in-flight allocation is kept under (the extended claim's
-    #: changes when PreBind creates it).
-    in_flight_uid: dict[int, str] = field(default_factory=dict)
-
-    def clone(self) -> _State:
-        return self
-
-
-class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
+class DynamicResources(GroupClaimRelease, ClaimDeallocation, PreEnqueuePlugin, PreFilterPlugin, FilterPlugin,
                        ScorePlugin, ReservePlugin, PreBindPlugin):
     name: ClassVar[str] = NAME
     object_kinds = (RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, RESOURCE_SLICE, DEVICE_CLASS, DEVICE_TAINT_RULE)
@@ -217,7 +183,7 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
 
     # -- PreFilter ------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status]:
-        s = _State()
+        s = StateData()
         state.write(STATE_KEY, s)
         claims: list[dict[str, Any]] = []
         if pod.spec.get("resourceClaims"):
@@ -265,13 +231,9 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
                                     selector_cache=self.manager.selector_cache)
         return None, SUCCESS
 
-    def _state(self, state: CycleState) -> _State | None:
-        s = state.get(STATE_KEY)
-        return s if isinstance(s, _State) else None
-
     # -- Filter ---------------------------------------------------------------------------------
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        s = self._state(state)
+        s = read_state(state)
         if s is None:
             return Status.error(f'error reading "{STATE_KEY}" from cycleState: not found')
         if not s.claims:
@@ -290,31 +252,106 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
         unavailable += [i for i in s.not_bindable if i not in unavailable]
         if s.allocator is None:
             return self._unavailable(s, unavailable)
-        claims = [node_ext.claim if i == s.extended and node_ext.claim is not None else s.claims[i]
-                  for i in s.to_allocate]
-        timeout = self.args.filter_timeout
+        quick = (self._quick_verdicts(s, (name,), node_ext) or [None])[0]
+        if quick is False:
+            return Status.unresolvable("cannot allocate all claims")
+        results: list[dict[str, Any]] | None = None
+        if quick is None:
+            trial = self._trial(s, NodeRef(name, dict(labels)), node_ext, self.args.filter_timeout)
+            if isinstance(trial, Status):
+                return trial
+            results = trial
+        if unavailable:
+            return self._unavailable(s, unavailable)
+        if results is not None:
+            s.node_allocations[name] = results
+        else:
+            s.quick_nodes.add(name)  # the search runs on the node the pod gets (Reserve)
+        if node_ext.claim is not None:
+            s.node_extended[name] = node_ext
+        return SUCCESS
+
+    def _need(self, s: StateData, node_ext: NodeClaim) -> Need | None:
+        """quick_filter.py's needs for the claims to allocate on a node (None: the search decides)."""
+        assert s.allocator is not None
+        if s.allocator.state.shared or s.allocator.state.consumed:
+            return None  # shared devices: capacity decides (capacity.py)
+        key = (node_ext.claim is None, node_ext.requests_key)
+        if key not in s.needs:
+            s.needs[key] = simple_need(self._to_allocate(s, node_ext), s.allocator.classes)
+        return s.needs[key]
+
+    def _quick_verdicts(self, s: StateData, names: Sequence[str], node_ext: NodeClaim) -> list[bool | None] | None:
+        need = self._need(s, node_ext)
+        if need is None:
+            return None
+        assert s.allocator is not None
+        return quick_verdicts(need, s.allocator.slices, names, s.allocator.state, s.allocator.selector_cache)
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
+        """Filter over many nodes: when every node is asked the same claims and no allocated claim
+        restricts the nodes, quick_filter.py judges the rows in one pass and only the nodes it
+        cannot judge go through Filter (and its search)."""
+        s = read_state(state)
+        if (s is None or s.allocator is None or s.extended is not None or s.not_bindable
+                or any(selector is not None for selector in s.available_on)):
+            return super().filter_batch(state, pod, table, rows)
+        names = table.node_names(rows.tolist())
+        verdicts = self._quick_verdicts(s, names, NodeClaim())
+        if verdicts is None:
+            return super().filter_batch(state, pod, table, rows)
+        codes = np.zeros(len(rows), dtype=np.int32)
+        statuses = [Status.unresolvable("cannot allocate all claims")]
+        for i, verdict in enumerate(verdicts):
+            if verdict is True:
+                s.quick_nodes.add(names[i])
+            elif verdict is False:
+                codes[i] = 1
+            else:
+                status = self.filter(state, pod, NodeInfo(table, int(rows[i])))
+                if not status.is_success:
+                    if status not in statuses:
+                        statuses.append(status)
+                    codes[i] = statuses.index(status) + 1
+        return Verdicts(codes, statuses)
+
+    @staticmethod
+    def _to_allocate(s: StateData, node_ext: NodeClaim) -> list[dict[str, Any]]:
+        return [node_ext.claim if i == s.extended and node_ext.claim is not None else s.claims[i]
+                for i in s.to_allocate]
+
+    def _trial(self, s: StateData, node: NodeRef, node_ext: NodeClaim, timeout: float) -> list[dict[str, Any]] | Status:
+        """The search (allocator.py) on one node: an allocation per claim to allocate, or Filter's status."""
+        assert s.allocator is not None
         now = self.handle.clock.now
         try:
-            results = s.allocator.allocate(NodeRef(name, dict(labels)), claims,
+            results = s.allocator.allocate(node, self._to_allocate(s, node_ext),
                                            (now, now() + timeout) if timeout > 0 else None)
         except FilterTimeoutError:
             # Potentially transient: an Error, so the pod retries through backoff (upstream).
-            return Status.error(f"node {name}: timed out trying to allocate devices")
+            return Status.error(f"node {node.name}: timed out trying to allocate devices")
         except FailedOnNodeError as e:
             return Status.unresolvable(str(e))
         except AllocationError as e:
             return Status.error(str(e))
         if results is None or len(results) != len(s.to_allocate):
             return Status.unresolvable("cannot allocate all claims")
-        if unavailable:
-            return self._unavailable(s, unavailable)
-        s.node_allocations[name] = results
-        if node_ext.claim is not None:
-            s.node_extended[name] = node_ext
-        return SUCCESS
+        return results
+
+    def _allocations(self, s: StateData, node_name: str) -> list[dict[str, Any]] | None:
+        """The node's allocations: Filter's, or, for a node quick_filter.py let through, the search's
+        now (it succeeds there; the node's labels matter only for slices quick_filter.py leaves to
+        Filter's search)."""
+        found = s.node_allocations.get(node_name)
+        if found is None and node_name in s.quick_nodes:
+            results = self._trial(s, NodeRef(node_name), s.node_extended.get(node_name, NodeClaim()), 0)
+            if isinstance(results, Status):
+                return None
+            found = s.node_allocations[node_name] = results
+        return found
 
     @staticmethod
-    def _unavailable(s: _State, unavailable: list[int]) -> Status:
+    def _unavailable(s: StateData, unavailable: list[int]) -> Status:
         """Filter's end, as upstream's: the allocated claims an allocation's node selector keeps off
         this node are remembered for PostFilter (the allocator runs first: its failure wins)."""
         if not unavailable:
@@ -324,7 +361,7 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
 
     def explain_nodes(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Sequence[str] | None:
         """Per node, the devices the pod got there, or why each device was not usable (explain.py)."""
-        s = self._state(state)
+        s = read_state(state)
         if s is None or s.allocator is None:
             return None
         claims = [s.claims[i] for i in s.to_allocate]
@@ -332,77 +369,19 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
         for row in rows.tolist():
             node = table.node_info(int(row))
             notes.append(node_note(s.allocator, NodeRef(node.name, dict(node.labels)), claims,
-                                   s.node_allocations.get(node.name)))
+                                   self._allocations(s, node.name)))
         return notes
-
-    # -- PostFilter -----------------------------------------------------------------------------
-    def post_filter(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
-                    ) -> tuple[PostFilterResult | None, Status]:
-        """deallocateOrDeletePodClaims: an allocated claim that kept some node out and that no other
-        pod uses (reservedFor empty, or only this pod) is deallocated, so the next attempt may
-        allocate it anew, instead of evicting pods. Upstream picks such a claim at random (Go map
-        order); kubesched takes the first in ``spec.resourceClaims`` order, so a simulation stays
-        reproducible. The write (``status`` without allocation, reservedFor and devices, through the
-        status subresource) is sent at once and awaited in the background: the claim's update event
-        brings the pod back."""
-        s = self._state(state)
-        if s is None:
-            # This plugin's PreFilter never ran: an earlier PreFilter refused the pod as
-            # unresolvable (a missing PVC, say) and upstream's RunPreFilterPlugins stops there.
-            # Upstream's PostFilter then fails to read its state and returns an Error ("not
-            # found"), which ends the PostFilter phase before DefaultPreemption and adds that text
-            # to the pod's message; kubesched answers "nothing to deallocate" instead, so the
-            # message stays the PreFilter's (README: differences from upstream).
-            return None, Status.unschedulable()
-        if not s.claims:
-            return None, Status.unschedulable()
-        extended = s.claims[s.extended] if s.extended is not None else None
-        written = extended is not None and not is_special(extended)
-        for index in sorted(s.unavailable):
-            claim = s.claims[index]
-            if index == s.extended:
-                if written:
-                    break  # deleted below
-                continue
-            reserved = (claim.get("status") or {}).get("reservedFor") or []
-            if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
-                client = self.handle.client
-                if not isinstance(client, StatusWriter):
-                    return None, Status.error("deallocating a claim: this shell's client cannot update ResourceClaims")
-                status = {k: v for k, v in (claim.get("status") or {}).items()
-                          if k not in ("reservedFor", "allocation", "devices")}
-                if not self._in_background(client.update_object_status(RESOURCE_CLAIM, {**claim, "status": status})):
-                    return None, Status.error("deallocating a claim: no event loop to send the update from")
-                return None, Status.unschedulable("deallocation of ResourceClaim completed")
-        if extended is not None and written:
-            # The extended resource claim an earlier attempt created: deleted, the next attempt
-            # starts anew (its deletion is the event that brings the pod back).
-            if not self._in_background(delete_claim(self.handle.client, extended, self._claim)):
-                return None, Status.error("deleting a claim: no event loop to send the update from")
-            return None, Status.unschedulable("deletion of ResourceClaim completed")
-        return None, Status.unschedulable()
-
-    def _in_background(self, write: Coroutine[Any, Any, Any]) -> bool:
-        """Send a claim write now and await it in the background (kept referenced until done);
-        False without a running event loop."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            write.close()
-            return False
-        task = loop.create_task(write)
-        self._deallocations.add(task)
-        task.add_done_callback(self._deallocations.discard)
-        return True
 
     # -- Score ----------------------------------------------------------------------------------
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
-        s = self._state(state)
+        s = read_state(state)
         if s is None:
             return 0, Status.error(f'error reading "{STATE_KEY}" from cycleState: not found')
         if not s.claims:
             return 0, SUCCESS
         allocations = s.node_allocations.get(node.name)
+        if allocations is None and node.name in s.quick_nodes:
+            allocations = [{}] * len(s.to_allocate)  # no prioritized list to allocate: nothing scores
         if allocations is None:
             return 0, SUCCESS
         try:
@@ -412,10 +391,16 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
 
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
         """Score's answers for many rows: a pod without claims (nearly every pod) scores 0 on each
-        node, given at once instead of through a Score call per node."""
-        s = self._state(state)
+        node, given at once instead of through a Score call per node; so does a pod whose nodes
+        quick_filter.py let through (no prioritized list to allocate: the score is the same on each)."""
+        s = read_state(state)
         if s is not None and not s.claims:
             return np.zeros(len(rows), dtype=np.int64)
+        if s is not None and s.quick_nodes and not s.node_allocations and len(rows):
+            names = table.node_names(rows.tolist())
+            if all(name in s.quick_nodes for name in names):
+                score, status = self.score(state, pod, NodeInfo(table, int(rows[0])))  # the same on each
+                return np.full(len(rows), score, dtype=np.int64) if status.is_success else status
         return super().score_batch(state, pod, table, rows)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows, scores: Scores) -> Status:
@@ -424,10 +409,10 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
 
     # -- Reserve / Unreserve --------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        s = self._state(state)
+        s = read_state(state)
         if s is None or not s.to_allocate:
             return SUCCESS
-        results = s.node_allocations.get(node_name)
+        results = self._allocations(s, node_name)
         if results is None:
             if s.to_allocate == [s.extended]:
                 return SUCCESS  # only extended resources, all from device plugins on this node
@@ -448,7 +433,7 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        s = self._state(state)
+        s = read_state(state)
         if s is None:
             return
         for index in list(s.reserved):
@@ -464,7 +449,7 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
 
     # -- PreBind --------------------------------------------------------------------------------
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        s = self._state(state)
+        s = read_state(state)
         if s is None or not s.claims:
             return SUCCESS
         for index, claim in enumerate(s.claims):
@@ -479,7 +464,12 @@ class DynamicResources(GroupClaimRelease, PreEnqueuePlugin, PreFilterPlugin, Fil
                         node_ext = s.node_extended.get(node_name)
                         if node_ext is None or node_ext.claim is None:
                             return Status.error(f"extended resource claim not found for node {node_name}")
-                        claim = await create_extended_claim(self.handle.client, node_ext.claim)
+                        try:
+                            claim = await create_extended_claim(self.handle.client, node_ext.claim)
+                        except Exception:
+                            self.binding_metrics.claim_created(False)
+                            raise
+                        self.binding_metrics.claim_created(True)
                         self.manager.tracker.assume(claim, created=True)
                         s.claims[index] = claim  # Unreserve deletes it from now on
                 written = await bind_claim(self.handle.client, claim, alloc, pod, self.handle.clock.wall(), self._claim)

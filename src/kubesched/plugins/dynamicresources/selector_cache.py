@@ -43,7 +43,8 @@ class SelectorCache:
 
     def __init__(self) -> None:
         self._slices: dict[str, tuple[_SliceVersion, _Results]] = {}
-        #: Evaluations run and answers reused (for tests and the benchmark).
+        #: Evaluations run and answers reused (for tests and the benchmark; quick_filter.py counts
+        #: a node's selector results it reuses as one hit).
         self.evaluations = 0
         self.hits = 0
 

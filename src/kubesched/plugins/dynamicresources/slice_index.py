@@ -10,7 +10,8 @@ about; in Python that walk was most of a Filter's time (O(nodes × slices) per p
 
 ``sync`` brings the index in step with the shell's slices: a slice object not seen before (added,
 or replaced by an update: the shells store a new object per version) is indexed, one gone is
-dropped; unchanged slices cost one identity check. The slices are stored as the scheduler sees
+dropped; unchanged slices cost one identity check (at C speed while the shell's keys stay in
+place). The slices are stored as the scheduler sees
 them, with the DeviceTaintRules' taints applied (taints.py); a change of the rules re-indexes all.
 
 ``derived`` holds what callers compute from the index alone (pools.py: a node's pools): it is
@@ -20,6 +21,8 @@ emptied whenever a slice is indexed or dropped, so a cached answer is never olde
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
+from operator import is_not
 from typing import Any
 
 from kubesched.plugins.dynamicresources.taints import apply_taint_rules
@@ -35,6 +38,9 @@ class SliceIndex:
     def __init__(self) -> None:
         self._rules: tuple[tuple[str, Any], ...] = ()
         self._taint_rules: list[dict[str, Any]] = []
+        #: The keys and objects of the last sync, in the shell's order.
+        self._keys: list[str] = []
+        self._values: list[dict[str, Any]] = []
         self._clear()
 
     def _clear(self) -> None:
@@ -61,10 +67,23 @@ class SliceIndex:
                                     (r.get("metadata") or {}).get("resourceVersion") or id(r)) for r in rules))
         if fingerprint != self._rules:
             self._clear()  # every slice's taints may change
+            self._keys, self._values = [], []
             self._rules, self._taint_rules = fingerprint, rules
-        for key in [k for k in self._seen if k not in slices]:
-            self._drop(key)
-        for key, raw in slices.items():
+        keys, values = list(slices), list(slices.values())
+        known = len(self._keys)
+        if keys[:known] == self._keys:
+            # The same slices in the same order, maybe more at the end: the replaced ones are
+            # found by identity at C speed (allocated_tally.py does the same for claims).
+            changed = [*compress(range(known), map(is_not, values, self._values)), *range(known, len(keys))]
+            self._update([(keys[i], values[i]) for i in changed])
+        else:
+            for key in [k for k in self._seen if k not in slices]:
+                self._drop(key)
+            self._update(slices.items())
+        self._keys, self._values = keys, values
+
+    def _update(self, slices: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        for key, raw in slices:
             seen = self._seen.get(key)
             version = (raw.get("metadata") or {}).get("resourceVersion")
             if seen is not None and seen[0] is raw and seen[1] == version:
