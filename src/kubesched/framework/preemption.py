@@ -34,6 +34,7 @@ with the same outcomes node for node.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -272,6 +273,12 @@ class PreemptionInterface(Protocol):
 
     def priority(self, pod: PodInfo) -> int: ...
 
+    def no_potential_victims(self, pod: PodInfo) -> bool:
+        """True when no placed pod anywhere could be a victim of ``pod`` (e.g. none has a lower
+        priority): every node's SelectVictimsOnNode would be "No preemption victims found", so the
+        dry run is skipped (its offset is still drawn). False when unsure."""
+        ...
+
 
 @dataclass(slots=True)
 class DryRunResult:
@@ -281,7 +288,7 @@ class DryRunResult:
     #: ... the rows of the chunks where no node had a potential victim (each ``NO_VICTIMS``):
     #: kept as the chunks' lists, not row by row (on a cluster where no pod has a lower priority
     #: every failed attempt tries every node this way).
-    no_victim_chunks: list[list[int]] = field(default_factory=list)
+    no_victim_chunks: list[list[int] | Rows] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -289,7 +296,7 @@ class DryRunResult:
         """Statuses of all the nodes tried that did not become candidates, by row."""
         statuses: dict[int, Status] = {}
         for rows in self.no_victim_chunks:
-            statuses.update(dict.fromkeys(rows, NO_VICTIMS))
+            statuses.update(dict.fromkeys(np.asarray(rows, dtype=np.intp).tolist(), NO_VICTIMS))
         statuses.update(self.other_statuses)
         return statuses
 
@@ -327,20 +334,21 @@ class Evaluator:
             dry = DryRunResult([])
         else:
             offset, num = self.iface.get_offset_and_num_candidates(len(potential))
-            dry = self.dry_run_preemption(state, pod, potential.tolist(), self._pdbs(), offset, num)
+            if self.iface.no_potential_victims(pod):
+                # What the dry run would find (its chunks all without a victim), without it; the
+                # offset above is still drawn: it moves the scheduler's RNG for what comes later.
+                dry = DryRunResult([], no_victim_chunks=[potential])
+            else:
+                dry = self.dry_run_preemption(state, pod, potential.tolist(), self._pdbs(), offset, num)
         if dry.errors and not dry.candidates:
             return None, Status.error(_aggregate(dry.errors))
         if not dry.candidates:
             # Every potential row was tried (the dry run stops early only with a candidate): its
             # status is NO_VICTIMS unless the dry run kept another. The others are not helpful.
             # Only the message is made of ``fit``, and it counts reasons: row order is free.
-            memo = diagnosis.node_to_status.memo
-            if not dry.other_statuses:  # every potential row: NO_VICTIMS; a function of the split
-                kept = memo.get(_NO_CANDIDATE_MEMO)
-                if kept is None or kept[0] is not all_rows:
-                    kept = (all_rows, _no_candidate_message(len(all_rows), potential, others))
-                    memo[_NO_CANDIDATE_MEMO] = kept
-                return PostFilterResult(""), Status.unschedulable(kept[1])
+            if not dry.other_statuses:  # every potential row: NO_VICTIMS; a function of the counts
+                message = _no_candidate_message(len(all_rows), len(potential), len(others))
+                return PostFilterResult(""), Status.unschedulable(message)
             fit = Diagnosis()
             codes = np.ones(len(potential), dtype=np.int32)
             statuses = [NO_VICTIMS]
@@ -459,18 +467,19 @@ def _unschedulable_rows(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
     return split
 
 
-#: ``NodeToStatus.memo`` keys: ``_unschedulable_rows``' answer, and the message when no potential
-#: row had a victim (both for the table's alive rows they were made for).
+#: ``NodeToStatus.memo`` key of ``_unschedulable_rows``' answer (for the table's alive rows it
+#: was made for).
 _SPLIT_MEMO = "preemption/unschedulable-rows"
-_NO_CANDIDATE_MEMO = "preemption/no-candidate-message"
 _NOT_HELPFUL = Status.unresolvable(NOT_HELPFUL_MSG)
 
 
-def _no_candidate_message(num_all: int, potential: Rows, others: Rows) -> str:
-    """The PostFilter message when every potential row was tried and none had a victim."""
+@functools.lru_cache(maxsize=1024)
+def _no_candidate_message(num_all: int, potential: int, others: int) -> str:
+    """The PostFilter message when every one of ``potential`` rows was tried and none had a
+    victim, ``others`` not helpful: it counts reasons, so it is a function of the counts."""
     fit = Diagnosis()
-    fit.node_to_status.add_all(potential, NO_VICTIMS)
-    fit.node_to_status.add_all(others, _NOT_HELPFUL)
+    fit.node_to_status.add_all(np.arange(potential, dtype=np.intp), NO_VICTIMS)
+    fit.node_to_status.add_all(np.arange(potential, potential + others, dtype=np.intp), _NOT_HELPFUL)
     return fit_error_message(num_all, fit)
 
 
