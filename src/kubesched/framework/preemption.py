@@ -34,7 +34,6 @@ with the same outcomes node for node.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -57,6 +56,14 @@ from kubesched.framework.preemption_order import (
     pod_terminating_by_preemption,
     sort_by_importance,
 )
+from kubesched.framework.preemption_rows import (
+    NO_VICTIMS,
+    NO_VICTIMS_MSG,
+    NOT_HELPFUL,
+    NOT_HELPFUL_MSG,
+    no_candidate_message,
+    unschedulable_rows,
+)
 from kubesched.framework.runtime import Framework, wrapped_error
 from kubesched.framework.status import SUCCESS as SUCCESS_STATUS
 from kubesched.framework.status import Code, Status
@@ -64,12 +71,9 @@ from kubesched.framework.types import PostFilterResult
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
 
-NO_VICTIMS_MSG = "No preemption victims found for incoming pod"
-NO_VICTIMS = Status.unresolvable(NO_VICTIMS_MSG)
 #: SelectVictimsOnNode's outcome for a node without a lower-priority pod, shared (never mutated)
 #: so that a chunk of them is recognised at once.
 NO_VICTIMS_OUTCOME: tuple[list[PodInfo], int, Status] = ([], 0, NO_VICTIMS)
-NOT_HELPFUL_MSG = "Preemption is not helpful for scheduling"
 
 #: Fewest nodes the batched dry run judges at once (more than the candidates still wanted costs
 #: little, and a few nodes usually fail).
@@ -329,7 +333,7 @@ class Evaluator:
         all_rows = table.alive_rows()
         if len(all_rows) == 0:
             return None, Status.error("no nodes available")
-        potential, others = _unschedulable_rows(diagnosis, all_rows)
+        potential, others = unschedulable_rows(diagnosis, all_rows)
         if not len(potential):
             dry = DryRunResult([])
         else:
@@ -347,7 +351,7 @@ class Evaluator:
             # status is NO_VICTIMS unless the dry run kept another. The others are not helpful.
             # Only the message is made of ``fit``, and it counts reasons: row order is free.
             if not dry.other_statuses:  # every potential row: NO_VICTIMS; a function of the counts
-                message = _no_candidate_message(len(all_rows), len(potential), len(others))
+                message = no_candidate_message(len(all_rows), len(potential), len(others))
                 return PostFilterResult(""), Status.unschedulable(message)
             fit = Diagnosis()
             codes = np.ones(len(potential), dtype=np.int32)
@@ -364,7 +368,7 @@ class Evaluator:
                         code = code_of[id(st)] = len(statuses)
                     codes[at[row]] = code
             fit.node_to_status.add(potential, codes, statuses)
-            fit.node_to_status.add_all(others, _NOT_HELPFUL)
+            fit.node_to_status.add_all(others, NOT_HELPFUL)
             return PostFilterResult(""), Status.unschedulable(fit_error_message(len(all_rows), fit))
 
         best = self.select_candidate(dry.candidates)
@@ -450,57 +454,6 @@ class Evaluator:
             if c.node_name == name:
                 return c
         return candidates[0]
-
-
-def _unschedulable_rows(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
-    """The rows (in the order of ``rows``) whose Filter status was Unschedulable, and the other
-    rows; absent nodes count as UnschedulableAndUnresolvable (NewDefaultNodeToStatus). One pass
-    over the recorded chunks, a later record of a row overriding an earlier one as in
-    ``NodeToStatus.get``. Kept with the statuses for these ``rows`` (the table's alive rows: the
-    same array while no node comes or goes), for attempts that share them (framework/filter_outcome.py)."""
-    memo = diagnosis.node_to_status.memo
-    kept = memo.get(_SPLIT_MEMO)
-    if kept is not None and kept[0] is rows:
-        return kept[1], kept[2]
-    split = _split_unschedulable(diagnosis, rows)
-    memo[_SPLIT_MEMO] = (rows, *split)
-    return split
-
-
-#: ``NodeToStatus.memo`` key of ``_unschedulable_rows``' answer (for the table's alive rows it
-#: was made for).
-_SPLIT_MEMO = "preemption/unschedulable-rows"
-_NOT_HELPFUL = Status.unresolvable(NOT_HELPFUL_MSG)
-
-
-@functools.lru_cache(maxsize=1024)
-def _no_candidate_message(num_all: int, potential: int, others: int) -> str:
-    """The PostFilter message when every one of ``potential`` rows was tried and none had a
-    victim, ``others`` not helpful: it counts reasons, so it is a function of the counts."""
-    fit = Diagnosis()
-    fit.node_to_status.add_all(np.arange(potential, dtype=np.intp), NO_VICTIMS)
-    fit.node_to_status.add_all(np.arange(potential, potential + others, dtype=np.intp), _NOT_HELPFUL)
-    return fit_error_message(num_all, fit)
-
-
-def _split_unschedulable(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
-    rejected, index, statuses = diagnosis.node_to_status.rejected()
-    if not len(rejected) or not len(rows):
-        return rows[:0], rows
-    is_unschedulable = np.array([st.code == Code.UNSCHEDULABLE for st in statuses], dtype=np.int8)
-    size = int(max(int(rows.max()), int(rejected.max()))) + 1
-    flag = np.full(size, -1, dtype=np.int8)
-    if int(np.bincount(rejected, minlength=size).max()) <= 1:
-        flag[rejected] = is_unschedulable[index]  # one record per row (the usual case): no sort
-    else:
-        _, last = np.unique(rejected[::-1], return_index=True)  # the last record of each row
-        keep = len(rejected) - 1 - last
-        flag[rejected[keep]] = is_unschedulable[index[keep]]
-    picked = flag[rows] == 1
-    potential, others = rows[picked], rows[~picked]
-    potential.flags.writeable = False  # shared through the memo
-    others.flags.writeable = False
-    return potential, others
 
 
 def _aggregate(errors: list[str]) -> str:
