@@ -267,7 +267,7 @@ class FGD(ScorePlugin):
 
 
 #: Bound on the node states kept per pod shape (emptied when full).
-_STATES_KEPT = 1 << 16
+_STATES_KEPT = 1 << 15
 
 
 def _state_keys(res: NodeResources) -> list[tuple[int, ...]]:
