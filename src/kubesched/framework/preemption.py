@@ -56,6 +56,14 @@ from kubesched.framework.preemption_order import (
     pod_terminating_by_preemption,
     sort_by_importance,
 )
+from kubesched.framework.preemption_rows import (
+    NO_VICTIMS,
+    NO_VICTIMS_MSG,
+    NOT_HELPFUL,
+    NOT_HELPFUL_MSG,
+    no_candidate_message,
+    unschedulable_rows,
+)
 from kubesched.framework.runtime import Framework, wrapped_error
 from kubesched.framework.status import SUCCESS as SUCCESS_STATUS
 from kubesched.framework.status import Code, Status
@@ -63,12 +71,9 @@ from kubesched.framework.types import PostFilterResult
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeInfo, NodeTable, Rows
 
-NO_VICTIMS_MSG = "No preemption victims found for incoming pod"
-NO_VICTIMS = Status.unresolvable(NO_VICTIMS_MSG)
 #: SelectVictimsOnNode's outcome for a node without a lower-priority pod, shared (never mutated)
 #: so that a chunk of them is recognised at once.
 NO_VICTIMS_OUTCOME: tuple[list[PodInfo], int, Status] = ([], 0, NO_VICTIMS)
-NOT_HELPFUL_MSG = "Preemption is not helpful for scheduling"
 
 #: Fewest nodes the batched dry run judges at once (more than the candidates still wanted costs
 #: little, and a few nodes usually fail).
@@ -272,6 +277,12 @@ class PreemptionInterface(Protocol):
 
     def priority(self, pod: PodInfo) -> int: ...
 
+    def no_potential_victims(self, pod: PodInfo) -> bool:
+        """True when no placed pod anywhere could be a victim of ``pod`` (e.g. none has a lower
+        priority): every node's SelectVictimsOnNode would be "No preemption victims found", so the
+        dry run is skipped (its offset is still drawn). False when unsure."""
+        ...
+
 
 @dataclass(slots=True)
 class DryRunResult:
@@ -281,7 +292,7 @@ class DryRunResult:
     #: ... the rows of the chunks where no node had a potential victim (each ``NO_VICTIMS``):
     #: kept as the chunks' lists, not row by row (on a cluster where no pod has a lower priority
     #: every failed attempt tries every node this way).
-    no_victim_chunks: list[list[int]] = field(default_factory=list)
+    no_victim_chunks: list[list[int] | Rows] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -289,7 +300,7 @@ class DryRunResult:
         """Statuses of all the nodes tried that did not become candidates, by row."""
         statuses: dict[int, Status] = {}
         for rows in self.no_victim_chunks:
-            statuses.update(dict.fromkeys(rows, NO_VICTIMS))
+            statuses.update(dict.fromkeys(np.asarray(rows, dtype=np.intp).tolist(), NO_VICTIMS))
         statuses.update(self.other_statuses)
         return statuses
 
@@ -322,25 +333,26 @@ class Evaluator:
         all_rows = table.alive_rows()
         if len(all_rows) == 0:
             return None, Status.error("no nodes available")
-        potential, others = _unschedulable_rows(diagnosis, all_rows)
+        potential, others = unschedulable_rows(diagnosis, all_rows)
         if not len(potential):
             dry = DryRunResult([])
         else:
             offset, num = self.iface.get_offset_and_num_candidates(len(potential))
-            dry = self.dry_run_preemption(state, pod, potential.tolist(), self._pdbs(), offset, num)
+            if self.iface.no_potential_victims(pod):
+                # What the dry run would find (its chunks all without a victim), without it; the
+                # offset above is still drawn: it moves the scheduler's RNG for what comes later.
+                dry = DryRunResult([], no_victim_chunks=[potential])
+            else:
+                dry = self.dry_run_preemption(state, pod, potential.tolist(), self._pdbs(), offset, num)
         if dry.errors and not dry.candidates:
             return None, Status.error(_aggregate(dry.errors))
         if not dry.candidates:
             # Every potential row was tried (the dry run stops early only with a candidate): its
             # status is NO_VICTIMS unless the dry run kept another. The others are not helpful.
             # Only the message is made of ``fit``, and it counts reasons: row order is free.
-            memo = diagnosis.node_to_status.memo
-            if not dry.other_statuses:  # every potential row: NO_VICTIMS; a function of the split
-                kept = memo.get(_NO_CANDIDATE_MEMO)
-                if kept is None or kept[0] is not all_rows:
-                    kept = (all_rows, _no_candidate_message(len(all_rows), potential, others))
-                    memo[_NO_CANDIDATE_MEMO] = kept
-                return PostFilterResult(""), Status.unschedulable(kept[1])
+            if not dry.other_statuses:  # every potential row: NO_VICTIMS; a function of the counts
+                message = no_candidate_message(len(all_rows), len(potential), len(others))
+                return PostFilterResult(""), Status.unschedulable(message)
             fit = Diagnosis()
             codes = np.ones(len(potential), dtype=np.int32)
             statuses = [NO_VICTIMS]
@@ -356,7 +368,7 @@ class Evaluator:
                         code = code_of[id(st)] = len(statuses)
                     codes[at[row]] = code
             fit.node_to_status.add(potential, codes, statuses)
-            fit.node_to_status.add_all(others, _NOT_HELPFUL)
+            fit.node_to_status.add_all(others, NOT_HELPFUL)
             return PostFilterResult(""), Status.unschedulable(fit_error_message(len(all_rows), fit))
 
         best = self.select_candidate(dry.candidates)
@@ -442,56 +454,6 @@ class Evaluator:
             if c.node_name == name:
                 return c
         return candidates[0]
-
-
-def _unschedulable_rows(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
-    """The rows (in the order of ``rows``) whose Filter status was Unschedulable, and the other
-    rows; absent nodes count as UnschedulableAndUnresolvable (NewDefaultNodeToStatus). One pass
-    over the recorded chunks, a later record of a row overriding an earlier one as in
-    ``NodeToStatus.get``. Kept with the statuses for these ``rows`` (the table's alive rows: the
-    same array while no node comes or goes), for attempts that share them (framework/filter_outcome.py)."""
-    memo = diagnosis.node_to_status.memo
-    kept = memo.get(_SPLIT_MEMO)
-    if kept is not None and kept[0] is rows:
-        return kept[1], kept[2]
-    split = _split_unschedulable(diagnosis, rows)
-    memo[_SPLIT_MEMO] = (rows, *split)
-    return split
-
-
-#: ``NodeToStatus.memo`` keys: ``_unschedulable_rows``' answer, and the message when no potential
-#: row had a victim (both for the table's alive rows they were made for).
-_SPLIT_MEMO = "preemption/unschedulable-rows"
-_NO_CANDIDATE_MEMO = "preemption/no-candidate-message"
-_NOT_HELPFUL = Status.unresolvable(NOT_HELPFUL_MSG)
-
-
-def _no_candidate_message(num_all: int, potential: Rows, others: Rows) -> str:
-    """The PostFilter message when every potential row was tried and none had a victim."""
-    fit = Diagnosis()
-    fit.node_to_status.add_all(potential, NO_VICTIMS)
-    fit.node_to_status.add_all(others, _NOT_HELPFUL)
-    return fit_error_message(num_all, fit)
-
-
-def _split_unschedulable(diagnosis: Diagnosis, rows: Rows) -> tuple[Rows, Rows]:
-    rejected, index, statuses = diagnosis.node_to_status.rejected()
-    if not len(rejected) or not len(rows):
-        return rows[:0], rows
-    is_unschedulable = np.array([st.code == Code.UNSCHEDULABLE for st in statuses], dtype=np.int8)
-    size = int(max(int(rows.max()), int(rejected.max()))) + 1
-    flag = np.full(size, -1, dtype=np.int8)
-    if int(np.bincount(rejected, minlength=size).max()) <= 1:
-        flag[rejected] = is_unschedulable[index]  # one record per row (the usual case): no sort
-    else:
-        _, last = np.unique(rejected[::-1], return_index=True)  # the last record of each row
-        keep = len(rejected) - 1 - last
-        flag[rejected[keep]] = is_unschedulable[index[keep]]
-    picked = flag[rows] == 1
-    potential, others = rows[picked], rows[~picked]
-    potential.flags.writeable = False  # shared through the memo
-    others.flags.writeable = False
-    return potential, others
 
 
 def _aggregate(errors: list[str]) -> str:

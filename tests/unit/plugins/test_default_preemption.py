@@ -720,3 +720,26 @@ def test_no_lower_priority_pod_anywhere_answers_every_node_at_once_and_follows_p
     cluster.delete_pod("low")
     result, st = run_post_filter(fwk, plugin, mk_pod("q", priority=MID), statuses)
     assert st.message == f"preemption: 0/40 nodes are available: 40 {NO_VICTIMS}."
+
+
+def test_no_potential_victim_skips_the_dry_run_but_still_draws_its_offset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No placed pod has a lower priority: PostFilter answers without the dry run, with the same
+    result and message, and the scheduler's RNG moved as the dry run's offset moves it (later
+    random choices stay the same)."""
+    nodes = [mk_node(f"node{i}", NODE_RES) for i in range(1, 5)]
+    pods = [mk_pod("p1", "node1", HIGH), mk_pod("p2", "node2", HIGH)]
+    statuses = {"node1": U, "node2": U, "node3": U, "node4": UU}
+    preemptor = mk_pod("p", priority=HIGH, res=LARGE)
+    outcomes = []
+    for shortcut in (True, False):
+        _, _, fwk, plugin = setup(nodes, pods)
+        assert plugin.no_potential_victims(PodInfo.from_raw(preemptor))
+        assert not plugin.no_potential_victims(PodInfo.from_raw(mk_pod("q", priority=VERY_HIGH)))
+        if not shortcut:
+            monkeypatch.setattr(plugin, "no_potential_victims", lambda pod: False)
+        fwk.handle.rng.seed(5)
+        result, st = run_post_filter(fwk, plugin, preemptor, statuses)
+        outcomes.append((result, st.code, st.message, fwk.handle.rng.random()))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][2] == ("preemption: 0/4 nodes are available: 1 Preemption is not helpful for scheduling, "
+                              "3 No preemption victims found for incoming pod.")

@@ -213,3 +213,19 @@ def test_replay_gpu_metrics_count_the_gpus_the_scheduler_chose() -> None:
     assert indices == ["", "0", "1"]
     # the one shape does not fit on 400 + 400 free: all idle milli is fragmented
     assert (final["idleGpuMilli"], final["fragmentedGpuMilli"]) == (800, 800)
+
+
+def test_cpu_allocation_follows_a_node_given_more_cpu() -> None:
+    """The CPU allocation sampled over time divides by the nodes' allocatable as it is then: a
+    node updated with more CPU (no pod moves) and a node added both change it."""
+    scenario = parse_scenario({
+        "nodes": [node("n1", cpu="8")],
+        "pods": [{"at": 0, "pod": cpu_pod("a")}],
+        "nodeEvents": [{"at": 10, "action": "add", "node": node("n1", cpu="16")},
+                       {"at": 20, "action": "add", "node": node("n2", cpu="16")}],
+    }, "scenario")
+    result = replay(scenario)
+    assert result.timeline is not None
+    cols = result.timeline.samples.columns
+    allocation = dict(zip(cols["t"], cols["cpuAllocation"], strict=True))
+    assert (allocation[0.0], allocation[10.0], allocation[20.0]) == (0.375, 0.1875, 0.09375)

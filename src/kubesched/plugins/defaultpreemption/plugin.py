@@ -206,6 +206,14 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, PodGroupPostFilterPl
             return [], 0, Status.error("DefaultPreemption needs the framework's filters (handle.framework)")
         return select_victims_on_node(fwk, self.handle.table, state, pod, row, pdbs, self.priority)
 
+    def no_potential_victims(self, pod: PodInfo) -> bool:
+        """No placed pod has a lower priority than ``pod`` (and the framework's filters are there:
+        without them the dry run reports an error per node instead)."""
+        if self.handle.framework is None:
+            return False
+        prio = self.priority(pod)
+        return all(placed >= prio for placed in self._priorities)
+
     def select_victims_on_nodes(
         self, state: CycleState, pod: PodInfo, rows: Sequence[int], pdbs: Sequence[PodDisruptionBudget]
     ) -> list[tuple[list[PodInfo], int, Status]] | None:
@@ -214,7 +222,6 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, PodGroupPostFilterPl
         fwk = self.handle.framework
         if fwk is None:
             return None
-        prio = self.priority(pod)
-        if all(placed >= prio for placed in self._priorities):  # no pod anywhere is a potential victim
+        if self.no_potential_victims(pod):
             return [NO_VICTIMS_OUTCOME] * len(rows)
         return select_victims_on_nodes(fwk, self.handle.table, state, pod, rows, pdbs, self.priority)

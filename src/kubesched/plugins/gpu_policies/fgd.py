@@ -78,12 +78,15 @@ class _ShapeScores:
     best: IntArray
     cpu_left: IntArray
     free: IntArray
+    #: (score, best GPU) by node state (``_state_keys``): a row scored again is often in a state
+    #: some row was scored in before (nodes of one type, the same pods come and go).
+    by_state: dict[tuple[int, ...], tuple[int, int]]
 
     @classmethod
     def empty(cls, size: int) -> _ShapeScores:
         return cls(np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64),
                    np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64),
-                   np.zeros((size, 0), dtype=np.int64))
+                   np.zeros((size, 0), dtype=np.int64), {})
 
     def store(self, rows: Rows, versions: IntArray, res: NodeResources, scores: IntArray, best: IntArray) -> None:
         width = res.free.shape[1]
@@ -206,9 +209,36 @@ class FGD(ScorePlugin):
         if changed.any():
             stale = rows[changed]
             res = node_resources(table, stale)
-            cached.store(stale, versions[changed], res, *self._scores(table, pod, res))
+            cached.store(stale, versions[changed], res, *self._scores_by_state(table, pod, res, cached.by_state))
         scores: IntArray = cached.scores[rows]
         return scores
+
+    def _scores_by_state(
+        self, table: NodeTable, pod: PodInfo, res: NodeResources, by_state: dict[tuple[int, ...], tuple[int, int]],
+    ) -> tuple[IntArray, IntArray]:
+        """``_scores``, looking each row's state up in ``by_state`` first (a score reads only the
+        row's state: CPU left, model, GPU count and free milli per GPU in index order; the
+        model's access and the typical pods are those of the shape's cache, cleared when they
+        change) and measuring only the states not seen."""
+        keys = _state_keys(res)
+        known = [by_state.get(key) for key in keys]
+        missing = [i for i, k in enumerate(known) if k is None]
+        if not missing:
+            return (np.array([k[0] for k in known if k is not None], dtype=np.int64),
+                    np.array([k[1] for k in known if k is not None], dtype=np.int64))
+        if len(missing) == len(keys):
+            scores, best = self._scores(table, pod, res)
+        else:
+            picked = np.array(missing, dtype=np.intp)
+            sub_scores, sub_best = self._scores(table, pod, _take(res, picked))
+            scores = np.array([0 if k is None else k[0] for k in known], dtype=np.int64)
+            best = np.array([-1 if k is None else k[1] for k in known], dtype=np.int64)
+            scores[picked], best[picked] = sub_scores, sub_best
+        if len(by_state) >= _STATES_KEPT:
+            by_state.clear()
+        for i, score, gpu in zip(missing, scores[missing].tolist(), best[missing].tolist(), strict=True):
+            by_state[keys[i]] = (score, gpu)
+        return scores, best
 
     def choose_gpus(self, pod: PodInfo, request: GpuRequest, row: int, free: IntArray) -> tuple[int, ...] | None:
         """GpuShare's ``gpuSelMethod: FGD`` (``allocateGpuIdBasedOnFGDScore``): a share pod gets
@@ -234,6 +264,23 @@ class FGD(ScorePlugin):
             model_codes=res.model_codes)
         best = int(self._scores(table, pod, before)[1][0])
         return (best,) if best >= 0 and free[best] >= request.milli else None
+
+
+#: Bound on the node states kept per pod shape (emptied when full).
+_STATES_KEPT = 1 << 15
+
+
+def _state_keys(res: NodeResources) -> list[tuple[int, ...]]:
+    """Each row's state as FGD's score reads it: CPU left, model code, GPU count, then the free
+    milli of each GPU in index order (the GPU chosen is an index)."""
+    return [(cpu, code, count, *free) for cpu, code, count, free in zip(
+        res.cpu_left.tolist(), res.model_codes.tolist(), res.gpu_count.tolist(), res.free.tolist(), strict=True)]
+
+
+def _take(res: NodeResources, picked: Rows) -> NodeResources:
+    return NodeResources(
+        cpu_left=res.cpu_left[picked], cpu_capacity=res.cpu_capacity[picked], free=res.free[picked],
+        exists=res.exists[picked], gpu_count=res.gpu_count[picked], model_codes=res.model_codes[picked])
 
 
 def _sub(res: NodeResources, shape: PodShape) -> tuple[IntArray, IntArray]:

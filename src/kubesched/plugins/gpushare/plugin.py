@@ -26,7 +26,7 @@ import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
-from kubesched.framework.interfaces import FilterPlugin, PreBindPlugin, PreFilterPlugin, ReservePlugin
+from kubesched.framework.interfaces import FilterPlugin, Plugin, PreBindPlugin, PreFilterPlugin, ReservePlugin
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import NODE, POD, ActionType, ClusterEvent, PreFilterResult, Verdicts
 from kubesched.plugins.gpushare.args import GpuShareArgs
@@ -71,6 +71,10 @@ class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
         self._too_few = Status.unresolvable(REASON_TOO_FEW_GPUS)
         self._model = Status.unresolvable(REASON_MODEL)
         self._insufficient = Status.unschedulable(REASON_INSUFFICIENT)
+        #: The last plugin found to be a ``GpuChooser``, as the plugin and as the chooser (a
+        #: runtime-checked Protocol: the check looks at every member, once per pod otherwise).
+        self._checked: Plugin | None = None
+        self._chooser: GpuChooser | None = None
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return (
@@ -124,10 +128,14 @@ class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
             return choose_gpus(free.tolist(), request, method, self.handle.rng)
         framework = self.handle.framework
         chooser = framework.plugins.get(method) if framework is not None else None
-        if not isinstance(chooser, GpuChooser):
-            raise LookupError(
-                f"gpuSelMethod {method!r}: neither best, worst, random nor a plugin of this profile that chooses GPUs")
-        return chooser.choose_gpus(pod, request, row, free)
+        known = self._chooser
+        if known is None or chooser is None or chooser is not self._checked:
+            if not isinstance(chooser, GpuChooser):
+                raise LookupError(f"gpuSelMethod {method!r}: neither best, worst, random nor a plugin of this "
+                                  "profile that chooses GPUs")
+            self._checked, known = chooser, chooser
+            self._chooser = known
+        return known.choose_gpus(pod, request, row, free)
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         request = self._request(state, pod)

@@ -40,10 +40,12 @@ class GpuMetrics:
         self._node_generation = -1
         #: ``model_access`` of the typical pods, for the GPU models known (a new one: again).
         self._access: tuple[int, np.ndarray] = (-1, np.zeros((0, 0), dtype=np.bool_))
-        #: Per row: the ledger change counter last read (-1: never), GPU milli allocated and idle;
-        #: the GPU capacity of the alive rows; all for the nodes of ``_sums_generation``.
+        #: Per row: GPU milli allocated and idle, measured again for the rows the ledger's
+        #: change counter moved on (``_touched``, from ``GpuLedger.watch_rows``); the GPU
+        #: capacity of the alive rows; all for the nodes of ``_sums_generation`` (``_sums_rows`` rows).
         self._sums_generation = -1
-        self._seen = np.zeros(0, dtype=np.int64)
+        self._sums_rows = -1
+        self._touched = self.ledger.watch_rows()
         self._allocated = np.zeros(0, dtype=np.int64)
         self._idle = np.zeros(0, dtype=np.int64)
         self._capacity = 0
@@ -60,20 +62,21 @@ class GpuMetrics:
         table, ledger = self.table, self.ledger
         alive = table.alive_rows()
         ledger.settle()
-        if (self._sums_generation == table.node_generation and len(self._seen) >= len(table.alive)
-                and ledger.changes == self._ledger_changes):
+        reset = self._sums_generation != table.node_generation or self._sums_rows != len(table.alive)
+        if not reset and ledger.changes == self._ledger_changes:
             return alive  # no GPU taken or given back anywhere since the last look
         self._ledger_changes = ledger.changes
-        versions = ledger.versions(alive)
-        if self._sums_generation != table.node_generation or len(self._seen) < len(table.alive):
-            self._sums_generation = table.node_generation
-            self._seen = np.full(len(table.alive), -1, dtype=np.int64)
+        if reset:
+            self._sums_generation, self._sums_rows = table.node_generation, len(table.alive)
             self._allocated = np.zeros(len(table.alive), dtype=np.int64)
             self._idle = np.zeros(len(table.alive), dtype=np.int64)
             self._capacity = int(ledger.gpu_counts(alive).sum()) * MILLI
-        changed = alive[versions != self._seen[alive]]
+            changed = alive
+        else:
+            touched = np.array(sorted(self._touched), dtype=np.intp)
+            changed = touched[table.alive[touched]] if len(touched) else touched
+        self._touched.clear()
         if len(changed):
-            self._seen[changed] = ledger.versions(changed)
             self._idle[changed] = ledger.free(changed).sum(axis=1)
             for row in changed.tolist():
                 self._allocated[row] = ledger.allocated_milli(np.array([row], dtype=np.intp))
@@ -112,7 +115,8 @@ class GpuMetrics:
             self._frag[rows] = measured
         self._dirty.clear()
         self._grow()
-        # Summed one by one in row order (not numpy's pairwise sum): the figures stay the same.
-        total: float = sum(self._frag[alive].tolist())
+        # Summed one by one in row order (an accumulation, not numpy's pairwise sum): the figures
+        # stay those of adding them up in a loop.
+        total: float = float(np.cumsum(self._frag[alive])[-1]) if len(alive) else 0  # sum([]) is 0
         self._frag_total = total
         return total

@@ -235,8 +235,8 @@ class Simulation:
             pods_before = {table.names[r]: len(table.pods[r]) for r in table.alive_rows()}
             for pod in pending:
                 self.cluster.add_pod(pod)
-            arrivals = self.timeline.scenario.arrivals if self.timeline is not None else ()
-            self.scheduler.announce_workload(itertools.chain(pending, (PodInfo.from_raw(a.pod) for a in arrivals)))
+            arrivals = self.timeline.arrival_pods if self.timeline is not None else ()
+            self.scheduler.announce_workload(itertools.chain(pending, arrivals))
         await self.scheduler.start_plugins()
         gc.freeze()  # and what the plugins built at start
         try:

@@ -24,7 +24,7 @@ from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.simulate.engine.gpu_metrics import GpuMetrics
 from kubesched.simulate.inputs.dump import ClusterInput
 from kubesched.simulate.inputs.scenario import NodeEvent, Scenario, arrival_pod
-from kubesched.snapshot.gpushare.model import gpu_demand_milli
+from kubesched.snapshot.gpushare.model import gpu_request_or_none
 from kubesched.snapshot.gpushare.shapes import pod_shape
 from kubesched.snapshot.gpushare.typical_pods import typical_pods
 from kubesched.snapshot.pod import PodInfo
@@ -137,7 +137,10 @@ class Timeline:
             self._push(event.at, _NODE, event)
         self.total_arrivals = len(scenario.arrivals)
         self._lifetimes: dict[str, float] = {}
-        self.gpu = GpuMetrics(table, typical_pods(pod_shape(PodInfo.from_raw(a.pod)) for a in scenario.arrivals))
+        #: Every arrival's pod as parsed before the run (its template: no arrival time, no uid), for
+        #: the typical pods here and the workload the runner announces to the plugins.
+        self.arrival_pods = [PodInfo.from_raw(a.pod) for a in scenario.arrivals]
+        self.gpu = GpuMetrics(table, typical_pods(pod_shape(p) for p in self.arrival_pods))
         self.samples = Samples()
         self.arrived = 0
         self.arrived_gpu_milli = 0
@@ -148,6 +151,8 @@ class Timeline:
         #: (table generation, CPU and memory allocation) of the last sample: an arrival that only
         #: waits in the queue changes neither.
         self._ratios: tuple[int, float, float] = (-1, 0.0, 0.0)
+        #: (table node generation, CPU and memory allocatable of the alive nodes).
+        self._allocatable: tuple[int, int, int] = (-1, 0, 0)
         cluster.watchers.append(self)
 
     def _push(self, at: float, rank: int, payload: Any) -> None:
@@ -175,7 +180,8 @@ class Timeline:
                 if arrival.lifetime is not None:
                     self._lifetimes[pod.uid] = arrival.lifetime
                 self.arrived += 1
-                self.arrived_gpu_milli += gpu_demand_milli(pod.raw)
+                request = gpu_request_or_none(pod)  # kept in the pod's memo for GpuShare
+                self.arrived_gpu_milli += request.total_milli if request is not None else 0
                 if self._admit(pod):
                     self._cluster.add_pod(pod)
         return n
@@ -229,9 +235,12 @@ class Timeline:
         table = self._table
         if self._ratios[0] != table.generation:  # a pod or node came, went or changed since
             alive = table.alive_rows()
+            if self._allocatable[0] != table.node_generation:  # only a node change moves these
+                self._allocatable = (table.node_generation, int(table.allocatable_by_resource[CPU, alive].sum()),
+                                     int(table.allocatable_by_resource[MEMORY, alive].sum()))
 
             def ratio(col: int) -> float:  # integer sums: the same whatever order they are taken in
-                total = int(table.allocatable_by_resource[col, alive].sum())
+                total = self._allocatable[1 if col == CPU else 2]
                 return round(float(table.requested_by_resource[col, alive].sum()) / total, 6) if total else 0.0
 
             self._ratios = (table.generation, ratio(CPU), ratio(MEMORY))

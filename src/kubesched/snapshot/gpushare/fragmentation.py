@@ -15,7 +15,7 @@ the reference's order so the float sums are the reference's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,12 +100,70 @@ def _workload(pods: Sequence[TypicalPod]) -> _Workload:
 _DEDUP_FROM = 64
 
 
+#: Measured states per target workload (typical pods and model access, by content: the replay's
+#: metrics and FGD measure the same nodes against equal workloads): a state's measure depends on
+#: nothing else, so a node state seen before (by another node, before a pod came and went, or as
+#: the state FGD scored for the pod that then went there) is not measured again.
+_MEMOS: dict[Hashable, dict[tuple[int, ...], float]] = {}
+#: (id of the pods list, id of the access array) -> (both, held so the ids stay theirs, the memo).
+_MEMO_OF: dict[tuple[int, int], tuple[Sequence[TypicalPod], np.ndarray, dict[tuple[int, ...], float]]] = {}
+#: Bound on the states one memo keeps (it is emptied when full; the whole openb replay under FGD
+#: measures ~17,000 distinct states; a state costs a few hundred bytes).
+MEMO_SIZE = 1 << 17
+
+
+def _memo(pods: Sequence[TypicalPod], access: np.ndarray) -> dict[tuple[int, ...], float]:
+    found = _MEMO_OF.get((id(pods), id(access)))
+    if found is not None and found[0] is pods and found[1] is access:
+        return found[2]
+    content = (tuple(pods), access.shape, access.tobytes())
+    memo = _MEMOS.get(content)
+    if memo is None:
+        if len(_MEMOS) >= 8:
+            _MEMOS.clear()
+        memo = _MEMOS[content] = {}
+    if len(_MEMO_OF) >= 16:
+        _MEMO_OF.clear()
+    _MEMO_OF[(id(pods), id(access))] = (pods, access, memo)
+    return memo
+
+
+def state_keys(states: NodeStates) -> list[tuple[int, ...]]:
+    """What the measure reads of each state: CPU left, model code and the free milli per GPU in
+    ascending order (the measure sees a multiset; the width, GPUs a node lacks counting as 0, is
+    the tuple's length)."""
+    free = np.sort(states.free, axis=1).tolist()
+    return [(cpu, code, *gpus) for cpu, code, gpus in
+            zip(states.cpu_left.tolist(), states.model_codes.tolist(), free, strict=True)]
+
+
 def fragmentation(states: NodeStates, pods: Sequence[TypicalPod]) -> np.ndarray:
     """``NodeGpuShareFragAmountScore`` of every state (float64 array). Each bucket is summed over
-    the typical pods in order (``cumsum``), and the buckets in the reference's order, as Go adds."""
+    the typical pods in order (``cumsum``), and the buckets in the reference's order, as Go adds.
+    A few states (fewer than ``_DEDUP_FROM``) are looked up in the workload's memo first and only
+    the ones never seen are measured; every state's measure is the same alone or among others."""
     n = len(states.cpu_left)
     if n == 0 or not pods:
         return np.zeros(n)
+    if n >= _DEDUP_FROM:
+        return _measure(states, pods)
+    memo = _memo(pods, states.access)
+    if len(memo) >= MEMO_SIZE:
+        memo.clear()
+    keys = state_keys(states)
+    values = [memo.get(key) for key in keys]
+    missing = [i for i, v in enumerate(values) if v is None]
+    if missing:
+        picked = np.array(missing, dtype=np.intp)
+        sub = NodeStates(states.cpu_left[picked], states.free[picked], states.model_codes[picked], states.access)
+        for i, value in zip(missing, _measure(sub, pods).tolist(), strict=True):
+            memo[keys[i]] = values[i] = value
+    return np.array(values, dtype=np.float64)
+
+
+def _measure(states: NodeStates, pods: Sequence[TypicalPod]) -> np.ndarray:
+    """The measure of every state, no memo; identical states measured once from 64 on."""
+    n = len(states.cpu_left)
     w = _workload(pods)
     if n >= _DEDUP_FROM:
         pick, inverse = _distinct(states)

@@ -89,7 +89,23 @@ class GpuLedger:
         #: Bumped with every row's counter in ``_versions``: unchanged, no GPU was taken or given
         #: back anywhere (the replay's metrics skip their per-row comparison).
         self.changes = 0
+        #: Sets handed out by ``watch_rows``: each gets every row whose counter moves.
+        self._row_watchers: list[set[int]] = []
         table.observe_pods(self._observe)
+
+    def watch_rows(self) -> set[int]:
+        """A set the ledger adds every row to whose change counter moves (``versions``), for a
+        reader that keeps per-row values: it reads and empties the set instead of comparing
+        every row's counter."""
+        rows: set[int] = set()
+        self._row_watchers.append(rows)
+        return rows
+
+    def _bump(self, row: int) -> None:
+        self._versions[row] += 1
+        self.changes += 1
+        for watcher in self._row_watchers:
+            watcher.add(row)
 
     # -- shape -------------------------------------------------------------------------------------
     def _ensure_shape(self, gpus: int = 0) -> None:
@@ -113,8 +129,7 @@ class GpuLedger:
     # -- the observer ------------------------------------------------------------------------------
     def _observe(self, row: int, pod: PodInfo, sign: int) -> None:
         self._ensure_shape()
-        self._versions[row] += 1
-        self.changes += 1
+        self._bump(row)
         request = gpu_request_or_none(pod)
         if request is None:
             return
@@ -140,8 +155,7 @@ class GpuLedger:
     def _count(self, uid: str, row: int, milli: int, indices: tuple[int, ...]) -> None:
         self._ensure_shape(max(indices) + 1)
         self._used[row, list(indices)] += milli
-        self._versions[row] += 1
-        self.changes += 1
+        self._bump(row)
         self._free_stale.add(row)
         self._counted[uid] = (row, milli, indices)
 
@@ -150,8 +164,7 @@ class GpuLedger:
         if counted is not None:
             row, milli, indices = counted
             self._used[row, list(indices)] -= milli
-            self._versions[row] += 1
-            self.changes += 1
+            self._bump(row)
             self._free_stale.add(row)
         self._unplaced.pop(uid, None)
         self._overcommitted.pop(uid, None)

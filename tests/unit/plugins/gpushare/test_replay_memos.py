@@ -1,0 +1,139 @@
+"""The replay's memos (bench/analysis.md, "Replay speed, fifth pass") give what measuring again
+gives, whatever changed in between: the fragmentation measure kept per node state and target
+workload, FGD's scores kept per node state, and the replay's GPU sums kept per row while the
+ledger says which rows moved. Each test compares with a fresh measure after changes a stale memo
+would miss."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.plugins.gpu_policies import FGD
+from kubesched.plugins.gpushare import GpuLedger, parse_gpu_request
+from kubesched.simulate.engine.gpu_metrics import GpuMetrics
+from kubesched.snapshot.gpushare import fragmentation as frag
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
+from kubesched.snapshot.gpushare.typical_pods import TypicalPod
+from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeTable
+from kubesched.testing import table_of
+from kubesched.testing.harness import new_plugin
+
+from .helpers import gpu_node, gpu_pod
+
+SHAPES = [{"milliCpu": 1000, "milliGpu": 500, "gpuCount": 1, "frequency": 0.4},
+          {"milliCpu": 4000, "milliGpu": 1000, "gpuCount": 1, "frequency": 0.3},
+          {"milliCpu": 8000, "milliGpu": 1000, "gpuCount": 2, "frequency": 0.2},
+          {"milliCpu": 2000, "frequency": 0.1}]
+TYPICAL = [TypicalPod.model_validate(s) for s in SHAPES]
+
+
+def test_fragmentation_memo_answers_per_workload_and_model_access() -> None:
+    """One state measured against two workloads and two model accesses: each answer is that
+    workload's own measure (a memo keyed by the state alone would give the first)."""
+    free = np.array([[500, 1000, 0, 250]], dtype=np.int64)
+    cpu = np.array([6000], dtype=np.int64)
+    codes = np.array([0], dtype=np.int64)
+    every = np.ones((2, len(TYPICAL)), dtype=np.bool_)
+    none = np.zeros((2, len(TYPICAL)), dtype=np.bool_)
+    other = [TypicalPod(milli_cpu=1000, milli_gpu=750, gpu_count=1, frequency=1.0)]
+    answers = []
+    for pods, access in ((TYPICAL, every), (TYPICAL, none), (other, every[:, :1]), (TYPICAL, every)):
+        states = NodeStates(cpu, free, codes, access)
+        got = fragmentation(states, pods)
+        assert got.tolist() == frag._measure(states, pods).tolist()
+        answers.append(float(got[0]))
+    assert len(set(answers[:3])) == 3 and answers[3] == answers[0]
+
+
+def test_fragmentation_memo_gives_each_states_own_measure() -> None:
+    """Many small calls over states that repeat (as node states do): every answer, memo hit or
+    not, equals the measure without the memo, bit for bit."""
+    rng = np.random.default_rng(5)
+    access = np.ones((3, len(TYPICAL)), dtype=np.bool_)
+    access[2, 1] = False
+    for _ in range(200):
+        n = int(rng.integers(1, 6))
+        free = rng.choice([0, 250, 500, 1000], size=(n, 4)).astype(np.int64)
+        cpu = rng.choice([0, 1000, 4000, 16000], size=n).astype(np.int64)
+        codes = rng.choice([-1, 0, 1], size=n).astype(np.int64)
+        states = NodeStates(cpu, free, codes, access)
+        assert fragmentation(states, TYPICAL).tolist() == frag._measure(states, TYPICAL).tolist()
+
+
+def _place(table: NodeTable, rng: random.Random, name: str) -> None:
+    """Bind a share or whole-GPU pod on a random node where it fits, on the first GPUs that fit."""
+    ledger = GpuLedger.of(table)
+    milli = rng.choice([250, 500, 1000])
+    count = 1 if milli < 1000 else rng.choice([1, 2])
+    rows = table.alive_rows().tolist()
+    rng.shuffle(rows)
+    for row in rows:
+        free = ledger.free(np.array([row], dtype=np.intp))[0][: int(ledger.gpu_counts(np.array([row]))[0])]
+        fits = [i for i, f in enumerate(free.tolist()) if f >= milli][:count]
+        if len(fits) == count:
+            index = "-".join(str(i) for i in fits)
+            table.add_pod(PodInfo.from_raw(gpu_pod(name, milli, count=count, cpu=rng.choice(["1", "2"]),
+                                                   node_name=table.names[row], index=index)))
+            return
+
+
+def test_fgd_scores_kept_per_node_state_equal_a_fresh_plugins() -> None:
+    """Pods come and go, a node of a new GPU model arrives: the plugin that kept its scores (per
+    row and per node state, many nodes alike) scores and chooses GPUs as one that never scored."""
+    table = table_of(*[gpu_node(f"n{i}", gpus=g, cpu=c) for i, (g, c) in
+                       enumerate([(4, "8"), (4, "8"), (4, "8"), (8, "16"), (8, "16"), (2, "4")])])
+    kept = new_plugin(FGD, {"typicalPods": SHAPES}, table=table)
+    first = PodInfo.from_raw(gpu_pod("first", 500))
+    kept.score_batch(CycleState(), first, table, table.alive_rows())
+    assert [len(c.by_state) for c in kept._cache.values()] == [3]  # six rows, three states
+    rng = random.Random(11)
+    placed: list[str] = []
+    for step in range(60):
+        if step == 30:
+            table.upsert_node(gpu_node("t4", gpus=4, model="T4", cpu="8"))
+        if placed and rng.random() < 0.3:
+            table.remove_pod(_uid_of(table, placed.pop(rng.randrange(len(placed)))))
+        else:
+            _place(table, rng, f"p{step}")
+            placed.append(f"p{step}")
+        milli = rng.choice([250, 500, 1000])
+        pod = PodInfo.from_raw(gpu_pod(f"q{step}", milli, cpu=rng.choice(["1", "4"])))
+        rows = table.alive_rows()
+        fresh = new_plugin(FGD, {"typicalPods": SHAPES}, table=table)
+        got, want = kept.score_batch(CycleState(), pod, table, rows), fresh.score_batch(CycleState(), pod, table, rows)
+        assert isinstance(got, np.ndarray) and isinstance(want, np.ndarray)
+        assert got.tolist() == want.tolist(), step
+        request = parse_gpu_request(pod)
+        assert request is not None
+        ledger = GpuLedger.of(table)
+        for row in rows.tolist():
+            free = ledger.free_without(pod, row)
+            assert kept.choose_gpus(pod, request, row, free) == fresh.choose_gpus(pod, request, row, free)
+
+
+def _uid_of(table: NodeTable, name: str) -> str:
+    for pod in table.all_pods():
+        if pod.name == name:
+            return pod.uid
+    raise KeyError(name)
+
+
+def test_replay_gpu_sums_follow_every_change_the_ledger_sees() -> None:
+    """The replay's GPU capacity, allocated and idle milli, kept per row and refreshed for the rows
+    the ledger reports: after pods come and go, equal to sums made from scratch."""
+    table = table_of(*[gpu_node(f"n{i}", gpus=g) for i, g in enumerate([4, 8, 2, 8])])
+    kept = GpuMetrics(table, TYPICAL)
+    rng = random.Random(3)
+    placed: list[str] = []
+    for step in range(40):
+        if placed and rng.random() < 0.35:
+            table.remove_pod(_uid_of(table, placed.pop(rng.randrange(len(placed)))))
+        else:
+            _place(table, rng, f"p{step}")
+            placed.append(f"p{step}")
+        assert kept.totals() == GpuMetrics(table, TYPICAL).totals(), step
+        assert kept.fragmented() == GpuMetrics(table, TYPICAL).fragmented(), step
