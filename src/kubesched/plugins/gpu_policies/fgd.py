@@ -266,8 +266,10 @@ class FGD(ScorePlugin):
         return (best,) if best >= 0 and free[best] >= request.milli else None
 
 
-#: Bound on the node states kept per pod shape (emptied when full).
-_STATES_KEPT = 1 << 15
+#: Bound on the node states kept per pod shape (emptied when full): the openb replay under FGD
+#: keeps at most ~1,500 for a shape, and a live scheduler keeps one such dict per pod shape, so
+#: the bound holds each to ~1 MiB (a state and its score are a few hundred bytes).
+_STATES_KEPT = 1 << 12
 
 
 def _state_keys(res: NodeResources) -> list[tuple[int, ...]]:

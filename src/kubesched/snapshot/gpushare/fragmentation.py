@@ -108,8 +108,9 @@ _MEMOS: dict[Hashable, dict[tuple[int, ...], float]] = {}
 #: (id of the pods list, id of the access array) -> (both, held so the ids stay theirs, the memo).
 _MEMO_OF: dict[tuple[int, int], tuple[Sequence[TypicalPod], np.ndarray, dict[tuple[int, ...], float]]] = {}
 #: Bound on the states one memo keeps (it is emptied when full; the whole openb replay under FGD
-#: measures ~17,000 distinct states; a state costs a few hundred bytes).
-MEMO_SIZE = 1 << 17
+#: measures 16,726 distinct states; a state costs a few hundred bytes, so a memo stays under
+#: ~10 MiB, which matters in a long-running live scheduler).
+MEMO_SIZE = 1 << 15
 
 
 def _memo(pods: Sequence[TypicalPod], access: np.ndarray) -> dict[tuple[int, ...], float]:
