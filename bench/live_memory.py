@@ -33,6 +33,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -193,7 +194,7 @@ def worker(workload: str, nodes: int, init_pods: int, pods: int, breakdown: bool
         snap0 = tracemalloc.take_snapshot() if breakdown else None
 
         def phase(name: str) -> None:
-            row: dict[str, Any] = {"phase": name, "rss": _rss()}
+            row: dict[str, Any] = {"phase": name, "rss": _rss(), "cpu_s": round(time.process_time(), 3)}
             if breakdown:
                 seen: set[int] = set()
                 row["held"] = {h: _reachable(roots(), seen) for h, roots in holders.items()}

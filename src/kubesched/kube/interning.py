@@ -7,7 +7,8 @@ default tolerations, condition types and statuses, the namespace, the node name,
 the topology keys and selectors of its affinity and spread terms. Interning them
 (``sys.intern``) keeps one object per distinct value: a bound pod of scheduler_perf's shapes as
 the apiserver sends it (managedFields dropped) goes from ~9.5 to ~6.4 KB, a KWOK node from
-~7.6 to ~5 KB (bench/live_memory.py). Strings are immutable, so nothing a consumer reads
+~7.4 to ~4.2 KB (bench/live_memory.py; BENCHMARKS.md "Memory per node and per pod"). It costs
+~20 µs of CPU a pod, about what orjson takes to decode it. Strings are immutable, so nothing a consumer reads
 changes; interned strings are freed with their last user, so a value seen once is not kept.
 kube-scheduler needs no such step: its Go decoder makes a string header per value pointing into
 one buffer per object, a fraction of a Python ``str``.
