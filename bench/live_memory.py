@@ -237,7 +237,10 @@ def worker(workload: str, nodes: int, init_pods: int, pods: int, breakdown: bool
         await live.events.stop(0.1)
         await api.close()
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    finally:
+        tracemalloc.stop()  # (a no-op when not tracing)
     return out
 
 
