@@ -47,6 +47,9 @@ Workloads:
   startup-cost [--rounds R] [SRC ...]        CPU and peak RSS of `kubesched run` up to its first request, per
                                              source tree, side by side (bench/startup_cost.py); --first-cycle:
                                              CPU ms of the first scheduling cycles after a start instead
+  live-memory [--workloads W,..] [SRC ...]    what `kubesched run` keeps per node and per pod of each live workload's
+      [--nodes N --init-pods K --pods M]     shape, in process: RSS per phase; --breakdown: by holder and by the
+      [--breakdown]                          allocating module (bench/live_memory.py)
   fuzz [--bodies N]                          the extender fuzzed over HTTP, RSS watched (bench/chaos_fuzz.py)
 """
 
@@ -126,6 +129,10 @@ def main(argv: list[str]) -> int:
         from bench import startup
 
         return startup.main(rest)
+    if name == "live-memory":
+        from bench import live_memory
+
+        return live_memory.main(rest)
     if name == "startup-cost":
         from bench import startup_cost
 

@@ -271,3 +271,17 @@ def test_gpu_replay_records_a_sweep_of_the_policy_files_run_by_run() -> None:
     lines = "\n".join(gpu_replay.report_section([{**run, "nodes": 1213, "commit": "abc"}]))
     assert "| BestFit | 7 | 90.61 | 98.86 |" in lines
     assert "CPU seconds per run not measured; 1 of them from `kubesched sweep --trace`" in lines
+
+
+def test_live_memory_feeds_the_live_informers_and_schedules_the_backlog() -> None:
+    from bench import live_memory
+
+    run = live_memory.worker("PodAntiAffinity", 6, 2, 3, breakdown=True)
+    assert run["scheduled"] == 3
+    assert [p["phase"] for p in run["phases"]] == ["start", "nodes", "init pods", "pending", "bound"]
+    held = [p["held"] for p in run["phases"]]
+    assert held[1]["informer store: nodes"] > held[0]["informer store: nodes"]
+    assert held[2]["informer store: pods"] > held[1]["informer store: pods"]
+    assert held[3]["queue"] > held[2]["queue"] and held[4]["queue"] < held[3]["queue"]
+    summary = live_memory.summarize(run)
+    assert summary["per_node_kib"] is not None and summary["per_bound_pod_kib"] is not None

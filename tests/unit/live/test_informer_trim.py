@@ -39,3 +39,16 @@ async def test_watch_events_are_stored_and_delivered_trimmed() -> None:
     assert [o["metadata"]["resourceVersion"] for o in seen] == ["1", "2"]
     assert all("managedFields" not in o["metadata"] for o in seen)
     assert all("managedFields" not in o["metadata"] for o in inf.store.values())
+
+
+def test_trim_keeps_one_copy_of_each_repeated_string_and_changes_no_value() -> None:
+    import orjson
+
+    wire = orjson.dumps({**_pod("1"), "spec": {"nodeName": "node-1", "containers": [{"image": "pause:3.10"}],
+                                               "tolerations": [{"key": "node.kubernetes.io/not-ready"}]}})
+    a, b = trim(orjson.loads(wire)), trim(orjson.loads(wire))
+    assert a == b == {**orjson.loads(wire), "metadata": {k: v for k, v in orjson.loads(wire)["metadata"].items()
+                                                         if k != "managedFields"}}
+    assert a["spec"]["nodeName"] is b["spec"]["nodeName"]
+    assert a["spec"]["containers"][0]["image"] is b["spec"]["containers"][0]["image"]
+    assert a["spec"]["tolerations"][0]["key"] is b["spec"]["tolerations"][0]["key"]
