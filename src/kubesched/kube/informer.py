@@ -92,17 +92,33 @@ class Delta:
     old: Obj | None = None
 
 
-def trim(obj: Obj) -> Obj:
+def trim(obj: Obj, intern: bool = True) -> Obj:
     """Drop ``metadata.managedFields`` before an object is stored or handed on: nothing here reads
     them and they are about half of a pod's memory (a bound, KWOK-run pod: 14.9 KB → 7.6 KB as Python
     objects). kube-scheduler's informers do the same (cmd/kube-scheduler/app/server.go, ``trim``).
-    Then one copy of each repeated string value (:mod:`kubesched.kube.interning`: about a third of
-    what is left)."""
+    Then (``intern``) one copy of each repeated string value (:mod:`kubesched.kube.interning`:
+    about a third of what is left); a list's objects are interned after they are handed on
+    (:func:`_intern_in_chunks`)."""
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
-    intern_strings(obj)
+    if intern:
+        intern_strings(obj)
     return obj
+
+
+#: Listed objects interned between two yields to the event loop.
+_INTERN_CHUNK = 256
+
+
+async def _intern_in_chunks(items: list[Obj]) -> None:
+    """Intern a list's objects after the list was handed on, a chunk at a time: a backlog's first
+    bind does not wait for ~20 µs a pod of interning (issue 32 item 2); the store and the handlers
+    hold these very dicts, and a string value swapped for an equal one changes nothing they read."""
+    for start in range(0, len(items), _INTERN_CHUNK):
+        for obj in items[start:start + _INTERN_CHUNK]:
+            intern_strings(obj)
+        await asyncio.sleep(0)
 
 
 def reconcile(store: dict[str, Obj], items: Iterable[Obj]) -> list[Delta]:
@@ -187,6 +203,8 @@ class Informer:
         self._resume = asyncio.Event()
         self._resume.set()
         self._task: asyncio.Task[None] | None = None
+        #: The last list's objects being interned (_intern_in_chunks); held so it is not collected.
+        self._interning: asyncio.Task[None] | None = None
         self._watch_task: asyncio.Task[None] | None = None
         self._rng = random.Random()
         self._stopped = False
@@ -203,6 +221,8 @@ class Informer:
     async def stop(self) -> None:
         self._stopped = True
         self._resume.set()
+        if self._interning is not None:
+            self._interning.cancel()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -284,7 +304,7 @@ class Informer:
                 # Lists omit kind/apiVersion on items; watches include them. Make them the same.
                 obj.setdefault("kind", kind)
                 obj.setdefault("apiVersion", api_version)
-                items.append(trim(obj))
+                items.append(trim(obj, intern=False))
             meta = page.get("metadata") or {}
             cont = meta.get("continue") or None
             if not cont:
@@ -307,6 +327,8 @@ class Informer:
         self.resource_version = rv
         self._need_list = False
         log.info("informer=%s event=listed items=%d changes=%d rv=%s", self.name, len(items), len(deltas), rv)
+        if items:
+            self._interning = asyncio.get_running_loop().create_task(_intern_in_chunks(items))
 
     async def _watch_list(self) -> None:
         """client-go's ``watchList``: the initial state as ADDED events up to the bookmark annotated
@@ -334,7 +356,7 @@ class Informer:
                     etype = ev.get("type")
                     obj: Obj = ev.get("object") or {}
                     if etype == "ADDED":
-                        items.append(trim(obj))
+                        items.append(trim(obj, intern=False))
                     elif etype == "BOOKMARK":
                         annotations = (obj.get("metadata") or {}).get("annotations") or {}
                         if annotations.get(INITIAL_EVENTS_END) == "true":
