@@ -151,13 +151,7 @@ def main(argv: list[str]) -> int:
         summary[s] = {"cpu_s": cpu, "cpu_median_s": statistics.median(cpu), "peak_rss_mib": rss,
                       "peak_rss_median_mib": statistics.median(rss)}
         print(f"{s}: CPU median {statistics.median(cpu):.3f} s {cpu}, peak RSS median {statistics.median(rss):.1f} MiB")
-    record = {"benchmark": "startup_cost", "when": common.now_iso(), "commit": common.git_commit(),
-              "command": common.command_line(), "machine": common.machine(), "rounds": args.rounds,
-              "load": os.getloadavg()[0], "note": args.note, "summary": summary, "complete": True}
-    path = common.RESULTS / f"startup-cost-{common.today()}.json"
-    _save(record, path)
-    print(f"  saved to {path}")
-    return 0
+    return _save_summary("startup_cost", args, summary)
 
 
 def _first_cycle_main(args: argparse.Namespace) -> int:
@@ -175,7 +169,11 @@ def _first_cycle_main(args: argparse.Namespace) -> int:
                       "later_cycles_median_ms": statistics.median(rest)}
         print(f"{s}: first cycle median {statistics.median(first):.2f} CPU ms {first}, "
               f"later cycles median {statistics.median(rest):.2f} ms")
-    record = {"benchmark": "first_cycle", "when": common.now_iso(), "commit": common.git_commit(),
+    return _save_summary("first_cycle", args, summary)
+
+
+def _save_summary(benchmark: str, args: argparse.Namespace, summary: dict[str, Any]) -> int:
+    record = {"benchmark": benchmark, "when": common.now_iso(), "commit": common.git_commit(),
               "command": common.command_line(), "machine": common.machine(), "rounds": args.rounds,
               "load": os.getloadavg()[0], "note": args.note, "summary": summary, "complete": True}
     path = common.RESULTS / f"startup-cost-{common.today()}.json"
