@@ -44,6 +44,7 @@ from kubesched.kube.objects import ObjectInformers
 from kubesched.kube.status import StatusPublisher
 from kubesched.live.bind_client import MeteredBindClient
 from kubesched.live.client import LiveClusterClient
+from kubesched.live.coalesced_events import CoalescedEvents
 from kubesched.live.health import HealthServer
 from kubesched.live.leader import DEFAULT_SCHEDULER_NAME, LeaderElector, LeaseLock, kube_scheduler_holds_lease
 from kubesched.live.metrics import SchedulerMetrics, instrument_framework
@@ -165,7 +166,8 @@ class LiveScheduler(SchedulerObserver):
             # one stream out of the watch cache instead of pages read from etcd.
             watch_list=True,
         )
-        self.objects = ObjectInformers(api, kinds, self._object_changed, read_timeout=rt)
+        self._object_events = CoalescedEvents(self._object_changed)
+        self.objects = ObjectInformers(api, kinds, self._object_events.add, read_timeout=rt)
         self.status = StatusPublisher(api, self.scheduler.plugins(), kinds, emit=self.events.object_event)
         self.health = HealthServer(self.options.health_addr, self.metrics.registry, self._readiness, self._liveness)
         self.metrics.watch_connectivity(
@@ -530,6 +532,7 @@ class LiveScheduler(SchedulerObserver):
             await self.elector.release()
         for inf in (self.node_informer, self.pod_informer):
             await inf.stop()
+        self._object_events.closed = True
         await self.objects.stop()
         with contextlib.suppress(Exception):
             await self.status.stop()
