@@ -101,7 +101,7 @@ def node_claim(claim: dict[str, Any], pod: PodInfo, resources: Mapping[str, int]
                memo: dict[Any, Any] | None = None) -> NodeClaim:
     """filterExtendedResources. A claim from an earlier attempt (it has requests) refuses every node,
     so that PostFilter deletes it and the next attempt starts anew. ``memo`` (one per pod's
-    attempt) keeps the requests per set of resources the node must provide by DRA: nodes alike
+    attempt) keeps the answer per set of resources the node must provide by DRA: nodes alike
     ask for the same requests."""
     if has_requests(claim):
         return NodeClaim(refusal="cannot schedule extended resource claim")
@@ -122,14 +122,16 @@ def node_claim(claim: dict[str, Any], pod: PodInfo, resources: Mapping[str, int]
     if (claim.get("status") or {}).get("allocation") is not None:
         return NodeClaim()
     key = tuple(sorted(extended.items()))
-    found = memo.get(key) if memo is not None else None
+    found: NodeClaim | None = memo.get(key) if memo is not None else None
     if found is None:
-        found = requests_and_mappings(pod, extended, resolver)
+        requests, mappings = requests_and_mappings(pod, extended, resolver)
+        found = NodeClaim({**claim, "spec": {"devices": {"requests": copy.deepcopy(requests)}}}, tuple(mappings),
+                          requests_key=key)
         if memo is not None:
+            # Nodes asking alike share one answer: nothing mutates a node's claim (Reserve and
+            # PreBind build new dicts from it), and only one node of an attempt is reserved.
             memo[key] = found
-    requests, mappings = found
-    return NodeClaim({**claim, "spec": {"devices": {"requests": copy.deepcopy(requests)}}}, tuple(mappings),
-                     requests_key=key)
+    return found
 
 
 def _container_count(container: Mapping[str, Any], resource: str) -> int:
