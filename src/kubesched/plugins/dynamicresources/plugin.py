@@ -70,6 +70,7 @@ from kubesched.plugins.dynamicresources.allocator import (
     claim_requests,
 )
 from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs
+from kubesched.plugins.dynamicresources.batch_filter import filter_rows
 from kubesched.plugins.dynamicresources.binding import (
     bind_claim,
     create_extended_claim,
@@ -289,31 +290,15 @@ class DynamicResources(GroupClaimRelease, ClaimDeallocation, PreEnqueuePlugin, P
         return quick_verdicts(need, s.allocator.slices, names, s.allocator.state, s.allocator.selector_cache)
 
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
-        """Filter over many nodes: when every node is asked the same claims and no allocated claim
-        restricts the nodes, quick_filter.py judges the rows in one pass and only the nodes it
-        cannot judge go through Filter (and its search)."""
+        """Filter over many nodes: when no allocated claim restricts the nodes, quick_filter.py
+        judges the rows asked the same claims in one pass (for extended resources, nodes alike:
+        the same node claim) and only the nodes it cannot judge go through Filter (and its search)."""
         s = read_state(state)
-        if (s is None or s.allocator is None or s.extended is not None or s.not_bindable
+        if (s is None or s.allocator is None or s.not_bindable
                 or any(selector is not None for selector in s.available_on)):
             return super().filter_batch(state, pod, table, rows)
-        names = table.node_names(rows.tolist())
-        verdicts = self._quick_verdicts(s, names, NodeClaim())
-        if verdicts is None:
-            return super().filter_batch(state, pod, table, rows)
-        codes = np.zeros(len(rows), dtype=np.int32)
-        statuses = [Status.unresolvable("cannot allocate all claims")]
-        for i, verdict in enumerate(verdicts):
-            if verdict is True:
-                s.quick_nodes.add(names[i])
-            elif verdict is False:
-                codes[i] = 1
-            else:
-                status = self.filter(state, pod, NodeInfo(table, int(rows[i])))
-                if not status.is_success:
-                    if status not in statuses:
-                        statuses.append(status)
-                    codes[i] = statuses.index(status) + 1
-        return Verdicts(codes, statuses)
+        return filter_rows(s, pod, table, rows, lambda names, node_ext: self._quick_verdicts(s, names, node_ext),
+                           lambda node: self.filter(state, pod, node))
 
     @staticmethod
     def _to_allocate(s: StateData, node_ext: NodeClaim) -> list[dict[str, Any]]:
