@@ -217,6 +217,7 @@ def outcome_of(pods: list[dict[str, Any]], claims: dict[str, dict[str, Any]], no
 def run_both_with_objects(
     cp: ControlPlane, ns: str, tmp_path: Path, kubeconfig: Path, objects: list[tuple[str, dict[str, Any]]],
     scenario: Callable[[str], dict[str, Any]], profile: dict[str, Any] | None = None,
+    metrics: list[str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``run_both`` (``profile``: more fields of both schedulers' profile) with the DRA ``objects``
     ((plural, object) under resource.k8s.io/v1) created first and, whatever happens, the pods, their
@@ -224,7 +225,7 @@ def run_both_with_objects(
     for plural, obj in objects:
         cp.api("POST", f"{RESOURCE}/{plural}", obj)
     try:
-        return run_both(cp, ns, tmp_path, kubeconfig, scenario, profile)
+        return run_both(cp, ns, tmp_path, kubeconfig, scenario, profile, metrics)
     finally:
         for p in pods_in(cp, ns):
             cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)

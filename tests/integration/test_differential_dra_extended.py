@@ -163,8 +163,9 @@ def test_dra_extended_resources_match_kube_scheduler(
     nodes_to_delete += nodes
     cp.wait_for(lambda: set(nodes) <= cp.ready_nodes(), 60, 0.2, "nodes Ready")
     objects = _objects(ns, nodes)
+    metrics: list[str] = []
     oracle, ours = run_both_with_objects(cp, ns, tmp_path, sa_kubeconfig, objects,
-                                         lambda name: _scenario(cp, ns, nodes, name))
+                                         lambda name: _scenario(cp, ns, nodes, name), metrics=metrics)
     print(f"\n[differential-dra-extended] kube-scheduler: {oracle}\n[differential-dra-extended] kubesched:      {ours}")
     assert oracle["bound"] == sorted(BOUND)
     assert oracle["problems"] == [] and oracle["devices_twice"] == [] and oracle["devices_used"] == 4
@@ -175,6 +176,22 @@ def test_dra_extended_resources_match_kube_scheduler(
     assert ours["claims"] == oracle["claims"]
     assert ours["reasons"] == oracle["reasons"]
     assert "cannot allocate all claims" in ours["reasons"]["too-many"]
+    # The claims the scheduler created, counted as kube-scheduler counts them (its /metrics).
+    oracle_creates, our_creates = (_samples(text, CLAIM_CREATES) for text in metrics)
+    assert sum(oracle_creates.values()) == 3, oracle_creates  # dra-two, dra-one, dra-init
+    assert our_creates == oracle_creates
+
+
+#: pkg/scheduler/metrics ResourceClaimCreatesTotal (v1.37.1's name).
+CLAIM_CREATES = "dynamic_resource_allocation_resourceclaim_creates_total"
+
+
+def _samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The samples of counter ``name`` in a /metrics text, by their sorted labels."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {tuple(sorted(s.labels.items())): s.value for family in text_string_to_metric_families(text)
+            for s in family.samples if s.name == name}
 
 
 # -- scoring -----------------------------------------------------------------------------------------

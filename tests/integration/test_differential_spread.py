@@ -9,7 +9,9 @@ per-zone counts and the reasons deterministic, and those must agree.
 
 from __future__ import annotations
 
+import ssl
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -108,18 +110,21 @@ def _clear(cp: ControlPlane, ns: str) -> None:
 
 def run_both(
     cp: ControlPlane, ns: str, tmp_path: Path, kubeconfig: Path, scenario: Callable[[str], dict[str, Any]],
-    profile: dict[str, Any] | None = None,
+    profile: dict[str, Any] | None = None, metrics: list[str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``scenario(schedulerName)`` run by the real kube-scheduler, the namespace cleared, then run by
     `kubesched run`; both with their whole default profile (DefaultPreemption included: its
     "preemption: ..." suffix is part of the compared messages), plus ``profile``'s fields (e.g.
-    ``pluginConfig``) in both. Returns (oracle, kubesched)."""
+    ``pluginConfig``) in both. ``metrics``: each scheduler's /metrics text once its scenario is
+    done is appended (kube-scheduler's first). Returns (oracle, kubesched)."""
     oracle_name = f"ks-{ns}"
     ks_config = cp.write_scheduler_config(tmp_path / "ks.json", scheduler_names=(oracle_name,),
                                           extra={"profiles": [{"schedulerName": oracle_name, **(profile or {})}]})
     ks = cp.start_kube_scheduler(ks_config)
     try:
         oracle = scenario(oracle_name)
+        if metrics is not None:
+            metrics.append(_get(f"https://127.0.0.1:{_flag(ks.argv, '--secure-port')}/metrics", _admin_tls(cp)))
     finally:
         cp.stop_component(ks)
     _clear(cp, ns)
@@ -127,9 +132,29 @@ def run_both(
     sched = InProcess(write_config(tmp_path / "kst.json", ours_name, profile=profile), kubeconfig).start()
     try:
         ours = scenario(ours_name)
+        if metrics is not None:
+            metrics.append(_get(f"http://127.0.0.1:{sched.live.health.port}/metrics", None))
     finally:
         assert sched.stop() == 0
     return oracle, ours
+
+
+def _flag(argv: list[str], flag: str) -> str:
+    return next(a.split("=", 1)[1] for a in argv if a.startswith(flag + "="))
+
+
+def _admin_tls(cp: ControlPlane) -> ssl.SSLContext:
+    """The admin client certificate: kube-scheduler's delegated authorization lets it read /metrics."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.load_cert_chain(str(cp.pki.dir / "admin.crt"), str(cp.pki.dir / "admin.key"))
+    return ctx
+
+
+def _get(url: str, context: ssl.SSLContext | None) -> str:
+    with urllib.request.urlopen(url, timeout=10, context=context) as r:
+        return str(r.read().decode())
 
 
 def test_topology_spread_matches_kube_scheduler(
