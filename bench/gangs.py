@@ -42,4 +42,4 @@ def start_scheduler_plugins(c: ControlPlane, wl: Workload, qps: float, burst: in
     cfg = live.scheduler_config(c, workdir / "scheduler-plugins.yaml", profile, qps, burst)
     comp = c.start_kube_scheduler(cfg, extra_args=["--v=0"], binary=BINARY)
     url = f"https://127.0.0.1:{live._arg(comp, '--secure-port')}/metrics"
-    return live.Running(CONTENDER, {"scheduler": comp}, url, live._admin_ssl(c), live.DEFAULT_NAME)
+    return live.Running(CONTENDER, {"scheduler": comp}, url, c.pki.admin_tls(), live.DEFAULT_NAME)

@@ -537,14 +537,6 @@ class BindWatcher(threading.Thread):
 
 
 # -- contenders --------------------------------------------------------------------------------------
-def _admin_ssl(c: ControlPlane) -> ssl.SSLContext:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    ctx.load_cert_chain(str(c.pki.dir / "admin.crt"), str(c.pki.dir / "admin.key"))
-    return ctx
-
-
 def _arg(comp: Component, flag: str) -> str:
     for a in comp.argv:
         if a.startswith(flag + "="):
@@ -695,7 +687,7 @@ def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float | None,
         raise
     procs["scheduler"] = comp
     url = f"https://127.0.0.1:{_arg(comp, '--secure-port')}/metrics"
-    return Running(kind, procs, url, _admin_ssl(c), DEFAULT_NAME)
+    return Running(kind, procs, url, c.pki.admin_tls(), DEFAULT_NAME)
 
 
 def stop_contender(c: ControlPlane, run: Running) -> None:

@@ -124,7 +124,7 @@ def run_both(
     try:
         oracle = scenario(oracle_name)
         if metrics is not None:
-            metrics.append(_get(f"https://127.0.0.1:{_flag(ks.argv, '--secure-port')}/metrics", _admin_tls(cp)))
+            metrics.append(_get(f"https://127.0.0.1:{_flag(ks.argv, '--secure-port')}/metrics", cp.pki.admin_tls()))
     finally:
         cp.stop_component(ks)
     _clear(cp, ns)
@@ -141,15 +141,6 @@ def run_both(
 
 def _flag(argv: list[str], flag: str) -> str:
     return next(a.split("=", 1)[1] for a in argv if a.startswith(flag + "="))
-
-
-def _admin_tls(cp: ControlPlane) -> ssl.SSLContext:
-    """The admin client certificate: kube-scheduler's delegated authorization lets it read /metrics."""
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    ctx.load_cert_chain(str(cp.pki.dir / "admin.crt"), str(cp.pki.dir / "admin.key"))
-    return ctx
 
 
 def _get(url: str, context: ssl.SSLContext | None) -> str:

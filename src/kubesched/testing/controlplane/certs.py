@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 import ipaddress
 import os
+import ssl
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,16 @@ class PKI:
                 k.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
             )
         return pub, key
+
+    def admin_tls(self) -> ssl.SSLContext:
+        """A client context with the admin certificate, for the components' secure ports
+        (kube-scheduler's /metrics and /debug/pprof pass its delegated authorization); the
+        components' serving certificates are self-signed, so they are not verified."""
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.load_cert_chain(str(self.dir / "admin.crt"), str(self.dir / "admin.key"))
+        return ctx
 
 
 def _pem_cert(cert: Any) -> bytes:
