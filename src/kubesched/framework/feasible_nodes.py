@@ -108,7 +108,7 @@ class FeasibleNodeSearch:
                 self.next_start_node_index = (self.next_start_node_index + n) % max(num_all, 1)
                 return rows[:0], SUCCESS
             if to_find >= n:  # one window of every node: the shape's kept verdicts answer it
-                incremental = fwk.filter_rows.prepare(state, pod, table, rows, shape)
+                incremental = fwk.row_verdicts.prepare(state, pod, table, rows, shape)
         found: list[Rows] = []
         count = 0
         pos = 0

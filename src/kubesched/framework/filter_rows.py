@@ -39,50 +39,53 @@ from kubesched.framework.status import Code, Status
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable, Rows
 
-#: ``RowVerdicts.stage_of`` of a row never judged for the shape (or added since).
-UNKNOWN: Final = -2
-#: ``RowVerdicts.stage_of`` of a row the leading signature filters rejected when it was judged
-#: (the later filters did not run on it).
-SIGNATURE: Final = -1
 #: Bound on the shapes kept (emptied when full).
 MAX_ENTRIES: Final = 512
 _ERROR = Code.ERROR
 
 
 class RowVerdicts:
-    """One shape's verdicts per table row: ``stage_of[row]`` is the index of the filter (among the
-    stages: the Filter plugins after the signature run that do not Skip) that rejected it,
-    ``len(stages)`` if all passed it (or ``UNKNOWN``, ``SIGNATURE``); ``code_of[row]`` its code in
-    ``statuses[stage]``. ``clock``: the table's ``row_clock`` when they were last brought up to date."""
+    """One shape's verdicts per table row, as one code array per stage (the Filter plugins after
+    the signature run that do not Skip): ``codes[stage][row]`` is 0 where that stage passed the
+    row (or never judged it: an earlier filter rejected it), else its code in
+    ``statuses[stage]``. ``clock``: the table's ``row_clock`` when they were last brought up to
+    date; ``sig``: the signature filters' verdicts they were judged after."""
 
-    __slots__ = ("_lut", "clock", "code_of", "stage_of", "statuses")
+    __slots__ = ("_lut", "clock", "codes", "sig", "statuses")
 
     def __init__(self, stages: int, size: int) -> None:
         self.clock = -1
-        self.stage_of: npt.NDArray[np.int32] = np.full(size, UNKNOWN, dtype=np.int32)
-        self.code_of: npt.NDArray[np.int32] = np.zeros(size, dtype=np.int32)
+        self.sig: SignatureVerdicts | None = None
+        self.codes: list[npt.NDArray[np.int32]] = [np.zeros(size, dtype=np.int32) for _ in range(stages)]
         #: Per stage, the statuses its codes index (1-based), in the order first seen: a copy of the
         #: plugin's list (never the plugin's own: this one is appended to), extended as new
         #: statuses come.
         self.statuses: list[list[Status]] = [[] for _ in range(stages)]
         #: Per stage, the last list of statuses a call returned and the code map made for it.
-        self._lut: list[tuple[list[Status], int, npt.NDArray[np.int32]] | None] = [None] * stages
+        self._lut: list[tuple[list[Status], int, npt.NDArray[np.int32], list[int]] | None] = [None] * stages
 
     def _fit(self, size: int) -> None:
-        if size > len(self.stage_of):
-            extra = size - len(self.stage_of)
-            self.stage_of = np.concatenate((self.stage_of, np.full(extra, UNKNOWN, dtype=np.int32)))
-            self.code_of = np.concatenate((self.code_of, np.zeros(extra, dtype=np.int32)))
+        for i, codes in enumerate(self.codes):
+            if size > len(codes):
+                self.codes[i] = np.concatenate((codes, np.zeros(size - len(codes), dtype=np.int32)))
 
-    def _code_map(self, stage: int, statuses: list[Status]) -> npt.NDArray[np.int32]:
+    def _code_map(self, stage: int, plugin: str, statuses: list[Status]) -> tuple[npt.NDArray[np.int32], list[int]]:
         """Codes of a call's ``statuses`` → codes in ``self.statuses[stage]`` (equal statuses share
-        a code; new ones are appended). Kept for the list object while it does not grow."""
+        a code; new ones are appended, named by their plugin as the full pass names them), and
+        the call's codes of errors. Kept while a call returns the same statuses (NodeResourcesFit
+        returns one list, hundreds long, until it grows; GpuShare a new list of the same three)."""
         last = self._lut[stage]
-        if last is not None and last[0] is statuses and last[1] == len(statuses):
-            return last[2]
+        if last is not None and last[1] == len(statuses) and (
+                last[0] is statuses or all(a is b for a, b in zip(last[0], statuses, strict=True))):
+            return last[2], last[3]
         kept = self.statuses[stage]
         lut = np.zeros(len(statuses) + 1, dtype=np.int32)
+        errors: list[int] = []
         for i, st in enumerate(statuses, start=1):
+            if st.plugin != plugin:
+                st = st.with_plugin(plugin)
+            if st.code == _ERROR:
+                errors.append(i)
             for j, known in enumerate(kept, start=1):
                 if known is st or known == st:
                     lut[i] = j
@@ -90,30 +93,32 @@ class RowVerdicts:
             else:
                 kept.append(st)
                 lut[i] = len(kept)
-        self._lut[stage] = (statuses, len(statuses), lut)
-        return lut
+        self._lut[stage] = (statuses, len(statuses), lut, errors)
+        return lut, errors
 
     def refresh(
         self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows,
         stages: Sequence[FilterPlugin], sig: SignatureVerdicts | None,
     ) -> int | None:
-        """Judge again the rows of ``rows`` changed since ``clock`` (and those never judged, or
-        rejected by the signature filters then and passing them now); how many. None on a
-        plugin's error (or exception): these verdicts are then not to be used."""
+        """Judge again the rows of ``rows`` (every row of the table) changed since ``clock`` — all
+        of them the first time, or after the signature filters' verdicts were made again (a node
+        changed) — and say how many. None on a plugin's error (or exception): these verdicts are
+        then not to be used."""
         clock = table.row_clock  # rows a plugin touches meanwhile are judged again next time
+        if clock == self.clock and sig is self.sig:
+            return 0
         self._fit(len(table.alive))
-        stage_of = self.stage_of
-        seen = stage_of[rows]
-        stale = (table.row_versions[rows] > self.clock) | (seen == UNKNOWN)
-        if sig is not None:
-            stale |= (seen == SIGNATURE) & sig.passes[rows]
-        todo = rows[stale]
+        if self.clock < 0 or sig is not self.sig:
+            todo = rows
+        else:
+            changed = (table.row_versions > self.clock).nonzero()[0]
+            todo = changed[table.alive.take(changed)]
         judged = len(todo)
         if judged:
+            for codes in self.codes:
+                codes[todo] = 0
             if sig is not None:
-                passes = sig.passes[todo]
-                stage_of[todo[~passes]] = SIGNATURE
-                todo = todo[passes]
+                todo = todo[sig.passes.take(todo)]
             for i, p in enumerate(stages):
                 if not len(todo):
                     break
@@ -124,33 +129,26 @@ class RowVerdicts:
                 if not verdicts.statuses:
                     continue
                 codes = verdicts.codes
-                passing = codes == 0
-                if passing.all():
+                rejected = codes.nonzero()[0]
+                if not len(rejected):
                     continue
-                statuses = verdicts.statuses  # named by their plugin, as the full pass names them
-                if any(s.plugin != p.name for s in statuses):
-                    statuses = [s.with_plugin(p.name) for s in statuses]
-                for code, s in enumerate(statuses, start=1):
-                    if s.code == _ERROR and bool((codes == code).any()):
-                        return None
-                rejected = ~passing
-                out = todo[rejected]
-                stage_of[out] = i
-                self.code_of[out] = self._code_map(i, statuses).take(codes[rejected])
-                todo = todo[passing]
-            stage_of[todo] = len(stages)
+                lut, errors = self._code_map(i, p.name, verdicts.statuses)
+                if errors and bool(np.isin(codes, errors).any()):
+                    return None
+                self.codes[i][todo.take(rejected)] = lut.take(codes.take(rejected))
+                todo = todo[codes == 0]
         self.clock = clock
+        self.sig = sig
         return judged
 
 
 class IncrementalPass:
     """One attempt's Filter pass answered from a shape's verdicts (brought up to date)."""
 
-    __slots__ = ("_sig", "_stages", "_verdicts")
+    __slots__ = ("_sig", "_verdicts")
 
-    def __init__(self, verdicts: RowVerdicts, stages: int, sig: SignatureVerdicts | None) -> None:
+    def __init__(self, verdicts: RowVerdicts, sig: SignatureVerdicts | None) -> None:
         self._verdicts = verdicts
-        self._stages = stages
         self._sig = sig
 
     def run_filters(self, rows: Rows, diagnosis: Diagnosis, *, ascending: bool = False) -> Rows:
@@ -163,16 +161,13 @@ class IncrementalPass:
                 return kept
             rows = kept
         v = self._verdicts
-        stage = v.stage_of.take(rows)
-        for i in range(self._stages):
-            here = stage == i
-            failed = int(np.count_nonzero(here))
+        for i, stage_codes in enumerate(v.codes):
+            codes = stage_codes.take(rows)
+            failed = int(np.count_nonzero(codes))
             if not failed:
                 continue
-            codes = np.where(here, v.code_of.take(rows), 0).astype(np.int32, copy=False)
             diagnosis.add_rejections(rows, codes, v.statuses[i], failed)
-            keep = stage > i
-            rows, stage = rows[keep], stage[keep]
+            rows = rows[codes == 0]
             if not len(rows):
                 break
         return rows
@@ -232,4 +227,4 @@ class RowVerdictStore:
             return None
         self.passes += 1
         self.judged += judged
-        return IncrementalPass(verdicts, len(stages), sig)
+        return IncrementalPass(verdicts, sig)

@@ -171,7 +171,7 @@ class Framework(FilterPoints):
         #: Failed Filter passes reused for identical pods on an unchanged table.
         self.filter_outcomes = FilterOutcomeCache(self.pre_filter, self.filter)
         #: Per pod shape, the verdicts of the last pass per node, judged again where nodes changed.
-        self.filter_rows = RowVerdictStore(self.pre_filter, self.filter, self.signature_cache)
+        self.row_verdicts = RowVerdictStore(self.pre_filter, self.filter, self.signature_cache)
         handle.framework = self
 
     # -- building -----------------------------------------------------------------------------

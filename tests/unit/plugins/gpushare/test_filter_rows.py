@@ -62,7 +62,7 @@ def _pass(fwk: Framework, pod: PodInfo, incremental: bool) -> tuple[list[int], l
     window = np.concatenate((rows[start:], rows[:start]))
     diagnosis = Diagnosis()
     if incremental:
-        answer = fwk.filter_rows.prepare(state, pod, table, rows, pod_shape(pod))
+        answer = fwk.row_verdicts.prepare(state, pod, table, rows, pod_shape(pod))
         if answer is None:
             return None
         passing = answer.run_filters(window, diagnosis)
@@ -117,7 +117,7 @@ def test_verdicts_judged_again_where_nodes_changed_equal_a_full_pass(gpushare: b
             victim = rng.choice(sorted(cluster.nodes))
             cluster.delete_node(victim)
         _same_as_full(fwk, PROBES)
-    store = fwk.filter_rows
+    store = fwk.row_verdicts
     assert store.passes > 0 and store.judged < store.passes * len(fwk.handle.table.alive_rows())
 
 
