@@ -25,7 +25,7 @@ from kubesched.snapshot.gpushare.ledger import GpuLedger
 from kubesched.snapshot.gpushare.model import parse_gpu_request
 from kubesched.snapshot.pod import PodInfo
 
-from .helpers import add_pods, drain, gpu_node
+from .helpers import add_pods, drain, gpu_node, profile_plugins
 from .helpers import gpu_pod as gpu_pod_of
 from .test_filter_outcome import EXAMPLES, _simulate
 
@@ -36,12 +36,22 @@ def gpu_pod(name: str, milli: int, **kw: Any) -> dict[str, Any]:
     return gpu_pod_of(name, milli, scheduler_name=PROFILE, **kw)
 
 
-def default_profile_with_gpushare(gpushare: bool = True) -> tuple[Scheduler, SimulatedCluster]:
-    """The default plugins (the signature filters among them) plus GpuShare, every node filtered."""
-    enabled = [{"name": "GpuShare"}] if gpushare else []
+PROFILES = {
+    # The default plugins (the signature filters among them) plus GpuShare.
+    "default+GpuShare": {"multiPoint": {"enabled": [{"name": "GpuShare"}]}},
+    # The default plugins alone: only the table's own change log says which rows changed.
+    "default": {},
+    # GpuShare and NodeResourcesFit alone (the reference's filters): no signature filter, whose
+    # verdicts are made again when a node changes, so a node's update is seen through the log only.
+    "GpuShare+NodeResourcesFit": profile_plugins(),
+}
+
+
+def default_profile_with_gpushare(profile: str = "default+GpuShare") -> tuple[Scheduler, SimulatedCluster]:
+    """A profile of ``PROFILES``, every node filtered."""
     raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
            "percentageOfNodesToScore": 100,
-           "profiles": [{"schedulerName": PROFILE, "plugins": {"multiPoint": {"enabled": enabled}}}]}
+           "profiles": [{"schedulerName": PROFILE, "plugins": PROFILES[profile]}]}
     loaded = load_config(raw, builtin_registry())
     cluster = SimulatedCluster()
     sched = Scheduler.build(loaded.profiles, builtin_registry(), FakeClock(), client=cluster, seed=1)
@@ -84,13 +94,13 @@ PROBES = [PodInfo.from_raw(gpu_pod(f"probe-{m}-{c}", m, count=c, cpu=cpu))
           for m, c, cpu in [(300, 1, "4"), (500, 1, "30"), (1000, 2, "8"), (1000, 4, "2")]]
 
 
-@pytest.mark.parametrize("gpushare", [True, False])
-def test_verdicts_judged_again_where_nodes_changed_equal_a_full_pass(gpushare: bool) -> None:
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_verdicts_judged_again_where_nodes_changed_equal_a_full_pass(profile: str) -> None:
     """Random arrivals, departures, node updates, new and removed nodes, tainted nodes (the
     signature filters' chunk): after every step each probe shape's pass equals the full pass.
-    Without GpuShare only the table's own change log tells which rows changed (with it, the GPU
-    ledger marks every row a pod comes to or leaves as well)."""
-    sched, cluster = default_profile_with_gpushare(gpushare)
+    Without GpuShare only the table's own change log tells which rows a pod came to or left (with
+    it, the GPU ledger marks them as well)."""
+    sched, cluster = default_profile_with_gpushare(profile)
     fwk = sched.frameworks[PROFILE]
     rng = random.Random(7)
     for i in range(12):
