@@ -10,6 +10,8 @@ import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.filter_outcome import pod_shape
+from kubesched.framework.filter_rows import IncrementalPass
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import Rows
@@ -91,9 +93,12 @@ class FeasibleNodeSearch:
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n)
         start = self.next_start_node_index % n
         key = None
+        incremental: IncrementalPass | None = None
         if reuse and not fwk.handle.nominated:
             table = fwk.handle.table
-            key = fwk.filter_outcomes.key(state, pod, table, start, None if to_find >= n else self.feasible_share)
+            shape = pod_shape(pod)
+            key = fwk.filter_outcomes.key(
+                state, pod, table, start, None if to_find >= n else self.feasible_share, shape)
             kept = fwk.filter_outcomes.get(key, table) if key is not None else None
             if kept is not None:
                 # What the pass would have done: every node rejected, the rotation moved by all of
@@ -102,6 +107,8 @@ class FeasibleNodeSearch:
                 self.feasible_share = _moved_share(self.feasible_share, 0.0)
                 self.next_start_node_index = (self.next_start_node_index + n) % max(num_all, 1)
                 return rows[:0], SUCCESS
+            if to_find >= n:  # one window of every node: the shape's kept verdicts answer it
+                incremental = fwk.row_verdicts.prepare(state, pod, table, rows, shape)
         found: list[Rows] = []
         count = 0
         pos = 0
@@ -110,9 +117,12 @@ class FeasibleNodeSearch:
         first = True
         while pos < n:
             chunk, ascending = _rotated(rows, start, pos, min(pos + window, n))  # rows ascend (pre_filter_rows)
-            passing, st = fwk.run_filters(state, pod, chunk, diagnosis, ascending=ascending)
-            if not st.is_success:
-                return rows[:0], st
+            if incremental is not None:
+                passing = incremental.run_filters(chunk, diagnosis, ascending=ascending)
+            else:
+                passing, st = fwk.run_filters(state, pod, chunk, diagnosis, ascending=ascending)
+                if not st.is_success:
+                    return rows[:0], st
             if first:
                 self.feasible_share = _moved_share(self.feasible_share, len(passing) / len(chunk))
                 first = False

@@ -70,11 +70,13 @@ class FilterOutcomeCache:
         self.stored = 0
 
     def key(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, start: int, share: float | None
+        self, state: CycleState, pod: PodInfo, table: NodeTable, start: int, share: float | None,
+        shape: bytes | None = None,
     ) -> tuple[Hashable, ...] | None:
         """The key of this attempt's Filter pass, or None when a plugin that runs cannot say what
         it reads. ``start``: the search's first position; ``share``: the share that sizes its
-        windows, or None when it filters every node in one window."""
+        windows, or None when it filters every node in one window; ``shape``: ``pod_shape(pod)``
+        if the caller made it already."""
         skipped = state.skip_filter_plugins
         parts: list[Hashable] = []
         for p in self.plugins:
@@ -87,7 +89,8 @@ class FilterOutcomeCache:
                     return None
                 part = ("key", part)
             parts.append(part)
-        return (pod_shape(pod), table.generation, tuple(parts), frozenset(skipped), start, share)
+        return (pod_shape(pod) if shape is None else shape, table.generation, tuple(parts), frozenset(skipped),
+                start, share)
 
     def get(self, key: tuple[Hashable, ...], table: NodeTable) -> NodeToStatus | None:
         if table.generation != self._generation:

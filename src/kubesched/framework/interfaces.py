@@ -151,6 +151,18 @@ class Plugin:
         ``filter_signature`` for the pod is covered by that and not asked."""
         return None
 
+    def filter_row_key(self, state: CycleState, pod: PodInfo) -> Hashable | None:
+        """Opt in to incremental Filter passes (framework/filter_rows.py: a pod shape's verdicts
+        kept per node and judged again only on the nodes changed since): like
+        ``filter_outcome_key``, what this plugin's PreFilter and Filter read besides the pod's
+        shape and the node table, but for a plugin whose verdict on a node reads nothing but that
+        node's row — its Node, accounting columns and pods, and state kept per row that marks the
+        row changed in the table's change log (``NodeTable.touch_row``, as the GPU ledger does)
+        whenever it changes. ``()`` when it reads nothing else. None (the default): no
+        incremental pass while this plugin's PreFilter or Filter runs. A plugin with a
+        ``filter_signature`` for the pod is covered by that and not asked."""
+        return None
+
     def share_background_state(self, started: Plugin) -> None:
         """Use the background state of ``started``, an instance of the same plugin with the same
         args that a shell started. The extender builds one framework per node table it serves

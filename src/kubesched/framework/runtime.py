@@ -16,6 +16,7 @@ from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.filter_cache import SignatureVerdictCache
 from kubesched.framework.filter_outcome import FilterOutcomeCache
 from kubesched.framework.filter_points import FilterPoints
+from kubesched.framework.filter_rows import RowVerdictStore
 from kubesched.framework.handle import BindConflictError, Handle, PodGoneError
 from kubesched.framework.interfaces import (
     EXTENSION_POINTS,
@@ -169,6 +170,8 @@ class Framework(FilterPoints):
         self.signature_cache = SignatureVerdictCache(leading)
         #: Failed Filter passes reused for identical pods on an unchanged table.
         self.filter_outcomes = FilterOutcomeCache(self.pre_filter, self.filter)
+        #: Per pod shape, the verdicts of the last pass per node, judged again where nodes changed.
+        self.row_verdicts = RowVerdictStore(self.pre_filter, self.filter, self.signature_cache)
         handle.framework = self
 
     # -- building -----------------------------------------------------------------------------

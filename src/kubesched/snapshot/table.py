@@ -96,6 +96,13 @@ class NodeTable:
         self._pod_observers: list[Callable[[int, PodInfo, int], None]] = []
         #: Bumped on every change; plugins may key caches on it.
         self.generation = 0
+        #: A per-row change log: ``row_versions[row]`` is the value ``row_clock`` took at the
+        #: row's last change (its node, its pods, or state a snapshot index keeps for it and reports
+        #: through ``touch_row``, e.g. the GPU ledger), so a reader that kept per-row values at clock
+        #: c reads again only the rows above c (framework/filter_rows.py). A change to every row
+        #: (a new resource column) touches every row.
+        self.row_clock = 0
+        self.row_versions: IntArray = np.zeros(capacity, dtype=np.int64)
         #: Bumped when a node is added or removed, or its metadata, spec or allocatable change (or
         #: a resource column appears); not when pods come and go, nor on status heartbeats:
         #: caches of verdicts that depend on Node objects alone key on it.
@@ -150,6 +157,7 @@ class NodeTable:
         self.unschedulable = g(self.unschedulable, False)
         self.has_used_ports = g(self.has_used_ports, False)
         self.taint_set_id = g(self.taint_set_id)
+        self.row_versions = g(self.row_versions)
         more = range(cap - old)
         self.names.extend("" for _ in more)
         self.nodes.extend({} for _ in more)
@@ -185,7 +193,18 @@ class NodeTable:
             self._request_arrays.clear()  # vectors built for fewer columns
             self.generation += 1
             self.node_generation += 1
+            self.touch_all_rows()
         return col
+
+    # -- the per-row change log -------------------------------------------------------------------
+    def touch_row(self, row: int) -> None:
+        """Record a change to ``row`` in the per-row change log (``row_versions``)."""
+        self.row_clock += 1
+        self.row_versions[row] = self.row_clock
+
+    def touch_all_rows(self) -> None:
+        self.row_clock += 1
+        self.row_versions[:] = self.row_clock
 
     # -- nodes ------------------------------------------------------------------------------------
     def upsert_node(self, raw: dict[str, Any]) -> int:
@@ -245,6 +264,7 @@ class NodeTable:
             narr[row] = nfn(raw)
         self.images.set_node(row, status.get("images"))
         self.generation += 1
+        self.touch_row(row)
         if new:
             for pod in self._orphans.pop(name, {}).values():
                 self._account(row, pod, +1)
@@ -282,6 +302,7 @@ class NodeTable:
         self._alive_rows = None
         self.generation += 1
         self.node_generation += 1
+        self.touch_row(row)
 
     def _intern_taints(self, taints: tuple[Taint, ...]) -> int:
         tid = self._taint_set_ids.get(taints)
@@ -317,6 +338,7 @@ class NodeTable:
         for row in self.alive_rows():
             arr[row] = sum(per_pod(p) for p in self.pods[row].values())
         self._pod_columns[name] = (per_pod, arr)
+        self.touch_all_rows()  # a value every row has now
 
     def pod_column(self, name: str) -> IntArray:
         return self._pod_columns[name][1]
@@ -356,6 +378,7 @@ class NodeTable:
         for row in self.alive_rows():
             arr[row] = per_node(self.nodes[row])
         self._node_columns[name] = (per_node, arr)
+        self.touch_all_rows()
 
     def node_column(self, name: str) -> IntArray:
         return self._node_columns[name][1]
@@ -443,6 +466,7 @@ class NodeTable:
         for obs in self._pod_observers:
             obs(row, pod, sign)
         self.generation += 1
+        self.touch_row(row)
 
     def add_pod(self, pod: PodInfo) -> None:
         """Account a pod bound (or assumed) to pod.node_name. Re-adding the same uid replaces it."""
@@ -495,6 +519,7 @@ class NodeTable:
         else:
             old = self.pods[row].get(pod.uid)
             self.pods[row][pod.uid] = pod
+            self.touch_row(row)
             if old is not None and old is not pod:
                 for obs in self._pod_observers:
                     obs(row, old, -1)

@@ -107,6 +107,13 @@ class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
         counter moves whenever a GPU is taken or given back."""
         return self.ledger.changes
 
+    def filter_row_key(self, state: CycleState, pod: PodInfo) -> Hashable | None:
+        """The verdict on a node reads that node's row alone: its GPU count and model, and its
+        GPUs in the ledger, which marks the row changed in the table whenever they change. Not
+        while pods wait to be put on GPUs: the ledger places them at its next read, which a full
+        pass makes now and an incremental one might not (``GpuLedger.settle``)."""
+        return None if self.ledger.unsettled else ()
+
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         request = self._request(state, pod)
         if request is None:

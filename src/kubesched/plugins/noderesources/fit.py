@@ -277,6 +277,11 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return None
         return ()
 
+    def filter_row_key(self, state: CycleState, pod: PodInfo) -> Hashable | None:
+        """The verdict on a node reads that node's row alone (its free and whole resources), and
+        the DeviceClasses as for ``filter_outcome_key``."""
+        return self.filter_outcome_key(state, pod)
+
     def filter_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Verdicts:
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):

@@ -104,6 +104,7 @@ class GpuLedger:
     def _bump(self, row: int) -> None:
         self._versions[row] += 1
         self.changes += 1
+        self.table.touch_row(row)  # the table's per-row change log covers the GPUs too
         for watcher in self._row_watchers:
             watcher.add(row)
 
@@ -202,6 +203,11 @@ class GpuLedger:
         request = gpu_request_or_none(pod)
         if counted is not None and request is not None and self.table.pod(pod.uid) is not None:
             self._unplaced[pod.uid] = (counted[0], pod, request)
+
+    @property
+    def unsettled(self) -> bool:
+        """Whether pods wait to be put on GPUs (``settle``, at the next read)."""
+        return bool(self._unplaced)
 
     def assigned(self, uid: str) -> tuple[int, ...] | None:
         counted = self._counted.get(uid)
