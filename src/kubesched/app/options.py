@@ -54,14 +54,16 @@ def lenient_option(f: F) -> F:
 
 
 def tie_break_option(f: F) -> F:
-    """``--tie-break random|name|shuffled`` → ``tie_break``: how the scheduler picks among the nodes
+    """``--tie-break heap|random|name|shuffled`` → ``tie_break``: how the scheduler picks among the nodes
     with the same highest score (``kubesched.backend.host_selection.TIE_BREAKS``, not imported at start-up)."""
     return click.option(
         "--tie-break",
-        type=click.Choice(["random", "name", "shuffled"]),
+        type=click.Choice(["heap", "random", "name", "shuffled"]),
         default="random",
         show_default=True,
-        help="Among nodes with the same highest score: random (seeded, as kube-scheduler), name (the node whose "
+        help="Among nodes with the same highest score: heap (kube-scheduler v1.37's: the first its heap of scored "
+        "nodes pops, by the order the Filter search found them), random (seeded, uniform: kube-scheduler up to "
+        "v1.34), name (the node whose "
         "name sorts first) or shuffled (the node first in one random order of the nodes, fixed for the run from "
         "the seed, as the ATC '23 GPU-sharing experiments' simulator).",
     )(f)
