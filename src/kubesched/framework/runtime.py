@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kubesched.framework.batch import OpportunisticBatch, PodSigner
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.filter_cache import SignatureVerdictCache
@@ -169,6 +170,9 @@ class Framework(FilterPoints):
         self.signature_cache = SignatureVerdictCache(leading)
         #: Failed Filter passes reused for identical pods on an unchanged table.
         self.filter_outcomes = FilterOutcomeCache(self.pre_filter, self.filter)
+        #: OpportunisticBatching: the profile's pod signatures and its batch (framework/batch.py).
+        self.signer = PodSigner([*self.pre_filter, *self.filter, *self.pre_score, *self.score])
+        self.batch = OpportunisticBatch(self)
         handle.framework = self
 
     # -- building -----------------------------------------------------------------------------
