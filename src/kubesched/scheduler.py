@@ -384,6 +384,7 @@ class Scheduler:
         pod = qpi.pod
         fwk = self.frameworks.get(pod.scheduler_name)
         if fwk is None or pod.deleting or self.cache.table.pod(pod.uid) is not None:
+            self.queue.done(pod.uid)
             return True  # not ours, going away, or already placed: nothing to do
         if self._pod_group_cycle is not None and (key := group_key(pod)) is not None:
             self._pod_group_cycle.run(fwk, qpi, key)
@@ -662,6 +663,7 @@ class Scheduler:
             fwk.run_unreserve(state, assumed, node)
             self.cache.forget(uid)
             self.in_flight.pop(uid, None)
+            self.queue.done(uid)
             if isinstance(e, PodGoneError):
                 self.queue.delete(uid)
             return
@@ -681,6 +683,7 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(EVENT_POD_DELETE, exclude_uid=uid)
             return
         self.in_flight.pop(uid, None)
+        self.queue.done(uid)
         fwk.run_post_bind(state, assumed, node)
         self.observer.bound(assumed, fwk.profile_name, node)
 
