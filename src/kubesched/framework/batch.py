@@ -84,15 +84,21 @@ class PodSigner:
         if key in memo:
             cached: bytes | None = memo[key]
             return cached
-        sig: dict[str, Any] | None = {signers.SCHEDULER_NAME: pod.scheduler_name}
-        for p in self.plugins:
+        sig: dict[str, Any] = {signers.SCHEDULER_NAME: pod.scheduler_name}
+        out: bytes | None = None
+        for i, p in enumerate(self.plugins):
             fragments = p.sign_pod(pod)
             if fragments is None:
-                sig = None
+                if i:
+                    # Asked first next time: in a profile where one plugin refuses every pod (the
+                    # default profile's PodTopologySpread) the others are not asked in vain. The
+                    # order does not change a signature: plugins sharing a key give equal values.
+                    self.plugins.insert(0, self.plugins.pop(i))
                 break
             for key, value in fragments:
-                sig[key] = value  # type: ignore[index]
-        out = None if sig is None else signers.canonical_json(sig).encode()
+                sig[key] = value
+        else:
+            out = signers.canonical_json(sig).encode()
         memo[key] = out
         return out
 
