@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubesched.app.options import config_option, context_option, debug_option, live_tie_break_option, plugins_option
+from kubesched.app.options import config_option, context_option, debug_option, plugins_option, tie_break_option
 from kubesched.app.startup import UserError, load_scheduler_config
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ DEFAULT_HEALTH_ADDR = "127.0.0.1:10251"
               help="Print the ClusterRole and leader-election Role this configuration needs (its plugins' "
               "declared objects included) as YAML, and exit. Bind them to the scheduler's service account.")
 @click.option("--rbac-name", default="kubesched", show_default=True, help="metadata.name of the printed roles.")
-@live_tie_break_option
+@tie_break_option
 def run_command(
     config_path: Path | None,
     kubeconfig: str | None,

@@ -73,9 +73,9 @@ class LiveOptions:
     #: process): the command turned the cyclic garbage collector off for the start-up, and the
     #: runner turns it back on once the informers are synced (``end_startup_gc``).
     owns_process_gc: bool = False
-    #: How a pod picks among the nodes with the same highest score (``--tie-break``): kube-scheduler
-    #: v1.37's heap order (backend/host_selection.py).
-    tie_break: TieBreak = "heap"
+    #: How a pod picks among the nodes with the same highest score (``--tie-break``; upstream's
+    #: ``selectHost`` is ``random``).
+    tie_break: TieBreak = "random"
 
 
 def end_startup_gc() -> None:
