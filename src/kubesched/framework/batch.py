@@ -95,8 +95,8 @@ class PodSigner:
                     # order does not change a signature: plugins sharing a key give equal values.
                     self.plugins.insert(0, self.plugins.pop(i))
                 break
-            for key, value in fragments:
-                sig[key] = value
+            for name, value in fragments:
+                sig[name] = value
         else:
             out = signers.canonical_json(sig).encode()
         memo[key] = out

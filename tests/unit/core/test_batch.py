@@ -368,3 +368,13 @@ def test_heap_root_matches_the_heap_on_ties() -> None:
         heap = SortedScoredNodes([ScoredNode(str(i), int(t)) for i, t in enumerate(totals)])
         assert heap_root(totals) == int(heap.pop().name)
 
+
+
+def test_a_signature_is_computed_once_per_pod_object() -> None:
+    fwk = framework_for(default_plugins=True, args={"PodTopologySpread": {"defaultingType": "List"}})
+    p = pod_info("p", cpu="1")
+    first = fwk.signer.sign(p)
+    assert first is not None
+    assert [k for k in p.memo if k.startswith("batch.signature")] != [] and not any(
+        k.startswith("v1.Pod") for k in p.memo)
+    assert fwk.signer.sign(p) is first
