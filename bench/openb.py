@@ -95,6 +95,26 @@ def _unschedulable_message(pod: dict[str, Any]) -> str | None:
     return None
 
 
+#: The counters kept from each scheduler's /metrics (where it has them): attempts by result, pods
+#: entering each queue by the event that moved them (kube-scheduler's), OpportunisticBatching's.
+COUNTERS = ("scheduler_schedule_attempts_total", "scheduler_queue_incoming_pods_total",
+            "scheduler_batch_attempts_total", "scheduler_batch_cache_flushed_total")
+_SAMPLE = re.compile(r"^(\w+)(\{[^}]*\})? (\S+)$")
+
+
+def scraped_counters(text: str) -> dict[str, float]:
+    """``COUNTERS``' samples in a /metrics text, by name and labels without the profile's."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m is None or m.group(1) not in COUNTERS:
+            continue
+        labels = re.sub(r',?profile="[^"]*"', "", m.group(2) or "").replace("{,", "{")
+        key = m.group(1) + ("" if labels in ("", "{}") else labels)
+        out[key] = out.get(key, 0.0) + float(m.group(3))
+    return out
+
+
 def create_nodes(c: ControlPlane, trace: Trace, labels: dict[str, str] | None = None, timeout: float = 600) -> None:
     """The trace's nodes as KWOK nodes (``labels`` added), waited for until Ready."""
     bodies = []
@@ -125,6 +145,9 @@ class Outcome:
     #: CPU seconds (user + system) the scheduler process had used when its first bind was seen:
     #: its start-up's cost, which the machine's load does not stretch as it does the wall time.
     cpu_to_first_bind_s: float | None = None
+    #: Counters of the scheduler's /metrics read just before it is stopped (``COUNTERS``): how many
+    #: attempts failed, which events moved pods to which queue, whether batching hinted.
+    counters: dict[str, float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -195,6 +218,7 @@ def run_contender(c: ControlPlane, trace: Trace, kind: str, workdir: Path, *, qp
         run = start_contender(c, Workload(base, "openb"), base, qps, burst, workdir, leader_elect=leader_elect,
                               kubesched_src=src or None)
         peak_kib: int | None = None
+        counters: dict[str, float] | None = None
         try:
             proc = run.procs["scheduler"]
             if proc.pid is not None:
@@ -206,6 +230,7 @@ def run_contender(c: ControlPlane, trace: Trace, kind: str, workdir: Path, *, qp
             pods = settle(c, ns, len(bodies), timeout, quiet, proc.alive)
             settled = time.monotonic() - started
             peak_kib = common.proc_status_kib(proc.pid, "VmHWM")
+            counters = scraped_counters(run.scrape())
         finally:
             stop_contender(c, run)
             watcher.close()
@@ -226,7 +251,7 @@ def run_contender(c: ControlPlane, trace: Trace, kind: str, workdir: Path, *, qp
                       round(binds[0] - started, 2) if binds else None,
                       round(binds[-1] - started, 2) if binds else None, round(settled, 1),
                       round(peak_kib / 1024, 1) if peak_kib else None,
-                      cpu_at_first_bind[0] if cpu_at_first_bind else None)
+                      cpu_at_first_bind[0] if cpu_at_first_bind else None, counters)
         log(f"  {kind}: {out.bound}/{out.pods} bound {out.bound_by_size}, first bind {out.first_bind_s}s "
             f"({out.cpu_to_first_bind_s} CPU s), last {out.last_bind_s}s, peak RSS {out.peak_rss_mib} MiB")
         return out

@@ -24,6 +24,7 @@ import numpy as np
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.host_selection import HostSelector, TieBreak
 from kubesched.backend.queue import DEFAULT_MAX_UNSCHEDULABLE_SECONDS, SchedulingQueue
+from kubesched.framework.batch import OPPORTUNISTIC_BATCHING, OpportunisticBatch
 from kubesched.framework.clock import Clock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import NO_NODES_MSG, Diagnosis, fit_error_message
@@ -192,6 +193,8 @@ class Scheduler:
         self._pod_group_cycle = PodGroupCycle(self, gates) if gates.get(GENERIC_WORKLOAD) else None
         #: The nodes of the placement a PodGroup cycle is trying (None: every node).
         self.placement_rows: Rows | None = None
+        #: OpportunisticBatching: beta and on by default in v1.37 (config/features.py).
+        self._batching = bool(gates.get(OPPORTUNISTIC_BATCHING, True))
         #: The rotating start index and the recent pass rate (upstream nextStartNodeIndex).
         self._feasible_nodes = FeasibleNodeSearch()
         #: Plugins that count finished pods (e.g. a PodGroup's succeeded/failed members) override
@@ -381,6 +384,7 @@ class Scheduler:
         pod = qpi.pod
         fwk = self.frameworks.get(pod.scheduler_name)
         if fwk is None or pod.deleting or self.cache.table.pod(pod.uid) is not None:
+            self.queue.done(pod.uid)
             return True  # not ours, going away, or already placed: nothing to do
         if self._pod_group_cycle is not None and (key := group_key(pod)) is not None:
             self._pod_group_cycle.run(fwk, qpi, key)
@@ -446,11 +450,21 @@ class Scheduler:
                 return ScheduleFailure(st, plugin_error("PreFilter", st), diagnosis, num_all)
             return ScheduleFailure(st, fit_error_message(num_all, diagnosis), diagnosis, num_all)
 
-        if self.queue.nominator.by_node:
+        # OpportunisticBatching (framework/batch.py), in a pod's own cycle: the node a previous
+        # identical pod's cycle ranked next is tried first, as a nominated node is.
+        batch = fwk.batch if self._batching and reuse_filter_outcome and self.placement_rows is None else None
+        signature, hint = None, ""
+        if batch is not None:
+            signature = fwk.signer.sign(pod)
+            hint = batch.get_node_hint(state, pod, signature, self.queue.scheduling_cycle)
+        if self.queue.nominator.by_node or hint:
             # evaluateNominatedNode: a pod nominated by an earlier preemption tries that node first.
-            nominated = self._nominated_row(pod, rows)
+            nominated = self._nominated_row(pod, rows) if self.queue.nominator.by_node else None
+            if nominated is None and hint:
+                nominated = table.row_of(hint)
             if nominated is not None and fwk.filter_node(state, pod, nominated).is_success:
-                return ScheduleResult(table.names[nominated], 1, 1, None, diagnosis)
+                result = ScheduleResult(table.names[nominated], 1, 1, None, diagnosis)
+                return self._stored(batch, signature, hint, result)
 
         reuse = reuse_filter_outcome and rows is all_rows and self.placement_rows is None
         feasible, st = self._feasible_nodes.find(fwk, state, pod, rows, num_all, diagnosis, reuse=reuse)
@@ -461,7 +475,8 @@ class Scheduler:
             status = Status.unschedulable(fit_error_message(num_all, diagnosis))
             return ScheduleFailure(status, status.reasons[0], diagnosis, num_all)
         if len(feasible) == 1:
-            return ScheduleResult(table.names[int(feasible[0])], evaluated, 1, None, diagnosis)
+            return self._stored(batch, signature, hint,
+                                ScheduleResult(table.names[int(feasible[0])], evaluated, 1, None, diagnosis))
 
         st = fwk.run_pre_score(state, pod, feasible)
         if not st.is_success:
@@ -470,7 +485,15 @@ class Scheduler:
         if isinstance(scored, Status):
             return ScheduleFailure(scored, plugin_error("Score", scored), diagnosis, num_all)
         chosen = self._host_selector.select(scored, table)
-        return ScheduleResult(table.names[chosen], evaluated, len(feasible), scored, diagnosis)
+        return self._stored(batch, signature, hint,
+                            ScheduleResult(table.names[chosen], evaluated, len(feasible), scored, diagnosis))
+
+    def _stored(self, batch: OpportunisticBatch | None, signature: bytes | None, hint: str,
+                result: ScheduleResult) -> ScheduleResult:
+        """StoreScheduleResults after a cycle that picked a node (with OpportunisticBatching on)."""
+        if batch is not None:
+            batch.store_schedule_results(signature, hint, result.node_name, result.scored, self.queue.scheduling_cycle)
+        return result
 
     def single_node_failure(self, node: str, st: Status) -> ScheduleFailure:
         """Reserve/Permit rejections are reported as a FitError over the one chosen node."""
@@ -640,6 +663,7 @@ class Scheduler:
             fwk.run_unreserve(state, assumed, node)
             self.cache.forget(uid)
             self.in_flight.pop(uid, None)
+            self.queue.done(uid)
             if isinstance(e, PodGoneError):
                 self.queue.delete(uid)
             return
@@ -659,6 +683,7 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(EVENT_POD_DELETE, exclude_uid=uid)
             return
         self.in_flight.pop(uid, None)
+        self.queue.done(uid)
         fwk.run_post_bind(state, assumed, node)
         self.observer.bound(assumed, fwk.profile_name, node)
 

@@ -54,16 +54,17 @@ def lenient_option(f: F) -> F:
 
 
 def tie_break_option(f: F) -> F:
-    """``--tie-break random|name|shuffled`` → ``tie_break``: how the scheduler picks among the nodes
+    """``--tie-break heap|random|name|shuffled`` → ``tie_break``: how the scheduler picks among the nodes
     with the same highest score (``kubesched.backend.host_selection.TIE_BREAKS``, not imported at start-up)."""
     return click.option(
         "--tie-break",
-        type=click.Choice(["random", "name", "shuffled"]),
+        type=click.Choice(["heap", "random", "name", "shuffled"]),
         default="random",
         show_default=True,
-        help="Among nodes with the same highest score: random (seeded, as kube-scheduler), name (the node whose "
-        "name sorts first) or shuffled (the node first in one random order of the nodes, fixed for the run from "
-        "the seed, as the ATC '23 GPU-sharing experiments' simulator).",
+        help="Among nodes with the same highest score: random (seeded, uniform: kube-scheduler's selectHost up to "
+        "v1.34), heap (v1.37's heap of scored nodes, over the order kubesched's Filter search found them), name (the "
+        "node whose name sorts first) or shuffled (the node first in one random order of the nodes, fixed for the "
+        "run from the seed, as the ATC '23 GPU-sharing experiments' simulator).",
     )(f)
 
 

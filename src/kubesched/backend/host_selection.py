@@ -1,5 +1,5 @@
-"""Which of the best-scored nodes a pod goes to (upstream ``selectHost``, pkg/scheduler/schedule_one.go),
-with the tie-breaks a simulation may ask for instead of upstream's random one."""
+"""Which of the best-scored nodes a pod goes to (upstream schedule_one.go ``schedulePod``), with the
+tie-breaks a simulation may ask for instead of upstream's."""
 
 from __future__ import annotations
 
@@ -11,13 +11,16 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.framework.score_totals import ScoredNodes
+from kubesched.framework.sorted_nodes import heap_root
 from kubesched.snapshot.table import NodeTable
 
 __all__ = ["TIE_BREAKS", "HostSelector", "TieBreak"]
 
-#: How the scheduler chooses among nodes with the same highest total score. ``random``: uniformly,
-#: from the seeded RNG (upstream ``selectHost``, pkg/scheduler/schedule_one.go, reservoir sampling).
-#: ``name``: the node whose name sorts first — the FGD simulator's patched ``selectHost``
+#: How the scheduler chooses among nodes with the same highest total score. ``heap``: kube-scheduler
+#: v1.37's — the first node its heap of scored nodes pops, every Randomizer 0 without extenders, so
+#: the pick follows the order in which the Filter search found the nodes (framework/sorted_nodes.py).
+#: ``random``: uniformly, from the seeded RNG (``selectHost`` of kube-scheduler up to v1.34,
+#: reservoir sampling). ``name``: the node whose name sorts first — the FGD simulator's patched ``selectHost``
 #: (hkust-adsl/kubernetes-scheduler-simulator, its vendored k8s.io/kubernetes v1.20.5
 #: pkg/scheduler/core/generic_scheduler.go: "for reproducibility, choose the smallest
 #: lexicographical order if the score remains the same"). ``shuffled``: the node first in one
@@ -26,7 +29,7 @@ __all__ = ["TIE_BREAKS", "HostSelector", "TieBreak"]
 #: before creating it (``pkg/simulator/simulator.go`` ``syncClusterResourceList``); its published
 #: results depend on it. A node's place in the order is a hash of the seed and its name, so it
 #: does not depend on when the node came.
-TieBreak = Literal["random", "name", "shuffled"]
+TieBreak = Literal["heap", "random", "name", "shuffled"]
 TIE_BREAKS: tuple[str, ...] = get_args(TieBreak)
 
 
@@ -51,6 +54,8 @@ class HostSelector:
         best = (totals == np.maximum.reduce(totals)).nonzero()[0]  # max(), flatnonzero without wrappers
         if len(best) == 1:
             return int(scored.rows[best[0]])
+        if self._tie_break == "heap":
+            return int(scored.rows[heap_root(totals)])
         if self._tie_break == "name":
             names = table.names
             return int(min(scored.rows[best].tolist(), key=names.__getitem__))

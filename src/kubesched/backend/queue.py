@@ -8,8 +8,11 @@ simulator can run it in virtual time.
 - backoff: pods that failed wait ``initial * 2^(attempts-1)`` seconds, capped at the maximum.
 - unschedulable: pods rejected by plugins wait for a cluster event one of those plugins registered
   interest in, or for ``max_unschedulable_seconds`` (upstream podMaxInUnschedulablePodsDuration).
-- A pod whose attempt failed while a move request happened during its cycle goes to backoff, not
-  to unschedulable, so an event that raced with the attempt is not lost (moveRequestCycle).
+- Events received while pods are in flight (popped, their attempt not yet reported) are kept; a
+  pod whose attempt fails goes to backoff, not to unschedulable, when one of them is an event a
+  plugin that rejected it registered, so an event that raced with the attempt is not lost
+  (upstream's inFlightEvents and determineSchedulingHintForInFlightPod, v1.37: an event that
+  plugin did not register no longer counts, as the older moveRequestCycle counted any event).
 - gated: pods a PreEnqueue plugin refused (e.g. SchedulingGates while ``spec.schedulingGates`` is
   not empty). PreEnqueue runs where upstream runs it (runPreEnqueuePlugins, with the
   SchedulerPopFromBackoffQ gate on as in v1.37): when a pod is added, and whenever it is about to
@@ -166,7 +169,10 @@ class SchedulingQueue:
         self._seq = itertools.count()
         #: Incremented on every pop; a pod's attempt carries the cycle it was popped in.
         self.scheduling_cycle = 0
-        self._move_request_cycle = -1
+        #: Pods popped and not yet reported back (uid → the cycle they were popped in), and the
+        #: cluster events received meanwhile (the cycle then, the event), oldest first.
+        self._in_flight: dict[str, int] = {}
+        self._in_flight_events: list[tuple[int, ClusterEvent]] = []
         self.nominator = Nominator()
         #: The PodGroup a pod names (None: in no group), when the scheduler schedules groups
         #: together; then ``_members`` indexes the queued pods by group for ``take_group``.
@@ -268,8 +274,24 @@ class SchedulingQueue:
             if qpi.initial_attempt_timestamp is None:
                 qpi.initial_attempt_timestamp = self._clock.now()
             self.scheduling_cycle += 1
+            self._in_flight[qpi.pod.uid] = self.scheduling_cycle
             return qpi
         return None
+
+    def done(self, uid: str) -> None:
+        """The pod's attempt is over without coming back to the queue (placed, or not ours):
+        events kept only for it are dropped (upstream Done)."""
+        if self._in_flight.pop(uid, None) is not None:
+            self._prune_in_flight_events()
+
+    def _prune_in_flight_events(self) -> None:
+        if not self._in_flight:
+            self._in_flight_events.clear()
+            return
+        oldest = min(self._in_flight.values())
+        events = self._in_flight_events
+        if events and events[0][0] < oldest:
+            self._in_flight_events = [e for e in events if e[0] >= oldest]
 
     def take_group(self, key: str, scheduler_name: str) -> list[QueuedPodInfo]:
         """The members of PodGroup ``key`` (of the profile ``scheduler_name``) waiting in active,
@@ -294,6 +316,7 @@ class SchedulingQueue:
                 taken.append(u)
         now = self._clock.now()
         for qpi in taken:
+            self._in_flight[qpi.pod.uid] = self.scheduling_cycle
             self._unindex_member(qpi.pod)
             qpi.attempts += 1
             if qpi.initial_attempt_timestamp is None:
@@ -317,18 +340,22 @@ class SchedulingQueue:
                     del self._members[key]
 
     def add_unschedulable(self, qpi: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
-        """A failed attempt. With no rejecting plugin (an error) or a move request during the
-        attempt, the pod backs off; otherwise it waits for a relevant event."""
+        """A failed attempt. With no rejecting plugin (an error), or an event one of its
+        rejecting plugins registered received since it was popped, the pod backs off; otherwise
+        it waits for a relevant event."""
         uid = qpi.pod.uid
+        raced = (
+            not qpi.unschedulable_plugins
+            or qpi.failed_with_error
+            or any(cycle >= pod_scheduling_cycle and self._interested(qpi, event)
+                   for cycle, event in self._in_flight_events)
+        )
+        self.done(uid)
         if uid in self:
             return
         self._index_member(qpi.pod)
         qpi.timestamp = self._clock.now()
-        if (
-            not qpi.unschedulable_plugins
-            or qpi.failed_with_error
-            or self._move_request_cycle >= pod_scheduling_cycle
-        ):
+        if raced:
             self._to_backoff(qpi)
         else:
             if not self._unschedulable:
@@ -385,6 +412,7 @@ class SchedulingQueue:
         """The pod left the queue for good (bound, deleted): its nomination goes too."""
         if self.nominator.by_node:
             self.nominator.delete(uid)
+        self.done(uid)
         queued: QueuedPodInfo | None = None
         if (a := self._active_index.pop(uid, None)) is not None:
             a.valid = False
@@ -455,7 +483,9 @@ class SchedulingQueue:
                         continue
                     self._move(qpi)
                     moved += 0 if qpi.gated else 1
-        self._move_request_cycle = self.scheduling_cycle
+        if self._in_flight:
+            # Pods being scheduled now may have missed this event (addEventIfAnyInFlight).
+            self._in_flight_events.append((self.scheduling_cycle, event))
         return moved
 
     def activate(self, uids: Sequence[str]) -> None:

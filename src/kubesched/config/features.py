@@ -10,7 +10,8 @@ and makes the PodGroup cycle try each placement they generate; ``CompositePodGro
 schedules a hierarchy of groups as one entity (scheduler_composite.py) and needs both others on, as
 upstream's gate dependencies say; ``PodGroupPreemptionPolicy`` (alpha, needs GenericWorkload) makes a
 group's ``spec.preemptionPolicy`` its policy: its pods must have it (validatePodGroup) and group
-preemption reads it (framework/preemption_podgroup.py).
+preemption reads it (framework/preemption_podgroup.py); ``OpportunisticBatching`` (beta, on)
+offers a pod the previous identical pod's next-best node first (framework/batch.py).
 """
 
 from __future__ import annotations
@@ -18,16 +19,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from kubesched.framework.batch import OPPORTUNISTIC_BATCHING as OPPORTUNISTIC_BATCHING
 from kubesched.framework.podgroup import COMPOSITE_POD_GROUP as COMPOSITE_POD_GROUP
 from kubesched.framework.podgroup import GENERIC_WORKLOAD as GENERIC_WORKLOAD
 from kubesched.framework.podgroup import POD_GROUP_PREEMPTION_POLICY as POD_GROUP_PREEMPTION_POLICY
 from kubesched.framework.podgroup import TOPOLOGY_AWARE_WORKLOAD_SCHEDULING as TOPOLOGY_AWARE_WORKLOAD_SCHEDULING
 
 #: Gate → its default in Kubernetes v1.37 (pkg/features/kube_features.go): GenericWorkload is beta
-#: and off by default.
+#: and off by default; OpportunisticBatching is beta and on.
 KNOWN_GATES: Final[Mapping[str, bool]] = {
     GENERIC_WORKLOAD: False, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: False, COMPOSITE_POD_GROUP: False,
-    POD_GROUP_PREEMPTION_POLICY: False,
+    POD_GROUP_PREEMPTION_POLICY: False, OPPORTUNISTIC_BATCHING: True,
 }
 #: Gate → the gates it needs on (kube_features.go defaultKubernetesFeatureGateDependencies).
 GATE_DEPENDENCIES: Final[Mapping[str, tuple[str, ...]]] = {

@@ -138,6 +138,15 @@ class Plugin:
         preempted, and then reports the whole group as victims. None (default): ``pod`` alone."""
         return None
 
+    def sign_pod(self, pod: PodInfo) -> Sequence[tuple[str, Any]] | None:
+        """OpportunisticBatching (upstream SignPlugin.SignPod, framework/batch.py): what this
+        plugin's verdicts and scores read from the pod, as (signer name, JSON value) fragments
+        (framework/signers.py), so pods with equal fragments from every plugin are scheduled alike
+        on the same nodes; ``()`` when it reads nothing of the pod; None when the pod cannot be
+        signed (e.g. it has inter-pod affinity). A plugin at PreFilter, Filter, PreScore or Score
+        that does not override this turns signatures off for its whole profile."""
+        return None
+
     def filter_outcome_key(self, state: CycleState, pod: PodInfo) -> Hashable | None:
         """Opt in to the reuse of a failed Filter pass (framework/filter_outcome.py): what this
         plugin's PreFilter and Filter read besides the pod's shape (``filter_outcome.pod_shape``:

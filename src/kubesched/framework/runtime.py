@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kubesched.framework.batch import OpportunisticBatch, PodSigner
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.filter_cache import SignatureVerdictCache
@@ -172,6 +173,9 @@ class Framework(FilterPoints):
         self.filter_outcomes = FilterOutcomeCache(self.pre_filter, self.filter)
         #: Per pod shape, the verdicts of the last pass per node, judged again where nodes changed.
         self.row_verdicts = RowVerdictStore(self.pre_filter, self.filter, self.signature_cache)
+        #: OpportunisticBatching: the profile's pod signatures and its batch (framework/batch.py).
+        self.signer = PodSigner([*self.pre_filter, *self.filter, *self.pre_score, *self.score])
+        self.batch = OpportunisticBatch(self)
         handle.framework = self
 
     # -- building -----------------------------------------------------------------------------

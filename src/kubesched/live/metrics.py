@@ -91,32 +91,35 @@ class _PluginMetrics(Collector):
     """The plugins' metric families at scrape time; one family per name across profiles (each
     plugin instance labels its profile)."""
 
-    def __init__(self, plugins: Sequence[Plugin]) -> None:
+    def __init__(self, plugins: Sequence[Plugin], frameworks: Sequence[Framework] = ()) -> None:
         self._plugins = [p for p in plugins if type(p).metric_families is not Plugin.metric_families]
+        #: Whose OpportunisticBatching counters to serve (framework/batch.py), read at scrape time.
+        self._frameworks = frameworks
 
     def collect(self) -> Iterator[Any]:
         counters: dict[str, CounterMetricFamily] = {}
         histograms: dict[str, HistogramMetricFamily] = {}
-        for plugin in self._plugins:
-            for family in plugin.metric_families():
-                if isinstance(family, CounterFamily):
-                    c = counters.get(family.name)
-                    if c is None:
-                        c = counters[family.name] = CounterMetricFamily(family.name, family.help,
+        families = [f for plugin in self._plugins for f in plugin.metric_families()]
+        families += [f for fwk in self._frameworks for f in fwk.batch.metric_families(fwk.profile_name)]
+        for family in families:
+            if isinstance(family, CounterFamily):
+                c = counters.get(family.name)
+                if c is None:
+                    c = counters[family.name] = CounterMetricFamily(family.name, family.help,
+                                                                    labels=list(family.labels))
+                for labels, value in sorted(family.values.items()):
+                    c.add_metric(list(labels), value)
+            elif isinstance(family, HistogramFamily):
+                h = histograms.get(family.name)
+                if h is None:
+                    h = histograms[family.name] = HistogramMetricFamily(family.name, family.help,
                                                                         labels=list(family.labels))
-                    for labels, value in sorted(family.values.items()):
-                        c.add_metric(list(labels), value)
-                elif isinstance(family, HistogramFamily):
-                    h = histograms.get(family.name)
-                    if h is None:
-                        h = histograms[family.name] = HistogramMetricFamily(family.name, family.help,
-                                                                            labels=list(family.labels))
-                    for labels, series in sorted(family.series.items()):
-                        cumulative, buckets = 0, []
-                        for bound, n in zip((*family.bounds, float("inf")), series.buckets, strict=True):
-                            cumulative += n
-                            buckets.append((_go_float(bound), cumulative))
-                        h.add_metric(list(labels), buckets, series.sum)
+                for labels, series in sorted(family.series.items()):
+                    cumulative, buckets = 0, []
+                    for bound, n in zip((*family.bounds, float("inf")), series.buckets, strict=True):
+                        cumulative += n
+                        buckets.append((_go_float(bound), cumulative))
+                    h.add_metric(list(labels), buckets, series.sum)
         yield from counters.values()
         yield from histograms.values()
 
@@ -163,6 +166,8 @@ class SchedulerMetrics:
         self._queue: SchedulingQueue | None = None
         r.register(_PendingPods(lambda: self._queue))
         self._children: dict[tuple[Any, ...], Any] = {}
+        #: The frameworks instrument_framework timed: their batching counters are served too.
+        self.frameworks: list[Framework] = []
 
     def watch_connectivity(
         self, informers: Callable[[], Sequence[Any]], lease_attempts: Callable[[], dict[str, int]]
@@ -171,8 +176,9 @@ class SchedulerMetrics:
         self.registry.register(_Connectivity(informers, lease_attempts))
 
     def watch_plugins(self, plugins: Sequence[Plugin]) -> None:
-        """The plugins' own metrics (``Plugin.metric_families``), at scrape time."""
-        self.registry.register(_PluginMetrics(plugins))
+        """The plugins' own metrics (``Plugin.metric_families``) and the OpportunisticBatching
+        counters of the frameworks :func:`instrument_framework` was given, at scrape time."""
+        self.registry.register(_PluginMetrics(plugins, self.frameworks))
 
     def watch_queue(self, queue: SchedulingQueue) -> None:
         self._queue = queue
@@ -222,7 +228,9 @@ _ASYNC_POINTS = {"run_pre_bind": "PreBind", "run_bind": "Bind"}
 
 
 def instrument_framework(fwk: Framework, metrics: SchedulerMetrics) -> None:
-    """Time every extension point of ``fwk`` into ``scheduler_framework_extension_point_duration_seconds``."""
+    """Time every extension point of ``fwk`` into ``scheduler_framework_extension_point_duration_seconds``
+    (and serve its OpportunisticBatching counters with the plugins' metrics)."""
+    metrics.frameworks.append(fwk)
     profile = fwk.profile_name
     perf = time.perf_counter
 

@@ -155,7 +155,7 @@ def test_api_version_and_kind(doc: dict[str, Any], message: str) -> None:
         (
             c(featureGates={"A": True}),
             "featureGates.A: unrecognized feature gate: A "
-            "(kubesched knows: CompositePodGroup, GenericWorkload, PodGroupPreemptionPolicy, "
+            "(kubesched knows: CompositePodGroup, GenericWorkload, OpportunisticBatching, PodGroupPreemptionPolicy, "
             "TopologyAwareWorkloadScheduling)",
         ),
         (

@@ -304,7 +304,7 @@ def test_flush_moves_exactly_the_pods_unschedulable_long_enough(clock_goes_back:
 
 
 # ---------------------------------------------------------------------------------------------
-# moveRequestCycle
+# Events received while a pod is in flight (inFlightEvents)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -314,12 +314,27 @@ def test_event_during_the_attempt_sends_the_failed_pod_to_backoff() -> None:
     qpi = q.pop()
     assert qpi is not None
     cycle = q.scheduling_cycle
-    # Some cluster event arrives while the pod is being scheduled (even one NodeFit did not register:
-    # moveRequestCycle does not look at the event).
-    q.move_all_to_active_or_backoff(EVENT_POD_DELETE)
+    # An event NodeFit registered arrives while the pod is being scheduled (in flight).
+    q.move_all_to_active_or_backoff(EVENT_NODE_ADD)
     qpi.unschedulable_plugins = {"NodeFit"}
     q.add_unschedulable(qpi, cycle)
     assert q.counts() == {"active": 0, "backoff": 1, "unschedulable": 0, "gated": 0}
+
+
+def test_an_event_the_rejecting_plugin_did_not_register_does_not_count_during_the_attempt() -> None:
+    """v1.37 (determineSchedulingHintForInFlightPod): only the in-flight events a rejecting plugin
+    registered send the pod to backoff; the old moveRequestCycle counted any event."""
+    q, _ = make()
+    q.add(pod_info("p"))
+    qpi = q.pop()
+    assert qpi is not None
+    cycle = q.scheduling_cycle
+    q.move_all_to_active_or_backoff(ClusterEvent(NODE, ActionType.UPDATE_NODE_ANNOTATION, "NodeUpdate"))
+    qpi.unschedulable_plugins = {"NodeFit"}
+    q.add_unschedulable(qpi, cycle)
+    assert q.counts() == {"active": 0, "backoff": 0, "unschedulable": 1, "gated": 0}
+    # The events kept for pods in flight go once none is.
+    assert q._in_flight_events == [] and q._in_flight == {}
 
 
 def test_event_before_the_attempt_does_not_count() -> None:
@@ -340,8 +355,8 @@ def test_event_during_a_later_pods_attempt_does_not_affect_an_earlier_failure() 
     b = q.pop()
     assert b is not None
     # a failed in cycle 1 but is reported after b was popped; an event in cycle 2 still counts
-    # for a (moveRequestCycle >= podSchedulingCycle).
-    q.move_all_to_active_or_backoff(EVENT_POD_DELETE)
+    # for a (it was still in flight).
+    q.move_all_to_active_or_backoff(EVENT_NODE_ADD)
     a.unschedulable_plugins = {"NodeFit"}
     q.add_unschedulable(a, a_cycle)
     assert q.counts()["backoff"] == 1

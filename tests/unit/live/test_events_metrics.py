@@ -181,6 +181,13 @@ async def test_instrumented_framework_schedules_the_same_and_records_upstream_me
     metrics.attempt("scheduled", "default-scheduler", 0.002)
     text = generate_latest(metrics.registry).decode()
     assert 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 1.0' in text
+    # OpportunisticBatching's counters, as kube-scheduler v1.37.1 counts them with its default
+    # profile (measured in bench/openb.py): every pod past PreFilter asks for a hint and gets
+    # none; every placed pod flushes the batch, unsignable (PodTopologySpread's system defaults).
+    metrics.watch_plugins(sched.plugins())
+    text = generate_latest(metrics.registry).decode()
+    assert 'scheduler_batch_attempts_total{profile="default-scheduler",result="no_hint"} 2.0' in text
+    assert 'scheduler_batch_cache_flushed_total{profile="default-scheduler",reason="pod_not_batchable"} 1.0' in text
     await asyncio.sleep(0)
 
 

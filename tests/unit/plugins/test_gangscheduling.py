@@ -340,7 +340,8 @@ def test_generic_workload_gate_adds_gang_scheduling_to_the_default_profile() -> 
     assert plugins["preEnqueue"][0] == "SchedulingGates" and plugins["preEnqueue"][-1] == "GangScheduling"
     assert plugins["permit"] == ["GangScheduling"]
     assert on.feature_gates == {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": False,
-                                "CompositePodGroup": False, "PodGroupPreemptionPolicy": False}
+                                "CompositePodGroup": False, "PodGroupPreemptionPolicy": False,
+                                "OpportunisticBatching": True}
 
 
 # -- the simulator: a dump holding both PodGroup kinds ------------------------------------------------

@@ -46,6 +46,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
@@ -131,6 +132,10 @@ class DynamicResources(GroupClaimRelease, ClaimDeallocation, PreEnqueuePlugin, P
     name: ClassVar[str] = NAME
     object_kinds = (RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, RESOURCE_SLICE, DEVICE_CLASS, DEVICE_TAINT_RULE)
     args_model = DynamicResourcesArgs
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (dynamicresources.go): a pod with resource claims is not signable."""
+        return None if pod.spec.get("resourceClaims") else ()
 
     def __init__(self, args: DynamicResourcesArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Scores
 from kubesched.snapshot.pod import PodInfo
@@ -80,6 +81,14 @@ def calculate_priority(sum_scores: Scores, image_count: int) -> Scores:
 
 class ImageLocality(ScorePlugin):
     name: ClassVar[str] = "ImageLocality"
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (image_locality.go): the distinct normalized images of its containers and init
+        containers."""
+        spec = pod.spec
+        images = {normalized_image_name(str(c.get("image") or ""))
+                  for key in ("containers", "initContainers") for c in spec.get(key) or ()}
+        return ((signers.IMAGE_NAMES, sorted(images)),)
 
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores:
         index = table.images

@@ -52,6 +52,7 @@ from typing import Any, ClassVar, Final
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
@@ -248,6 +249,17 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     object_kinds: ClassVar[tuple[ObjectKind, ...]] = (
         ObjectKind(NAMESPACE_KIND, "", "v1", "namespaces", namespaced=False),
     )
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (interpodaffinity/plugin.go): a pod with inter-pod affinity is not signable;
+        otherwise its labels (existing pods' terms may match them), unless
+        ignorePreferredTermsOfExistingPods."""
+        affinity = pod.affinity
+        if affinity.get("podAffinity") is not None or affinity.get("podAntiAffinity") is not None:
+            return None
+        if self.ignore_preferred_terms_of_existing_pods:
+            return ()
+        return ((signers.LABELS, pod.labels),)
 
     def __init__(self, args: InterPodAffinityArgs | None, handle: Handle) -> None:
         args = args if args is not None else InterPodAffinityArgs()

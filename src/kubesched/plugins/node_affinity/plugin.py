@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 import orjson
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
@@ -156,6 +157,11 @@ _SKIP = Status.skip(NAME)
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = NAME
     args_model: ClassVar[type[Any] | None] = NodeAffinityArgs
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (node_affinity.go): the pod's node affinity and nodeSelector."""
+        return ((signers.NODE_AFFINITY, signers.node_affinity_signer(pod)),
+                (signers.NODE_SELECTOR, pod.spec.get("nodeSelector")))
 
     def __init__(self, args: NodeAffinityArgs | None, handle: Handle) -> None:
         args = args if args is not None else NodeAffinityArgs()

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import FilterPlugin, PreFilterPlugin
 from kubesched.framework.status import SUCCESS, Status
@@ -25,6 +26,10 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName(PreFilterPlugin, FilterPlugin):
     name: ClassVar[str] = "NodeName"
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (node_name.go): the pod's spec.nodeName."""
+        return ((signers.NODE_NAME, pod.spec.get("nodeName") or ""),)
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         # Upstream: Node/Add only (no queueing hint needed: a new node is always worth a retry).

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import FilterPlugin, PreFilterPlugin
 from kubesched.framework.status import SUCCESS, Status
@@ -62,6 +63,10 @@ def fits_ports(want_ports: Sequence[HostPort], used: Mapping[HostPort, int]) -> 
 
 class NodePorts(PreFilterPlugin, FilterPlugin):
     name: ClassVar[str] = NAME
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (node_ports.go): the pod's host ports."""
+        return ((signers.HOST_PORTS, signers.host_ports_signer(pod)),)
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         # Upstream (queueing hints on): an assigned pod deleted (its ports are freed; pod ports are

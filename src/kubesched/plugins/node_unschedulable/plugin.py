@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import ClassVar
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import FilterPlugin
 from kubesched.framework.status import Status
@@ -35,6 +36,10 @@ class NodeUnschedulable(FilterPlugin):
     name: ClassVar[str] = "NodeUnschedulable"
     #: Feature gate TaintTolerationComparisonOperators (alpha, off by default upstream).
     enable_taint_toleration_comparison_operators: ClassVar[bool] = False
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (node_unschedulable.go): the pod's tolerations."""
+        return ((signers.TOLERATIONS, signers.tolerations_signer(pod)),)
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         # Upstream (queueing hints on): Node Add | UpdateNodeTaint (a spec.unschedulable change is

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import FilterPlugin, PreFilterPlugin
@@ -39,6 +40,10 @@ def node_feature_bits(node: dict[str, Any]) -> int:
 
 class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin):
     name: ClassVar[str] = "NodeDeclaredFeatures"
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (nodedeclaredfeatures.go): the features the pod needs."""
+        return ((signers.FEATURES, infer_for_scheduling(pod.spec)),)
 
     def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -19,10 +19,12 @@ from typing import Final
 
 import numpy as np
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import DRAResourceCounter, Handle
 from kubesched.framework.interfaces import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin, Scores
 from kubesched.framework.status import SUCCESS, Status
+from kubesched.plugins.helpers.device_classes import DEVICE_CLASS_KIND, extended_resource_classes
 from kubesched.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
 from kubesched.plugins.noderesources.resource_allocation import ResourceAllocation, balanced_resource_scorer
 from kubesched.snapshot.pod import PodInfo
@@ -49,6 +51,15 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
 
     name = NAME
     args_model = NodeResourcesBalancedAllocationArgs
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (balanced_allocation.go): as NodeResourcesFit's."""
+        scalar = pod.requests.scalar
+        if scalar and self.handle.objects(DEVICE_CLASS_KIND):
+            resolver = extended_resource_classes(self.handle.objects(DEVICE_CLASS_KIND))
+            if any(name in resolver for name in scalar):
+                return None
+        return ((signers.RESOURCES, list(pod.requests.key)),)
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs | None, handle: Handle) -> None:
         args = args if args is not None else NodeResourcesBalancedAllocationArgs()

@@ -30,6 +30,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import DRAResourceCounter, Handle
 from kubesched.framework.interfaces import (
@@ -160,6 +161,13 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     name = NAME
     args_model = NodeResourcesFitArgs
     filter_node_local = True  # free resources of the node itself
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (fit.go): the pod's requests; not signable when a DeviceClass backs one of its
+        extended resources (DRAExtendedResource: DynamicResources allocates it)."""
+        if self._delegable(pod.requests.scalar):
+            return None
+        return ((signers.RESOURCES, list(pod.requests.key)),)
 
     def __init__(self, args: NodeResourcesFitArgs | None, handle: Handle) -> None:
         args = args if args is not None else NodeResourcesFitArgs()

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import FilterPlugin, PreFilterPlugin
@@ -81,6 +82,10 @@ class _State:
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     name: ClassVar[str] = NAME
     object_kinds = (PVC_KIND, PV_KIND, STORAGE_CLASS_KIND, CSI_NODE_KIND, CSI_DRIVER_KIND, VOLUME_ATTACHMENT_KIND)
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (csi.go): the pod's volume sources."""
+        return ((signers.VOLUMES, signers.volumes_signer(pod)),)
 
     def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -48,6 +48,7 @@ from typing import Any, ClassVar, Final
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
@@ -168,6 +169,14 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         ObjectKind("ReplicaSet", "apps", "v1", "replicasets"),
         ObjectKind("StatefulSet", "apps", "v1", "statefulsets"),
     )
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (podtopologyspread/plugin.go): spreading depends on other pods, so a pod with
+        constraints, its own or the profile's defaults (the system defaults included), is not
+        signable."""
+        if pod.spec.get("topologySpreadConstraints") or self.default_constraints:
+            return None
+        return ()
 
     def __init__(self, args: PodTopologySpreadArgs | None, handle: Handle) -> None:
         args = args if args is not None else PodTopologySpreadArgs()

@@ -18,6 +18,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -77,6 +78,10 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = NAME
     #: Feature gate TaintTolerationComparisonOperators (Lt/Gt tolerations; alpha, off by default).
     enable_taint_toleration_comparison_operators: ClassVar[bool] = False
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (taint_toleration.go): the pod's tolerations."""
+        return ((signers.TOLERATIONS, signers.tolerations_signer(pod)),)
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         # Upstream with queueing hints: Node Add | UpdateNodeTaint, plus the pod's own toleration

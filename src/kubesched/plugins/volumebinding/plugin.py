@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
@@ -149,6 +150,10 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         CSI_DRIVER_KIND,
         CSI_STORAGE_CAPACITY_KIND,
     )
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (volume_binding.go): the pod's volume sources."""
+        return ((signers.VOLUMES, signers.volumes_signer(pod)),)
 
     def __init__(self, args: VolumeBindingArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)

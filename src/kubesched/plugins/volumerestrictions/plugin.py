@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import FilterPlugin, PreFilterExtensions, PreFilterPlugin
@@ -94,6 +95,10 @@ def is_volume_conflict(volume: dict[str, Any], existing_pod: PodInfo) -> bool:
 class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
     name: ClassVar[str] = NAME
     object_kinds = (PVC_KIND,)
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (volume_restrictions.go): the pod's volume sources."""
+        return ((signers.VOLUMES, signers.volumes_signer(pod)),)
 
     def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import FilterPlugin, PreFilterPlugin
 from kubesched.framework.status import SUCCESS, Status
@@ -96,6 +97,10 @@ def pv_topologies(pv: dict[str, Any]) -> list[PVTopology]:
 class VolumeZone(PreFilterPlugin, FilterPlugin):
     name: ClassVar[str] = NAME
     object_kinds = (PVC_KIND, PV_KIND, STORAGE_CLASS_KIND)
+
+    def sign_pod(self, pod: PodInfo) -> signers.Fragments | None:
+        """SignPod (volume_zone.go): the pod's volume sources."""
+        return ((signers.VOLUMES, signers.volumes_signer(pod)),)
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return (

@@ -74,7 +74,7 @@ def test_shuffled_ties_follow_one_random_node_order_fixed_for_the_run() -> None:
 
 def test_a_tie_break_the_scheduler_does_not_know_is_refused() -> None:
     sched, _ = scheduler()
-    with pytest.raises(ValueError, match="tie_break 'first': expected one of random, name, shuffled"):
+    with pytest.raises(ValueError, match="tie_break 'first': expected one of heap, random, name, shuffled"):
         Scheduler(sched.frameworks, sched.cache, sched.clock, sched.waiting_pods, tie_break="first")  # type: ignore[arg-type]
 
 
