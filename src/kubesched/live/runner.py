@@ -1,7 +1,9 @@
 """``kubesched run``: the scheduler core driven by informers against a real apiserver.
 
 Start-up order (restart safety): the health server, then the node informer is listed, then the pod
-informer — so every assigned pod is accounted on its node before the first scheduling cycle,
+informer (``kubesched run`` sends their requests before it decodes its configuration, live/early.py,
+but what they get is handed on only from here) — so every assigned pod is accounted on its node
+before the first scheduling cycle,
 whatever state a previous process died in. A pod the previous process was binding when it died is
 either seen bound (accounted) or scheduled again; a second bind of an already-bound pod gets 409 and
 is forgotten. Then, when electing, the lease is acquired (the cache stays warm on standbys, and
