@@ -90,15 +90,45 @@ def kubeconfig_hint(config_path: Path | None, kubeconfig: str | None) -> str | N
     return value or None
 
 
+class _HeldRecords(logging.Filter):
+    """Holds the informers' log records back (an unreachable apiserver's retries, say) until the run
+    starts them, where they would have been logged first: a run that ends before (a configuration
+    error) says only what it said before."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.records.append(record)
+        return False
+
+
 @dataclass(eq=False)
 class EarlyInformers:
-    """The node and pod informers, started; nothing is handed on until ``gate`` is set."""
+    """The node and pod informers, started; nothing is handed on, and nothing they log is shown,
+    until :meth:`hand_on`."""
 
     api: ApiClient
     kubeconfig: str | None
     nodes: Informer
     pods: Informer
     gate: asyncio.Event
+    held: _HeldRecords
+
+    def hand_on(self) -> None:
+        """From now on the informers hand on what they get, and log as any informer (what they logged
+        so far is logged now)."""
+        self.gate.set()
+        self.release_logs(show=True)
+
+    def release_logs(self, show: bool) -> None:
+        """Stop holding the informers' log records back; log those held (``show``) or drop them."""
+        informer_log = logging.getLogger(Informer.__module__)
+        informer_log.removeFilter(self.held)
+        records, self.held.records = self.held.records, []
+        for record in records if show else ():
+            informer_log.handle(record)
 
     @classmethod
     async def start(
@@ -114,11 +144,15 @@ class EarlyInformers:
         nodes, pods = backlog_informers(api, options.watch_read_timeout)
         gate = asyncio.Event()
         nodes.apply_after = gate
+        held = _HeldRecords()
+        logging.getLogger(Informer.__module__).addFilter(held)
         nodes.start()
         pods.start()
-        return cls(api, hint, nodes, pods, gate)
+        return cls(api, hint, nodes, pods, gate, held)
 
     async def close(self) -> None:
+        """Stop them unused (what they logged is dropped)."""
+        self.release_logs(show=False)
         for inf in (self.nodes, self.pods):
             await inf.stop()
         with contextlib.suppress(Exception):

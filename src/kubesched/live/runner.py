@@ -148,10 +148,10 @@ class LiveScheduler(SchedulerObserver):
             )
 
         rt = self.options.watch_read_timeout
-        #: Set where run() starts the informers: informers started early hand nothing on before.
-        self._early_gate: asyncio.Event | None = None
+        #: Informers started early (live/early.py) hand nothing on before run() starts them.
+        self._early = early
         if early is not None:
-            self.node_informer, self.pod_informer, self._early_gate = early.nodes, early.pods, early.gate
+            self.node_informer, self.pod_informer = early.nodes, early.pods
         else:
             self.node_informer, self.pod_informer = backlog_informers(api, rt)
         self.node_informer.handlers = Handlers(self._node_add, self._node_update, self._node_delete)
@@ -367,8 +367,8 @@ class LiveScheduler(SchedulerObserver):
             # Every informer lists at once (upstream: InformerFactory.Start, then WaitForCacheSync),
             # but pods are handed on after nodes (backlog_informers): every assigned pod lands on a
             # known node. Informers started early (live/early.py) hand on what they hold from here.
-            if self._early_gate is not None:
-                self._early_gate.set()
+            if self._early is not None:
+                self._early.hand_on()
             self.node_informer.start()
             self.pod_informer.start()
             objects = asyncio.ensure_future(self.objects.start())
@@ -570,6 +570,8 @@ async def run_live(
             on_start(live)
         return await live.run()
     finally:
+        if early is not None:
+            early.release_logs(show=False)  # a run that ended before it started them
         # Bounded: after a lost lease the apiserver may be unreachable (a partition), and closing
         # TLS connections nobody answers could keep the process from exiting (and from being
         # replaced) for as long as the SSL shutdown timeout. Found by the chaos suite's partition.
