@@ -44,6 +44,8 @@ Workloads:
                                              seed: time and GPU allocation at 100/130 % demand (bench/gpu_replay.py)
   startup [--nodes N] [--rounds R]          informers syncing the openb backlog: paged LIST vs watch-list
                                              (bench/startup.py)
+  first-bind [--nodes N] [--rounds R]       process start -> first bind with the openb backlog pending, many
+      [--stock] [--contenders K,..]          starts each, stopped at their first bind (bench/first_bind.py)
   startup-cost [--rounds R] [SRC ...]        CPU and peak RSS of `kubesched run` up to its first request, per
                                              source tree, side by side (bench/startup_cost.py); --first-cycle:
                                              CPU ms of the first scheduling cycles after a start instead
@@ -129,6 +131,10 @@ def main(argv: list[str]) -> int:
         from bench import startup
 
         return startup.main(rest)
+    if name == "first-bind":
+        from bench import first_bind
+
+        return first_bind.main(rest)
     if name == "live-memory":
         from bench import live_memory
 

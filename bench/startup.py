@@ -1,7 +1,7 @@
 """How long an informer takes to sync a backlog: paged LIST (pages of 500) against watch-list
 (issue 32 item 2), on the openb trace as a real control plane holds it.
 
-``python -m bench startup [--trace DIR] [--nodes N] [--rounds R]``
+``python -m bench startup [--trace DIR] [--nodes N] [--rounds R] [--encodings]``
 
 The trace's nodes (KWOK) and every task as a pending pod (for a scheduler that is not running) are
 created once; then, alternately (ABAB, so a machine whose load drifts favours neither), a fresh
@@ -45,12 +45,42 @@ async def _sync_seconds(kubeconfig: str, path: str, watch_list: bool) -> tuple[f
         await api.close()
 
 
+_WATCH_LIST = {"watch": "true", "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan",
+               "allowWatchBookmarks": "true", "timeoutSeconds": "300"}
+ACCEPT = {"json": "application/json", "protobuf": "application/vnd.kubernetes.protobuf;stream=watch"}
+
+
+async def _watch_list_seconds(kubeconfig: str, path: str, encoding: str, objects: int) -> float:
+    """Seconds from the request to the end of the initial events (their count known: ``objects``)."""
+    api = ApiClient(await load_connection(kubeconfig), qps=None)
+    try:
+        headers = {**await api._headers(None), "Accept": ACCEPT[encoding]}
+        t0 = time.perf_counter()
+        async with api.session.get(api.conn.host + path, params=_WATCH_LIST, headers=headers,
+                                   server_hostname=api.conn.server_hostname) as resp:
+            buf, seen = b"", 0
+            async for chunk in resp.content.iter_any():
+                buf += chunk
+                if encoding == "json":
+                    *lines, buf = buf.split(b"\n")
+                    seen += len(lines)
+                else:
+                    while len(buf) >= 4 and len(buf) >= 4 + int.from_bytes(buf[:4], "big"):
+                        buf, seen = buf[4 + int.from_bytes(buf[:4], "big"):], seen + 1
+                if seen > objects:  # the objects, then the bookmark
+                    return time.perf_counter() - t0
+        raise RuntimeError(f"{path}: the stream ended after {seen} events")
+    finally:
+        await api.close()
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench startup", description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
     ap.add_argument("--nodes", type=int, default=0, help="cut to about N nodes (0: the whole trace)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--note", default="")
+    ap.add_argument("--encodings", action="store_true", help="watch-list to its bookmark, JSON vs protobuf")
     args = ap.parse_args(argv)
     trace = load_trace(args.trace)
     if args.nodes:
@@ -65,7 +95,17 @@ def main(argv: list[str]) -> int:
         Bulk(c).post_all(lambda b: f"/api/v1/namespaces/{ns}/pods",
                          [pod_object(t, ns, "nobody") for t in trace.tasks])
         kubeconfig = str(c.scheduler_kubeconfig)
-        for rnd in range(args.rounds):
+        objects = {"pods": len(trace.tasks), "nodes": len(trace.nodes)}
+        for rnd in range(args.rounds if args.encodings else 0):
+            for resource in ("pods", "nodes"):
+                for encoding in ("json", "protobuf") if rnd % 2 == 0 else ("protobuf", "json"):
+                    key = f"{resource} watch-list {encoding}"
+                    secs = asyncio.run(_watch_list_seconds(kubeconfig, f"/api/v1/{resource}", encoding,
+                                                           objects[resource]))
+                    times.setdefault(key, []).append(round(secs, 3))
+                    counts[key] = objects[resource]
+                    print(f"  round {rnd}: {key}: {secs:.2f}s")
+        for rnd in range(0 if args.encodings else args.rounds):
             ways = (False, True) if rnd % 2 == 0 else (True, False)
             for resource in ("pods", "nodes"):
                 for watch_list in ways:

@@ -206,6 +206,11 @@ class ApiClient:
         #: Requests sent, by HTTP status (for logs and tests).
         self.requests: dict[int, int] = {}
 
+    def rate_limit(self, qps: float | None, burst: int) -> None:
+        """Requests from now on at most ``qps`` a second, ``burst`` at once (None: no limit); a client
+        made before its configuration was decoded gets the configuration's here (live/early.py)."""
+        self.limiter = TokenBucket(qps, burst) if qps else None
+
     def sibling(
         self, qps: float | None, burst: int, *, user_agent: str | None = None, max_connections: int | None = None
     ) -> ApiClient:

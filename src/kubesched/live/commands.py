@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kubesched.app.options import config_option, context_option, debug_option, plugins_option, tie_break_option
-from kubesched.app.startup import UserError, load_scheduler_config
 
 if TYPE_CHECKING:
     from kubesched.backend.host_selection import TieBreak
@@ -79,18 +78,30 @@ def run_command(
     gc.disable()
     from kubesched.kube.api import ConnectionConfigError
     from kubesched.live import logs
-    from kubesched.live.health import parse_addr
-    from kubesched.live.runner import run_live
+    from kubesched.live.early import run_live_starting_early
     from kubesched.live.settings import LiveOptions, lease_name_for
 
-    config, registry = load_scheduler_config(config_path, plugin_modules)
     if print_rbac:
+        from kubesched.app.startup import load_scheduler_config
+
+        config, registry = load_scheduler_config(config_path, plugin_modules)
         _print_rbac(config, registry, rbac_name, lease_name_for(config.leader_election.resource_name, lease_name))
         return
-    try:
-        parse_addr(health_addr)
-    except ValueError as e:
-        raise UserError(f"--health-addr: {e}") from None
+
+    def load() -> tuple[Any, Any]:
+        """The configuration, then the flags that need no cluster checked (in this order, as ever);
+        run in a worker thread while the backlog's informers start (live/early.py), so the
+        imports they need (the framework, the plugins, numpy, pydantic) are not imported before."""
+        from kubesched.app.startup import UserError, load_scheduler_config
+        from kubesched.live.health import parse_addr
+
+        loaded = load_scheduler_config(config_path, plugin_modules)
+        try:
+            parse_addr(health_addr)
+        except ValueError as e:
+            raise UserError(f"--health-addr: {e}") from None
+        return loaded
+
     logs.configure(verbosity, log_format)
     options = LiveOptions(health_addr=health_addr, context=context, leader_elect=leader_elect, lease_name=lease_name,
                           replace_default_scheduler=replace_default_scheduler, debug=debug, owns_process_gc=True,
@@ -98,10 +109,10 @@ def run_command(
     if identity:
         options.identity = identity
     try:
-        code = asyncio.run(run_live(config, registry, kubeconfig, options))
-    except ConnectionConfigError as e:
-        raise UserError(str(e)) from None
-    except OSError as e:  # e.g. the health address is in use
+        code = asyncio.run(run_live_starting_early(load, config_path, kubeconfig, options))
+    except (ConnectionConfigError, OSError) as e:  # OSError: e.g. the health address is in use
+        from kubesched.app.startup import UserError
+
         raise UserError(str(e)) from None
     sys.exit(code)
 
@@ -145,6 +156,7 @@ def explain_command(
     every score, computed from the live cluster's current nodes and pods."""
 
     from kubesched.app.render import console, print_explanation
+    from kubesched.app.startup import UserError, load_scheduler_config
     from kubesched.kube.api import ApiClient, ConnectionConfigError, load_connection
     from kubesched.live.explain import ExplainError, explain_live
 

@@ -1,7 +1,9 @@
 """``kubesched run``: the scheduler core driven by informers against a real apiserver.
 
 Start-up order (restart safety): the health server, then the node informer is listed, then the pod
-informer — so every assigned pod is accounted on its node before the first scheduling cycle,
+informer (``kubesched run`` sends their requests before it decodes its configuration, live/early.py,
+but what they get is handed on only from here) — so every assigned pod is accounted on its node
+before the first scheduling cycle,
 whatever state a previous process died in. A pod the previous process was binding when it died is
 either seen bound (accounted) or scheduled again; a second bind of an already-bound pod gets 409 and
 is forgotten. Then, when electing, the lease is acquired (the cache stays warm on standbys, and
@@ -45,6 +47,7 @@ from kubesched.kube.status import StatusPublisher
 from kubesched.live.bind_client import MeteredBindClient
 from kubesched.live.client import LiveClusterClient
 from kubesched.live.coalesced_events import CoalescedEvents
+from kubesched.live.early import EarlyInformers, backlog_informers
 from kubesched.live.health import HealthServer
 from kubesched.live.leader import DEFAULT_SCHEDULER_NAME, LeaderElector, LeaseLock, kube_scheduler_holds_lease
 from kubesched.live.metrics import SchedulerMetrics, instrument_framework
@@ -90,7 +93,12 @@ def scheduling_relevant_update(old: Obj, new: Obj) -> bool:
 
 class LiveScheduler(SchedulerObserver):
     def __init__(
-        self, config: SchedulerConfig, registry: Registry, api: ApiClient, options: LiveOptions | None = None
+        self,
+        config: SchedulerConfig,
+        registry: Registry,
+        api: ApiClient,
+        options: LiveOptions | None = None,
+        early: EarlyInformers | None = None,
     ) -> None:
         self.config = config
         self.api = api
@@ -140,32 +148,14 @@ class LiveScheduler(SchedulerObserver):
             )
 
         rt = self.options.watch_read_timeout
-        self.node_informer = Informer(
-            api,
-            "/api/v1/nodes",
-            Handlers(self._node_add, self._node_update, self._node_delete),
-            name="nodes",
-            read_timeout=rt,
-            # kube-scheduler's informers hand the listed objects on in Go map order (random), so
-            # a backlog is popped, and nodes are searched, in no particular order: do the same.
-            shuffle_lists=True,
-            # ... and get them with a watch-list (client-go's WatchListClient, on since v1.35):
-            # one stream out of the watch cache instead of pages read from etcd.
-            watch_list=True,
-        )
-        self.pod_informer = Informer(
-            api,
-            "/api/v1/pods",
-            Handlers(self._pod_add, self._pod_update, self._pod_delete),
-            name="pods",
-            read_timeout=rt,
-            # kube-scheduler's informers hand the listed objects on in Go map order (random), so
-            # a backlog is popped, and nodes are searched, in no particular order: do the same.
-            shuffle_lists=True,
-            # ... and get them with a watch-list (client-go's WatchListClient, on since v1.35):
-            # one stream out of the watch cache instead of pages read from etcd.
-            watch_list=True,
-        )
+        #: Informers started early (live/early.py) hand nothing on before run() starts them.
+        self._early = early
+        if early is not None:
+            self.node_informer, self.pod_informer = early.nodes, early.pods
+        else:
+            self.node_informer, self.pod_informer = backlog_informers(api, rt)
+        self.node_informer.handlers = Handlers(self._node_add, self._node_update, self._node_delete)
+        self.pod_informer.handlers = Handlers(self._pod_add, self._pod_update, self._pod_delete)
         self._object_events = CoalescedEvents(self._object_changed)
         self.objects = ObjectInformers(api, kinds, self._object_events.add, read_timeout=rt)
         self.status = StatusPublisher(api, self.scheduler.plugins(), kinds, emit=self.events.object_event)
@@ -375,8 +365,10 @@ class LiveScheduler(SchedulerObserver):
             profiles = ",".join(self.scheduler.frameworks)
             log.info("identity=%s profiles=%s event=starting", self.options.identity, profiles)
             # Every informer lists at once (upstream: InformerFactory.Start, then WaitForCacheSync),
-            # but pods are handed on after nodes: every assigned pod lands on a known node.
-            self.pod_informer.apply_after = self.node_informer.synced
+            # but pods are handed on after nodes (backlog_informers): every assigned pod lands on a
+            # known node. Informers started early (live/early.py) hand on what they hold from here.
+            if self._early is not None:
+                self._early.hand_on()
             self.node_informer.start()
             self.pod_informer.start()
             objects = asyncio.ensure_future(self.objects.start())
@@ -559,19 +551,27 @@ async def run_live(
     kubeconfig: str | None,
     options: LiveOptions,
     on_start: Callable[[LiveScheduler], None] | None = None,
+    early: EarlyInformers | None = None,
 ) -> int:
-    """Connect, run until stopped or the lease is lost, close; returns the exit code."""
+    """Connect (or take ``early``'s connection and informers), run until stopped or the lease is
+    lost, close; returns the exit code."""
     from kubesched.kube.api import load_connection
 
-    conn = await load_connection(kubeconfig or config.client_connection.kubeconfig or None, options.context)
     cc = config.client_connection
-    api = ApiClient(conn, cc.qps, cc.burst)
+    if early is not None:
+        api = early.api
+        api.rate_limit(cc.qps, cc.burst)
+    else:
+        conn = await load_connection(kubeconfig or config.client_connection.kubeconfig or None, options.context)
+        api = ApiClient(conn, cc.qps, cc.burst)
     try:
-        live = LiveScheduler(config, registry, api, options)
+        live = LiveScheduler(config, registry, api, options, early)
         if on_start is not None:
             on_start(live)
         return await live.run()
     finally:
+        if early is not None:
+            early.release_logs(show=False)  # a run that ended before it started them
         # Bounded: after a lost lease the apiserver may be unreachable (a partition), and closing
         # TLS connections nobody answers could keep the process from exiting (and from being
         # replaced) for as long as the SSL shutdown timeout. Found by the chaos suite's partition.

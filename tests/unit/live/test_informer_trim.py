@@ -65,7 +65,7 @@ async def test_a_lists_objects_are_handed_on_at_once_and_interned_after() -> Non
     inf = Informer(None, "/api/v1/pods", Handlers(seen.append, lambda old, new: seen.append(new), seen.append))  # type: ignore[arg-type]
     items = [trim({**orjson.loads(wire), "metadata": {**orjson.loads(wire)["metadata"], "uid": f"u{i}",
                                                       "name": f"p{i}"}}, intern=False) for i in range(600)]
-    inf._replace(items, "5")
+    await inf._replace(items, "5")
     assert len(seen) == 600 and all("managedFields" not in o["metadata"] for o in seen)
     assert seen[0]["spec"]["nodeName"] is not seen[1]["spec"]["nodeName"]
     assert inf._interning is not None

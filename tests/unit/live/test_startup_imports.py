@@ -77,3 +77,20 @@ asyncio.run(main())
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["['big']", "False"]
+
+
+def test_the_backlog_informers_can_start_before_the_framework_is_imported() -> None:
+    # `kubesched run` sends the nodes' and pods' watch-lists before it decodes its configuration
+    # (live/early.py): what it imports up to then must not include the framework, the plugins,
+    # numpy or pydantic, or the apiserver's work would again wait for them.
+    script = (
+        "import sys\n"
+        "import kubesched.cli, kubesched.live.commands, kubesched.live.early\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    modules = set(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                 check=True).stdout.split())
+    assert "kubesched.live.early" in modules
+    heavy = {"numpy", "pydantic", "kubesched.framework", "kubesched.plugins", "kubesched.app.startup",
+             "kubesched.config", "aiohttp.web"}
+    assert not heavy & modules

@@ -1,0 +1,64 @@
+"""`kubesched run` starts its backlog informers before it decodes its configuration (issue 32 item 2):
+the kubeconfig read ahead is the one the run would use, and a large list is handed on in order
+while other tasks on the event loop keep running."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubesched.kube.informer import Handlers, Informer
+from kubesched.live.early import kubeconfig_hint
+
+
+def test_the_flag_wins_over_the_configuration_file(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("clientConnection:\n  kubeconfig: /from/file\n")
+    assert kubeconfig_hint(cfg, "/from/flag") == "/from/flag"
+    assert kubeconfig_hint(cfg, None) == "/from/file"
+
+
+def test_no_kubeconfig_named_means_the_loaders_defaults(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    assert kubeconfig_hint(cfg, None) is None
+    assert kubeconfig_hint(None, None) is None
+    cfg.write_text("clientConnection:\n  kubeconfig: ''\n")
+    assert kubeconfig_hint(cfg, None) is None
+
+
+@pytest.mark.parametrize("text", ["clientConnection:\n  kubeconfig: [a]\n", "a: [\n", "--- {}\n--- {}\n"])
+def test_a_file_that_cannot_tell_starts_nothing_early(tmp_path: Path, text: str) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(text)
+    with pytest.raises(ValueError):
+        kubeconfig_hint(cfg, None)
+    with pytest.raises(ValueError):
+        kubeconfig_hint(tmp_path / "missing.yaml", None)
+
+
+def _pod(i: int) -> dict[str, Any]:
+    return {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"u{i}",
+                                                            "resourceVersion": str(i)}, "spec": {}}
+
+
+async def test_a_large_list_is_handed_on_in_order_while_other_tasks_run() -> None:
+    seen: list[str] = []
+    inf = Informer(None, "/api/v1/pods", Handlers(lambda o: seen.append(o["metadata"]["name"])))  # type: ignore[arg-type]
+    items = [_pod(i) for i in range(2000)]
+    order = [o["metadata"]["name"] for o in items]
+    seen_by_other: list[int] = []
+
+    async def other() -> None:  # another informer's request, say: it runs between chunks
+        while len(seen) < 2000:
+            seen_by_other.append(len(seen))
+            await asyncio.sleep(0)
+
+    other_task = asyncio.ensure_future(other())
+    await inf._replace(items, "9")
+    await other_task
+    assert seen == order and len(inf.store) == 2000 and inf.resource_version == "9"
+    assert any(0 < n < 2000 for n in seen_by_other)
