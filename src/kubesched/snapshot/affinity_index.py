@@ -226,15 +226,13 @@ def _grow(col: _Column, size: int) -> IntArray:
     return grown
 
 
-_MATCH_INDEXES: weakref.WeakKeyDictionary[NodeTable, MatchIndex] = weakref.WeakKeyDictionary()
-
-
 def match_index(table: NodeTable) -> MatchIndex:
     """The table's match index, created (and hooked to the table) on first use."""
-    index = _MATCH_INDEXES.get(table)
+    index = table.indexes.get("affinity_match")
     if index is None:
-        index = _MATCH_INDEXES[table] = MatchIndex(table)
-    return index
+        index = table.indexes["affinity_match"] = MatchIndex(table)
+    result: MatchIndex = index
+    return result
 
 
 def recount_matches(table: NodeTable, clauses: Sequence[Clause]) -> IntArray:
@@ -332,15 +330,10 @@ class TermRegistry:
         return {kind: {key: dict(g.rows) for key, g in by_key.items()} for kind, by_key in self._groups.items()}
 
 
-_REGISTRIES: weakref.WeakKeyDictionary[NodeTable, dict[str, TermRegistry]] = weakref.WeakKeyDictionary()
-
-
 def term_registry(table: NodeTable, name: str, extract: Extract) -> TermRegistry:
     """The table's registry called ``name`` (one per plugin), created and hooked on first use.
     Every caller of one name must pass the same ``extract``."""
-    by_name = _REGISTRIES.get(table)
-    if by_name is None:
-        by_name = _REGISTRIES[table] = {}
+    by_name: dict[str, TermRegistry] = table.indexes.setdefault("affinity_terms", {})
     reg = by_name.get(name)
     if reg is None:
         reg = by_name[name] = TermRegistry(table, extract)

@@ -94,6 +94,10 @@ class NodeTable:
         #: stops (-1) counting on a row, and with -1/+1 when ``replace_pod`` swaps its object
         #: (snapshot/topology.py keeps per-selector pod counts this way).
         self._pod_observers: list[Callable[[int, PodInfo, int], None]] = []
+        #: Indexes derived from this table (snapshot/topology.py, snapshot/affinity_index.py), by
+        #: name. Kept here, not in module-level weak maps: an index refers to its table, so as a
+        #: WeakKeyDictionary value it kept the table (and a finished simulation) alive forever.
+        self.indexes: dict[str, Any] = {}
         #: Bumped on every change; plugins may key caches on it.
         self.generation = 0
         #: A per-row change log: ``row_versions[row]`` is the value ``row_clock`` took at the

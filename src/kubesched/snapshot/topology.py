@@ -192,15 +192,13 @@ class TopologyIndex:
         self._n_columns -= 1
 
 
-_INDEXES: weakref.WeakKeyDictionary[NodeTable, TopologyIndex] = weakref.WeakKeyDictionary()
-
-
 def topology_index(table: NodeTable) -> TopologyIndex:
     """The table's index, created (and hooked to the table) on first use."""
-    index = _INDEXES.get(table)
+    index = table.indexes.get("topology")
     if index is None:
-        index = _INDEXES[table] = TopologyIndex(table)
-    return index
+        index = table.indexes["topology"] = TopologyIndex(table)
+    result: TopologyIndex = index
+    return result
 
 
 def recount_domains(
