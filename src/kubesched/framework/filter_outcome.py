@@ -28,7 +28,7 @@ rows), computed once per pass instead of once per attempt; nothing can add to th
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Final
 
 import orjson
@@ -57,6 +57,27 @@ def pod_shape(pod: PodInfo) -> bytes:
     return orjson.dumps((kept, raw.get("spec")), option=orjson.OPT_SORT_KEYS)
 
 
+def plugin_key_parts(
+    plugins: Sequence[Plugin], state: CycleState, pod: PodInfo, key_of: Callable[[Plugin], Hashable | None]
+) -> tuple[Hashable, ...] | None:
+    """What the attempt's running PreFilter/Filter plugins read, one part each: a Filter plugin's
+    ``filter_signature``, else ``("key", key_of(plugin))``; None when a plugin can say neither
+    (then nothing may be reused). Shared by the failed-pass reuse and the incremental pass."""
+    skipped = state.skip_filter_plugins
+    parts: list[Hashable] = []
+    for p in plugins:
+        if p.name in skipped:
+            continue
+        part = p.filter_signature(state, pod) if isinstance(p, FilterPlugin) else None
+        if part is None:
+            part = key_of(p)
+            if part is None:
+                return None
+            part = ("key", part)
+        parts.append(part)
+    return tuple(parts)
+
+
 class FilterOutcomeCache:
     """One framework's failed Filter passes of the current table generation."""
 
@@ -78,18 +99,10 @@ class FilterOutcomeCache:
         windows, or None when it filters every node in one window; ``shape``: ``pod_shape(pod)``
         if the caller made it already."""
         skipped = state.skip_filter_plugins
-        parts: list[Hashable] = []
-        for p in self.plugins:
-            if p.name in skipped:
-                continue
-            part = p.filter_signature(state, pod) if isinstance(p, FilterPlugin) else None
-            if part is None:
-                part = p.filter_outcome_key(state, pod)
-                if part is None:
-                    return None
-                part = ("key", part)
-            parts.append(part)
-        return (pod_shape(pod) if shape is None else shape, table.generation, tuple(parts), frozenset(skipped),
+        parts = plugin_key_parts(self.plugins, state, pod, lambda p: p.filter_outcome_key(state, pod))
+        if parts is None:
+            return None
+        return (pod_shape(pod) if shape is None else shape, table.generation, parts, frozenset(skipped),
                 start, share)
 
     def get(self, key: tuple[Hashable, ...], table: NodeTable) -> NodeToStatus | None:

@@ -34,6 +34,7 @@ import numpy.typing as npt
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.filter_cache import SignatureVerdictCache, SignatureVerdicts
+from kubesched.framework.filter_outcome import plugin_key_parts
 from kubesched.framework.interfaces import FilterPlugin, Plugin
 from kubesched.framework.status import Code, Status
 from kubesched.snapshot.pod import PodInfo
@@ -195,17 +196,9 @@ class RowVerdictStore:
         """The attempt's pass over ``rows`` (every row of the table) answered from the shape's
         verdicts, or None when a plugin that runs cannot say what it reads (or errs)."""
         skipped = state.skip_filter_plugins
-        parts: list[Hashable] = []
-        for p in self.plugins:
-            if p.name in skipped:
-                continue
-            part = p.filter_signature(state, pod) if isinstance(p, FilterPlugin) else None
-            if part is None:
-                part = p.filter_row_key(state, pod)
-                if part is None:
-                    return None
-                part = ("key", part)
-            parts.append(part)
+        parts = plugin_key_parts(self.plugins, state, pod, lambda p: p.filter_row_key(state, pod))
+        if parts is None:
+            return None
         sig = None
         if self._signature_cache.plugins:
             sig = self._signature_cache.verdicts(state, pod, table)
@@ -215,7 +208,7 @@ class RowVerdictStore:
             self._entries.clear()
             self._table = table
         stages = [f for f in self._after_signature if f.name not in skipped]
-        key = (shape, tuple(parts), frozenset(skipped))
+        key = (shape, parts, frozenset(skipped))
         verdicts = self._entries.get(key)
         if verdicts is None:
             if len(self._entries) >= MAX_ENTRIES:
