@@ -33,15 +33,27 @@ def release_claims(cp: ControlPlane, ns: str) -> None:
     resourceclaim controller does the same, in its own time)."""
     for name, c in claims_in(cp, ns).items():
         path = f"{RESOURCE}/namespaces/{ns}/resourceclaims/{name}"
-        try:
-            if c.get("status"):
-                c = cp.api("PUT", f"{path}/status", {**c, "status": {}})
-            if c["metadata"].get("finalizers"):
-                cp.api("PUT", path, {**c, "metadata": {**c["metadata"], "finalizers": []}})
-            cp.api("DELETE", path)
-        except ApiError as e:
-            if e.status != 404:  # gone meanwhile (a template's claim, deleted by the controller)
-                raise
+        for attempt in range(10):
+            try:
+                if c.get("status"):
+                    c = cp.api("PUT", f"{path}/status", {**c, "status": {}})
+                if c["metadata"].get("finalizers"):
+                    cp.api("PUT", path, {**c, "metadata": {**c["metadata"], "finalizers": []}})
+                cp.api("DELETE", path)
+                break
+            except ApiError as e:
+                if e.status == 404:  # gone meanwhile (a template's claim, deleted by the controller)
+                    break
+                # 409: the resourceclaim controller (or a scheduler still stopping) wrote it between
+                # our read and our write, as it may: read it again and redo what is left.
+                if e.status != 409 or attempt == 9:
+                    raise
+                try:
+                    c = cp.get(path)
+                except ApiError as gone:
+                    if gone.status == 404:
+                        break
+                    raise
     cp.wait_for(lambda: not claims_in(cp, ns), 60, 0.2, "claims deleted")
 
 
