@@ -38,10 +38,10 @@ from typing import Any
 
 from bench import common
 from bench.live import MEASURE_LABEL, BindWatcher, Bulk, Workload, scheduler_config, start_contender, stop_contender
-from bench.openb import DEFAULT_TRACE, _save, grant_kubesched_lease, openb_cluster
+from bench.openb import _save, add_trace_options, grant_kubesched_lease, openb_cluster, trace_from
 from kubesched.testing import controlplane
 from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.openb import load_trace, pod_object
+from kubesched.testing.openb import pod_object
 
 SCHEDULER_NAME = "first-bind"
 NAMESPACE = "first-bind"
@@ -128,17 +128,14 @@ def one_start(c: ControlPlane, kind: str, workdir: Path, qps: float | None, burs
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench first-bind", description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
-    ap.add_argument("--nodes", type=int, default=0, help="cut to about N nodes (0: the whole trace)")
+    add_trace_options(ap)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--contenders", default="kube-scheduler,kubesched")
     ap.add_argument("--stock", action="store_true", help="qps 50 / burst 100 and leader election on, both")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--note", default="")
     args = ap.parse_args(argv)
-    trace = load_trace(args.trace)
-    if args.nodes:
-        trace = trace.cut_to(args.nodes)
+    trace = trace_from(args)
     contenders = [k.strip() for k in args.contenders.split(",") if k.strip()]
     qps, burst = (None, None) if args.stock else (5000.0, 5000)
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"kubesched-first-bind-{uuid.uuid4().hex[:6]}"

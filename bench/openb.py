@@ -65,6 +65,18 @@ from kubesched.testing.openb import Trace, load_trace, node_object, pod_object, 
 
 #: Where the trace is read from unless ``--trace`` / $KUBESCHED_OPENB_TRACE say otherwise.
 DEFAULT_TRACE = Path(os.environ.get("KUBESCHED_OPENB_TRACE", str(common.ROOT.parent / "shared/traces/openb")))
+
+
+def add_trace_options(ap: argparse.ArgumentParser) -> None:
+    """``--trace DIR`` and ``--nodes N``, as every openb bench takes them (see :func:`trace_from`)."""
+    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE, help="directory of the openb CSV files")
+    ap.add_argument("--nodes", type=int, default=0, help="cut to about N nodes (0: the whole trace)")
+
+
+def trace_from(args: argparse.Namespace) -> Trace:
+    """The trace ``--trace`` names, cut to ``--nodes`` when given."""
+    trace = load_trace(args.trace)
+    return trace.cut_to(args.nodes) if args.nodes else trace
 CONTENDERS = ("kube-scheduler", "kubesched")
 _STARTED = common.now_iso()
 _FIT_ERROR = re.compile(r"^0/\d+ nodes are available: (.*?)\.(?: preemption: (.*?)\.?)?$", re.S)
@@ -312,8 +324,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench openb", description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE, help="directory of the openb CSV files")
-    ap.add_argument("--nodes", type=int, default=0, help="cut to about N nodes (0: the whole trace)")
+    add_trace_options(ap)
     ap.add_argument("--rounds", type=int, default=1, help="runs of each contender")
     ap.add_argument("--contenders", default=",".join(CONTENDERS))
     ap.add_argument("--qps", type=float, default=5000)
@@ -323,9 +334,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--note", default="", help="stored with the result (what code was measured)")
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args(argv)
-    trace = load_trace(args.trace)
-    if args.nodes:
-        trace = trace.cut_to(args.nodes)
+    trace = trace_from(args)
     contenders = [k.strip() for k in args.contenders.split(",") if k.strip()]
     workdir = args.workdir or Path(os.environ.get("TMPDIR", "/tmp")) / f"kubesched-openb-{uuid.uuid4().hex[:6]}"
     workdir.mkdir(parents=True, exist_ok=True)

@@ -24,10 +24,10 @@ from typing import Any
 
 from bench import common
 from bench.live import Bulk
-from bench.openb import DEFAULT_TRACE, _save, openb_cluster
+from bench.openb import _save, add_trace_options, openb_cluster, trace_from
 from kubesched.kube.api import ApiClient, load_connection
 from kubesched.kube.informer import Informer
-from kubesched.testing.openb import load_trace, pod_object
+from kubesched.testing.openb import pod_object
 
 _STARTED = common.now_iso()
 
@@ -76,15 +76,12 @@ async def _watch_list_seconds(kubeconfig: str, path: str, encoding: str, objects
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench startup", description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
-    ap.add_argument("--nodes", type=int, default=0, help="cut to about N nodes (0: the whole trace)")
+    add_trace_options(ap)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--note", default="")
     ap.add_argument("--encodings", action="store_true", help="watch-list to its bookmark, JSON vs protobuf")
     args = ap.parse_args(argv)
-    trace = load_trace(args.trace)
-    if args.nodes:
-        trace = trace.cut_to(args.nodes)
+    trace = trace_from(args)
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"kubesched-startup-{uuid.uuid4().hex[:6]}"
     workdir.mkdir(parents=True, exist_ok=True)
     times: dict[str, list[float]] = {}
