@@ -21,6 +21,7 @@ import contextlib
 import itertools
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +35,8 @@ from kubesched.kube.ratelimit import Now, PerKeyRateLimiter
 from kubesched.snapshot.pod import PodInfo
 
 log = logging.getLogger(__name__)
+
+Write = Callable[[], Awaitable[None]]
 
 EVENTS_PATH = "/apis/events.k8s.io/v1/namespaces/{ns}/events"
 #: Pauses before retrying a write that failed for a connection error, 5xx or 429.
@@ -172,13 +175,17 @@ class EventWriter:
         self.api = api
         self.instance = instance
         self.limiter = PerKeyRateLimiter(interval, now)
-        #: (lane, sequence, write): nominations (lane 0) go before Events and conditions (lane 1),
-        #: first in first out within a lane. A nomination is what other schedulers and users act
-        #: on while a preemption runs; behind a burst of Preempted/FailedScheduling Events it used
-        #: to arrive after the bind (35 of 1,000 seen on a watch in the PreemptionBasic benchmark).
-        self._queue: asyncio.PriorityQueue[tuple[int, int, Callable[[], Awaitable[None]]]] = asyncio.PriorityQueue(
-            max_queue
-        )
+        #: (lane, sequence, object, write): nominations (lane 0) go before Events and conditions
+        #: (lane 1), first in first out within a lane. A nomination is what other schedulers and
+        #: users act on while a preemption runs; behind a burst of Preempted/FailedScheduling
+        #: Events it used to arrive after the bind (35 of 1,000 seen on a watch in the
+        #: PreemptionBasic benchmark). ``object``: what the write changes ("" for a new Event).
+        self._queue: asyncio.PriorityQueue[tuple[int, int, str, Write]] = asyncio.PriorityQueue(max_queue)
+        #: Object → its writes taken while another write to it was in flight. Two writes to one
+        #: object never run at once, so they land in the order they were queued: with several
+        #: workers, a PodGroup's True condition once landed before the False queued a moment
+        #: earlier, and the group stayed False after its gang was bound (fresh-clone CI, stop 37).
+        self._in_flight: dict[str, deque[Write]] = {}
         self._sequence = itertools.count()
         self._workers_n = workers
         self._workers: list[asyncio.Task[None]] = []
@@ -233,13 +240,13 @@ class EventWriter:
         if uid:
             patch["metadata"] = {"uid": uid}
         path = kind.object_path(key, "status")
-        self._put(lambda: self._patch_object_status(path, patch))
+        self._put(lambda: self._patch_object_status(path, patch), path)
 
     def nominated(self, pod: PodInfo, node: str) -> None:
         """Set ``status.nominatedNodeName`` (``node``) or clear it (""), as upstream's
         updatePod does for a preemptor and for pods whose nomination a preemption dropped."""
         patch = {"status": {"nominatedNodeName": node or None}}
-        self._put(lambda: self._patch_nomination(pod, patch), urgent=True)
+        self._put(lambda: self._patch_nomination(pod, patch), _pod_status(pod), urgent=True)
 
     async def _patch_nomination(self, pod: PodInfo, patch: dict[str, Any]) -> None:
         try:
@@ -261,7 +268,7 @@ class EventWriter:
             series.count += 1
             bump = {"series": {"count": series.count, "lastObservedTime": micro_time()}}
             ns, name = series.namespace, series.name
-            self._put(lambda: self._patch_series(ns, name, bump))
+            self._put(lambda: self._patch_series(ns, name, bump), f"event/{ns}/{name}")
         else:
             event = build_event(
                 pod,
@@ -272,12 +279,14 @@ class EventWriter:
                 controller=controller,
                 instance=self.instance,
             )
-            self._series[pod.uid] = _Series(pod.namespace, event["metadata"]["name"], message, 1)
-            self._put(lambda: self._create_event(event))
+            name = event["metadata"]["name"]
+            self._series[pod.uid] = _Series(pod.namespace, name, message, 1)
+            # Keyed as its series updates are: an update never overtakes the Event it counts.
+            self._put(lambda: self._create_event(event), f"event/{pod.namespace}/{name}")
         reason = "Unschedulable" if unschedulable else "SchedulerError"
         condition = pod_scheduled_false_patch(pod, reason, message, already_false=pod.uid in self._condition_false)
         self._condition_false.add(pod.uid)
-        self._put(lambda: self._patch_status(pod, condition))
+        self._put(lambda: self._patch_status(pod, condition), _pod_status(pod))
 
     def forget(self, uid: str) -> None:
         """The pod is gone: drop its rate-limit and series state."""
@@ -285,9 +294,9 @@ class EventWriter:
         self._series.pop(uid, None)
         self._condition_false.discard(uid)
 
-    def _put(self, write: Callable[[], Awaitable[None]], urgent: bool = False) -> None:
+    def _put(self, write: Write, obj: str = "", urgent: bool = False) -> None:
         try:
-            self._queue.put_nowait((0 if urgent else 1, next(self._sequence), write))
+            self._queue.put_nowait((0 if urgent else 1, next(self._sequence), obj, write))
         except asyncio.QueueFull:
             self.stats.dropped += 1
 
@@ -321,25 +330,41 @@ class EventWriter:
 
     async def _work(self) -> None:
         while True:
-            _, _, write = await self._queue.get()
+            _, _, obj, write = await self._queue.get()
+            if obj:
+                waiting = self._in_flight.get(obj)
+                if waiting is not None:
+                    waiting.append(write)  # the worker writing this object runs it next
+                    continue
+                self._in_flight[obj] = deque()
             try:
-                for attempt in range(len(RETRY_DELAYS) + 1):
-                    try:
-                        await write()
-                        break
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception as e:
-                        retryable = not isinstance(e, ApiError) or e.status >= 500 or e.status == 429
-                        if retryable and attempt < len(RETRY_DELAYS):
-                            await asyncio.sleep(RETRY_DELAYS[attempt])  # the apiserver may be restarting
-                            continue
-                        self.stats.errors += 1
-                        if not (isinstance(e, ApiError) and e.status == 404):  # 404: the pod went away
-                            log.warning("event=write_failed err=%r", f"{type(e).__name__}: {e}")
-                        break
+                await self._attempt(write)
+                while obj and (waiting := self._in_flight[obj]):
+                    await self._attempt(waiting.popleft())
             finally:
-                self._queue.task_done()
+                if obj:
+                    del self._in_flight[obj]
+
+    async def _attempt(self, write: Write) -> None:
+        """One queued write, retried while the apiserver may be restarting; marked done after."""
+        try:
+            for attempt in range(len(RETRY_DELAYS) + 1):
+                try:
+                    await write()
+                    return
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:
+                    retryable = not isinstance(e, ApiError) or e.status >= 500 or e.status == 429
+                    if retryable and attempt < len(RETRY_DELAYS):
+                        await asyncio.sleep(RETRY_DELAYS[attempt])  # the apiserver may be restarting
+                        continue
+                    self.stats.errors += 1
+                    if not (isinstance(e, ApiError) and e.status == 404):  # 404: the pod went away
+                        log.warning("event=write_failed err=%r", f"{type(e).__name__}: {e}")
+                    return
+        finally:
+            self._queue.task_done()
 
     async def _create_event(self, event: dict[str, Any]) -> None:
         ns = event["metadata"]["namespace"]
@@ -365,3 +390,8 @@ class EventWriter:
         path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}/status"
         await self.api.request("PATCH", path, patch, content_type=STRATEGIC_MERGE_PATCH)
         self.stats.condition_patches += 1
+
+
+def _pod_status(pod: PodInfo) -> str:
+    """The object a pod's status patches change (their ordering key)."""
+    return f"pod/{pod.uid}"

@@ -262,3 +262,46 @@ def test_plugins_own_metrics_are_served_with_upstreams_names() -> None:
         for le, n in (("0.2", 0), ("0.4", 1), ("+Inf", 1)):
             assert f'{name}_bucket{{driver="{driver}",le="{le}",{rest}}} {n}.0' in text
         assert f'{name}_count{{driver="{driver}",{rest}}} 1.0' in text
+
+
+class SlowFirstApi(FakeApi):
+    """The apiserver answering the first status patch of each object late (a slow connection),
+    everything else at once; ``landed`` is the order in which patches were applied."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.landed: list[tuple[str, Any]] = []
+        self._seen: set[str] = set()
+
+    async def request(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        self.calls.append((method, path, body, kw.get("content_type")))
+        if method == "PATCH" and path not in self._seen:
+            self._seen.add(path)
+            await asyncio.sleep(0.05)
+        self.landed.append((path, body))
+        return {}
+
+
+async def test_writes_to_one_object_land_in_the_order_they_were_queued() -> None:
+    """With several workers, a PodGroup's False condition (its gang preempting) and the True
+    written a moment later (the gang bound) must not land True first: the group would show
+    False for good. Writes to other objects still go on meanwhile."""
+    from kubesched.framework.objects import ObjectKind
+
+    api = SlowFirstApi()
+    w = EventWriter(api, "kubesched-test", workers=4, now=Clock())  # type: ignore[arg-type]
+    w.start()
+    kind = ObjectKind("PodGroup", "scheduling.k8s.io", "v1beta1", "podgroups")
+    for status in ("False", "True"):
+        w.object_status(kind, "ns1/pg", "pg-uid", {"conditions": [{"type": "PodGroupInitiallyScheduled",
+                                                                    "status": status}]})
+    p = pod_info("member", cpu="1")
+    w.failed(p, "my-scheduler", MSG, unschedulable=True)
+    w.failed(p, "my-scheduler", MSG.replace("3 Insufficient", "2 Insufficient"), unschedulable=True)
+    assert await w.flush(2)
+    group = [body["status"]["conditions"][0]["status"] for path, body in api.landed if "podgroups" in path]
+    assert group == ["False", "True"]
+    messages = [body["status"]["conditions"][0]["message"] for path, body in api.landed if "/pods/" in path]
+    assert messages == [MSG, MSG.replace("3 Insufficient", "2 Insufficient")]
+    assert w.stats.errors == 0
+    await w.stop()
