@@ -90,8 +90,13 @@ class FeasibleNodeSearch:
         n = len(rows)
         if n == 0:
             return rows, SUCCESS
-        to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n)
+        # Without Score plugins there is nothing to choose between: the first feasible node is
+        # taken (kubesched runs no extenders, so upstream's hasExtenderFilters is false).
+        to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n) if fwk.score else 1
         start = self.next_start_node_index % n
+        if not fwk.filter:
+            # Upstream returns the nodes from the start index without moving it.
+            return _rotated(rows, start, 0, to_find)[0], SUCCESS
         key = None
         incremental: IncrementalPass | None = None
         if reuse and not fwk.handle.nominated:

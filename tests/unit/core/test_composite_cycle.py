@@ -359,13 +359,13 @@ def test_a_hierarchy_disrupted_all_together_is_one_victim() -> None:
 
 def test_without_disruption_mode_all_the_pods_of_a_hierarchy_are_victims_one_by_one() -> None:
     """The default ``disruptionMode: single``: each pod is a victim of its own (with its root's
-    priority), so only what the gang needs is evicted."""
-    groups = [pod_group("oa", 1, "old"), pod_group("ob", 1, "old"), pod_group("hi", 2)]
+    priority), so only what the gang needs (one node's worth, in one pod) is evicted."""
+    groups = [pod_group("oa", 1, "old"), pod_group("ob", 1, "old"), pod_group("hi", 1)]
     groups[2]["spec"]["priority"] = 100
     sched, cluster, _, seen = build(groups, [composite("old", 2)], nodes=2, cpu="2")
     cluster.add_pod(_bound_member("oa-0", "oa", "n0", "2"))
     cluster.add_pod(_bound_member("ob-0", "ob", "n1", "2"))
-    add_members(cluster, "hi", 2, cpu="1", priority=100)
+    add_members(cluster, "hi", 1, cpu="2", priority=100)
     run(sched)
     assert len(seen.victims) == 1
 
