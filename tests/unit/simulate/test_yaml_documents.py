@@ -10,8 +10,7 @@ import pytest
 import yaml
 
 from kubesched.simulate.inputs import yaml_documents
-from kubesched.simulate.inputs.dump import _Loader
-from kubesched.simulate.inputs.yaml_documents import load_documents
+from kubesched.simulate.inputs.yaml_documents import ManifestLoader, load_documents
 
 KUBECTL_LIST = """\
 apiVersion: v1
@@ -104,8 +103,8 @@ def _same(a: Any, b: Any, seen: set[tuple[int, int]] | None = None) -> bool:
 @pytest.mark.parametrize("text", STREAMS)
 def test_the_same_documents_or_error_as_yaml_load_all(text: str) -> None:
     for data in (text, text.encode()):
-        want = _outcome(lambda d=data: yaml.load_all(d, Loader=_Loader))
-        got = _outcome(lambda d=data: load_documents(d, _Loader))
+        want = _outcome(lambda d=data: yaml.load_all(d, Loader=ManifestLoader))
+        got = _outcome(lambda d=data: load_documents(d, ManifestLoader))
         assert got[0] == want[0], (got, want)
         if want[0] == "error":
             assert got[1] == want[1]
@@ -114,7 +113,7 @@ def test_the_same_documents_or_error_as_yaml_load_all(text: str) -> None:
 
 
 def test_aliases_share_one_object_as_pyyaml_makes_them() -> None:
-    [doc] = load_documents("base: &b {x: 1}\nuse: *b\nl: &l [1]\nm: *l\n", _Loader)
+    [doc] = load_documents("base: &b {x: 1}\nuse: *b\nl: &l [1]\nm: *l\n", ManifestLoader)
     assert doc["base"] is doc["use"] and doc["l"] is doc["m"]
 
 
@@ -122,22 +121,32 @@ def test_a_cluster_dump_is_built_without_the_full_constructor(monkeypatch: pytes
     def refuse(self: Any, node: Any) -> Any:
         raise AssertionError("full constructor used")
 
-    monkeypatch.setattr(_Loader, "construct_document", refuse)
-    [doc] = load_documents(KUBECTL_LIST.encode(), _Loader)
+    monkeypatch.setattr(ManifestLoader, "construct_document", refuse)
+    [doc] = load_documents(KUBECTL_LIST.encode(), ManifestLoader)
     assert doc["items"][1]["metadata"]["creationTimestamp"] == "2025-06-01T00:00:01Z"  # kept a string
     assert doc["items"][1]["spec"]["containers"][0]["ports"][0]["hostPort"] == 80
 
 
 def test_unsupported_yaml_falls_back_per_document(monkeypatch: pytest.MonkeyPatch) -> None:
     used: list[Any] = []
-    full = _Loader.construct_document
+    full = ManifestLoader.construct_document
 
     def counting(self: Any, node: Any) -> Any:
         used.append(node)
         return full(self, node)
 
-    monkeypatch.setattr(_Loader, "construct_document", counting)
-    docs = list(load_documents("a: 1\n---\nm:\n  <<: {x: 1}\n---\nc: 3\n", _Loader))
+    monkeypatch.setattr(ManifestLoader, "construct_document", counting)
+    docs = list(load_documents("a: 1\n---\nm:\n  <<: {x: 1}\n---\nc: 3\n", ManifestLoader))
     assert docs == [{"a": 1}, {"m": {"x": 1}}, {"c": 3}]
     assert len(used) == 1
     assert yaml_documents._Unsupported.__doc__
+
+
+def test_map_keys_are_strings_as_kubectl_reads_them() -> None:
+    """YAML 1.1 reads ``on:``/``yes:``/``1:`` keys as bools and numbers; kubectl's reader
+    (sigs.k8s.io/yaml) turns them into JSON's strings, so a label ``on: x`` is the label
+    ``"true": "x"`` (a non-string key once failed every scheduling attempt of its pod)."""
+    [doc] = load_documents("labels: {on: x, No: y, 7: z, 2.5: w, app: web}\n", ManifestLoader)
+    assert doc == {"labels": {"true": "x", "false": "y", "7": "z", "2.5": "w", "app": "web"}}
+    with pytest.raises(yaml.YAMLError, match="found a null key"):
+        list(load_documents("labels: {~: x}\n", ManifestLoader))

@@ -56,7 +56,7 @@ from kubesched.api.admission import SYSTEM_PRIORITY_CLASSES, AdmissionError, adm
 from kubesched.api.object_validation import validate_node, validate_pod
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.simulate.inputs.gc_pause import paused_gc
-from kubesched.simulate.inputs.yaml_documents import load_documents
+from kubesched.simulate.inputs.yaml_documents import ManifestLoader, load_documents
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.shapes import check_node_shape, check_pod_shape
 from kubesched.snapshot.table import NodeTable
@@ -80,16 +80,6 @@ _PRIORITY_CLASS = ObjectKind(PRIORITY_CLASS_KIND, "scheduling.k8s.io", "v1", "pr
                              validate=_check_priority_class)
 #: creationTimestamp base used when no pod in the input carries one.
 _DEFAULT_BASE_TS = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
-
-_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """Safe loader (libyaml when available) that keeps timestamps as strings."""
-
-
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_str)
-
 
 class ClusterInputError(ValueError):
     """Input that cannot be loaded; the message names the file, document, item, object and field."""
@@ -177,7 +167,7 @@ def _documents(file: Path) -> Iterator[tuple[int, Any]]:
             raise ClusterInputError(f"{file}: line {e.lineno}, column {e.colno}: invalid JSON: {e.msg}") from None
         return
     try:
-        yield from enumerate(load_documents(data, _Loader), start=1)
+        yield from enumerate(load_documents(data, ManifestLoader), start=1)
     except yaml.YAMLError as e:
         raise ClusterInputError(f"{file}: {_yaml_error(e)}") from None
 

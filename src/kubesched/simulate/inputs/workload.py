@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from kubesched.api.admission import AdmissionError, admit_priority
+from kubesched.simulate.inputs.yaml_documents import ManifestLoader
 
 __all__ = ["PodTemplate", "WorkloadError", "latest_timestamp", "load_workload", "rfc3339"]
 
@@ -122,10 +123,9 @@ class PodTemplate:
 
 def _documents(path: Path) -> Iterator[tuple[str, Any]]:
     files = sorted(p for p in path.rglob("*") if p.suffix in _SUFFIXES) if path.is_dir() else [path]
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     for f in files:
         try:
-            docs = list(yaml.load_all(f.read_text(encoding="utf-8"), Loader=loader))
+            docs = list(yaml.load_all(f.read_text(encoding="utf-8"), Loader=ManifestLoader))
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
             raise WorkloadError(f"{f}: cannot read: {e}") from None
         for i, doc in enumerate(docs, start=1):

@@ -24,6 +24,36 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class ManifestLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """What kubectl's YAML reader (sigs.k8s.io/yaml, YAML turned into JSON) makes of a manifest:
+    the safe loader (libyaml when available) with timestamps kept as strings and map keys as JSON's
+    strings. YAML 1.1 reads ``on:``, ``yes:`` or ``1:`` as a bool or a number; sigs.k8s.io/yaml's
+    convertToJSONableObject writes such a key as ``"true"``, ``"1"``, and refuses a null key."""
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        if all(k.__class__ is str for k in mapping):
+            return mapping
+        out: dict[str, Any] = {}
+        for key, value in mapping.items():
+            if key is None:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, "found a null key", node.start_mark)
+            out[_json_key(key)] = value
+        return out
+
+
+def _json_key(key: Any) -> str:
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return key if isinstance(key, str) else repr(key) if isinstance(key, float) else str(key)
+
+
+ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", ManifestLoader.construct_yaml_str)
+
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _STR = "tag:yaml.org,2002:str"
@@ -91,9 +121,11 @@ def _builder(loader: Any, may_share: bool) -> Callable[[Node], Any]:
         if cls is MappingNode and tag == _MAP:
             result = {}
             for key_node, value_node in node.value:
-                if key_node.__class__ is not ScalarNode or key_node.tag not in scalars:
-                    raise _Unsupported("key")  # merge and value keys, collections as keys, other tags
-                k = key_node.value if key_node.tag == _STR else scalar(key_node)
+                if key_node.__class__ is not ScalarNode or key_node.tag != _STR:
+                    # Merge and value keys, collections as keys, keys of other tags (``on:``,
+                    # ``1:``, which ManifestLoader turns into strings as kubectl does).
+                    raise _Unsupported("key")
+                k = key_node.value
                 if value_node.__class__ is ScalarNode and value_node.tag == _STR:
                     result[k] = value_node.value
                 else:
