@@ -438,7 +438,8 @@ class Scheduler:
         reused by an identical pod while nothing it read changes (framework/filter_outcome.py)."""
         table = self.cache.table
         # A PodGroup cycle trying a placement sees that placement's nodes only (AssumePlacement).
-        all_rows = table.alive_rows() if self.placement_rows is None else self.placement_rows
+        # In upstream's snapshot order (zones round robin): the search walks it from a rotating start.
+        all_rows = table.search_rows() if self.placement_rows is None else self.placement_rows
         num_all = len(all_rows)
         if num_all == 0:
             return ScheduleFailure(Status.unschedulable(NO_NODES_MSG), NO_NODES_MSG)

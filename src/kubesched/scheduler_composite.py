@@ -194,7 +194,7 @@ class CompositeCycle:
         sched = self.sched
         key = group.entity_key
         outer = sched.placement_rows
-        parent = Placement("", outer if outer is not None else sched.cache.table.alive_rows())
+        parent = Placement("", outer if outer is not None else sched.cache.table.search_rows())
         placements, st = run_placement_generate(fwk, CycleState(), group, parent)
         if not st.is_success:
             results[key] = result = GroupAttempt(st)

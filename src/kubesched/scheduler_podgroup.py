@@ -257,7 +257,7 @@ class PodGroupCycle:
         group_state = CycleState() if group_state is None else group_state
         # ListNodesInPlacement: inside a CompositePodGroup's placement, only its nodes.
         outer_rows = sched.placement_rows
-        parent = Placement("", outer_rows if outer_rows is not None else sched.cache.table.alive_rows())
+        parent = Placement("", outer_rows if outer_rows is not None else sched.cache.table.search_rows())
         placements, st = run_placement_generate(fwk, CycleState(), group, parent)
         if not st.is_success:
             return GroupAttempt(st)

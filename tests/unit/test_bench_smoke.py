@@ -26,7 +26,9 @@ def test_simulator_small(capsys: pytest.CaptureFixture[str]) -> None:
     run = lines[0]
     assert run["nodes"] == 500
     assert run["attempts"] == run["pods"] > 0
-    assert run["bound"] == run["pods"]  # every generated pod fits somewhere at this size
+    # Nearly every generated pod fits at this size (which GPU pod finds its GPUs taken depends on
+    # where the others went: upstream's zone-interleaved node order leaves one out).
+    assert run["pods"] * 0.99 <= run["bound"] == run["pods"] - run["unschedulable"]
     assert run["pods_per_second"] > 0
     assert 0 < run["latency_p50_ms"] <= run["latency_p99_ms"]
 

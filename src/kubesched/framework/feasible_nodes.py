@@ -37,14 +37,14 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     return max(num_all_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def _rotated(rows: Rows, start: int, lo: int, hi: int) -> tuple[Rows, bool]:
+def _rotated(rows: Rows, start: int, lo: int, hi: int, ascending: bool = True) -> tuple[Rows, bool]:
     """Positions [lo, hi) of ``rows`` rotated left by ``start`` (hi <= len(rows)): a view unless
-    the range wraps around the end, and whether it ascends as ``rows`` do (it does not wrap)."""
+    the range wraps around the end, and whether it ascends (``rows`` do and it does not wrap)."""
     a, b, n = start + lo, start + hi, len(rows)
     if b <= n:
-        return rows[a:b], True
+        return rows[a:b], ascending
     if a >= n:
-        return rows[a - n : b - n], True
+        return rows[a - n : b - n], ascending
     return np.concatenate((rows[a:], rows[: b - n])), False
 
 
@@ -94,13 +94,16 @@ class FeasibleNodeSearch:
         # taken (kubesched runs no extenders, so upstream's hasExtenderFilters is false).
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n) if fwk.score else 1
         start = self.next_start_node_index % n
+        table = fwk.handle.table
+        # Upstream's node order is the rows' own unless zones interleave (snapshot/node_tree.py);
+        # rows narrowed from it keep its order.
+        ascending = table.search_rows() is table.alive_rows()
         if not fwk.filter:
             # Upstream returns the nodes from the start index without moving it.
             return _rotated(rows, start, 0, to_find)[0], SUCCESS
         key = None
         incremental: IncrementalPass | None = None
         if reuse and not fwk.handle.nominated:
-            table = fwk.handle.table
             shape = pod_shape(pod)
             key = fwk.filter_outcomes.key(
                 state, pod, table, start, None if to_find >= n else self.feasible_share, shape)
@@ -121,11 +124,11 @@ class FeasibleNodeSearch:
         processed = n
         first = True
         while pos < n:
-            chunk, ascending = _rotated(rows, start, pos, min(pos + window, n))  # rows ascend (pre_filter_rows)
+            chunk, chunk_ascends = _rotated(rows, start, pos, min(pos + window, n), ascending)
             if incremental is not None:
-                passing = incremental.run_filters(chunk, diagnosis, ascending=ascending)
+                passing = incremental.run_filters(chunk, diagnosis, ascending=chunk_ascends)
             else:
-                passing, st = fwk.run_filters(state, pod, chunk, diagnosis, ascending=ascending)
+                passing, st = fwk.run_filters(state, pod, chunk, diagnosis, ascending=chunk_ascends)
                 if not st.is_success:
                     return rows[:0], st
             if first:
@@ -136,7 +139,7 @@ class FeasibleNodeSearch:
                 passing = passing[:need]
                 # Nodes after the last one kept were evaluated here but would not have been
                 # upstream; the rotation resumes right after the last node kept.
-                last = _position(chunk, int(passing[-1]), ascending) if need else -1
+                last = _position(chunk, int(passing[-1]), chunk_ascends) if need else -1
                 processed = pos + last + 1
                 found.append(passing)
                 count += len(passing)

@@ -330,7 +330,7 @@ class Evaluator:
         if not ok:
             return None, Status.unschedulable(msg)
 
-        all_rows = table.alive_rows()
+        all_rows = table.search_rows()  # upstream's NodeInfos().List(): the dry run's offset counts in it
         if len(all_rows) == 0:
             return None, Status.error("no nodes available")
         potential, others = unschedulable_rows(diagnosis, all_rows)

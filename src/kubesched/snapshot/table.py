@@ -23,6 +23,7 @@ from kubesched.snapshot.label_column import LabelColumn as LabelColumn
 from kubesched.snapshot.node_spec import NodeSpecError as NodeSpecError
 from kubesched.snapshot.node_spec import Taint as Taint
 from kubesched.snapshot.node_spec import node_definition_changed, parse_resource, parse_taints
+from kubesched.snapshot.node_tree import NodeTree
 from kubesched.snapshot.pod import HostPort, PodInfo
 
 IntArray = npt.NDArray[np.int64]
@@ -86,6 +87,10 @@ class NodeTable:
         #: Pods bound to nodes the table does not hold (yet, or any more), by node name.
         self._orphans: dict[str, dict[str, PodInfo]] = {}
         self._alive_rows: Rows | None = None
+        #: The nodes in upstream's snapshot order (snapshot/node_tree.py) and the rows in it, kept
+        #: until a node comes or goes.
+        self.node_tree = NodeTree()
+        self._search_rows: Rows | None = None
         #: Plugin-defined per-row sums over the pods on each node (e.g. underlay IPs in use).
         self._pod_columns: dict[str, tuple[Callable[[PodInfo], int], IntArray]] = {}
         #: Plugin-defined per-row values derived from the Node object (e.g. an IP budget label).
@@ -129,6 +134,16 @@ class NodeTable:
         if self._alive_rows is None:
             self._alive_rows = np.flatnonzero(self.alive[: self._n])
         return self._alive_rows
+
+    def search_rows(self) -> Rows:
+        """Rows of existing nodes in the order a scheduling cycle walks them: upstream's
+        nodeTree.list() (zones round robin, each zone's nodes in the order they came). The very
+        ``alive_rows()`` array when that is the same order (one zone, no row reused out of turn)."""
+        if self._search_rows is None:
+            alive = self.alive_rows()
+            order = self.node_tree.rows()
+            self._search_rows = alive if np.array_equal(order, alive) else order
+        return self._search_rows
 
     def row_of(self, name: str) -> int | None:
         return self.index.get(name)
@@ -251,6 +266,8 @@ class NodeTable:
             self.used_ports[row] = {}
             self.has_used_ports[row] = False
             self._alive_rows = None
+            self._search_rows = None
+        self.node_tree.add_or_update(row, labels)
         for res in alloc:
             self.resource_column(res)
         self.allocatable[row] = 0
@@ -304,6 +321,8 @@ class NodeTable:
         self.images.remove_node(row)
         self._free_rows.append(row)
         self._alive_rows = None
+        self._search_rows = None
+        self.node_tree.remove(row)
         self.generation += 1
         self.node_generation += 1
         self.touch_row(row)
