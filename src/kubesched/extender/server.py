@@ -28,6 +28,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -130,6 +131,8 @@ class ExtenderServer:
         self.timeout = timeout
         self.max_body = max_body
         self.metrics = Metrics(service, metrics_registry)
+        #: The last filter request's body and its JSON value (see _parse).
+        self._last_filter: tuple[bytes, Any] = (b"", None)
 
     # -- the app -------------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -246,7 +249,7 @@ class ExtenderServer:
     def _answer_body(self, verb: str, body: bytes, deadline: Deadline) -> tuple[Reply, str]:
         """filter, prioritize, preempt: synchronous from the body on."""
         try:
-            reply: Reply = getattr(self.service, verb)(parse_body(body), deadline)
+            reply: Reply = getattr(self.service, verb)(self._parse(verb, body), deadline)
         except Exception as e:
             return self._failed(verb, e)
         if self.service.ahead_due:
@@ -254,6 +257,20 @@ class ExtenderServer:
             # this callback; aiohttp's path soon after): off the client's synchronous wait.
             asyncio.get_running_loop().call_soon(self.service.work_ahead)
         return reply, reply.kind
+
+    def _parse(self, verb: str, body: bytes) -> Any:
+        """``parse_body(body)``; for a prioritize request with the bytes of the last filter request,
+        that request's value. kube-scheduler sends prioritize the ExtenderArgs it sent filter when
+        every node passed (the same pod, the same NodeNames), and equal bytes are an equal JSON
+        value, so the service sees the same object again and reuses what it decoded from it
+        (ExtenderService._decode). Nothing here or in the service modifies a request's value."""
+        last_body, last_data = self._last_filter
+        if verb == "prioritize" and last_data is not None and body == last_body:
+            return last_data
+        data = parse_body(body)
+        if verb == "filter":
+            self._last_filter = (body, data)
+        return data
 
     def _failed(self, verb: str, e: Exception) -> tuple[Reply, str]:
         if isinstance(e, WireError):
