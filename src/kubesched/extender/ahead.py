@@ -67,6 +67,28 @@ def same_pod_object(sent: Any, watched: dict[str, Any]) -> bool:
     return all(key in sent_meta for key in watched_meta if key != "managedFields")
 
 
+def watched_pod(cluster: ClusterView, sent: Any) -> PodInfo | None:
+    """The pending pod the watch showed, parsed by the pending-pods informer, when a request's pod
+    (``sent``) is that object (``same_pod_object``) and passes the checks a request's pod gets
+    (``check_pod_shape``); else None (the request's pod is parsed then). A pending pod reaches
+    kube-scheduler through its own watch of the same objects, so the extender parses each pod
+    once instead of again for its filter request."""
+    if not isinstance(sent, dict):
+        return None
+    meta = sent.get("metadata")
+    uid = meta.get("uid") if isinstance(meta, dict) else None
+    if not isinstance(uid, str) or not uid:
+        return None
+    watched = cluster.pending_pod(uid)
+    if watched is None or not same_pod_object(sent, watched.raw):
+        return None
+    try:
+        check_pod_shape(sent)
+    except ShapeError:
+        return None  # parse_pod reports it
+    return watched
+
+
 @dataclass(slots=True)
 class FilterAhead:
     """A pod's PreFilter + Filter run over ``rows`` of the live node table at ``version``: the

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from kubesched.extender.ahead import FilterAhead, NextPod
+from kubesched.extender.ahead import FilterAhead, NextPod, watched_pod
 from kubesched.extender.bind import bind_reply
 from kubesched.extender.holds import InFlightHolds, prefer
 from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT
@@ -232,9 +232,12 @@ class ExtenderService:
 
     def _pod_sent(self, raw: Any) -> PodInfo:
         """The request's pod: the one filtered ahead when the request sends that very object (it
-        was parsed then, from the watch's copy), else _parse_pod's. Either way, later requests
-        with the same pod JSON get the same PodInfo."""
+        was parsed then, from the watch's copy), else the pending-pods informer's when it is that
+        object (ahead.watched_pod), else _parse_pod's. Either way, later requests with the same pod
+        JSON get the same PodInfo."""
         pod = self._next.pod_sent(raw)
+        if pod is None and self.cluster is not None:
+            pod = watched_pod(self.cluster, raw)
         if pod is None:
             return self._parse_pod(raw)
         key = orjson.dumps(raw)
