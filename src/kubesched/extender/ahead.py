@@ -70,7 +70,7 @@ def same_pod_object(sent: Any, watched: dict[str, Any]) -> bool:
 def watched_pod(cluster: ClusterView, sent: Any) -> PodInfo | None:
     """The pending pod the watch showed, parsed by the pending-pods informer, when a request's pod
     (``sent``) is that object (``same_pod_object``) and passes the checks a request's pod gets
-    (``check_pod_shape``); else None (the request's pod is parsed then). A pending pod reaches
+    (``shape_checked``); else None (the request's pod is parsed then). A pending pod reaches
     kube-scheduler through its own watch of the same objects, so the extender parses each pod
     once instead of again for its filter request."""
     if not isinstance(sent, dict):
@@ -80,13 +80,30 @@ def watched_pod(cluster: ClusterView, sent: Any) -> PodInfo | None:
     if not isinstance(uid, str) or not uid:
         return None
     watched = cluster.pending_pod(uid)
-    if watched is None or not same_pod_object(sent, watched.raw):
-        return None
-    try:
-        check_pod_shape(sent)
-    except ShapeError:
-        return None  # parse_pod reports it
+    if watched is None or not same_pod_object(sent, watched.raw) or not shape_checked(watched):
+        return None  # (a shape error: parse_pod reports it for the request's pod)
     return watched
+
+
+#: PodInfo.memo key: whether check_pod_shape passed for the pod's raw object.
+_SHAPE_CHECKED = "_extender_shape_checked"
+
+
+def shape_checked(pod: PodInfo) -> bool:
+    """Whether ``check_pod_shape(pod.raw)`` passes, what parse_pod checks of a request's pod;
+    remembered in the pod's memo (a PodInfo's raw object never changes, and its copies that
+    share the memo differ in ``spec.nodeName`` alone, a string either way). It reads neither
+    TypeMeta nor ``managedFields``, so it answers the same for a request's pod that is this
+    object (``same_pod_object``)."""
+    checked = pod.memo.get(_SHAPE_CHECKED)
+    if checked is None:
+        try:
+            check_pod_shape(pod.raw)
+            checked = True
+        except ShapeError:
+            checked = False
+        pod.memo[_SHAPE_CHECKED] = checked
+    return bool(checked)
 
 
 @dataclass(slots=True)
@@ -194,9 +211,7 @@ class NextPod:
         rows = table.alive_rows()
         if pod is None or not len(rows) or len(rows) > ALL_NODES_AT_MOST * max(last_list, 1):
             return
-        try:
-            check_pod_shape(pod.raw)  # what parse_pod checks of a request's pod
-        except ShapeError:
+        if not shape_checked(pod):  # what parse_pod checks of a request's pod
             return
         try:
             self._ahead = filter_ahead(fwk, pod, rows, len(table.names), version)
