@@ -51,6 +51,10 @@ class FastAnswerer(Protocol):
 
     def answer_now(self, verb: str, body: bytes) -> Reply: ...
 
+    def answered(self) -> None:
+        """Called once ``answer_now``'s reply is written (the server's work ahead)."""
+        ...
+
     def body_late(self, verb: str) -> Reply: ...
 
 
@@ -155,6 +159,7 @@ class Connection(asyncio.Protocol):
                 self._body_timer.cancel()
                 self._body_timer = None
             self._transport.write(_response(self._fast.answer_now(verb, data[start:end])))
+            self._fast.answered()
             at = end
             if self._transport.is_closing():
                 return b""
@@ -188,6 +193,7 @@ class Connection(asyncio.Protocol):
             body = bytes(buf[start:end])
             del buf[:end]
             self._transport.write(_response(self._fast.answer_now(verb, body)))
+            self._fast.answered()
             if self._transport.is_closing():
                 return
         self._went_idle()
