@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kubesched.extender.connection import Connection
@@ -42,6 +42,7 @@ from kubesched.extender.limits import (
     IDLE_TIMEOUT,
     normalize_prefix,
 )
+from kubesched.extender.metrics import Metrics
 from kubesched.extender.requests import SYNC_VERBS, VERBS, Deadline, Reply, ServiceError
 from kubesched.extender.service import ExtenderService
 from kubesched.extender.wire import WireError, encode_error, parse_body
@@ -49,71 +50,6 @@ from kubesched.extender.wire import WireError, encode_error, parse_body
 log = logging.getLogger("kubesched.extender")
 
 _JSON = "application/json"
-_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
-
-
-class Metrics:
-    def __init__(self, service: ExtenderService, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
-        self.requests = Counter(
-            "kubesched_extender_requests", "Extender requests by verb and HTTP status code.",
-            ["verb", "code"], registry=self.registry,
-        )
-        self.latency = Histogram(
-            "kubesched_extender_request_duration_seconds", "Time to answer an extender request, by verb.",
-            ["verb"], buckets=_LATENCY_BUCKETS, registry=self.registry,
-        )
-        self.errors = Counter(
-            "kubesched_extender_errors", "Requests answered with an Error, by verb and kind.",
-            ["verb", "kind"], registry=self.registry,
-        )
-        builds = Gauge(
-            "kubesched_extender_node_table_builds", "Node tables built from request Node objects (LRU misses).",
-            registry=self.registry,
-        )
-        builds.set_function(lambda: service.table_builds)
-        hits = Gauge(
-            "kubesched_extender_node_table_hits", "Requests served from a cached node table (LRU hits).",
-            registry=self.registry,
-        )
-        hits.set_function(lambda: service.table_hits)
-        holds = service.holds
-        if holds is not None:
-            in_flight = Gauge(
-                "kubesched_extender_pods_in_flight",
-                "Pods held on the node the extender approved until its watch sees them bound.",
-                registry=self.registry,
-            )
-            in_flight.set_function(lambda: len(holds))
-            ended = Gauge(
-                "kubesched_extender_in_flight_ended",
-                "Holds ended, by why: confirmed, elsewhere, deleted, retried, bind_failed, expired.",
-                ["reason"], registry=self.registry,
-            )
-            for reason in holds.ended:
-                ended.labels(reason).set_function(functools.partial(holds.ended.__getitem__, reason))
-        # labels() takes a lock and validates on every call; the children are resolved once.
-        self._requests: dict[tuple[str, str], Counter] = {}
-        self._latency: dict[str, Histogram] = {}
-        self._errors: dict[tuple[str, str], Counter] = {}
-
-    def count(self, verb: str, code: str) -> None:
-        child = self._requests.get((verb, code))
-        if child is None:
-            child = self._requests[verb, code] = self.requests.labels(verb, code)
-        child.inc()
-
-    def observe(self, verb: str, seconds: float) -> None:
-        child = self._latency.get(verb)
-        if child is None:
-            child = self._latency[verb] = self.latency.labels(verb)
-        child.observe(seconds)
-
-    def error(self, verb: str, kind: str) -> None:
-        child = self._errors.get((verb, kind))
-        if child is None:
-            child = self._errors[verb, kind] = self.errors.labels(verb, kind)
-        child.inc()
 
 
 class ExtenderServer:
