@@ -77,6 +77,9 @@ class _StaticCluster:
     def pending_pods(self) -> Iterator[PodInfo]:
         return iter(())
 
+    def pending_pod(self, uid: str) -> PodInfo | None:
+        return None
+
     def next_pending(self, skip: object, limit: int = 64) -> PodInfo | None:
         return None
 

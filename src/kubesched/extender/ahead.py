@@ -67,6 +67,45 @@ def same_pod_object(sent: Any, watched: dict[str, Any]) -> bool:
     return all(key in sent_meta for key in watched_meta if key != "managedFields")
 
 
+def watched_pod(cluster: ClusterView, sent: Any) -> PodInfo | None:
+    """The pending pod the watch showed, parsed by the pending-pods informer, when a request's pod
+    (``sent``) is that object (``same_pod_object``) and passes the checks a request's pod gets
+    (``shape_checked``); else None (the request's pod is parsed then). A pending pod reaches
+    kube-scheduler through its own watch of the same objects, so the extender parses each pod
+    once instead of again for its filter request."""
+    if not isinstance(sent, dict):
+        return None
+    meta = sent.get("metadata")
+    uid = meta.get("uid") if isinstance(meta, dict) else None
+    if not isinstance(uid, str) or not uid:
+        return None
+    watched = cluster.pending_pod(uid)
+    if watched is None or not same_pod_object(sent, watched.raw) or not shape_checked(watched):
+        return None  # (a shape error: parse_pod reports it for the request's pod)
+    return watched
+
+
+#: PodInfo.memo key: whether check_pod_shape passed for the pod's raw object.
+_SHAPE_CHECKED = "_extender_shape_checked"
+
+
+def shape_checked(pod: PodInfo) -> bool:
+    """Whether ``check_pod_shape(pod.raw)`` passes, what parse_pod checks of a request's pod;
+    remembered in the pod's memo (a PodInfo's raw object never changes, and its copies that
+    share the memo differ in ``spec.nodeName`` alone, a string either way). It reads neither
+    TypeMeta nor ``managedFields``, so it answers the same for a request's pod that is this
+    object (``same_pod_object``)."""
+    checked = pod.memo.get(_SHAPE_CHECKED)
+    if checked is None:
+        try:
+            check_pod_shape(pod.raw)
+            checked = True
+        except ShapeError:
+            checked = False
+        pod.memo[_SHAPE_CHECKED] = checked
+    return bool(checked)
+
+
 @dataclass(slots=True)
 class FilterAhead:
     """A pod's PreFilter + Filter run over ``rows`` of the live node table at ``version``: the
@@ -172,9 +211,7 @@ class NextPod:
         rows = table.alive_rows()
         if pod is None or not len(rows) or len(rows) > ALL_NODES_AT_MOST * max(last_list, 1):
             return
-        try:
-            check_pod_shape(pod.raw)  # what parse_pod checks of a request's pod
-        except ShapeError:
+        if not shape_checked(pod):  # what parse_pod checks of a request's pod
             return
         try:
             self._ahead = filter_ahead(fwk, pod, rows, len(table.names), version)

@@ -97,6 +97,9 @@ class ExtenderCluster:
     def pending_pods(self) -> Iterator[PodInfo]:
         return iter(list(self._pending.values()))
 
+    def pending_pod(self, uid: str) -> PodInfo | None:
+        return self._pending.get(uid)
+
     def next_pending(self, skip: Container[str], limit: int = 64) -> PodInfo | None:
         """The pending pod kube-scheduler most likely takes next: the highest priority, then the
         first the watch showed (its queue sorts by priority, then by when the pod was added:

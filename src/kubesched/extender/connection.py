@@ -32,6 +32,10 @@ log = logging.getLogger("kubesched.extender")
 
 #: Longest request head the fast path parses; a longer one goes to aiohttp (which limits it).
 _MAX_HEAD = 8190
+#: Distinct request heads remembered per connection (then forgotten all at once), and the longest
+#: remembered (kube-scheduler's are ~200 bytes): at most ~64 KiB per connection.
+_HEADS_KEPT = 64
+_HEAD_KEPT_BYTES = 1024
 #: Headers after which the fast path leaves a request to aiohttp.
 _NOT_FAST = frozenset((b"transfer-encoding", b"expect", b"upgrade"))
 
@@ -50,6 +54,10 @@ class FastAnswerer(Protocol):
     def timeout(self) -> float: ...
 
     def answer_now(self, verb: str, body: bytes) -> Reply: ...
+
+    def answered(self) -> None:
+        """Called once ``answer_now``'s reply is written (the server's work ahead)."""
+        ...
 
     def body_late(self, verb: str) -> Reply: ...
 
@@ -86,6 +94,8 @@ class Connection(asyncio.Protocol):
         self._idle_since: float | None = None
         self._body_timer: asyncio.TimerHandle | None = None
         self._tail = b""
+        #: Request heads parsed on this connection (_parse_head).
+        self._heads: dict[bytes, tuple[str, int] | Literal[False]] = {}
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
 
@@ -155,6 +165,7 @@ class Connection(asyncio.Protocol):
                 self._body_timer.cancel()
                 self._body_timer = None
             self._transport.write(_response(self._fast.answer_now(verb, data[start:end])))
+            self._fast.answered()
             at = end
             if self._transport.is_closing():
                 return b""
@@ -188,6 +199,7 @@ class Connection(asyncio.Protocol):
             body = bytes(buf[start:end])
             del buf[:end]
             self._transport.write(_response(self._fast.answer_now(verb, body)))
+            self._fast.answered()
             if self._transport.is_closing():
                 return
         self._went_idle()
@@ -207,11 +219,29 @@ class Connection(asyncio.Protocol):
         """The head of the request starting at ``buf[at]`` when the fast path answers it: (verb,
         where its body starts and ends in ``buf``); None while the head is incomplete; False for
         aiohttp."""
-        assert self._fast is not None
         head_end = buf.find(b"\r\n\r\n", at)
         if head_end < 0:
             return None if len(buf) - at <= _MAX_HEAD else False
-        lines = bytes(buf[at:head_end]).split(b"\r\n")
+        head = bytes(buf[at:head_end])
+        # A client sends the same few heads again and again (they differ in Content-Length alone):
+        # each is parsed once per connection.
+        parsed = self._heads.get(head)
+        if parsed is None:
+            parsed = self._parse_head_lines(head)
+            if len(head) <= _HEAD_KEPT_BYTES:
+                if len(self._heads) >= _HEADS_KEPT:
+                    self._heads.clear()
+                self._heads[head] = parsed
+        if parsed is False:
+            return False
+        verb, length = parsed
+        return verb, head_end + 4, head_end + 4 + length
+
+    def _parse_head_lines(self, head: bytes) -> tuple[str, int] | Literal[False]:
+        """A whole request head (without its blank line): the verb and the body's length when the
+        fast path answers it, else False (aiohttp's)."""
+        assert self._fast is not None
+        lines = head.split(b"\r\n")
         parts = lines[0].split(b" ")
         if len(parts) != 3 or parts[0] != b"POST" or parts[2] != b"HTTP/1.1":
             return False
@@ -233,7 +263,7 @@ class Connection(asyncio.Protocol):
                 return False
         if length < 0 or length > self._fast.max_body:
             return False
-        return verb, head_end + 4, head_end + 4 + length
+        return verb, length
 
     def _body_late(self, verb: str) -> None:
         """The body did not all arrive within the request's deadline: 408, as aiohttp's path answers

@@ -83,6 +83,10 @@ class ClusterView(Protocol):
         """Pods not yet bound: what ``handle.pending_pods()`` answers (e.g. gang members)."""
         ...
 
+    def pending_pod(self, uid: str) -> PodInfo | None:
+        """The pending pod with this UID as the pending-pods informer parsed it, or None."""
+        ...
+
     def next_pending(self, skip: Container[str], limit: int = 64) -> PodInfo | None:
         """The pending pod kube-scheduler most likely asks about next, not in ``skip`` (a guess)."""
         ...

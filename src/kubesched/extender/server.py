@@ -28,9 +28,10 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kubesched.extender.connection import Connection
@@ -41,6 +42,7 @@ from kubesched.extender.limits import (
     IDLE_TIMEOUT,
     normalize_prefix,
 )
+from kubesched.extender.metrics import Metrics
 from kubesched.extender.requests import SYNC_VERBS, VERBS, Deadline, Reply, ServiceError
 from kubesched.extender.service import ExtenderService
 from kubesched.extender.wire import WireError, encode_error, parse_body
@@ -48,71 +50,6 @@ from kubesched.extender.wire import WireError, encode_error, parse_body
 log = logging.getLogger("kubesched.extender")
 
 _JSON = "application/json"
-_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
-
-
-class Metrics:
-    def __init__(self, service: ExtenderService, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
-        self.requests = Counter(
-            "kubesched_extender_requests", "Extender requests by verb and HTTP status code.",
-            ["verb", "code"], registry=self.registry,
-        )
-        self.latency = Histogram(
-            "kubesched_extender_request_duration_seconds", "Time to answer an extender request, by verb.",
-            ["verb"], buckets=_LATENCY_BUCKETS, registry=self.registry,
-        )
-        self.errors = Counter(
-            "kubesched_extender_errors", "Requests answered with an Error, by verb and kind.",
-            ["verb", "kind"], registry=self.registry,
-        )
-        builds = Gauge(
-            "kubesched_extender_node_table_builds", "Node tables built from request Node objects (LRU misses).",
-            registry=self.registry,
-        )
-        builds.set_function(lambda: service.table_builds)
-        hits = Gauge(
-            "kubesched_extender_node_table_hits", "Requests served from a cached node table (LRU hits).",
-            registry=self.registry,
-        )
-        hits.set_function(lambda: service.table_hits)
-        holds = service.holds
-        if holds is not None:
-            in_flight = Gauge(
-                "kubesched_extender_pods_in_flight",
-                "Pods held on the node the extender approved until its watch sees them bound.",
-                registry=self.registry,
-            )
-            in_flight.set_function(lambda: len(holds))
-            ended = Gauge(
-                "kubesched_extender_in_flight_ended",
-                "Holds ended, by why: confirmed, elsewhere, deleted, retried, bind_failed, expired.",
-                ["reason"], registry=self.registry,
-            )
-            for reason in holds.ended:
-                ended.labels(reason).set_function(functools.partial(holds.ended.__getitem__, reason))
-        # labels() takes a lock and validates on every call; the children are resolved once.
-        self._requests: dict[tuple[str, str], Counter] = {}
-        self._latency: dict[str, Histogram] = {}
-        self._errors: dict[tuple[str, str], Counter] = {}
-
-    def count(self, verb: str, code: str) -> None:
-        child = self._requests.get((verb, code))
-        if child is None:
-            child = self._requests[verb, code] = self.requests.labels(verb, code)
-        child.inc()
-
-    def observe(self, verb: str, seconds: float) -> None:
-        child = self._latency.get(verb)
-        if child is None:
-            child = self._latency[verb] = self.latency.labels(verb)
-        child.observe(seconds)
-
-    def error(self, verb: str, kind: str) -> None:
-        child = self._errors.get((verb, kind))
-        if child is None:
-            child = self._errors[verb, kind] = self.errors.labels(verb, kind)
-        child.inc()
 
 
 class ExtenderServer:
@@ -130,6 +67,8 @@ class ExtenderServer:
         self.timeout = timeout
         self.max_body = max_body
         self.metrics = Metrics(service, metrics_registry)
+        #: The last filter request's body and its JSON value (see _parse).
+        self._last_filter: tuple[bytes, Any] = (b"", None)
 
     # -- the app -------------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -198,9 +137,18 @@ class ExtenderServer:
     def answer_now(self, verb: str, body: bytes) -> Reply:
         """A whole POST to one of the ``fast_paths``: the same reply and metrics as through aiohttp."""
         start = time.perf_counter()
-        reply, kind = self._answer_body(verb, body, Deadline(verb, self.timeout))
+        reply, kind = self._answer_body(verb, body, Deadline(verb, self.timeout), ahead_soon=False)
         self._account(verb, start, reply, kind)
         return reply
+
+    def answered(self) -> None:
+        """The fast path has written ``answer_now``'s reply: the work ahead it made due, now, off
+        the client's wait and before the connection's next read (no extra turn of the event loop)."""
+        if self.service.ahead_due:
+            try:
+                self.service.work_ahead()
+            except Exception:  # never the connection's: the next request computes as always
+                log.warning("extender: work ahead failed", exc_info=True)
 
     def body_late(self, verb: str) -> Reply:
         """The 408 for a body that did not arrive within the deadline (fast path), with its metrics."""
@@ -243,17 +191,31 @@ class ExtenderServer:
         except Exception as e:
             return self._failed(verb, e)
 
-    def _answer_body(self, verb: str, body: bytes, deadline: Deadline) -> tuple[Reply, str]:
-        """filter, prioritize, preempt: synchronous from the body on."""
+    def _answer_body(self, verb: str, body: bytes, deadline: Deadline, ahead_soon: bool = True) -> tuple[Reply, str]:
+        """filter, prioritize, preempt: synchronous from the body on. ``ahead_soon``: schedule the
+        work ahead the answer made due (aiohttp's path; the fast path calls ``answered``)."""
         try:
-            reply: Reply = getattr(self.service, verb)(parse_body(body), deadline)
+            reply: Reply = getattr(self.service, verb)(self._parse(verb, body), deadline)
         except Exception as e:
             return self._failed(verb, e)
-        if self.service.ahead_due:
-            # After this callback, i.e. once the answer is written (the fast path writes it in
-            # this callback; aiohttp's path soon after): off the client's synchronous wait.
+        if ahead_soon and self.service.ahead_due:
+            # After this callback, once aiohttp has written the answer: off the client's wait.
             asyncio.get_running_loop().call_soon(self.service.work_ahead)
         return reply, reply.kind
+
+    def _parse(self, verb: str, body: bytes) -> Any:
+        """``parse_body(body)``; for a prioritize request with the bytes of the last filter request,
+        that request's value. kube-scheduler sends prioritize the ExtenderArgs it sent filter when
+        every node passed (the same pod, the same NodeNames), and equal bytes are an equal JSON
+        value, so the service sees the same object again and reuses what it decoded from it
+        (ExtenderService._decode). Nothing here or in the service modifies a request's value."""
+        last_body, last_data = self._last_filter
+        if verb == "prioritize" and last_data is not None and body == last_body:
+            return last_data
+        data = parse_body(body)
+        if verb == "filter":
+            self._last_filter = (body, data)
+        return data
 
     def _failed(self, verb: str, e: Exception) -> tuple[Reply, str]:
         if isinstance(e, WireError):

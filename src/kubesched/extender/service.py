@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from kubesched.extender.ahead import FilterAhead, NextPod
+from kubesched.extender.ahead import FilterAhead, NextPod, watched_pod
 from kubesched.extender.bind import bind_reply
 from kubesched.extender.holds import InFlightHolds, prefer
 from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT
@@ -141,6 +141,8 @@ class ExtenderService:
         #: sent) with their rows in the node cache (see _cached_rows).
         self._windows = NameWindows()
         self._row_entries = RowEntries()
+        #: The last filter request's JSON value, its decoded arguments and its pod (see _decoded).
+        self._last_filter: tuple[Any, ExtenderArgs, PodInfo] | None = None
         #: The last filter's run on the live node cache (see _PodCycle); taken by the next call.
         self._cycle: _PodCycle | None = None
         #: Whether ``work_ahead`` has something to do (see there), and whether that is the next
@@ -230,9 +232,12 @@ class ExtenderService:
 
     def _pod_sent(self, raw: Any) -> PodInfo:
         """The request's pod: the one filtered ahead when the request sends that very object (it
-        was parsed then, from the watch's copy), else _parse_pod's. Either way, later requests
-        with the same pod JSON get the same PodInfo."""
+        was parsed then, from the watch's copy), else the pending-pods informer's when it is that
+        object (ahead.watched_pod), else _parse_pod's. Either way, later requests with the same pod
+        JSON get the same PodInfo."""
         pod = self._next.pod_sent(raw)
+        if pod is None and self.cluster is not None:
+            pod = watched_pod(self.cluster, raw)
         if pod is None:
             return self._parse_pod(raw)
         key = orjson.dumps(raw)
@@ -327,9 +332,20 @@ class ExtenderService:
         return st.is_success
 
     # -- verbs ---------------------------------------------------------------------------------------
+    def _decoded(self, data: Any) -> tuple[ExtenderArgs, PodInfo]:
+        """A prioritize request's arguments and pod. When the server hands over the very value
+        the last filter request decoded from (kube-scheduler sent the same bytes: ExtenderServer._parse),
+        filter's decoding and pod are reused; otherwise they are decoded as always."""
+        last = self._last_filter
+        if last is not None and last[0] is data:
+            return last[1], last[2]
+        args = decode_extender_args(data)
+        return args, self._parse_pod(args.pod)
+
     def filter(self, data: Any, deadline: Deadline) -> Reply:
         args = decode_extender_args(data)
         pod = self._pod_sent(args.pod)
+        self._last_filter = (data, args, pod)
         self._cycle, self.ahead_due, self._next_due = None, False, False
         self._settle_holds(pod)
         entry, rows, names, window = self._view(args, deadline)
@@ -393,8 +409,7 @@ class ExtenderService:
         return Reply(200, encode_filter_result(node_names=out_names, failed=failed, failed_unresolvable=unresolvable))
 
     def prioritize(self, data: Any, deadline: Deadline) -> Reply:
-        args = decode_extender_args(data)
-        pod = self._parse_pod(args.pod)
+        args, pod = self._decoded(data)
         self._settle_holds(pod)
         entry, rows, names, window = self._view(args, deadline)
         self._remember_pod(pod)
@@ -402,7 +417,8 @@ class ExtenderService:
         cycle = self._take_cycle(pod, entry.framework)
         scores: IntArray | None = None
         if cycle is not None and cycle.scores is not None:
-            if cycle.answered is not None and np.array_equal(cycle.answered, rows):
+            # (the same rows object when prioritize names the list filter answered with: NameWindows)
+            if cycle.answered is rows or (cycle.answered is not None and np.array_equal(cycle.answered, rows)):
                 scores = cycle.scores  # computed ahead (work_ahead), at the version of now
             else:  # other nodes than filter passed (another extender narrowed them): the state
                 cycle = None  # holds PreScore's writes for those, so start afresh

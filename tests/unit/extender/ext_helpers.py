@@ -73,6 +73,9 @@ class FakeCluster:
     def pending_pods(self) -> Iterator[PodInfo]:
         return iter(())
 
+    def pending_pod(self, uid: str) -> PodInfo | None:
+        return None
+
     def next_pending(self, skip: Container[str], limit: int = 64) -> PodInfo | None:
         return None
 

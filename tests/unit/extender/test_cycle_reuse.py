@@ -15,6 +15,7 @@ import pytest
 from kubesched.extender.cluster import ExtenderCluster
 from kubesched.extender.requests import Deadline
 from kubesched.extender.service import ExtenderService
+from kubesched.extender.wire import WireError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import PreFilterPlugin, PreFilterResult
 from kubesched.framework.registry import Registry, profiles_object_kinds
@@ -343,3 +344,37 @@ def test_no_filter_ahead_when_requests_carry_node_objects(counting: Registry) ->
         if svc.ahead_due:
             svc.work_ahead()
     assert "q1" not in CountingPreFilter.runs
+
+
+def test_a_pending_pods_request_uses_the_pod_the_watch_parsed_only_while_it_is_that_object(
+        counting: Registry) -> None:
+    # The pending-pods informer parsed the pod the watch showed (1 CPU); a request sending that
+    # object is answered with that parse, one sending another version (5 CPUs: fits no 4-CPU
+    # node) with its own.
+    svc, watch = make(counting)
+    shown = ip_pod("w", cpu="1")
+    watch.pending({"apiVersion": "v1", "kind": "Pod", **shown,
+                   "metadata": {**shown["metadata"], "managedFields": [{"manager": "kubectl"}]}})
+    parsed = watch.cluster.pending_pod(shown["metadata"]["uid"])
+    assert parsed is not None
+    assert svc._pod_sent(shown) is parsed
+    assert call(svc, "filter", shown, NAMES)["NodeNames"] == NAMES
+    bigger = ip_pod("w", cpu="5")
+    bigger["metadata"] = {**bigger["metadata"], "uid": shown["metadata"]["uid"]}
+    assert svc._pod_sent(bigger) is not parsed
+    answer = call(svc, "filter", bigger, NAMES)
+    rejected = {**answer["FailedNodes"], **answer["FailedAndUnresolvableNodes"]}
+    assert answer["NodeNames"] == [] and rejected == dict.fromkeys(NAMES, "Insufficient cpu")
+
+
+def test_a_pending_pod_of_the_wrong_shape_is_refused_as_when_parsed_from_the_request(counting: Registry) -> None:
+    # The informer keeps a pod whose label value is a number (parsing makes it a string); the
+    # request sending that object is refused with the field named, as a request's pod is.
+    svc, watch = make(counting)
+    odd = ip_pod("odd", cpu="1")
+    odd["metadata"] = {**odd["metadata"], "labels": {"app": "ip", "tier": 3}}
+    watch.pending(odd)
+    assert watch.cluster.pending_pod(odd["metadata"]["uid"]) is not None
+    for _ in range(2):  # (the second time from what the first remembered)
+        with pytest.raises(WireError, match=r"Pod\.metadata\.labels"):
+            svc.filter({"Pod": odd, "NodeNames": NAMES}, Deadline("filter", 5.0))

@@ -376,3 +376,39 @@ async def test_health_and_metrics(client: Client) -> None:
     assert 'kubesched_extender_requests_total{code="400",verb="filter"} 1.0' in text
     assert 'kubesched_extender_request_duration_seconds_count{verb="filter"} 2.0' in text
     assert "kubesched_extender_node_table_builds 1.0" in text
+
+
+def test_request_metrics_expose_what_prometheus_clients_counter_and_histogram_would() -> None:
+    # The same observations through prometheus_client's own Counter and Histogram and through
+    # the extender's plain counts: the same exposition, but for the _created timestamps.
+    import re
+
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+    from kubesched.extender.metrics import LATENCY_BUCKETS, RequestMetrics
+
+    reference = CollectorRegistry()
+    requests = Counter("kubesched_extender_requests", "Extender requests by verb and HTTP status code.",
+                       ["verb", "code"], registry=reference)
+    latency = Histogram("kubesched_extender_request_duration_seconds", "Time to answer an extender request, by verb.",
+                        ["verb"], buckets=LATENCY_BUCKETS, registry=reference)
+    errors = Counter("kubesched_extender_errors", "Requests answered with an Error, by verb and kind.",
+                     ["verb", "kind"], registry=reference)
+    ours = CollectorRegistry()
+    metrics = RequestMetrics()
+    ours.register(metrics)
+    for verb, code, seconds in [("filter", "200", 0.0004), ("filter", "200", 0.0005), ("filter", "400", 0.003),
+                                ("prioritize", "200", 7.0), ("prioritize", "200", 0.001), ("bind", "500", 5.0)]:
+        requests.labels(verb, code).inc()
+        latency.labels(verb).observe(seconds)
+        metrics.count(verb, code)
+        metrics.observe(verb, seconds)
+    for verb, kind in [("filter", "bad_request"), ("filter", "bad_request"), ("bind", "internal")]:
+        errors.labels(verb, kind).inc()
+        metrics.error(verb, kind)
+
+    def text(registry: CollectorRegistry) -> str:
+        return re.sub(r"(_created\{[^}]*\}) \S+", r"\1 T", generate_latest(registry).decode())
+
+    assert text(ours) == text(reference)
+    assert 'kubesched_extender_request_duration_seconds_bucket{le="0.0005",verb="filter"} 2.0' in text(ours)
