@@ -455,6 +455,7 @@ class Scheduler:
         # identical pod's cycle ranked next is tried first, as a nominated node is.
         batch = fwk.batch if self._batching and reuse_filter_outcome and self.placement_rows is None else None
         signature, hint = None, ""
+        tried: tuple[int, Status] | None = None
         if batch is not None:
             signature = fwk.signer.sign(pod)
             hint = batch.get_node_hint(state, pod, signature, self.queue.scheduling_cycle)
@@ -463,12 +464,16 @@ class Scheduler:
             nominated = self._nominated_row(pod, rows) if self.queue.nominator.by_node else None
             if nominated is None and hint:
                 nominated = table.row_of(hint)
-            if nominated is not None and fwk.filter_node(state, pod, nominated).is_success:
-                result = ScheduleResult(table.names[nominated], 1, 1, None, diagnosis)
-                return self._stored(batch, signature, hint, result)
+            if nominated is not None:
+                st = fwk.filter_node(state, pod, nominated)
+                if st.is_success:
+                    result = ScheduleResult(table.names[nominated], 1, 1, None, diagnosis)
+                    return self._stored(batch, signature, hint, result)
+                if st.is_rejected:  # an error is only logged upstream: the search goes on without it
+                    tried = (nominated, st)
 
         reuse = reuse_filter_outcome and rows is all_rows and self.placement_rows is None
-        feasible, st = self._feasible_nodes.find(fwk, state, pod, rows, num_all, diagnosis, reuse=reuse)
+        feasible, st = self._feasible_nodes.find(fwk, state, pod, rows, num_all, diagnosis, reuse=reuse, tried=tried)
         if not st.is_success:
             return ScheduleFailure(st, plugin_error("Filter", st), diagnosis, num_all)
         evaluated = len(feasible) + len(diagnosis.node_to_status)

@@ -48,6 +48,12 @@ def _rotated(rows: Rows, start: int, lo: int, hi: int, ascending: bool = True) -
     return np.concatenate((rows[a:], rows[: b - n])), False
 
 
+def _among_first(rows: Rows, start: int, count: int, row: int) -> bool:
+    """Whether ``row`` is among the first ``count`` of ``rows`` rotated left by ``start``."""
+    at = np.flatnonzero(rows == row)
+    return bool(len(at)) and (int(at[0]) - start) % len(rows) < count
+
+
 def _position(chunk: Rows, row: int, ascending: bool) -> int:
     """Index of ``row`` in ``chunk`` (an ascending run of rows, or two when it wrapped)."""
     if not ascending:
@@ -73,7 +79,7 @@ class FeasibleNodeSearch:
 
     def find(
         self, fwk: Framework, state: CycleState, pod: PodInfo, rows: Rows, num_all: int, diagnosis: Diagnosis,
-        *, reuse: bool = False,
+        *, reuse: bool = False, tried: tuple[int, Status] | None = None,
     ) -> tuple[Rows, Status]:
         """Filter nodes from a rotating start until enough feasible ones are found.
 
@@ -82,6 +88,11 @@ class FeasibleNodeSearch:
         sized from the share of nodes that passed recently (so it usually holds just enough), and
         a further one from what is still missing, so a 5,000-node cluster usually costs one small
         window.
+
+        ``tried``: the node the cycle tried first (its nomination or batching hint) and the
+        status that rejected it. Upstream's evaluateNominatedNode records it in the Diagnosis the
+        search then fills, so a search that stops before reaching that node still counts it among
+        the nodes processed (nextStartNodeIndex moves one further) and in the FitError.
 
         ``reuse``: ``rows`` are all the table's rows (PreFilter narrowed none) and ``diagnosis`` is
         empty: a pass that finds no node may be kept, and one kept for an identical pod on the same
@@ -151,6 +162,11 @@ class FeasibleNodeSearch:
             # would evaluate up to twice the nodes needed when the first window fell just short).
             seen_share = max(count / pos, 0.02)
             window = max(int((to_find - count) / seen_share * 1.15) + 16, 64)
+        if tried is not None and not _among_first(rows, start, processed, tried[0]):
+            diagnosis.node_to_status.add_all(np.array([tried[0]], dtype=np.intp), tried[1])
+            if tried[1].plugin:
+                diagnosis.unschedulable_plugins.add(tried[1].plugin)
+            processed += 1
         self.next_start_node_index = (self.next_start_node_index + processed) % max(num_all, 1)
         if key is not None and count == 0:
             fwk.filter_outcomes.put(key, fwk.handle.table, diagnosis.node_to_status)

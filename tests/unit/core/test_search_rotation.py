@@ -78,3 +78,29 @@ def test_without_filter_plugins_the_nodes_from_the_start_are_taken_and_the_index
     placed, start = _placements({}, pods=2)
     assert placed == [("p0", "n0"), ("p1", "n0")]
     assert start == 0
+
+
+def test_a_rejected_nomination_counts_among_the_nodes_processed() -> None:
+    """evaluateNominatedNode records the nominated node's rejection in the Diagnosis the search
+    then fills: a search that stops before reaching that node still counts it (processedNodes =
+    feasible + NodeToStatus.Len()), so nextStartNodeIndex moves one further, and the node is in
+    the pod's diagnosis."""
+    from kubesched.plugins.builtin import builtin_registry
+    from kubesched.testing import pod
+
+    reg = builtin_registry()
+    reg.register(Binder)
+    profile = StaticProfile({"queueSort": ["PrioritySort"], "preFilter": ["NodeResourcesFit"],
+                             "filter": ["NodeResourcesFit"], "score": ["NodeResourcesBalancedAllocation"],
+                             "bind": ["Binder"]})
+    sched = Scheduler.build([profile], reg, FakeClock(), seed=1, eager_binding=True)
+    for i in range(200):  # numFeasibleNodesToFind: 100
+        sched.on_node_add_or_update(node(f"n{i:03}", cpu="1"))
+    sched.on_pod_add(PodInfo.from_raw(pod("filler", cpu="1", node_name="n150")))
+    raw = pod("preemptor", cpu="500m")
+    raw["status"] = {"nominatedNodeName": "n150"}  # still full: its victims have not gone yet
+    sched.on_pod_add(PodInfo.from_raw(raw))
+    assert sched.schedule_one()
+    placed = {p.name: p.node_name for p in sched.cache.table.all_pods()}
+    assert placed["preemptor"] != "n150"
+    assert sched._feasible_nodes.next_start_node_index == 101  # 100 feasible found + n150
