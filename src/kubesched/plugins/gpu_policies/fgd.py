@@ -39,7 +39,7 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Scores
 from kubesched.framework.status import Status
 from kubesched.plugins.gpu_policies.common import sigmoid
-from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, StateMeasure, fragmentation
 from kubesched.snapshot.gpushare.ledger import GpuLedger
 from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI, GpuRequest
 from kubesched.snapshot.gpushare.resources import NodeResources, accessible, model_access, node_resources
@@ -226,7 +226,12 @@ class FGD(ScorePlugin):
         if not missing:
             return (np.array([k[0] for k in known if k is not None], dtype=np.int64),
                     np.array([k[1] for k in known if k is not None], dtype=np.int64))
-        if len(missing) == len(keys):
+        if len(missing) <= _FEW_STATES:
+            scores = np.array([0 if k is None else k[0] for k in known], dtype=np.int64)
+            best = np.array([-1 if k is None else k[1] for k in known], dtype=np.int64)
+            few_scores, few_best = self._scores_of_keys(table, pod, [keys[i] for i in missing])
+            scores[missing], best[missing] = few_scores, few_best
+        elif len(missing) == len(keys):
             scores, best = self._scores(table, pod, res)
         else:
             picked = np.array(missing, dtype=np.intp)
@@ -238,6 +243,47 @@ class FGD(ScorePlugin):
             by_state.clear()
         for i, score, gpu in zip(missing, scores[missing].tolist(), best[missing].tolist(), strict=True):
             by_state[keys[i]] = (score, gpu)
+        return scores, best
+
+    def _scores_of_keys(
+        self, table: NodeTable, pod: PodInfo, keys: list[tuple[int, ...]],
+    ) -> tuple[list[int], list[int]]:
+        """``_scores`` of a few states (``_state_keys``), state by state in Python: for a few
+        rows numpy's per-call overhead is the whole cost. The same values: the measure is
+        ``StateMeasure``'s (numpy's to the bit), the after-states are ``_scores``' (a share pod
+        on each GPU it fits, first best GPU wins; ``_sub`` for the others), and the sigmoid is
+        numpy's, on one array."""
+        shape = pod_shape(pod)
+        pods = self.typical_pods(pod)
+        measure = StateMeasure(pods, self._access(table, pods))
+        allowed = _allowed_codes(table, shape.gpu_model)
+        deltas: list[float] = []  # per (state, GPU tried): before - after
+        owners: list[int] = []
+        gpus: list[int] = []
+        for i, (cpu, code, count, *free) in enumerate(keys):
+            before = measure.of(cpu, code, free)
+            if shape.shared:
+                for gpu in range(count):
+                    if free[gpu] >= shape.milli_gpu:
+                        free[gpu] -= shape.milli_gpu
+                        deltas.append(before - measure.of(cpu - shape.milli_cpu, code, free))
+                        free[gpu] += shape.milli_gpu
+                        owners.append(i)
+                        gpus.append(gpu)
+            else:
+                after_cpu, after_free = _sub_one(cpu, count, free, shape)
+                deltas.append(before - measure.of(after_cpu, code, after_free))
+                owners.append(i)
+                gpus.append(-1)
+        per_try = (sigmoid(np.array(deltas, dtype=np.float64) / 1000) * MAX_NODE_SCORE).astype(np.int64).tolist()
+        scores = [0] * len(keys)
+        best = [-1] * len(keys)
+        seen = [False] * len(keys)
+        for i, score, gpu in zip(owners, per_try, gpus, strict=True):
+            if not seen[i] or score > scores[i]:  # the first GPU with the highest score wins
+                scores[i], best[i], seen[i] = score, gpu, True
+        if allowed is not None:
+            scores = [score if key[1] in allowed else 0 for score, key in zip(scores, keys, strict=True)]
         return scores, best
 
     def choose_gpus(self, pod: PodInfo, request: GpuRequest, row: int, free: IntArray) -> tuple[int, ...] | None:
@@ -277,6 +323,33 @@ def _state_keys(res: NodeResources) -> list[tuple[int, ...]]:
     milli of each GPU in index order (the GPU chosen is an index)."""
     return [(cpu, code, count, *free) for cpu, code, count, free in zip(
         res.cpu_left.tolist(), res.model_codes.tolist(), res.gpu_count.tolist(), res.free.tolist(), strict=True)]
+
+
+#: Up to this many states not seen, ``_scores_of_keys`` (Python) scores them, else ``_scores``.
+_FEW_STATES = 24
+
+
+def _allowed_codes(table: NodeTable, gpu_model: str) -> set[int] | None:
+    """``accessible``'s model codes for a pod asking ``gpu_model`` (None: any node)."""
+    models = [m for m in gpu_model.split("|") if m]
+    return set(table.label_column(GPU_MODEL).codes_for(models).tolist()) if models else None
+
+
+def _sub_one(cpu_left: int, gpu_count: int, free: list[int], shape: PodShape) -> tuple[int, list[int]]:
+    """``_sub`` of one node state (``free`` is not changed)."""
+    if shape.gpu_count and shape.milli_gpu < MILLI:  # not reached: share pods are scored GPU by GPU
+        raise ValueError("_sub takes pods of whole GPUs")
+    if cpu_left < shape.milli_cpu or gpu_count < shape.gpu_count:
+        return cpu_left, free
+    if not shape.gpu_count:
+        return cpu_left - shape.milli_cpu, free
+    after = list(free)
+    taken = 0
+    for gpu in range(gpu_count):
+        if taken < shape.gpu_count and after[gpu] >= shape.milli_gpu:
+            after[gpu] -= shape.milli_gpu
+            taken += 1
+    return cpu_left - shape.milli_cpu, after
 
 
 def _take(res: NodeResources, picked: Rows) -> NodeResources:
