@@ -49,22 +49,26 @@ class GpuMetrics:
         self._allocated = np.zeros(0, dtype=np.int64)
         self._idle = np.zeros(0, dtype=np.int64)
         self._capacity = 0
+        #: Their sums over the alive rows, moved by each row's change (integers: exact in any order).
+        self._allocated_total = 0
+        self._idle_total = 0
         #: ``ledger.changes`` when ``_refresh`` last compared the rows (-1: never), and the sum of
         #: ``_frag`` over the alive rows when ``fragmented`` last added it up (None: to add again).
         self._ledger_changes = -1
         self._frag_total: float | None = None
         table.add_pod_observer(lambda row, _pod, _sign: self._dirty.add(row))
 
-    def _refresh(self) -> np.ndarray:
-        """The alive rows, with ``_capacity``, ``_allocated`` and ``_idle`` up to date: per row,
+    def _refresh(self) -> None:
+        """``_capacity``, ``_allocated`` and ``_idle`` and their totals up to date: per row,
         measured again where the ledger's change counter moved since (every row after a node
-        change). Integers, so their sums are those of the whole ledger read at once."""
+        change; rows not alive are 0). Integers, so their sums are those of the whole ledger
+        read at once."""
         table, ledger = self.table, self.ledger
-        alive = table.alive_rows()
         ledger.settle()
         reset = self._sums_generation != table.node_generation or self._sums_rows != len(table.alive)
         if not reset and ledger.changes == self._ledger_changes:
-            return alive  # no GPU taken or given back anywhere since the last look
+            return  # no GPU taken or given back anywhere since the last look
+        alive = table.alive_rows()
         self._ledger_changes = ledger.changes
         if reset:
             self._sums_generation, self._sums_rows = table.node_generation, len(table.alive)
@@ -77,15 +81,20 @@ class GpuMetrics:
             changed = touched[table.alive[touched]] if len(touched) else touched
         self._touched.clear()
         if len(changed):
-            self._idle[changed] = ledger.free(changed).sum(axis=1)
+            idle = ledger.free(changed).sum(axis=1)
+            self._idle_total += int(idle.sum()) - int(self._idle[changed].sum())
+            self._idle[changed] = idle
             for row in changed.tolist():
-                self._allocated[row] = ledger.allocated_milli(np.array([row], dtype=np.intp))
-        return alive
+                allocated = ledger.allocated_milli(np.array([row], dtype=np.intp))
+                self._allocated_total += allocated - int(self._allocated[row])
+                self._allocated[row] = allocated
+        if reset:
+            self._allocated_total, self._idle_total = int(self._allocated.sum()), int(self._idle.sum())
 
     def totals(self) -> tuple[int, int, int]:
         """GPU milli of the nodes present: capacity, allocated, idle."""
-        alive = self._refresh()
-        return self._capacity, int(self._allocated[alive].sum()), int(self._idle[alive].sum())
+        self._refresh()
+        return self._capacity, self._allocated_total, self._idle_total
 
     def unplaced(self) -> int:
         return self.ledger.overcommitted_milli()

@@ -171,12 +171,19 @@ def _uid_of(table: NodeTable, name: str) -> str:
 
 def test_replay_gpu_sums_follow_every_change_the_ledger_sees() -> None:
     """The replay's GPU capacity, allocated and idle milli, kept per row and refreshed for the rows
-    the ledger reports: after pods come and go, equal to sums made from scratch."""
+    the ledger reports: after pods come and go and nodes go and come, equal to sums made from
+    scratch."""
     table = table_of(*[gpu_node(f"n{i}", gpus=g) for i, g in enumerate([4, 8, 2, 8])])
     kept = GpuMetrics(table, TYPICAL)
     rng = random.Random(3)
     placed: list[str] = []
     for step in range(40):
+        if step == 15:
+            gone = [p.name for p in table.all_pods() if p.node_name == "n1"]
+            table.remove_node("n1")
+            placed = [name for name in placed if name not in gone]
+        if step == 25:
+            table.upsert_node(gpu_node("n9", gpus=4))
         if placed and rng.random() < 0.35:
             table.remove_pod(_uid_of(table, placed.pop(rng.randrange(len(placed)))))
         else:
