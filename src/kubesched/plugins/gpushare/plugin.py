@@ -39,6 +39,7 @@ from kubesched.snapshot.gpushare.model import (
     format_gpu_index,
     parse_gpu_request,
 )
+from kubesched.snapshot.gpushare.resources import model_mask
 from kubesched.snapshot.gpushare.selection import BUILTIN_METHODS, choose_gpus
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
@@ -123,8 +124,7 @@ class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
         codes = np.zeros(len(rows), dtype=np.int32)
         codes[~fits] = 3
         if request.models:
-            allowed = table.label_column(GPU_MODEL).codes_for(request.models)
-            codes[~np.isin(table.label_column(GPU_MODEL).codes[rows], allowed)] = 2
+            codes[~model_mask(table, request.models, table.label_column(GPU_MODEL).codes[rows])] = 2
         codes[self.ledger.gpu_counts(rows) < request.count] = 1
         return Verdicts(codes, [self._too_few, self._model, self._insufficient])
 
