@@ -52,7 +52,7 @@ class RowVerdicts:
     ``statuses[stage]``. ``clock``: the table's ``row_clock`` when they were last brought up to
     date; ``sig``: the signature filters' verdicts they were judged after."""
 
-    __slots__ = ("_lut", "clock", "codes", "sig", "statuses")
+    __slots__ = ("_code_of", "_lut", "clock", "codes", "sig", "statuses")
 
     def __init__(self, stages: int, size: int) -> None:
         self.clock = -1
@@ -62,6 +62,8 @@ class RowVerdicts:
         #: plugin's list (never the plugin's own: this one is appended to), extended as new
         #: statuses come.
         self.statuses: list[list[Status]] = [[] for _ in range(stages)]
+        #: Per stage, each of those statuses → its code (they are distinct: equal ones share one).
+        self._code_of: list[dict[Status, int]] = [{} for _ in range(stages)]
         #: Per stage, the last list of statuses a call returned and the code map made for it.
         self._lut: list[tuple[list[Status], int, npt.NDArray[np.int32], list[int]] | None] = [None] * stages
 
@@ -80,6 +82,7 @@ class RowVerdicts:
                 last[0] is statuses or all(a is b for a, b in zip(last[0], statuses, strict=True))):
             return last[2], last[3]
         kept = self.statuses[stage]
+        code_of = self._code_of[stage]
         lut = np.zeros(len(statuses) + 1, dtype=np.int32)
         errors: list[int] = []
         for i, st in enumerate(statuses, start=1):
@@ -87,13 +90,11 @@ class RowVerdicts:
                 st = st.with_plugin(plugin)
             if st.code == _ERROR:
                 errors.append(i)
-            for j, known in enumerate(kept, start=1):
-                if known is st or known == st:
-                    lut[i] = j
-                    break
-            else:
+            code = code_of.get(st)
+            if code is None:
                 kept.append(st)
-                lut[i] = len(kept)
+                code = code_of[st] = len(kept)
+            lut[i] = code
         self._lut[stage] = (statuses, len(statuses), lut, errors)
         return lut, errors
 

@@ -72,6 +72,9 @@ class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
         self._too_few = Status.unresolvable(REASON_TOO_FEW_GPUS)
         self._model = Status.unresolvable(REASON_MODEL)
         self._insufficient = Status.unschedulable(REASON_INSUFFICIENT)
+        #: Filter's statuses, one list for every call (nothing appends to a Verdicts' list): a
+        #: caller that maps them once per list, as the incremental pass does, maps them once.
+        self._filter_statuses = [self._too_few, self._model, self._insufficient]
         #: The last plugin found to be a ``GpuChooser``, as the plugin and as the chooser (a
         #: runtime-checked Protocol: the check looks at every member, once per pod otherwise).
         self._checked: Plugin | None = None
@@ -126,7 +129,7 @@ class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
         if request.models:
             codes[~model_mask(table, request.models, table.label_column(GPU_MODEL).codes[rows])] = 2
         codes[self.ledger.gpu_counts(rows) < request.count] = 1
-        return Verdicts(codes, [self._too_few, self._model, self._insufficient])
+        return Verdicts(codes, self._filter_statuses)
 
     # -- Reserve / Unreserve -----------------------------------------------------------------------
     def _choose(self, pod: PodInfo, request: GpuRequest, row: int, free: IntArray) -> tuple[int, ...] | None:
