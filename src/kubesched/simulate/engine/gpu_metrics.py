@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, StateMeasure, fragmentation
 from kubesched.snapshot.gpushare.ledger import GpuLedger
 from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI
 from kubesched.snapshot.gpushare.resources import model_access, node_resources
 from kubesched.snapshot.gpushare.typical_pods import TypicalPod
-from kubesched.snapshot.table import NodeTable
+from kubesched.snapshot.table import CPU, NodeTable
 
 __all__ = ["GpuMetrics"]
+
+#: Up to this many rows changed since the last sample, they are read one by one in Python
+#: (``GpuLedger.row_milli``, ``StateMeasure``): for a row or two numpy's per-call cost is the work.
+_FEW_ROWS = 16
 
 
 class GpuMetrics:
@@ -80,7 +84,14 @@ class GpuMetrics:
             touched = np.array(sorted(self._touched), dtype=np.intp)
             changed = touched[table.alive[touched]] if len(touched) else touched
         self._touched.clear()
-        if len(changed):
+        if 0 < len(changed) <= _FEW_ROWS:  # the usual sample: a pod or two placed since the last
+            for row in changed.tolist():
+                free, allocated = ledger.row_milli(row)
+                idle = sum(free)
+                self._idle_total += idle - int(self._idle[row])
+                self._allocated_total += allocated - int(self._allocated[row])
+                self._idle[row], self._allocated[row] = idle, allocated
+        elif len(changed):
             idle = ledger.free(changed).sum(axis=1)
             self._idle_total += int(idle.sum()) - int(self._idle[changed].sum())
             self._idle[changed] = idle
@@ -114,12 +125,19 @@ class GpuMetrics:
         if self._dirty and self.typical:
             rows = np.array(sorted(self._dirty), dtype=np.intp)
             rows = rows[self.table.alive[rows]]
-            res = node_resources(self.table, rows)
             models = len(self.table.label_column(GPU_MODEL).values)
             if self._access[0] != models:
                 self._access = (models, model_access(self.table, [t.gpu_model for t in self.typical]))
             access = self._access[1]
-            measured = fragmentation(NodeStates(res.cpu_left, res.free, res.model_codes, access), self.typical)
+            if len(rows) <= _FEW_ROWS:  # one row at a time in Python: the same measure (StateMeasure)
+                measure = StateMeasure(self.typical, access)
+                cpu_left = self.table.available_by_resource[CPU]
+                codes = self.table.label_column(GPU_MODEL).codes
+                measured = np.array([measure.of(int(cpu_left[row]), int(codes[row]), self.ledger.row_milli(row)[0])
+                                     for row in rows.tolist()], dtype=np.float64)
+            else:
+                res = node_resources(self.table, rows)
+                measured = fragmentation(NodeStates(res.cpu_left, res.free, res.model_codes, access), self.typical)
             self._grow()
             self._frag[rows] = measured
         self._dirty.clear()

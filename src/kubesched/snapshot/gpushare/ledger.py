@@ -272,6 +272,16 @@ class GpuLedger:
         count = int(self.table.node_column(COUNT_COLUMN)[row])
         return [int(v) for v in self._used[row, :count]]
 
+    def row_milli(self, row: int) -> tuple[list[int], int]:
+        """(free milli of each GPU ``row`` has, milli its pods hold on them) as Python values:
+        ``free`` and ``allocated_milli`` of one row without their dozen numpy calls, for a reader
+        of a row or two at a time."""
+        self.settle()
+        self._ensure_shape()
+        count = int(self.table.node_column(COUNT_COLUMN)[row])
+        used: list[int] = self._used[row, :count].tolist()
+        return [max(MILLI - u, 0) for u in used], sum(used)
+
     def allocated_milli(self, rows: Rows) -> int:
         """Milli-GPU the pods on ``rows`` hold on GPUs (over-committed pods not included)."""
         self.settle()

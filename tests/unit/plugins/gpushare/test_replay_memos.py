@@ -172,8 +172,9 @@ def _uid_of(table: NodeTable, name: str) -> str:
 def test_replay_gpu_sums_follow_every_change_the_ledger_sees() -> None:
     """The replay's GPU capacity, allocated and idle milli, kept per row and refreshed for the rows
     the ledger reports: after pods come and go and nodes go and come, equal to sums made from
-    scratch."""
-    table = table_of(*[gpu_node(f"n{i}", gpus=g) for i, g in enumerate([4, 8, 2, 8])])
+    scratch (a few rows changed are read one by one, all of them at once: 20 nodes)."""
+    sizes = [(4, "8"), (8, "16"), (2, "4"), (8, "96")] * 5
+    table = table_of(*[gpu_node(f"n{i}", gpus=g, cpu=c) for i, (g, c) in enumerate(sizes)])
     kept = GpuMetrics(table, TYPICAL)
     rng = random.Random(3)
     placed: list[str] = []
