@@ -85,6 +85,8 @@ class GpuLedger:
         #: changed), and the rows whose used milli changed since: Filter and Score read the whole
         #: matrix on every attempt, pods change a few rows between two.
         self._free: IntArray | None = None
+        #: ``_free`` summed per row (kept with it: the free milli of a whole node).
+        self._free_totals: IntArray = np.zeros(0, dtype=np.int64)
         self._free_stale: set[int] = set()
         #: Bumped with every row's counter in ``_versions``: unchanged, no GPU was taken or given
         #: back anywhere (the replay's metrics skip their per-row comparison).
@@ -221,18 +223,30 @@ class GpuLedger:
 
     def free(self, rows: Rows) -> IntArray:
         """Free milli per GPU, ``(len(rows), max GPUs)``; 0 past a node's last GPU. A new array."""
+        free: IntArray = self._fresh_free().take(rows, axis=0)
+        return free
+
+    def free_totals(self, rows: Rows) -> IntArray:
+        """Free milli of each row's GPUs in all (``free(rows).sum(axis=1)``, kept per row)."""
+        self._fresh_free()
+        totals: IntArray = self._free_totals.take(rows)
+        return totals
+
+    def _fresh_free(self) -> IntArray:
+        """The free-milli matrix of every row, rows whose used milli changed read again."""
         self.settle()
         self._ensure_shape()
         table_free = self._free
         if table_free is None or table_free.shape != self._used.shape:
             table_free = self._free = self._free_of(np.arange(len(self._used)))
+            self._free_totals = table_free.sum(axis=1)
             self._free_stale.clear()
         elif self._free_stale:
             stale = np.fromiter(self._free_stale, dtype=np.intp, count=len(self._free_stale))
             self._free_stale.clear()
-            table_free[stale] = self._free_of(stale)
-        free: IntArray = table_free.take(rows, axis=0)
-        return free
+            table_free[stale] = fresh = self._free_of(stale)
+            self._free_totals[stale] = fresh.sum(axis=1)
+        return table_free
 
     def _free_of(self, rows: Rows) -> IntArray:
         counts = self.table.node_column(COUNT_COLUMN)[rows]

@@ -191,4 +191,6 @@ def test_replay_gpu_sums_follow_every_change_the_ledger_sees() -> None:
             _place(table, rng, f"p{step}")
             placed.append(f"p{step}")
         assert kept.totals() == GpuMetrics(table, TYPICAL).totals(), step
+        rows = table.alive_rows()  # the ledger's free milli per node, kept per row as well
+        assert kept.ledger.free_totals(rows).tolist() == kept.ledger.free(rows).sum(axis=1).tolist(), step
         assert kept.fragmented() == GpuMetrics(table, TYPICAL).fragmented(), step
