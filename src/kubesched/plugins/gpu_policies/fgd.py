@@ -47,7 +47,7 @@ from kubesched.snapshot.gpushare.selection import exclusive_gpus
 from kubesched.snapshot.gpushare.shapes import PodShape, pod_shape
 from kubesched.snapshot.gpushare.typical_pods import TypicalPod, typical_pods
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import IntArray, NodeTable, Rows
+from kubesched.snapshot.table import CPU, IntArray, NodeTable, Rows
 
 
 class FGDArgs(BaseModel):
@@ -88,14 +88,16 @@ class _ShapeScores:
                    np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64),
                    np.zeros((size, 0), dtype=np.int64), {})
 
-    def store(self, rows: Rows, versions: IntArray, res: NodeResources, scores: IntArray, best: IntArray) -> None:
-        width = res.free.shape[1]
+    def store(self, rows: Rows, versions: IntArray, cpu_left: IntArray, free: IntArray, scores: IntArray,
+              best: IntArray) -> None:
+        """Keep the scores of ``rows`` and the state they were measured in (``free``: per GPU)."""
+        width = free.shape[1]
         if width > self.free.shape[1]:
             self.free = np.pad(self.free, ((0, 0), (0, width - self.free.shape[1])))
         self.versions[rows], self.scores[rows], self.best[rows] = versions, scores, best
-        self.cpu_left[rows] = res.cpu_left
+        self.cpu_left[rows] = cpu_left
         self.free[rows] = 0
-        self.free[rows, :width] = res.free
+        self.free[rows, :width] = free
 
     def best_for(self, row: int, cpu_left: int, free: IntArray) -> int | None:
         """The GPU chosen for ``row`` if it was scored in exactly this state, else None."""
@@ -208,19 +210,27 @@ class FGD(ScorePlugin):
         changed = cached.versions[rows] != versions
         if changed.any():
             stale = rows[changed]
-            res = node_resources(table, stale)
-            cached.store(stale, versions[changed], res, *self._scores_by_state(table, pod, res, cached.by_state))
+            if len(stale) <= _FEW_STATES:  # the usual: the rows a pod or two went to since
+                keys = _row_state_keys(table, stale)
+                cached.store(stale, versions[changed], np.array([k[0] for k in keys], dtype=np.int64),
+                             np.array([k[3:] for k in keys], dtype=np.int64),
+                             *self._scores_by_state(table, pod, keys, None, stale, cached.by_state))
+            else:
+                res = node_resources(table, stale)
+                cached.store(stale, versions[changed], res.cpu_left, res.free,
+                             *self._scores_by_state(table, pod, _state_keys(res), res, stale, cached.by_state))
         scores: IntArray = cached.scores[rows]
         return scores
 
     def _scores_by_state(
-        self, table: NodeTable, pod: PodInfo, res: NodeResources, by_state: dict[tuple[int, ...], tuple[int, int]],
+        self, table: NodeTable, pod: PodInfo, keys: list[tuple[int, ...]], res: NodeResources | None, rows: Rows,
+        by_state: dict[tuple[int, ...], tuple[int, int]],
     ) -> tuple[IntArray, IntArray]:
         """``_scores``, looking each row's state up in ``by_state`` first (a score reads only the
         row's state: CPU left, model, GPU count and free milli per GPU in index order; the
         model's access and the typical pods are those of the shape's cache, cleared when they
-        change) and measuring only the states not seen."""
-        keys = _state_keys(res)
+        change) and measuring only the states not seen. ``keys``: the ``_state_keys`` of
+        ``rows``; ``res``: their ``node_resources`` (read here if needed and not given)."""
         known = [by_state.get(key) for key in keys]
         missing = [i for i, k in enumerate(known) if k is None]
         if not missing:
@@ -232,8 +242,9 @@ class FGD(ScorePlugin):
             few_scores, few_best = self._scores_of_keys(table, pod, [keys[i] for i in missing])
             scores[missing], best[missing] = few_scores, few_best
         elif len(missing) == len(keys):
-            scores, best = self._scores(table, pod, res)
+            scores, best = self._scores(table, pod, node_resources(table, rows) if res is None else res)
         else:
+            res = node_resources(table, rows) if res is None else res
             picked = np.array(missing, dtype=np.intp)
             sub_scores, sub_best = self._scores(table, pod, _take(res, picked))
             scores = np.array([0 if k is None else k[0] for k in known], dtype=np.int64)
@@ -275,7 +286,7 @@ class FGD(ScorePlugin):
                 deltas.append(before - measure.of(after_cpu, code, after_free))
                 owners.append(i)
                 gpus.append(-1)
-        per_try = (sigmoid(np.array(deltas, dtype=np.float64) / 1000) * MAX_NODE_SCORE).astype(np.int64).tolist()
+        per_try = _scores_of_deltas(deltas)
         scores = [0] * len(keys)
         best = [-1] * len(keys)
         seen = [False] * len(keys)
@@ -329,6 +340,27 @@ def _state_keys(res: NodeResources) -> list[tuple[int, ...]]:
 _FEW_STATES = 24
 
 
+#: ``int(sigmoid(delta / 1000) * 100)`` by delta, as numpy computes it (the same states come back,
+#: so the same deltas do); emptied when full.
+_SCORE_OF_DELTA: dict[float, int] = {}
+
+
+def _scores_of_deltas(deltas: list[float]) -> list[int]:
+    """``_scores``' per-GPU score of each fragmentation delta: numpy's sigmoid (its exp, on an
+    array, as ``_scores`` takes it) for the deltas not seen before, the kept value for the others."""
+    known = _SCORE_OF_DELTA
+    missing = [d for d in deltas if d not in known]
+    if not missing:
+        return [known[d] for d in deltas]
+    scores = (sigmoid(np.array(missing, dtype=np.float64) / 1000) * MAX_NODE_SCORE).astype(np.int64).tolist()
+    fresh = dict(zip(missing, scores, strict=True))
+    result = [fresh[d] if d in fresh else known[d] for d in deltas]
+    if len(known) >= _STATES_KEPT:
+        known.clear()
+    known.update(fresh)
+    return result
+
+
 def _allowed_codes(table: NodeTable, gpu_model: str) -> set[int] | None:
     """``accessible``'s model codes for a pod asking ``gpu_model`` (None: any node)."""
     models = [m for m in gpu_model.split("|") if m]
@@ -350,6 +382,15 @@ def _sub_one(cpu_left: int, gpu_count: int, free: list[int], shape: PodShape) ->
             after[gpu] -= shape.milli_gpu
             taken += 1
     return cpu_left - shape.milli_cpu, after
+
+
+def _row_state_keys(table: NodeTable, rows: Rows) -> list[tuple[int, ...]]:
+    """``_state_keys(node_resources(table, rows))`` read row by row in Python (for a few rows)."""
+    cpu_left = table.available_by_resource[CPU]
+    codes = table.label_column(GPU_MODEL).codes
+    free = GpuLedger.of(table).free_lists(rows.tolist())
+    return [(int(cpu_left[row]), int(codes[row]), count, *gpus)
+            for row, (count, gpus) in zip(rows.tolist(), free, strict=True)]
 
 
 def _take(res: NodeResources, picked: Rows) -> NodeResources:

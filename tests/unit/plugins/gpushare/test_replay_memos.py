@@ -153,6 +153,7 @@ def test_fgd_scores_of_a_few_states_in_python_equal_the_array_scores() -> None:
         _place(table, rng, f"p{step}")
         rows = table.alive_rows()
         res = node_resources(table, rows)
+        assert fgd_module._row_state_keys(table, rows) == fgd_module._state_keys(res)  # read in Python
         shapes = ((250, 1, None), (500, 1, "T4"), (1000, 1, None), (1000, 2, "V100"), (None, 1, None))
         for milli, count, model in shapes:
             pod = PodInfo.from_raw(gpu_pod(f"q{step}", milli, count=count, model=model,
