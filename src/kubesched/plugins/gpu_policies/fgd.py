@@ -303,15 +303,15 @@ class FGD(ScorePlugin):
         if not request.shared:
             return exclusive_gpus(free.tolist(), request)
         table = self.handle.table
-        rows = np.array([row], dtype=np.intp)
-        res = node_resources(table, rows)
         # Reserve runs with the pod assumed: measure the node as it was before it.
-        cpu_left = int(res.cpu_left[0]) + (pod.requests.milli_cpu if table.pod(pod.uid) is not None else 0)
+        cpu_left = int(table.available_by_resource[CPU, row]) + (
+            pod.requests.milli_cpu if table.pod(pod.uid) is not None else 0)
         valid = self._cache_key == self._key(table, self.typical_pods(pod))
         cached = self._cache.get(pod_shape(pod)) if valid else None
         known = cached.best_for(row, cpu_left, free) if cached is not None else None
         if known is not None:
             return (known,) if known >= 0 and free[known] >= request.milli else None
+        res = node_resources(table, np.array([row], dtype=np.intp))
         padded = np.zeros((1, max(res.free.shape[1], len(free))), dtype=np.int64)
         padded[0, : len(free)] = free
         before = NodeResources(
