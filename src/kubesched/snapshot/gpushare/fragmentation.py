@@ -150,7 +150,8 @@ def fragmentation(states: NodeStates, pods: Sequence[TypicalPod]) -> np.ndarray:
     """``NodeGpuShareFragAmountScore`` of every state (float64 array). Each bucket is summed over
     the typical pods in order (``cumsum``), and the buckets in the reference's order, as Go adds.
     A few states (fewer than ``_DEDUP_FROM``) are looked up in the workload's memo first and only
-    the ones never seen are measured; every state's measure is the same alone or among others."""
+    the ones never seen are measured, one by one in Python (``StateMeasure``); every state's
+    measure is the same alone or among others, in Python or with arrays."""
     n = len(states.cpu_left)
     if n == 0 or not pods:
         return np.zeros(n)
