@@ -128,6 +128,15 @@ class FeasibleNodeSearch:
                 return rows[:0], SUCCESS
             if to_find >= n:  # one window of every node: the shape's kept verdicts answer it
                 incremental = fwk.row_verdicts.prepare(state, pod, table, rows, shape)
+                same = incremental.failed_pass(start, rows) if incremental is not None else None
+                if same is not None and key is not None:
+                    # The shape's last failed pass, no verdict changed since: what the pass would
+                    # record and do (as for a kept pass above), and kept for this generation too.
+                    diagnosis.adopt(same)
+                    self.feasible_share = _moved_share(self.feasible_share, 0.0)
+                    self.next_start_node_index = (self.next_start_node_index + n) % max(num_all, 1)
+                    fwk.filter_outcomes.put(key, table, same)
+                    return rows[:0], SUCCESS
         found: list[Rows] = []
         count = 0
         pos = 0
@@ -170,6 +179,8 @@ class FeasibleNodeSearch:
         self.next_start_node_index = (self.next_start_node_index + processed) % max(num_all, 1)
         if key is not None and count == 0:
             fwk.filter_outcomes.put(key, fwk.handle.table, diagnosis.node_to_status)
+            if incremental is not None:
+                incremental.remember_failure(start, rows, diagnosis.node_to_status)
         if len(found) == 1:
             return found[0], SUCCESS
         feasible = np.concatenate(found) if found else rows[:0]

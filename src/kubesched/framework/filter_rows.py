@@ -21,6 +21,12 @@ filters every node in one window (``percentageOfNodesToScore`` 100, or fewer nod
 minimum to find): a sampled search stops part way, so judging every changed row would call the
 plugins on rows the full pass never reaches. An error from a plugin drops the shape's verdicts and
 the attempt runs the full pass, which reports it.
+
+A pass that finds no node is remembered with the shape's verdicts (its frozen statuses, where the
+search started) until a verdict changes: rows judged again that give their verdicts back leave
+the chunks a pass records as they were, so the next failing pass from the same start adopts those
+statuses, and what was derived from them (messages, the rejecting plugins, preemption's split),
+as a kept failed pass is adopted (framework/filter_outcome.py).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.diagnosis import Diagnosis, NodeToStatus
 from kubesched.framework.filter_cache import SignatureVerdictCache, SignatureVerdicts
 from kubesched.framework.filter_outcome import plugin_key_parts
 from kubesched.framework.interfaces import FilterPlugin, Plugin
@@ -52,7 +58,7 @@ class RowVerdicts:
     ``statuses[stage]``. ``clock``: the table's ``row_clock`` when they were last brought up to
     date; ``sig``: the signature filters' verdicts they were judged after."""
 
-    __slots__ = ("_lut", "clock", "codes", "sig", "statuses")
+    __slots__ = ("_code_of", "_lut", "clock", "codes", "failed_pass", "sig", "statuses")
 
     def __init__(self, stages: int, size: int) -> None:
         self.clock = -1
@@ -62,6 +68,11 @@ class RowVerdicts:
         #: plugin's list (never the plugin's own: this one is appended to), extended as new
         #: statuses come.
         self.statuses: list[list[Status]] = [[] for _ in range(stages)]
+        #: Per stage, each of those statuses → its code (they are distinct: equal ones share one).
+        self._code_of: list[dict[Status, int]] = [{} for _ in range(stages)]
+        #: The last pass of these verdicts that found no node, while no verdict changed since:
+        #: (where the search started, the rows, its frozen statuses) — ``IncrementalPass.failed_pass``.
+        self.failed_pass: tuple[int, Rows, NodeToStatus] | None = None
         #: Per stage, the last list of statuses a call returned and the code map made for it.
         self._lut: list[tuple[list[Status], int, npt.NDArray[np.int32], list[int]] | None] = [None] * stages
 
@@ -80,6 +91,7 @@ class RowVerdicts:
                 last[0] is statuses or all(a is b for a, b in zip(last[0], statuses, strict=True))):
             return last[2], last[3]
         kept = self.statuses[stage]
+        code_of = self._code_of[stage]
         lut = np.zeros(len(statuses) + 1, dtype=np.int32)
         errors: list[int] = []
         for i, st in enumerate(statuses, start=1):
@@ -87,13 +99,11 @@ class RowVerdicts:
                 st = st.with_plugin(plugin)
             if st.code == _ERROR:
                 errors.append(i)
-            for j, known in enumerate(kept, start=1):
-                if known is st or known == st:
-                    lut[i] = j
-                    break
-            else:
+            code = code_of.get(st)
+            if code is None:
                 kept.append(st)
-                lut[i] = len(kept)
+                code = code_of[st] = len(kept)
+            lut[i] = code
         self._lut[stage] = (statuses, len(statuses), lut, errors)
         return lut, errors
 
@@ -115,7 +125,11 @@ class RowVerdicts:
             changed = (table.row_versions > self.clock).nonzero()[0]
             todo = changed[table.alive.take(changed)]
         judged = len(todo)
+        if self.clock < 0 or sig is not self.sig:
+            self.failed_pass = None
         if judged:
+            before = [codes.take(todo) for codes in self.codes] if self.failed_pass is not None else None
+            judged_rows = todo
             for codes in self.codes:
                 codes[todo] = 0
             if sig is not None:
@@ -138,6 +152,9 @@ class RowVerdicts:
                     return None
                 self.codes[i][todo.take(rejected)] = lut.take(codes.take(rejected))
                 todo = todo[codes == 0]
+            if before is not None and not all(np.array_equal(old, codes.take(judged_rows))
+                                              for old, codes in zip(before, self.codes, strict=True)):
+                self.failed_pass = None  # a verdict changed: the statuses a pass records changed
         self.clock = clock
         self.sig = sig
         return judged
@@ -151,6 +168,23 @@ class IncrementalPass:
     def __init__(self, verdicts: RowVerdicts, sig: SignatureVerdicts | None) -> None:
         self._verdicts = verdicts
         self._sig = sig
+
+    def failed_pass(self, start: int, rows: Rows) -> NodeToStatus | None:
+        """The frozen statuses of this shape's last pass over ``rows`` from ``start`` that found
+        no node, if no verdict changed since (rows judged again gave their verdicts back): this
+        pass would record the very same chunks (``run_filters``), so it may adopt them and what
+        was derived from them (messages, preemption's split), as a kept failed pass is adopted."""
+        kept = self._verdicts.failed_pass
+        if kept is None or kept[0] != start or len(kept[1]) != len(rows):
+            return None
+        if kept[1] is not rows and not np.array_equal(kept[1], rows):
+            return None
+        return kept[2]
+
+    def remember_failure(self, start: int, rows: Rows, statuses: NodeToStatus) -> None:
+        """This pass over ``rows`` from ``start`` found no node; ``statuses`` (frozen) are what it
+        recorded."""
+        self._verdicts.failed_pass = (start, rows, statuses)
 
     def run_filters(self, rows: Rows, diagnosis: Diagnosis, *, ascending: bool = False) -> Rows:
         """What ``Framework.run_filters`` gives for ``rows`` (the passing rows in their order) and

@@ -621,3 +621,30 @@ def test_batch_verdicts_of_one_family_stay_exact_as_new_outcomes_appear() -> Non
         handed_out.append((got, per_row(got)))
         table.add_pod(PodInfo.from_raw(pod(f"x{i}", cpu="700m", memory=str(3 * 10**8), node_name=f"n{i % 40}")))
     assert all(per_row(v) == want for v, want in handed_out)
+
+
+def test_a_few_rows_get_the_batchs_verdicts_codes_and_statuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Up to eight rows (an incremental pass's changed rows) are packed in Python: the same codes
+    # and the same list of statuses, in the same order, as the array path gives for those rows.
+    from kubesched.plugins.noderesources import fit as fit_module
+
+    rng = np.random.default_rng(4)
+    nodes = [node(f"n{i}", cpu=f"{int(c)}m", memory=str(int(m)), pods=int(p)) for i, (c, m, p) in enumerate(
+        zip(rng.integers(200, 4000, 30), rng.integers(10**8, 4 * 10**9, 30), rng.integers(1, 4, 30), strict=True)
+    )]
+    table = table_of(*nodes, pods=[pod(f"x{i}", cpu="300m", node_name=f"n{i}") for i in range(0, 30, 3)])
+    requests = [{"cpu": "900m"}, {"memory": str(2 * 10**9)}, {"cpu": "1500m", "memory": "1"}, {"cpu": "100m"}]
+    few, batch = make_plugin(table), make_plugin(table)
+    for i in range(60):
+        if i % 2:  # fresh plugins: every outcome of the call is new to them (order of registration)
+            few, batch = make_plugin(table), make_plugin(table)
+        p = PodInfo.from_raw(pod(f"p{i}", **requests[i % len(requests)]))
+        rows = np.sort(rng.choice(table.alive_rows(), size=int(rng.integers(2, 9)), replace=False))
+        few_state, batch_state = CycleState(), CycleState()
+        few.pre_filter(few_state, p, table)
+        batch.pre_filter(batch_state, p, table)
+        got = few.filter_batch(few_state, p, table, rows)
+        with monkeypatch.context() as m:
+            m.setattr(fit_module, "_FEW_ROWS", 0)
+            want = batch.filter_batch(batch_state, p, table, rows)
+        assert got.codes.tolist() == want.codes.tolist() and got.statuses == want.statuses, i

@@ -17,11 +17,11 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Scores
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.plugins.gpu_policies.common import normalize_min_max
+from kubesched.snapshot.gpushare.ledger import GpuLedger
 from kubesched.snapshot.gpushare.model import MAX_SPEC_MILLI_CPU, MAX_SPEC_MILLI_GPU
-from kubesched.snapshot.gpushare.resources import node_resources
 from kubesched.snapshot.gpushare.shapes import pod_shape
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import NodeTable, Rows
+from kubesched.snapshot.table import CPU, NodeTable, Rows
 
 
 class BestFit(ScorePlugin):
@@ -29,8 +29,9 @@ class BestFit(ScorePlugin):
 
     def score_batch(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Scores | Status:
         shape = pod_shape(pod)
-        res = node_resources(table, rows)
-        free_cpu, free_gpu = res.cpu_left, res.total_free
+        # What ``node_resources`` gives as ``cpu_left`` and ``total_free``, read without the rest.
+        free_cpu = table.available_by_resource[CPU].take(rows)
+        free_gpu = GpuLedger.of(table).free_totals(rows)
         waste = (0.5 * (free_cpu - shape.milli_cpu) / MAX_SPEC_MILLI_CPU
                  + 0.5 * (free_gpu - shape.total_milli_gpu) / MAX_SPEC_MILLI_GPU)
         scores: Scores = np.trunc((1.0 - waste) * MAX_NODE_SCORE).astype(np.int64)

@@ -39,7 +39,7 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Scores
 from kubesched.framework.status import Status
 from kubesched.plugins.gpu_policies.common import sigmoid
-from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, StateMeasure, fragmentation
 from kubesched.snapshot.gpushare.ledger import GpuLedger
 from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI, GpuRequest
 from kubesched.snapshot.gpushare.resources import NodeResources, accessible, model_access, node_resources
@@ -47,7 +47,7 @@ from kubesched.snapshot.gpushare.selection import exclusive_gpus
 from kubesched.snapshot.gpushare.shapes import PodShape, pod_shape
 from kubesched.snapshot.gpushare.typical_pods import TypicalPod, typical_pods
 from kubesched.snapshot.pod import PodInfo
-from kubesched.snapshot.table import IntArray, NodeTable, Rows
+from kubesched.snapshot.table import CPU, IntArray, NodeTable, Rows
 
 
 class FGDArgs(BaseModel):
@@ -88,14 +88,16 @@ class _ShapeScores:
                    np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64),
                    np.zeros((size, 0), dtype=np.int64), {})
 
-    def store(self, rows: Rows, versions: IntArray, res: NodeResources, scores: IntArray, best: IntArray) -> None:
-        width = res.free.shape[1]
+    def store(self, rows: Rows, versions: IntArray, cpu_left: IntArray, free: IntArray, scores: IntArray,
+              best: IntArray) -> None:
+        """Keep the scores of ``rows`` and the state they were measured in (``free``: per GPU)."""
+        width = free.shape[1]
         if width > self.free.shape[1]:
             self.free = np.pad(self.free, ((0, 0), (0, width - self.free.shape[1])))
         self.versions[rows], self.scores[rows], self.best[rows] = versions, scores, best
-        self.cpu_left[rows] = res.cpu_left
+        self.cpu_left[rows] = cpu_left
         self.free[rows] = 0
-        self.free[rows, :width] = res.free
+        self.free[rows, :width] = free
 
     def best_for(self, row: int, cpu_left: int, free: IntArray) -> int | None:
         """The GPU chosen for ``row`` if it was scored in exactly this state, else None."""
@@ -208,27 +210,41 @@ class FGD(ScorePlugin):
         changed = cached.versions[rows] != versions
         if changed.any():
             stale = rows[changed]
-            res = node_resources(table, stale)
-            cached.store(stale, versions[changed], res, *self._scores_by_state(table, pod, res, cached.by_state))
+            if len(stale) <= _FEW_STATES:  # the usual: the rows a pod or two went to since
+                keys = _row_state_keys(table, stale)
+                cached.store(stale, versions[changed], np.array([k[0] for k in keys], dtype=np.int64),
+                             np.array([k[3:] for k in keys], dtype=np.int64),
+                             *self._scores_by_state(table, pod, keys, None, stale, cached.by_state))
+            else:
+                res = node_resources(table, stale)
+                cached.store(stale, versions[changed], res.cpu_left, res.free,
+                             *self._scores_by_state(table, pod, _state_keys(res), res, stale, cached.by_state))
         scores: IntArray = cached.scores[rows]
         return scores
 
     def _scores_by_state(
-        self, table: NodeTable, pod: PodInfo, res: NodeResources, by_state: dict[tuple[int, ...], tuple[int, int]],
+        self, table: NodeTable, pod: PodInfo, keys: list[tuple[int, ...]], res: NodeResources | None, rows: Rows,
+        by_state: dict[tuple[int, ...], tuple[int, int]],
     ) -> tuple[IntArray, IntArray]:
         """``_scores``, looking each row's state up in ``by_state`` first (a score reads only the
         row's state: CPU left, model, GPU count and free milli per GPU in index order; the
         model's access and the typical pods are those of the shape's cache, cleared when they
-        change) and measuring only the states not seen."""
-        keys = _state_keys(res)
+        change) and measuring only the states not seen. ``keys``: the ``_state_keys`` of
+        ``rows``; ``res``: their ``node_resources`` (read here if needed and not given)."""
         known = [by_state.get(key) for key in keys]
         missing = [i for i, k in enumerate(known) if k is None]
         if not missing:
             return (np.array([k[0] for k in known if k is not None], dtype=np.int64),
                     np.array([k[1] for k in known if k is not None], dtype=np.int64))
-        if len(missing) == len(keys):
-            scores, best = self._scores(table, pod, res)
+        if len(missing) <= _FEW_STATES:
+            scores = np.array([0 if k is None else k[0] for k in known], dtype=np.int64)
+            best = np.array([-1 if k is None else k[1] for k in known], dtype=np.int64)
+            few_scores, few_best = self._scores_of_keys(table, pod, [keys[i] for i in missing])
+            scores[missing], best[missing] = few_scores, few_best
+        elif len(missing) == len(keys):
+            scores, best = self._scores(table, pod, node_resources(table, rows) if res is None else res)
         else:
+            res = node_resources(table, rows) if res is None else res
             picked = np.array(missing, dtype=np.intp)
             sub_scores, sub_best = self._scores(table, pod, _take(res, picked))
             scores = np.array([0 if k is None else k[0] for k in known], dtype=np.int64)
@@ -240,21 +256,62 @@ class FGD(ScorePlugin):
             by_state[keys[i]] = (score, gpu)
         return scores, best
 
+    def _scores_of_keys(
+        self, table: NodeTable, pod: PodInfo, keys: list[tuple[int, ...]],
+    ) -> tuple[list[int], list[int]]:
+        """``_scores`` of a few states (``_state_keys``), state by state in Python: for a few
+        rows numpy's per-call overhead is the whole cost. The same values: the measure is
+        ``StateMeasure``'s (numpy's to the bit), the after-states are ``_scores``' (a share pod
+        on each GPU it fits, first best GPU wins; ``_sub`` for the others), and the sigmoid is
+        numpy's, on one array."""
+        shape = pod_shape(pod)
+        pods = self.typical_pods(pod)
+        measure = StateMeasure(pods, self._access(table, pods))
+        allowed = _allowed_codes(table, shape.gpu_model)
+        deltas: list[float] = []  # per (state, GPU tried): before - after
+        owners: list[int] = []
+        gpus: list[int] = []
+        for i, (cpu, code, count, *free) in enumerate(keys):
+            before = measure.of(cpu, code, free)
+            if shape.shared:
+                for gpu in range(count):
+                    if free[gpu] >= shape.milli_gpu:
+                        free[gpu] -= shape.milli_gpu
+                        deltas.append(before - measure.of(cpu - shape.milli_cpu, code, free))
+                        free[gpu] += shape.milli_gpu
+                        owners.append(i)
+                        gpus.append(gpu)
+            else:
+                after_cpu, after_free = _sub_one(cpu, count, free, shape)
+                deltas.append(before - measure.of(after_cpu, code, after_free))
+                owners.append(i)
+                gpus.append(-1)
+        per_try = _scores_of_deltas(deltas)
+        scores = [0] * len(keys)
+        best = [-1] * len(keys)
+        seen = [False] * len(keys)
+        for i, score, gpu in zip(owners, per_try, gpus, strict=True):
+            if not seen[i] or score > scores[i]:  # the first GPU with the highest score wins
+                scores[i], best[i], seen[i] = score, gpu, True
+        if allowed is not None:
+            scores = [score if key[1] in allowed else 0 for score, key in zip(scores, keys, strict=True)]
+        return scores, best
+
     def choose_gpus(self, pod: PodInfo, request: GpuRequest, row: int, free: IntArray) -> tuple[int, ...] | None:
         """GpuShare's ``gpuSelMethod: FGD`` (``allocateGpuIdBasedOnFGDScore``): a share pod gets
         the GPU with the best FGD score, a pod of whole GPUs the first fully free ones."""
         if not request.shared:
             return exclusive_gpus(free.tolist(), request)
         table = self.handle.table
-        rows = np.array([row], dtype=np.intp)
-        res = node_resources(table, rows)
         # Reserve runs with the pod assumed: measure the node as it was before it.
-        cpu_left = int(res.cpu_left[0]) + (pod.requests.milli_cpu if table.pod(pod.uid) is not None else 0)
+        cpu_left = int(table.available_by_resource[CPU, row]) + (
+            pod.requests.milli_cpu if table.pod(pod.uid) is not None else 0)
         valid = self._cache_key == self._key(table, self.typical_pods(pod))
         cached = self._cache.get(pod_shape(pod)) if valid else None
         known = cached.best_for(row, cpu_left, free) if cached is not None else None
         if known is not None:
             return (known,) if known >= 0 and free[known] >= request.milli else None
+        res = node_resources(table, np.array([row], dtype=np.intp))
         padded = np.zeros((1, max(res.free.shape[1], len(free))), dtype=np.int64)
         padded[0, : len(free)] = free
         before = NodeResources(
@@ -277,6 +334,63 @@ def _state_keys(res: NodeResources) -> list[tuple[int, ...]]:
     milli of each GPU in index order (the GPU chosen is an index)."""
     return [(cpu, code, count, *free) for cpu, code, count, free in zip(
         res.cpu_left.tolist(), res.model_codes.tolist(), res.gpu_count.tolist(), res.free.tolist(), strict=True)]
+
+
+#: Up to this many states not seen, ``_scores_of_keys`` (Python) scores them, else ``_scores``.
+_FEW_STATES = 24
+
+
+#: ``int(sigmoid(delta / 1000) * 100)`` by delta, as numpy computes it (the same states come back,
+#: so the same deltas do); emptied when full.
+_SCORE_OF_DELTA: dict[float, int] = {}
+
+
+def _scores_of_deltas(deltas: list[float]) -> list[int]:
+    """``_scores``' per-GPU score of each fragmentation delta: numpy's sigmoid (its exp, on an
+    array, as ``_scores`` takes it) for the deltas not seen before, the kept value for the others."""
+    known = _SCORE_OF_DELTA
+    missing = [d for d in deltas if d not in known]
+    if not missing:
+        return [known[d] for d in deltas]
+    scores = (sigmoid(np.array(missing, dtype=np.float64) / 1000) * MAX_NODE_SCORE).astype(np.int64).tolist()
+    fresh = dict(zip(missing, scores, strict=True))
+    result = [fresh[d] if d in fresh else known[d] for d in deltas]
+    if len(known) >= _STATES_KEPT:
+        known.clear()
+    known.update(fresh)
+    return result
+
+
+def _allowed_codes(table: NodeTable, gpu_model: str) -> set[int] | None:
+    """``accessible``'s model codes for a pod asking ``gpu_model`` (None: any node)."""
+    models = [m for m in gpu_model.split("|") if m]
+    return set(table.label_column(GPU_MODEL).codes_for(models).tolist()) if models else None
+
+
+def _sub_one(cpu_left: int, gpu_count: int, free: list[int], shape: PodShape) -> tuple[int, list[int]]:
+    """``_sub`` of one node state (``free`` is not changed)."""
+    if shape.gpu_count and shape.milli_gpu < MILLI:  # not reached: share pods are scored GPU by GPU
+        raise ValueError("_sub takes pods of whole GPUs")
+    if cpu_left < shape.milli_cpu or gpu_count < shape.gpu_count:
+        return cpu_left, free
+    if not shape.gpu_count:
+        return cpu_left - shape.milli_cpu, free
+    after = list(free)
+    taken = 0
+    for gpu in range(gpu_count):
+        if taken < shape.gpu_count and after[gpu] >= shape.milli_gpu:
+            after[gpu] -= shape.milli_gpu
+            taken += 1
+    return cpu_left - shape.milli_cpu, after
+
+
+def _row_state_keys(table: NodeTable, rows: Rows) -> list[tuple[int, ...]]:
+    """``_state_keys(node_resources(table, rows))`` read row by row in Python (for a few rows)."""
+    cpu_left = table.available_by_resource[CPU]
+    codes = table.label_column(GPU_MODEL).codes
+    free = GpuLedger.of(table).free_lists(rows.tolist())
+    return [(int(cpu_left[row]), int(codes[row]), count, *gpus)
+            for row, (count, gpus) in zip(rows.tolist(), free, strict=True)]
 
 
 def _take(res: NodeResources, picked: Rows) -> NodeResources:

@@ -39,6 +39,7 @@ from kubesched.snapshot.gpushare.model import (
     format_gpu_index,
     parse_gpu_request,
 )
+from kubesched.snapshot.gpushare.resources import model_mask
 from kubesched.snapshot.gpushare.selection import BUILTIN_METHODS, choose_gpus
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
@@ -60,6 +61,11 @@ class GpuChooser(Protocol):
     def choose_gpus(self, pod: PodInfo, request: GpuRequest, row: int, free: IntArray) -> tuple[int, ...] | None: ...
 
 
+#: Up to this many rows, Filter judges them one by one in Python (numpy's per-call cost is the
+#: work for a row or two).
+_FEW_ROWS = 8
+
+
 class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
     name = NAME
     args_model = GpuShareArgs
@@ -71,6 +77,9 @@ class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
         self._too_few = Status.unresolvable(REASON_TOO_FEW_GPUS)
         self._model = Status.unresolvable(REASON_MODEL)
         self._insufficient = Status.unschedulable(REASON_INSUFFICIENT)
+        #: Filter's statuses, one list for every call (nothing appends to a Verdicts' list): a
+        #: caller that maps them once per list, as the incremental pass does, maps them once.
+        self._filter_statuses = [self._too_few, self._model, self._insufficient]
         #: The last plugin found to be a ``GpuChooser``, as the plugin and as the chooser (a
         #: runtime-checked Protocol: the check looks at every member, once per pod otherwise).
         self._checked: Plugin | None = None
@@ -118,15 +127,35 @@ class GpuShare(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
         request = self._request(state, pod)
         if request is None:
             return Verdicts.all_pass(len(rows))
+        if len(rows) <= _FEW_ROWS:
+            return self._filter_few(table, request, rows)
         free = self.ledger.free(rows)
         fits = (free >= request.milli).sum(axis=1) >= request.count
         codes = np.zeros(len(rows), dtype=np.int32)
         codes[~fits] = 3
         if request.models:
-            allowed = table.label_column(GPU_MODEL).codes_for(request.models)
-            codes[~np.isin(table.label_column(GPU_MODEL).codes[rows], allowed)] = 2
+            codes[~model_mask(table, request.models, table.label_column(GPU_MODEL).codes[rows])] = 2
         codes[self.ledger.gpu_counts(rows) < request.count] = 1
-        return Verdicts(codes, [self._too_few, self._model, self._insufficient])
+        return Verdicts(codes, self._filter_statuses)
+
+    def _filter_few(self, table: NodeTable, request: GpuRequest, rows: Rows) -> Verdicts:
+        """``filter_batch`` of a few rows (an incremental pass judges the rows changed since, often
+        one or two), row by row in Python: the same codes, by the same precedence (too few GPUs,
+        then the model, then no room on enough GPUs)."""
+        models = table.label_column(GPU_MODEL)
+        allowed = set(models.codes_for(request.models).tolist()) if request.models else None
+        codes: list[int] = []
+        for row in rows.tolist():
+            free, _ = self.ledger.row_milli(row)  # the node's own GPUs
+            if len(free) < request.count:
+                codes.append(1)
+            elif allowed is not None and int(models.codes[row]) not in allowed:
+                codes.append(2)
+            elif sum(1 for milli in free if milli >= request.milli) < request.count:
+                codes.append(3)
+            else:
+                codes.append(0)
+        return Verdicts(np.array(codes, dtype=np.int32), self._filter_statuses)
 
     # -- Reserve / Unreserve -----------------------------------------------------------------------
     def _choose(self, pod: PodInfo, request: GpuRequest, row: int, free: IntArray) -> tuple[int, ...] | None:

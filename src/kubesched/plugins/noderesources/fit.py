@@ -78,6 +78,8 @@ _PACKED_CHECKS: Final = 31
 _SMALL_KEY_CHECKS: Final = 8
 #: The verdict of one node that fits (shared: Verdicts are never mutated).
 _ONE_PASSES: Final = Verdicts.all_pass(1)
+#: Up to this many rows, Filter packs their keys in plain Python (``_filter_few_rows``).
+_FEW_ROWS: Final = 8
 #: A threshold no available amount is below: the columns a pod does not check.
 _NEVER_SHORT: Final = int(np.iinfo(np.int64).min)
 
@@ -297,6 +299,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return Verdicts(np.ones(len(rows), dtype=np.int32), [err])
         if len(rows) == 1 and len(s.checks) < _SMALL_KEY_CHECKS:
             return self._filter_one_row(s, table, int(rows[0]))
+        if len(rows) <= _FEW_ROWS and s.checks and len(s.checks) < _SMALL_KEY_CHECKS:
+            return self._filter_few_rows(s, table, rows)
         # One gather of every resource column the state knows (contiguous rows of the resource-major
         # matrix) and one comparison: ``short[column, i]``, candidate i is short of that column.
         thresholds = s.thresholds
@@ -333,13 +337,27 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         codes[idx] = partial.codes
         return Verdicts(codes, partial.statuses)
 
-    def _filter_one_row(self, s: _PreFilterState, table: NodeTable, row: int) -> Verdicts:
-        """One node in plain Python (preemption's dry run and the extender check nodes one at a
-        time, where numpy's per-call cost is most of the work): the same packed key as the batch."""
+    def _filter_few_rows(self, s: _PreFilterState, table: NodeTable, rows: Rows) -> Verdicts:
+        """A few nodes (an incremental pass's changed rows) in plain Python: each row's packed key
+        as ``_filter_one_row`` makes it, then what the batch gives for these keys (``all_pass``
+        when none is short; else the codes of the reasons' table, new keys registered in the
+        batch's order: ascending)."""
+        keys = [self._row_key(s, table, row) for row in rows.tolist()]
+        if not any(keys):
+            return Verdicts.all_pass(len(keys))
+        key_codes = self._key_codes_of(s.reasons)
+        for key in sorted(set(keys)):
+            key_codes.code(key)
+        return Verdicts(np.array([key_codes.code(key) for key in keys], dtype=np.int32), key_codes.statuses)
+
+    @staticmethod
+    def _row_key(s: _PreFilterState, table: NodeTable, row: int) -> int:
+        """One node's packed key (0: fits), as the batch packs it: "too many pods", then per
+        check two bits, short of it and (bit + 1) not even the node's whole allocatable."""
         free = table.available[row].tolist()
         key = int(free[PODS] < 1)
         if key == 0 and all(free[c.column] >= c.amount for c in s.checks):
-            return _ONE_PASSES
+            return 0
         whole = table.allocatable[row].tolist()
         for i, c in enumerate(s.checks, start=1):
             if c.delegable and whole[c.column] <= 0:
@@ -348,6 +366,14 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 key |= 1 << (2 * i)
             if whole[c.column] < c.amount:
                 key |= 1 << (2 * i + 1)
+        return key
+
+    def _filter_one_row(self, s: _PreFilterState, table: NodeTable, row: int) -> Verdicts:
+        """One node in plain Python (preemption's dry run and the extender check nodes one at a
+        time, where numpy's per-call cost is most of the work): the same packed key as the batch."""
+        key = self._row_key(s, table, row)
+        if key == 0:
+            return _ONE_PASSES
         key_codes = self._key_codes_of(s.reasons)
         code = key_codes.code(key)
         if code == 0:  # only "too big" bits: cannot happen for a short row, but be exact

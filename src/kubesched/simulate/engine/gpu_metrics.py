@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, StateMeasure, fragmentation
 from kubesched.snapshot.gpushare.ledger import GpuLedger
 from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI
 from kubesched.snapshot.gpushare.resources import model_access, node_resources
 from kubesched.snapshot.gpushare.typical_pods import TypicalPod
-from kubesched.snapshot.table import NodeTable
+from kubesched.snapshot.table import CPU, NodeTable
 
 __all__ = ["GpuMetrics"]
+
+#: Up to this many rows changed since the last sample, they are read one by one in Python
+#: (``GpuLedger.row_milli``, ``StateMeasure``): for a row or two numpy's per-call cost is the work.
+_FEW_ROWS = 16
 
 
 class GpuMetrics:
@@ -49,22 +53,26 @@ class GpuMetrics:
         self._allocated = np.zeros(0, dtype=np.int64)
         self._idle = np.zeros(0, dtype=np.int64)
         self._capacity = 0
+        #: Their sums over the alive rows, moved by each row's change (integers: exact in any order).
+        self._allocated_total = 0
+        self._idle_total = 0
         #: ``ledger.changes`` when ``_refresh`` last compared the rows (-1: never), and the sum of
         #: ``_frag`` over the alive rows when ``fragmented`` last added it up (None: to add again).
         self._ledger_changes = -1
         self._frag_total: float | None = None
         table.add_pod_observer(lambda row, _pod, _sign: self._dirty.add(row))
 
-    def _refresh(self) -> np.ndarray:
-        """The alive rows, with ``_capacity``, ``_allocated`` and ``_idle`` up to date: per row,
+    def _refresh(self) -> None:
+        """``_capacity``, ``_allocated`` and ``_idle`` and their totals up to date: per row,
         measured again where the ledger's change counter moved since (every row after a node
-        change). Integers, so their sums are those of the whole ledger read at once."""
+        change; rows not alive are 0). Integers, so their sums are those of the whole ledger
+        read at once."""
         table, ledger = self.table, self.ledger
-        alive = table.alive_rows()
         ledger.settle()
         reset = self._sums_generation != table.node_generation or self._sums_rows != len(table.alive)
         if not reset and ledger.changes == self._ledger_changes:
-            return alive  # no GPU taken or given back anywhere since the last look
+            return  # no GPU taken or given back anywhere since the last look
+        alive = table.alive_rows()
         self._ledger_changes = ledger.changes
         if reset:
             self._sums_generation, self._sums_rows = table.node_generation, len(table.alive)
@@ -76,16 +84,28 @@ class GpuMetrics:
             touched = np.array(sorted(self._touched), dtype=np.intp)
             changed = touched[table.alive[touched]] if len(touched) else touched
         self._touched.clear()
-        if len(changed):
-            self._idle[changed] = ledger.free(changed).sum(axis=1)
+        if 0 < len(changed) <= _FEW_ROWS:  # the usual sample: a pod or two placed since the last
             for row in changed.tolist():
-                self._allocated[row] = ledger.allocated_milli(np.array([row], dtype=np.intp))
-        return alive
+                free, allocated = ledger.row_milli(row)
+                idle = sum(free)
+                self._idle_total += idle - int(self._idle[row])
+                self._allocated_total += allocated - int(self._allocated[row])
+                self._idle[row], self._allocated[row] = idle, allocated
+        elif len(changed):
+            idle = ledger.free(changed).sum(axis=1)
+            self._idle_total += int(idle.sum()) - int(self._idle[changed].sum())
+            self._idle[changed] = idle
+            for row in changed.tolist():
+                allocated = ledger.allocated_milli(np.array([row], dtype=np.intp))
+                self._allocated_total += allocated - int(self._allocated[row])
+                self._allocated[row] = allocated
+        if reset:
+            self._allocated_total, self._idle_total = int(self._allocated.sum()), int(self._idle.sum())
 
     def totals(self) -> tuple[int, int, int]:
         """GPU milli of the nodes present: capacity, allocated, idle."""
-        alive = self._refresh()
-        return self._capacity, int(self._allocated[alive].sum()), int(self._idle[alive].sum())
+        self._refresh()
+        return self._capacity, self._allocated_total, self._idle_total
 
     def unplaced(self) -> int:
         return self.ledger.overcommitted_milli()
@@ -105,12 +125,19 @@ class GpuMetrics:
         if self._dirty and self.typical:
             rows = np.array(sorted(self._dirty), dtype=np.intp)
             rows = rows[self.table.alive[rows]]
-            res = node_resources(self.table, rows)
             models = len(self.table.label_column(GPU_MODEL).values)
             if self._access[0] != models:
                 self._access = (models, model_access(self.table, [t.gpu_model for t in self.typical]))
             access = self._access[1]
-            measured = fragmentation(NodeStates(res.cpu_left, res.free, res.model_codes, access), self.typical)
+            if len(rows) <= _FEW_ROWS:  # one row at a time in Python: the same measure (StateMeasure)
+                measure = StateMeasure(self.typical, access)
+                cpu_left = self.table.available_by_resource[CPU]
+                codes = self.table.label_column(GPU_MODEL).codes
+                measured = np.array([measure.of(int(cpu_left[row]), int(codes[row]), self.ledger.row_milli(row)[0])
+                                     for row in rows.tolist()], dtype=np.float64)
+            else:
+                res = node_resources(self.table, rows)
+                measured = fragmentation(NodeStates(res.cpu_left, res.free, res.model_codes, access), self.typical)
             self._grow()
             self._frag[rows] = measured
         self._dirty.clear()

@@ -74,6 +74,10 @@ class _Workload:
     thresholds: IntArray  # the distinct milli asked
     which: IntArray  # each pod's threshold
     t_count: IntArray
+    #: The same as Python values, pod by pod (``_measure_one``: a state or a few cost less in
+    #: Python than numpy's per-call overhead): (p, CPU asked, asks GPUs, threshold index, count).
+    rows: tuple[tuple[float, int, bool, int, int], ...]
+    threshold_values: tuple[int, ...]
 
 
 _WORKLOADS: dict[int, _Workload] = {}
@@ -85,11 +89,15 @@ def _workload(pods: Sequence[TypicalPod]) -> _Workload:
         return cached
     t_milli = np.array([t.milli_gpu for t in pods], dtype=np.int64)
     thresholds, which = np.unique(t_milli, return_inverse=True)
+    p = np.array([t.frequency for t in pods])
+    t_cpu = np.array([t.milli_cpu for t in pods], dtype=np.int64)
+    t_count = np.maximum(np.array([t.gpu_count for t in pods], dtype=np.int64), 1)
+    which = which.reshape(-1)
     workload = _Workload(
-        pods=pods, p=np.array([t.frequency for t in pods]),
-        t_cpu=np.array([t.milli_cpu for t in pods], dtype=np.int64), gpu_pod=t_milli > 0,
-        thresholds=thresholds, which=which.reshape(-1),
-        t_count=np.maximum(np.array([t.gpu_count for t in pods], dtype=np.int64), 1))
+        pods=pods, p=p, t_cpu=t_cpu, gpu_pod=t_milli > 0, thresholds=thresholds, which=which, t_count=t_count,
+        rows=tuple(zip(p.tolist(), t_cpu.tolist(), (t_milli > 0).tolist(), which.tolist(), t_count.tolist(),
+                       strict=True)),
+        threshold_values=tuple(thresholds.tolist()))
     if len(_WORKLOADS) >= 8:  # the list is held, so its id is not reused while cached
         _WORKLOADS.clear()
     _WORKLOADS[id(pods)] = workload
@@ -142,24 +150,78 @@ def fragmentation(states: NodeStates, pods: Sequence[TypicalPod]) -> np.ndarray:
     """``NodeGpuShareFragAmountScore`` of every state (float64 array). Each bucket is summed over
     the typical pods in order (``cumsum``), and the buckets in the reference's order, as Go adds.
     A few states (fewer than ``_DEDUP_FROM``) are looked up in the workload's memo first and only
-    the ones never seen are measured; every state's measure is the same alone or among others."""
+    the ones never seen are measured, one by one in Python (``StateMeasure``); every state's
+    measure is the same alone or among others, in Python or with arrays."""
     n = len(states.cpu_left)
     if n == 0 or not pods:
         return np.zeros(n)
     if n >= _DEDUP_FROM:
         return _measure(states, pods)
-    memo = _memo(pods, states.access)
-    if len(memo) >= MEMO_SIZE:
-        memo.clear()
-    keys = state_keys(states)
-    values = [memo.get(key) for key in keys]
-    missing = [i for i, v in enumerate(values) if v is None]
-    if missing:
-        picked = np.array(missing, dtype=np.intp)
-        sub = NodeStates(states.cpu_left[picked], states.free[picked], states.model_codes[picked], states.access)
-        for i, value in zip(missing, _measure(sub, pods).tolist(), strict=True):
-            memo[keys[i]] = values[i] = value
-    return np.array(values, dtype=np.float64)
+    measure = StateMeasure(pods, states.access)
+    return np.array([measure.of_key(key) for key in state_keys(states)], dtype=np.float64)
+
+
+class StateMeasure:
+    """The measure of one state at a time, in Python, through the workload's memo: for a state
+    or a few, numpy's per-call overhead (~30 calls) is the whole cost of ``_measure``. Every
+    value is ``_measure``'s to the bit: the same float operations in the same order (each
+    bucket summed over the typical pods in pod order, the buckets in the reference's order;
+    a pod outside a bucket adds nothing, as its 0.0 there adds nothing to numpy's cumsum)."""
+
+    __slots__ = ("_access_rows", "_memo", "_workload")
+
+    def __init__(self, pods: Sequence[TypicalPod], access: np.ndarray) -> None:
+        self._workload = _workload(pods) if pods else None
+        self._memo = _memo(pods, access)
+        if len(self._memo) >= MEMO_SIZE:
+            self._memo.clear()
+        self._access_rows: list[list[bool]] = access.tolist()
+
+    def of(self, cpu_left: int, code: int, free: Sequence[int]) -> float:
+        """The measure of a node with ``cpu_left`` milli-CPU, GPU model ``code`` (-1: none) and
+        ``free`` milli per GPU (0 for GPUs it lacks; any order)."""
+        return self.of_key((cpu_left, code, *sorted(free)))
+
+    def of_key(self, key: tuple[int, ...]) -> float:
+        """The measure of a ``state_keys`` key."""
+        value = self._memo.get(key)
+        if value is None:
+            value = self._memo[key] = self._measure_one(key[0], key[1], key[2:])
+        return value
+
+    def _measure_one(self, cpu_left: int, code: int, free: Sequence[int]) -> float:
+        w = self._workload
+        if w is None:
+            return 0.0
+        total = float(sum(free))
+        # Per distinct milli asked: the free milli of the GPUs too small for it, how many fit it.
+        small: list[float] = []
+        fitting: list[int] = []
+        for threshold in w.threshold_values:
+            too_small = [f for f in free if f < threshold]
+            small.append(float(sum(too_small)))
+            fitting.append(len(free) - len(too_small))
+        access = self._access_rows[code + 1]
+        b0 = b1 = b2 = b3 = b4 = b5 = 0.0
+        for t, (p, t_cpu, gpu_pod, k, count) in enumerate(w.rows):
+            cpu_ok = cpu_left >= t_cpu
+            if not gpu_pod:
+                if cpu_ok:
+                    b3 += p * total  # XL
+                else:
+                    b4 += p * total  # XR
+            elif not access[t]:
+                b5 += p * total  # NA
+            elif fitting[k] >= count:
+                if cpu_ok:
+                    b1 += p * small[k]  # Q2 fragments of Q3
+                else:
+                    b2 += p * total  # Q4
+            elif cpu_ok:
+                b1 += p * total  # Q2
+            else:
+                b0 += p * total  # Q1
+        return 0.0 + b0 + b1 + b2 + b3 + b4 + b5
 
 
 def _measure(states: NodeStates, pods: Sequence[TypicalPod]) -> np.ndarray:

@@ -85,6 +85,8 @@ class GpuLedger:
         #: changed), and the rows whose used milli changed since: Filter and Score read the whole
         #: matrix on every attempt, pods change a few rows between two.
         self._free: IntArray | None = None
+        #: ``_free`` summed per row (kept with it: the free milli of a whole node).
+        self._free_totals: IntArray = np.zeros(0, dtype=np.int64)
         self._free_stale: set[int] = set()
         #: Bumped with every row's counter in ``_versions``: unchanged, no GPU was taken or given
         #: back anywhere (the replay's metrics skip their per-row comparison).
@@ -221,18 +223,30 @@ class GpuLedger:
 
     def free(self, rows: Rows) -> IntArray:
         """Free milli per GPU, ``(len(rows), max GPUs)``; 0 past a node's last GPU. A new array."""
+        free: IntArray = self._fresh_free().take(rows, axis=0)
+        return free
+
+    def free_totals(self, rows: Rows) -> IntArray:
+        """Free milli of each row's GPUs in all (``free(rows).sum(axis=1)``, kept per row)."""
+        self._fresh_free()
+        totals: IntArray = self._free_totals.take(rows)
+        return totals
+
+    def _fresh_free(self) -> IntArray:
+        """The free-milli matrix of every row, rows whose used milli changed read again."""
         self.settle()
         self._ensure_shape()
         table_free = self._free
         if table_free is None or table_free.shape != self._used.shape:
             table_free = self._free = self._free_of(np.arange(len(self._used)))
+            self._free_totals = table_free.sum(axis=1)
             self._free_stale.clear()
         elif self._free_stale:
             stale = np.fromiter(self._free_stale, dtype=np.intp, count=len(self._free_stale))
             self._free_stale.clear()
-            table_free[stale] = self._free_of(stale)
-        free: IntArray = table_free.take(rows, axis=0)
-        return free
+            table_free[stale] = fresh = self._free_of(stale)
+            self._free_totals[stale] = fresh.sum(axis=1)
+        return table_free
 
     def _free_of(self, rows: Rows) -> IntArray:
         counts = self.table.node_column(COUNT_COLUMN)[rows]
@@ -271,6 +285,30 @@ class GpuLedger:
         self.settle()
         count = int(self.table.node_column(COUNT_COLUMN)[row])
         return [int(v) for v in self._used[row, :count]]
+
+    def row_milli(self, row: int) -> tuple[list[int], int]:
+        """(free milli of each GPU ``row`` has, milli its pods hold on them) as Python values:
+        ``free`` and ``allocated_milli`` of one row without their dozen numpy calls, for a reader
+        of a row or two at a time."""
+        self.settle()
+        self._ensure_shape()
+        count = int(self.table.node_column(COUNT_COLUMN)[row])
+        used: list[int] = self._used[row, :count].tolist()
+        return [max(MILLI - u, 0) for u in used], sum(used)
+
+    def free_lists(self, rows: list[int]) -> list[tuple[int, list[int]]]:
+        """(GPU count, ``free(rows)``'s row: free milli per GPU, 0 past the node's last GPU) of
+        each row, read in Python (for a few rows: ``free`` costs a dozen numpy calls)."""
+        self.settle()
+        self._ensure_shape()
+        width = self._used.shape[1]
+        counts = self.table.node_column(COUNT_COLUMN)
+        out: list[tuple[int, list[int]]] = []
+        for row in rows:
+            count = int(counts[row])
+            used: list[int] = self._used[row, :count].tolist()
+            out.append((count, [max(MILLI - u, 0) for u in used] + [0] * (width - len(used))))
+        return out
 
     def allocated_milli(self, rows: Rows) -> int:
         """Milli-GPU the pods on ``rows`` hold on GPUs (over-committed pods not included)."""

@@ -119,3 +119,33 @@ def test_a_pod_without_gpu_count_asks_for_no_gpu_as_the_reference_reads_it() -> 
     bound = cluster.pods[p.uid]
     assert bound.node_name == "cpu-only"
     assert "alibabacloud.com/gpu-index" not in bound.raw["metadata"]["annotations"]
+
+
+def test_filter_of_a_row_at_a_time_gives_the_verdicts_of_all_rows_at_once() -> None:
+    """Filter judges a few rows one by one (an incremental pass's changed rows) and many with
+    arrays: for every request (share, whole GPUs, a model, several models, more GPUs than a node
+    has), each node's verdict is the same both ways."""
+    sched, cluster = scheduler()
+    nodes = [gpu_node(f"n{i}", gpus=g, model=m) for i, (g, m) in
+             enumerate([(0, "V100"), (1, "V100"), (2, "T4"), (4, "V100"), (8, "T4"), (8, "A100")] * 2)]
+    for n in nodes:
+        cluster.add_node(n)
+    add_pods(cluster, [gpu_pod("a", 1000, node_name="n1", index="0"), gpu_pod("b", 600, node_name="n3", index="1"),
+                       gpu_pod("c", 1000, count=2, node_name="n4", index="0-1"),
+                       gpu_pod("d", 300, node_name="n8", index="3")])
+    drain(sched)
+    plugin = sched.frameworks[PROFILE].plugins["GpuShare"]
+    assert isinstance(plugin, GpuShare)
+    table = sched.cache.table
+    rows = table.alive_rows()
+    assert len(rows) > 8  # the array path
+    for i, (milli, count, model) in enumerate([(500, 1, None), (700, 1, "T4"), (1000, 2, None), (1000, 4, "V100|A100"),
+                                                (1000, 8, None), (1000, 9, None), (200, 1, "P100")]):
+        pending = add_pods(cluster, [gpu_pod(f"p{i}", milli, count=count, model=model)])[0]
+        state = CycleState()
+        assert plugin.pre_filter(state, pending, table)[1].is_success
+        whole = plugin.filter_batch(state, pending, table, rows)
+        for j, row in enumerate(rows.tolist()):
+            one = plugin.filter_batch(state, pending, table, rows[j : j + 1])
+            assert one.statuses[one.codes[0] - 1] == whole.statuses[whole.codes[j] - 1] if whole.codes[j] else \
+                not one.codes[0], (milli, count, model, table.names[row])

@@ -12,10 +12,12 @@ import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.plugins.gpu_policies import FGD
+from kubesched.plugins.gpu_policies import fgd as fgd_module
 from kubesched.plugins.gpushare import GpuLedger, parse_gpu_request
 from kubesched.simulate.engine.gpu_metrics import GpuMetrics
 from kubesched.snapshot.gpushare import fragmentation as frag
 from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation
+from kubesched.snapshot.gpushare.resources import node_resources
 from kubesched.snapshot.gpushare.typical_pods import TypicalPod
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
@@ -62,6 +64,29 @@ def test_fragmentation_memo_gives_each_states_own_measure() -> None:
         codes = rng.choice([-1, 0, 1], size=n).astype(np.int64)
         states = NodeStates(cpu, free, codes, access)
         assert fragmentation(states, TYPICAL).tolist() == frag._measure(states, TYPICAL).tolist()
+
+
+def test_state_measure_in_python_equals_numpys_to_the_bit() -> None:
+    """The one-state Python measure against the array measure, on workloads of odd frequencies
+    (sums that depend on their order), widths up to 8 GPUs, models a pod does not accept and
+    CPU pods: equal as floats, bit for bit."""
+    rng = np.random.default_rng(9)
+    for _ in range(40):
+        shapes = []
+        for _ in range(int(rng.integers(1, 30))):
+            milli = int(rng.choice([0, 100, 250, 333, 500, 1000]))
+            count = 0 if milli == 0 else (1 if milli < 1000 else int(rng.integers(1, 5)))
+            shapes.append(TypicalPod(milli_cpu=int(rng.integers(0, 20)) * 500, milli_gpu=milli, gpu_count=count,
+                                     frequency=float(rng.random())))
+        access = rng.random((4, len(shapes))) < 0.8
+        n = int(rng.integers(1, 40))
+        free = rng.choice([0, 50, 100, 250, 333, 500, 667, 900, 1000], size=(n, int(rng.integers(1, 9))))
+        states = NodeStates(rng.integers(-1000, 64000, size=n), free.astype(np.int64),
+                            rng.integers(-1, 3, size=n), access)
+        measure = frag.StateMeasure(shapes, access)
+        got = [measure.of(int(c), int(m), f) for c, m, f in
+               zip(states.cpu_left, states.model_codes, states.free.tolist(), strict=True)]
+        assert got == frag._measure(states, shapes).tolist()
 
 
 def _place(table: NodeTable, rng: random.Random, name: str) -> None:
@@ -115,6 +140,29 @@ def test_fgd_scores_kept_per_node_state_equal_a_fresh_plugins() -> None:
             assert kept.choose_gpus(pod, request, row, free) == fresh.choose_gpus(pod, request, row, free)
 
 
+def test_fgd_scores_of_a_few_states_in_python_equal_the_array_scores() -> None:
+    """FGD scores a few states in Python and many with arrays: on nodes of 2, 4 and 8 GPUs and
+    two models, pods placed at random, share, whole-GPU and CPU pods, any model or one: both
+    give every node the same score and the same best GPU."""
+    table = table_of(*[gpu_node(f"n{i}", gpus=g, cpu=c, model=m) for i, (g, c, m) in
+                       enumerate([(4, "8", "V100"), (8, "16", "V100"), (2, "4", "T4"), (8, "96", "T4"),
+                                  (4, "32", "V100"), (1, "8", "T4")])])
+    plugin = new_plugin(FGD, {"typicalPods": SHAPES}, table=table)
+    rng = random.Random(3)
+    for step in range(40):
+        _place(table, rng, f"p{step}")
+        rows = table.alive_rows()
+        res = node_resources(table, rows)
+        assert fgd_module._row_state_keys(table, rows) == fgd_module._state_keys(res)  # read in Python
+        shapes = ((250, 1, None), (500, 1, "T4"), (1000, 1, None), (1000, 2, "V100"), (None, 1, None))
+        for milli, count, model in shapes:
+            pod = PodInfo.from_raw(gpu_pod(f"q{step}", milli, count=count, model=model,
+                                           cpu=rng.choice(["1", "4", "12"])))
+            arrays = plugin._scores(table, pod, res)
+            python = plugin._scores_of_keys(table, pod, fgd_module._state_keys(res))
+            assert (arrays[0].tolist(), arrays[1].tolist()) == python, (step, milli, count, model)
+
+
 def _uid_of(table: NodeTable, name: str) -> str:
     for pod in table.all_pods():
         if pod.name == name:
@@ -124,16 +172,26 @@ def _uid_of(table: NodeTable, name: str) -> str:
 
 def test_replay_gpu_sums_follow_every_change_the_ledger_sees() -> None:
     """The replay's GPU capacity, allocated and idle milli, kept per row and refreshed for the rows
-    the ledger reports: after pods come and go, equal to sums made from scratch."""
-    table = table_of(*[gpu_node(f"n{i}", gpus=g) for i, g in enumerate([4, 8, 2, 8])])
+    the ledger reports: after pods come and go and nodes go and come, equal to sums made from
+    scratch (a few rows changed are read one by one, all of them at once: 20 nodes)."""
+    sizes = [(4, "8"), (8, "16"), (2, "4"), (8, "96")] * 5
+    table = table_of(*[gpu_node(f"n{i}", gpus=g, cpu=c) for i, (g, c) in enumerate(sizes)])
     kept = GpuMetrics(table, TYPICAL)
     rng = random.Random(3)
     placed: list[str] = []
     for step in range(40):
+        if step == 15:
+            gone = [p.name for p in table.all_pods() if p.node_name == "n1"]
+            table.remove_node("n1")
+            placed = [name for name in placed if name not in gone]
+        if step == 25:
+            table.upsert_node(gpu_node("n9", gpus=4))
         if placed and rng.random() < 0.35:
             table.remove_pod(_uid_of(table, placed.pop(rng.randrange(len(placed)))))
         else:
             _place(table, rng, f"p{step}")
             placed.append(f"p{step}")
         assert kept.totals() == GpuMetrics(table, TYPICAL).totals(), step
+        rows = table.alive_rows()  # the ledger's free milli per node, kept per row as well
+        assert kept.ledger.free_totals(rows).tolist() == kept.ledger.free(rows).sum(axis=1).tolist(), step
         assert kept.fragmented() == GpuMetrics(table, TYPICAL).fragmented(), step
