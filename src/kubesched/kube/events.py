@@ -186,6 +186,9 @@ class EventWriter:
         #: workers, a PodGroup's True condition once landed before the False queued a moment
         #: earlier, and the group stayed False after its gang was bound (fresh-clone CI, stop 37).
         self._in_flight: dict[str, deque[Write]] = {}
+        #: Writes waiting in those deques: they count against ``max_queue`` as queued ones do.
+        self._parked = 0
+        self._max_queue = max_queue
         self._sequence = itertools.count()
         self._workers_n = workers
         self._workers: list[asyncio.Task[None]] = []
@@ -295,6 +298,9 @@ class EventWriter:
         self._condition_false.discard(uid)
 
     def _put(self, write: Write, obj: str = "", urgent: bool = False) -> None:
+        if self._parked and self._parked + self._queue.qsize() >= self._max_queue:
+            self.stats.dropped += 1
+            return
         try:
             self._queue.put_nowait((0 if urgent else 1, next(self._sequence), obj, write))
         except asyncio.QueueFull:
@@ -326,7 +332,7 @@ class EventWriter:
 
     @property
     def pending(self) -> int:
-        return self._queue.qsize()
+        return self._queue.qsize() + self._parked
 
     async def _work(self) -> None:
         while True:
@@ -335,15 +341,21 @@ class EventWriter:
                 waiting = self._in_flight.get(obj)
                 if waiting is not None:
                     waiting.append(write)  # the worker writing this object runs it next
+                    self._parked += 1
                     continue
                 self._in_flight[obj] = deque()
             try:
                 await self._attempt(write)
                 while obj and (waiting := self._in_flight[obj]):
+                    self._parked -= 1
                     await self._attempt(waiting.popleft())
             finally:
                 if obj:
-                    del self._in_flight[obj]
+                    # Cancelled (stop after its flush timed out): what still waits is dropped.
+                    for _ in self._in_flight.pop(obj):
+                        self._parked -= 1
+                        self.stats.dropped += 1
+                        self._queue.task_done()
 
     async def _attempt(self, write: Write) -> None:
         """One queued write, retried while the apiserver may be restarting; marked done after."""

@@ -305,3 +305,32 @@ async def test_writes_to_one_object_land_in_the_order_they_were_queued() -> None
     assert messages == [MSG, MSG.replace("3 Insufficient", "2 Insufficient")]
     assert w.stats.errors == 0
     await w.stop()
+
+
+async def test_writes_waiting_behind_a_stuck_write_stay_within_the_queue_bound() -> None:
+    """Writes to an object whose write hangs (an apiserver that does not answer) wait in order,
+    but count against ``max_queue`` as queued ones do: beyond it they are dropped and counted,
+    and a stop after its flush timeout counts what still waited as dropped (nothing left
+    unfinished for a later flush to hang on)."""
+    gate = asyncio.Event()
+    done: list[int] = []
+
+    async def stuck() -> None:
+        await gate.wait()
+
+    def quick(i: int) -> Any:
+        async def write() -> None:
+            done.append(i)
+        return write
+
+    w = EventWriter(FakeApi(), "kubesched-test", max_queue=10, workers=2, now=Clock())  # type: ignore[arg-type]
+    w.start()
+    w._put(stuck, "pod/u1")
+    await asyncio.sleep(0)
+    for i in range(100):
+        w._put(quick(i), "pod/u1")
+        await asyncio.sleep(0)
+    assert w.pending == 10 and w.stats.dropped == 90
+    await w.stop(flush_timeout=0.1)
+    assert done == [] and w.stats.dropped == 100
+    assert await w.flush(0.1)  # nothing unfinished
