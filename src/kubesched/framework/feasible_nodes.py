@@ -110,7 +110,9 @@ class FeasibleNodeSearch:
         # rows narrowed from it keep its order.
         ascending = table.search_rows() is table.alive_rows()
         if not fwk.filter:
-            # Upstream returns the nodes from the start index without moving it.
+            # Every node fits: upstream takes the nodes from the start index, and its caller
+            # moves the index past them (processedNodes).
+            self.next_start_node_index = (self.next_start_node_index + to_find) % max(num_all, 1)
             return _rotated(rows, start, 0, to_find)[0], SUCCESS
         key = None
         incremental: IncrementalPass | None = None
@@ -172,9 +174,10 @@ class FeasibleNodeSearch:
             seen_share = max(count / pos, 0.02)
             window = max(int((to_find - count) / seen_share * 1.15) + 16, 64)
         if tried is not None and not _among_first(rows, start, processed, tried[0]):
-            diagnosis.node_to_status.add_all(np.array([tried[0]], dtype=np.intp), tried[1])
-            if tried[1].plugin:
-                diagnosis.unschedulable_plugins.add(tried[1].plugin)
+            if bool((rows == tried[0]).any()):  # one PreFilter left out is recorded already
+                diagnosis.node_to_status.add_all(np.array([tried[0]], dtype=np.intp), tried[1])
+                if tried[1].plugin:
+                    diagnosis.unschedulable_plugins.add(tried[1].plugin)
             processed += 1
         self.next_start_node_index = (self.next_start_node_index + processed) % max(num_all, 1)
         if key is not None and count == 0:

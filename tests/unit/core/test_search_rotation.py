@@ -1,7 +1,7 @@
 """findNodesThatPassFilters (pkg/scheduler/schedule_one.go, v1.37.1) for profiles that choose
 nothing: without Score plugins (and kubesched runs no extenders) numNodesToFind is 1, so each pod
 takes the first feasible node from nextStartNodeIndex and the rotation moves past it; without Filter
-plugins the nodes from the start index are taken as they are and the index does not move."""
+plugins the nodes from the start index are taken as they are and the index moves past them."""
 
 from __future__ import annotations
 
@@ -74,10 +74,11 @@ def test_with_a_score_plugin_every_feasible_node_is_a_candidate() -> None:
     assert start == 0  # every one of the 10 nodes evaluated each time: back where it began
 
 
-def test_without_filter_plugins_the_nodes_from_the_start_are_taken_and_the_index_stays() -> None:
+def test_without_filter_plugins_the_nodes_from_the_start_are_taken_and_the_index_moves_past_them() -> None:
+    # schedule_one_test.go: nextStartNodeIndex (i+1)*nodesToFind % numAllNodes.
     placed, start = _placements({}, pods=2)
-    assert placed == [("p0", "n0"), ("p1", "n0")]
-    assert start == 0
+    assert placed == [("p0", "n0"), ("p1", "n1")]
+    assert start == 2
 
 
 def test_a_rejected_nomination_counts_among_the_nodes_processed() -> None:
