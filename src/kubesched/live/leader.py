@@ -296,7 +296,17 @@ class LeaderElector:
         stamp = micro_time(self._wall())
         record = LeaderElectionRecord("", 1, stamp, stamp, self.observed.leader_transitions)
         try:
-            rv = await self.lock.update(record, self.observed_rv)
+            try:
+                rv = await self.lock.update(record, self.observed_rv)
+            except ConflictError:
+                # A renewal cancelled by the shutdown may still have been applied: our
+                # resourceVersion is then stale, while the lease is still ours. Read it again and
+                # release that (a standby otherwise waits for the lease to expire).
+                current = await self.lock.get()
+                if current is None or current[0].holder_identity != self.identity:
+                    return True  # not ours any more: nothing to give up
+                record = replace(record, leader_transitions=current[0].leader_transitions)
+                rv = await self.lock.update(record, current[1])
         except Exception as e:
             log.warning("event=lease_release_failed err=%r", f"{type(e).__name__}: {e}")
             return False

@@ -114,6 +114,23 @@ async def test_released_lease_is_taken_at_once() -> None:
     assert lease.record.holder_identity == "b" and lease.record.leader_transitions == 1
 
 
+async def test_release_after_a_renewal_the_elector_never_saw_answered() -> None:
+    """A renewal cancelled by the shutdown may still be applied by the apiserver: the elector's
+    resourceVersion is stale (409) while the lease is still its own. It reads the lease again and
+    releases it, so the standby takes over at once (a fresh-clone CI run saw it wait instead)."""
+    lease, clock = MemoryLease(), Clock()
+    a, b = elector(lease, clock, "a"), elector(lease, clock, "b")
+    assert await a.try_acquire_or_renew()
+    assert lease.record is not None
+    lease.record, lease.rv = replace(lease.record, renew_time="later"), lease.rv + 1  # applied, unseen
+    assert await a.release()
+    assert lease.record.holder_identity == ""
+    assert await b.try_acquire_or_renew()
+    # Someone else's lease is not given up.
+    lease.record, lease.rv = replace(lease.record, holder_identity="c"), lease.rv + 1
+    assert await b.release() and lease.record.holder_identity == "c"
+
+
 async def test_concurrent_takeover_only_one_wins() -> None:
     lease, clock = MemoryLease(), Clock()
     lease.record = LeaderElectionRecord("", 1, "", "")
