@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.diagnosis import Diagnosis, NodeToStatus
 from kubesched.framework.filter_outcome import pod_shape
 from kubesched.framework.filter_rows import IncrementalPass
 from kubesched.framework.status import SUCCESS, Status
@@ -48,10 +48,10 @@ def _rotated(rows: Rows, start: int, lo: int, hi: int, ascending: bool = True) -
     return np.concatenate((rows[a:], rows[: b - n])), False
 
 
-def _among_first(rows: Rows, start: int, count: int, row: int) -> bool:
-    """Whether ``row`` is among the first ``count`` of ``rows`` rotated left by ``start``."""
+def _rotated_position(rows: Rows, start: int, row: int) -> int | None:
+    """Where ``row`` is in ``rows`` rotated left by ``start`` (None: not there)."""
     at = np.flatnonzero(rows == row)
-    return bool(len(at)) and (int(at[0]) - start) % len(rows) < count
+    return (int(at[0]) - start) % len(rows) if len(at) else None
 
 
 def _position(chunk: Rows, row: int, ascending: bool) -> int:
@@ -122,23 +122,15 @@ class FeasibleNodeSearch:
                 state, pod, table, start, None if to_find >= n else self.feasible_share, shape)
             kept = fwk.filter_outcomes.get(key, table) if key is not None else None
             if kept is not None:
-                # What the pass would have done: every node rejected, the rotation moved by all of
-                # them, the share moved towards the first window's (none passed).
-                diagnosis.adopt(kept)
-                self.feasible_share = _moved_share(self.feasible_share, 0.0)
-                self.next_start_node_index = (self.next_start_node_index + n) % max(num_all, 1)
-                return rows[:0], SUCCESS
+                return self._adopt_failed_pass(diagnosis, kept, rows, num_all)
             if to_find >= n:  # one window of every node: the shape's kept verdicts answer it
                 incremental = fwk.row_verdicts.prepare(state, pod, table, rows, shape)
                 same = incremental.failed_pass(start, rows) if incremental is not None else None
                 if same is not None and key is not None:
-                    # The shape's last failed pass, no verdict changed since: what the pass would
-                    # record and do (as for a kept pass above), and kept for this generation too.
-                    diagnosis.adopt(same)
-                    self.feasible_share = _moved_share(self.feasible_share, 0.0)
-                    self.next_start_node_index = (self.next_start_node_index + n) % max(num_all, 1)
+                    # The shape's last failed pass, no verdict changed since (as for a kept pass
+                    # above), and kept for this generation too.
                     fwk.filter_outcomes.put(key, table, same)
-                    return rows[:0], SUCCESS
+                    return self._adopt_failed_pass(diagnosis, same, rows, num_all)
         found: list[Rows] = []
         count = 0
         pos = 0
@@ -173,8 +165,9 @@ class FeasibleNodeSearch:
             # would evaluate up to twice the nodes needed when the first window fell just short).
             seen_share = max(count / pos, 0.02)
             window = max(int((to_find - count) / seen_share * 1.15) + 16, 64)
-        if tried is not None and not _among_first(rows, start, processed, tried[0]):
-            if bool((rows == tried[0]).any()):  # one PreFilter left out is recorded already
+        at = _rotated_position(rows, start, tried[0]) if tried is not None else None
+        if tried is not None and (at is None or at >= processed):
+            if at is not None:  # one PreFilter left out is recorded already
                 diagnosis.node_to_status.add_all(np.array([tried[0]], dtype=np.intp), tried[1])
                 if tried[1].plugin:
                     diagnosis.unschedulable_plugins.add(tried[1].plugin)
@@ -188,3 +181,14 @@ class FeasibleNodeSearch:
             return found[0], SUCCESS
         feasible = np.concatenate(found) if found else rows[:0]
         return feasible, SUCCESS
+
+    def _adopt_failed_pass(
+        self, diagnosis: Diagnosis, statuses: NodeToStatus, rows: Rows, num_all: int,
+    ) -> tuple[Rows, Status]:
+        """What an identical failed pass would have done: every node rejected (its statuses
+        adopted), the rotation moved by all of them, the share moved towards the first window's
+        (none passed)."""
+        diagnosis.adopt(statuses)
+        self.feasible_share = _moved_share(self.feasible_share, 0.0)
+        self.next_start_node_index = (self.next_start_node_index + len(rows)) % max(num_all, 1)
+        return rows[:0], SUCCESS
