@@ -59,6 +59,7 @@ from bench.live import (
     start_contender,
     stop_contender,
 )
+from bench.parity import comparisons
 from kubesched.testing import controlplane
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.openb import Trace, load_trace, node_object, pod_object, size_class
@@ -309,7 +310,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
     by: dict[str, list[Outcome]] = {}
     for o in outcomes:
         by.setdefault(o.contender, []).append(o)
-    return {
+    summary: dict[str, Any] = {
         kind: {
             "bound": [o.bound for o in runs],
             "spread": [min(o.bound for o in runs), max(o.bound for o in runs)],
@@ -320,6 +321,12 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
         }
         for kind, runs in by.items()
     }
+    # Whether each kubesched contender's bound count differs from kube-scheduler's by more than the
+    # run-to-run noise (bench/parity.py says why the literal spread check is not that test).
+    parity = comparisons({kind: [o.bound for o in runs] for kind, runs in by.items()})
+    if parity:
+        summary["parity"] = parity
+    return summary
 
 
 def main(argv: list[str]) -> int:
