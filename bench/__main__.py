@@ -40,6 +40,8 @@ Workloads:
                                              failover-backlog[-kube-scheduler]: the leader killed, 10,000 pods pending
   openb [--nodes N] [--rounds R]             the openb GPU trace: kube-scheduler vs kubesched, pods bound and
                                              time to first bind with the trace pending (bench/openb.py)
+  openb-sim [--seeds 1-20] [--nodes N]       kubesched's bound count on the openb backlog per seed (nodes and pods
+                                             shuffled), `kubesched simulate` end to end: its spread (bench/openb_sim.py)
   gpu-replay [--policies P,..] [--seeds S,..]  the ATC '23 GPU-sharing replay of the openb trace per policy and
                                              seed: time and GPU allocation at 100/130 % demand (bench/gpu_replay.py)
   startup [--nodes N] [--rounds R]          informers syncing the openb backlog: paged LIST vs watch-list
@@ -123,6 +125,10 @@ def main(argv: list[str]) -> int:
         from bench import openb
 
         return openb.main(rest)
+    if name == "openb-sim":
+        from bench import openb_sim
+
+        return openb_sim.main(rest)
     if name == "gpu-replay":
         from bench import gpu_replay
 
