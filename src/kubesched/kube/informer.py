@@ -288,6 +288,7 @@ class Informer:
     async def _list_and_reconcile(self) -> None:
         items: list[Obj] = []
         cont: str | None = None
+        started = time.monotonic()
         while True:
             params: dict[str, Any] = {**self.params, "limit": self.page_size}
             if cont:
@@ -312,11 +313,12 @@ class Informer:
             if not cont:
                 rv = str(meta.get("resourceVersion", ""))
                 break
+        received = time.monotonic()
         if self.apply_after is not None:
             await self.apply_after.wait()
-        await self._replace(items, rv)
+        await self._replace(items, rv, (started, received))
 
-    async def _replace(self, items: list[Obj], rv: str) -> None:
+    async def _replace(self, items: list[Obj], rv: str, timing: tuple[float, float] | None = None) -> None:
         """The listed state (a paged list's or a watch-list's initial events) into the store, handed
         on ``_APPLY_CHUNK`` changes at a time with a yield to the event loop between: the handlers
         of a large backlog (~40 µs a pod: 0.3 s for 8,152 pods) no longer hold the loop in one go,
@@ -324,6 +326,7 @@ class Informer:
         meanwhile, as each of upstream's informers runs on its own goroutine (issue 32 item 2).
         The changes are handed on in the same order, and nothing else of this informer runs between
         (its stream is not read until the list is in)."""
+        applying = time.monotonic()
         self.stats.lists += 1
         self.stats.disconnected_since = None
         self.stats.last_status = None
@@ -337,7 +340,12 @@ class Informer:
                 self._apply(d.kind, d.obj, d.old)
         self.resource_version = rv
         self._need_list = False
-        log.info("informer=%s event=listed items=%d changes=%d rv=%s", self.name, len(items), len(deltas), rv)
+        # Where a slow start went: the apiserver and the transfer (list_ms: request to the last
+        # object), waiting for the informers it is handed on after (held_ms), the handlers (apply_ms).
+        list_ms, held_ms = ((1000 * (timing[1] - timing[0]), 1000 * (applying - timing[1]))
+                            if timing is not None else (-1.0, -1.0))
+        log.info("informer=%s event=listed items=%d changes=%d rv=%s list_ms=%.0f held_ms=%.0f apply_ms=%.0f",
+                 self.name, len(items), len(deltas), rv, list_ms, held_ms, 1000 * (time.monotonic() - applying))
         if items:
             self._interning = asyncio.get_running_loop().create_task(_intern_in_chunks(items))
 
@@ -358,6 +366,7 @@ class Informer:
         }
         self.stats.watches += 1
         items: list[Obj] | None = []
+        started = time.monotonic()
         try:
             async with self.api.stream(self.path, params, self.read_timeout, timeout + 30.0) as events:
                 async for ev in events:
@@ -371,10 +380,11 @@ class Informer:
                     elif etype == "BOOKMARK":
                         annotations = (obj.get("metadata") or {}).get("annotations") or {}
                         if annotations.get(INITIAL_EVENTS_END) == "true":
+                            received = time.monotonic()
                             if self.apply_after is not None:
                                 await self.apply_after.wait()
                             self.backoff.reset()
-                            await self._replace(items, _rv(obj))
+                            await self._replace(items, _rv(obj), (started, received))
                             items = None
                             self.synced.set()
                     else:
