@@ -39,7 +39,7 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Scores
 from kubesched.framework.status import Status
 from kubesched.plugins.gpu_policies.common import sigmoid
-from kubesched.snapshot.gpushare.fragmentation import NodeStates, StateMeasure, fragmentation
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation, state_measure
 from kubesched.snapshot.gpushare.ledger import GpuLedger
 from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI, GpuRequest
 from kubesched.snapshot.gpushare.resources import NodeResources, accessible, model_access, node_resources
@@ -266,7 +266,7 @@ class FGD(ScorePlugin):
         numpy's, on one array."""
         shape = pod_shape(pod)
         pods = self.typical_pods(pod)
-        measure = StateMeasure(pods, self._access(table, pods))
+        measure = state_measure(pods, self._access(table, pods))
         allowed = _allowed_codes(table, shape.gpu_model)
         deltas: list[float] = []  # per (state, GPU tried): before - after
         owners: list[int] = []

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched.snapshot.gpushare.fragmentation import NodeStates, StateMeasure, fragmentation
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation, state_measure
 from kubesched.snapshot.gpushare.ledger import GpuLedger
 from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI
 from kubesched.snapshot.gpushare.resources import model_access, node_resources
@@ -130,7 +130,7 @@ class GpuMetrics:
                 self._access = (models, model_access(self.table, [t.gpu_model for t in self.typical]))
             access = self._access[1]
             if len(rows) <= _FEW_ROWS:  # one row at a time in Python: the same measure (StateMeasure)
-                measure = StateMeasure(self.typical, access)
+                measure = state_measure(self.typical, access)
                 cpu_left = self.table.available_by_resource[CPU]
                 codes = self.table.label_column(GPU_MODEL).codes
                 measured = np.array([measure.of(int(cpu_left[row]), int(codes[row]), self.ledger.row_milli(row)[0])

@@ -89,6 +89,28 @@ def test_state_measure_in_python_equals_numpys_to_the_bit() -> None:
         assert got == frag._measure(states, shapes).tolist()
 
 
+def test_state_measure_memo_by_cpu_class_gives_each_cpu_its_own_measure() -> None:
+    """The memo keys a state by how many of the typical pods' CPU asks its CPU left reaches:
+    CPU left exactly at an ask, one below and one above, measured through one memo in every
+    order, equals the array measure of each (a class off by one at the boundary would give a
+    neighbour's value)."""
+    access = np.ones((2, len(TYPICAL)), dtype=np.bool_)
+    asks = sorted({t.milli_cpu for t in TYPICAL})
+    cpus = [c + d for c in asks for d in (-1, 0, 1)] + [0, 10**6]
+    free = [[1000, 500, 0, 250], [1000, 1000, 1000, 1000], [0, 0, 0, 0]]
+    for order in (cpus, cpus[::-1]):
+        frag._MEMOS.clear()
+        frag._MEMO_OF.clear()
+        frag._MEASURES.clear()
+        measure = frag.state_measure(TYPICAL, access)
+        for gpus in free:
+            got = [measure.of(c, 0, gpus) for c in order]
+            states = NodeStates(np.array(order, dtype=np.int64), np.array([gpus] * len(order), dtype=np.int64),
+                                np.zeros(len(order), dtype=np.int64), access)
+            assert got == frag._measure(states, TYPICAL).tolist()
+    assert len({measure.of(c, 0, free[0]) for c in cpus}) <= len(asks) + 1  # one per class at most
+
+
 def _place(table: NodeTable, rng: random.Random, name: str) -> None:
     """Bind a share or whole-GPU pod on a random node where it fits, on the first GPUs that fit."""
     ledger = GpuLedger.of(table)
