@@ -49,6 +49,8 @@ from kubesched.snapshot.table import NodeTable, Rows
 #: Bound on the shapes kept (emptied when full).
 MAX_ENTRIES: Final = 512
 _ERROR = Code.ERROR
+#: Up to this many rows to judge again, ``refresh`` keeps their verdicts row by row in Python.
+_FEW_ROWS: Final = 16
 
 
 class RowVerdicts:
@@ -127,6 +129,11 @@ class RowVerdicts:
         judged = len(todo)
         if self.clock < 0 or sig is not self.sig:
             self.failed_pass = None
+        elif 0 < judged <= _FEW_ROWS:  # the usual: the rows a pod or two went to since
+            if not self._judge_few(state, pod, table, todo.tolist(), stages, sig):
+                return None
+            self.clock = clock
+            return judged
         if judged:
             before = [codes.take(todo) for codes in self.codes] if self.failed_pass is not None else None
             judged_rows = todo
@@ -158,6 +165,50 @@ class RowVerdicts:
         self.clock = clock
         self.sig = sig
         return judged
+
+    def _judge_few(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, todo: list[int],
+        stages: Sequence[FilterPlugin], sig: SignatureVerdicts | None,
+    ) -> bool:
+        """``refresh``'s judging of a few rows, row by row in Python (numpy's per-call cost is the
+        work for a row or two): the same plugin calls on the same rows, the same codes kept.
+        False on a plugin's error (or exception)."""
+        stage_codes = self.codes
+        before = [[int(codes[row]) for row in todo] for codes in stage_codes] if self.failed_pass is not None else None
+        judged_rows = todo
+        for codes in stage_codes:
+            for row in todo:
+                codes[row] = 0
+        if sig is not None:
+            passes = sig.passes
+            todo = [row for row in todo if passes[row]]
+        for i, p in enumerate(stages):
+            if not todo:
+                break
+            try:
+                verdicts = p.filter_batch(state, pod, table, np.array(todo, dtype=np.intp))
+            except Exception:
+                return False
+            if not verdicts.statuses:
+                continue
+            codes = verdicts.codes.tolist()
+            if not any(codes):
+                continue
+            lut, errors = self._code_map(i, p.name, verdicts.statuses)
+            if errors and any(code in errors for code in codes):
+                return False
+            kept = stage_codes[i]
+            passing: list[int] = []
+            for row, code in zip(todo, codes, strict=True):
+                if code:
+                    kept[row] = lut[code]
+                else:
+                    passing.append(row)
+            todo = passing
+        if before is not None and any([int(codes[row]) for row in judged_rows] != old
+                                      for old, codes in zip(before, stage_codes, strict=True)):
+            self.failed_pass = None  # a verdict changed: the statuses a pass records changed
+        return True
 
 
 class IncrementalPass:

@@ -11,6 +11,7 @@ import numpy as np
 
 from kubesched.config.load import load_config
 from kubesched.plugins.builtin import builtin_registry
+from kubesched.simulate.engine import timeline as timeline_module
 from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.simulate.engine.runner import Simulation, SimulationResult
 from kubesched.simulate.engine.timeline import Samples, allocation_at_demand, scenario_input
@@ -19,6 +20,7 @@ from kubesched.simulate.report.html import render_html
 from kubesched.simulate.report.json_doc import result_to_json
 from kubesched.snapshot.gpushare.model import GPU_COUNT, GPU_INDEX, GPU_MILLI, GPU_MODEL
 from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import CPU, MEMORY
 from kubesched.testing import node
 
 
@@ -229,3 +231,36 @@ def test_cpu_allocation_follows_a_node_given_more_cpu() -> None:
     cols = result.timeline.samples.columns
     allocation = dict(zip(cols["t"], cols["cpuAllocation"], strict=True))
     assert (allocation[0.0], allocation[10.0], allocation[20.0]) == (0.375, 0.1875, 0.09375)
+
+
+def test_cpu_and_memory_sums_kept_between_samples_equal_fresh_sums(monkeypatch: Any) -> None:
+    """The sample's CPU and memory requested, moved by the rows changed since the last sample,
+    equal the sums over the alive nodes made from scratch at every sample, while pods come and
+    leave and nodes come, change and go."""
+    rng = np.random.default_rng(4)
+    pods = [{"at": int(t), "lifetime": int(rng.integers(5, 60)), "pod": cpu_pod(f"p{i}", cpu=str(rng.integers(1, 4)))}
+            for i, t in enumerate(sorted(rng.integers(0, 200, size=60)))]
+    scenario = parse_scenario({
+        "nodes": [node(f"n{i}", cpu="8") for i in range(20)],
+        "pods": pods,
+        "nodeEvents": [{"at": 50, "action": "add", "node": node("n20", cpu="16")},
+                       {"at": 90, "action": "remove", "node": "n3"},
+                       {"at": 120, "action": "add", "node": node("n1", cpu="32")},
+                       {"at": 150, "action": "remove", "node": "n20"}],
+    }, "scenario")
+    compared = []
+    original = timeline_module.Timeline._requested
+
+    def checked(self: timeline_module.Timeline) -> tuple[int, int]:
+        got = original(self)
+        table = self._table
+        alive = table.alive_rows()
+        requested = table.requested_by_resource
+        fresh = (int(requested[CPU, alive].sum()), int(requested[MEMORY, alive].sum()))
+        assert got == fresh
+        compared.append(got)
+        return got
+
+    monkeypatch.setattr(timeline_module.Timeline, "_requested", checked)
+    replay(scenario)
+    assert len(compared) > 50 and len(set(compared)) > 10

@@ -4,6 +4,7 @@ cancellation), determinism and the explain hook."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,9 +21,11 @@ from kubesched.framework.status import Status
 from kubesched.framework.types import Verdicts
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.simulate.command import demo_dir
+from kubesched.simulate.engine import runner as runner_module
 from kubesched.simulate.engine.records import PENDING, PRE_BOUND, SCHEDULED, UNSCHEDULABLE
 from kubesched.simulate.engine.runner import Simulation, SimulationResult
 from kubesched.simulate.inputs.dump import ClusterInput, load_cluster
+from kubesched.simulate.inputs.gc_pause import SIMULATION_GC_THRESHOLD
 from kubesched.simulate.inputs.generator import generate_cluster
 from kubesched.simulate.report.json_doc import result_to_json
 from kubesched.snapshot.pod import PodInfo
@@ -304,3 +307,27 @@ async def test_strict_scheduler_name_leaves_pods_pending_with_a_reason() -> None
     recs = {r.key: r for r in strict.records.values()}
     assert recs["default/custom"].status == PENDING and "nobody" in recs["default/custom"].message
     assert recs["default/normal"].status == SCHEDULED
+
+
+def test_young_generation_collected_less_often_while_scheduling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the simulation schedules, the cyclic GC's young threshold is at least
+    SIMULATION_GC_THRESHOLD (never lowered below a caller's own); afterwards it is the caller's
+    again, the placements unchanged."""
+    seen: list[int] = []
+    original = runner_module.Simulation._loop
+
+    async def loop(self: Simulation, *args: Any) -> None:
+        seen.append(gc.get_threshold()[0])
+        await original(self, *args)
+
+    monkeypatch.setattr(runner_module.Simulation, "_loop", loop)
+    before = gc.get_threshold()
+    try:
+        for threshold in (700, 50_000):
+            gc.set_threshold(threshold, *before[1:])
+            result = asyncio.run(simulate(cluster([node("n1")], [pod("a"), pod("b")])))
+            assert gc.get_threshold()[0] == threshold
+            assert [status for _, status, _ in placements(result)] == [SCHEDULED, SCHEDULED]
+    finally:
+        gc.set_threshold(*before)
+    assert seen == [SIMULATION_GC_THRESHOLD, 50_000]

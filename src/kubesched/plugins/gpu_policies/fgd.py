@@ -39,7 +39,7 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Scores
 from kubesched.framework.status import Status
 from kubesched.plugins.gpu_policies.common import sigmoid
-from kubesched.snapshot.gpushare.fragmentation import NodeStates, StateMeasure, fragmentation
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation, state_measure
 from kubesched.snapshot.gpushare.ledger import GpuLedger
 from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI, GpuRequest
 from kubesched.snapshot.gpushare.resources import NodeResources, accessible, model_access, node_resources
@@ -69,15 +69,17 @@ class FGDArgs(BaseModel):
 class _ShapeScores:
     """One pod shape's scores per table row and the ledger version of the row they were
     computed at (-1: never): a node's score reads only that node, so a row is scored again only
-    when its pods or GPUs changed. With each score, the state it measured (CPU left, free milli
-    per GPU) and the GPU it chose for a share pod: Reserve's GPU choice, on the same state, reads
-    it instead of measuring again."""
+    when its pods or GPUs changed. With each score, the state it measured (``_state_keys``: CPU
+    left, model, GPU count, free milli per GPU) and the GPU it chose for a share pod: Reserve's
+    GPU choice, on the same state, reads it instead of measuring again."""
 
     versions: IntArray
     scores: IntArray
     best: IntArray
-    cpu_left: IntArray
-    free: IntArray
+    #: Per row, the state its score was computed in (None: never).
+    states: list[tuple[int, ...] | None]
+    #: The most GPUs a stored state listed (states list each GPU up to their read's width).
+    width: int
     #: (score, best GPU) by node state (``_state_keys``): a row scored again is often in a state
     #: some row was scored in before (nodes of one type, the same pods come and go).
     by_state: dict[tuple[int, ...], tuple[int, int]]
@@ -85,26 +87,39 @@ class _ShapeScores:
     @classmethod
     def empty(cls, size: int) -> _ShapeScores:
         return cls(np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64),
-                   np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64),
-                   np.zeros((size, 0), dtype=np.int64), {})
+                   np.full(size, -1, dtype=np.int64), [None] * size, 0, {})
 
-    def store(self, rows: Rows, versions: IntArray, cpu_left: IntArray, free: IntArray, scores: IntArray,
+    def store(self, rows: Rows, versions: IntArray, keys: list[tuple[int, ...]], scores: IntArray,
               best: IntArray) -> None:
-        """Keep the scores of ``rows`` and the state they were measured in (``free``: per GPU)."""
-        width = free.shape[1]
-        if width > self.free.shape[1]:
-            self.free = np.pad(self.free, ((0, 0), (0, width - self.free.shape[1])))
+        """Keep the scores of ``rows`` and the states (``_state_keys``) they were measured in."""
         self.versions[rows], self.scores[rows], self.best[rows] = versions, scores, best
-        self.cpu_left[rows] = cpu_left
-        self.free[rows] = 0
-        self.free[rows, :width] = free
+        states = self.states
+        for row, key in zip(rows.tolist(), keys, strict=True):
+            states[row] = key
+        if keys:
+            self.width = max(self.width, len(keys[0]) - 3)
+
+    def store_few(self, rows: list[int], versions: list[int], keys: list[tuple[int, ...]],
+                  known: list[tuple[int, int]]) -> None:
+        """``store`` of a few rows, row by row (numpy's per-call cost is the work for one or two)."""
+        for row, version, key, (score, gpu) in zip(rows, versions, keys, known, strict=True):
+            self.versions[row] = version
+            self.scores[row] = score
+            self.best[row] = gpu
+            self.states[row] = key
+            if len(key) - 3 > self.width:
+                self.width = len(key) - 3
 
     def best_for(self, row: int, cpu_left: int, free: IntArray) -> int | None:
-        """The GPU chosen for ``row`` if it was scored in exactly this state, else None."""
-        if self.versions[row] < 0 or int(self.cpu_left[row]) != cpu_left or len(free) > self.free.shape[1]:
+        """The GPU chosen for ``row`` if it was scored in exactly this state, else None (GPUs
+        past a state's listed ones count as 0 free, up to the widest state stored)."""
+        key = self.states[row]
+        if key is None or self.versions[row] < 0 or key[0] != cpu_left or len(free) > self.width:
             return None
-        stored = self.free[row]
-        if not (np.array_equal(stored[: len(free)], free) and not stored[len(free):].any()):
+        stored = list(key[3:])
+        stored += [0] * (self.width - len(stored))
+        n = len(free)
+        if stored[:n] != free.tolist() or any(stored[n:]):
             return None
         return int(self.best[row])
 
@@ -207,20 +222,37 @@ class FGD(ScorePlugin):
         if cached is None:
             cached = self._cache[shape] = _ShapeScores.empty(len(table.alive))
         versions = GpuLedger.of(table).versions(rows)
-        changed = cached.versions[rows] != versions
-        if changed.any():
-            stale = rows[changed]
-            if len(stale) <= _FEW_STATES:  # the usual: the rows a pod or two went to since
-                keys = _row_state_keys(table, stale)
-                cached.store(stale, versions[changed], np.array([k[0] for k in keys], dtype=np.int64),
-                             np.array([k[3:] for k in keys], dtype=np.int64),
-                             *self._scores_by_state(table, pod, keys, None, stale, cached.by_state))
-            else:
-                res = node_resources(table, stale)
-                cached.store(stale, versions[changed], res.cpu_left, res.free,
-                             *self._scores_by_state(table, pod, _state_keys(res), res, stale, cached.by_state))
-        scores: IntArray = cached.scores[rows]
+        changed = np.flatnonzero(cached.versions.take(rows) != versions)
+        if len(changed) > _FEW_STATES:
+            stale = rows.take(changed)
+            res = node_resources(table, stale)
+            keys = _state_keys(res)
+            cached.store(stale, versions.take(changed), keys,
+                         *self._scores_by_state(table, pod, keys, res, stale, cached.by_state))
+        elif len(changed):  # the usual: the rows a pod or two went to since
+            few = rows.take(changed).tolist()
+            keys = _row_state_keys(table, few)
+            cached.store_few(few, versions.take(changed).tolist(), keys,
+                             self._known_scores(table, pod, keys, cached.by_state))
+        scores: IntArray = cached.scores.take(rows)
         return scores
+
+    def _known_scores(
+        self, table: NodeTable, pod: PodInfo, keys: list[tuple[int, ...]],
+        by_state: dict[tuple[int, ...], tuple[int, int]],
+    ) -> list[tuple[int, int]]:
+        """(score, best GPU) of a few states (``_state_keys``, at most ``_FEW_STATES``): each
+        looked up in ``by_state`` first, the others scored in Python (``_scores_of_keys``) and
+        kept there."""
+        known = [by_state.get(key) for key in keys]
+        missing = [i for i, k in enumerate(known) if k is None]
+        if missing:
+            few_scores, few_best = self._scores_of_keys(table, pod, [keys[i] for i in missing])
+            if len(by_state) >= _STATES_KEPT:
+                by_state.clear()
+            for i, score, gpu in zip(missing, few_scores, few_best, strict=True):
+                known[i] = by_state[keys[i]] = (score, gpu)
+        return [k for k in known if k is not None]
 
     def _scores_by_state(
         self, table: NodeTable, pod: PodInfo, keys: list[tuple[int, ...]], res: NodeResources | None, rows: Rows,
@@ -231,30 +263,25 @@ class FGD(ScorePlugin):
         model's access and the typical pods are those of the shape's cache, cleared when they
         change) and measuring only the states not seen. ``keys``: the ``_state_keys`` of
         ``rows``; ``res``: their ``node_resources`` (read here if needed and not given)."""
-        known = [by_state.get(key) for key in keys]
-        missing = [i for i, k in enumerate(known) if k is None]
-        if not missing:
-            return (np.array([k[0] for k in known if k is not None], dtype=np.int64),
-                    np.array([k[1] for k in known if k is not None], dtype=np.int64))
-        if len(missing) <= _FEW_STATES:
-            scores = np.array([0 if k is None else k[0] for k in known], dtype=np.int64)
-            best = np.array([-1 if k is None else k[1] for k in known], dtype=np.int64)
-            few_scores, few_best = self._scores_of_keys(table, pod, [keys[i] for i in missing])
-            scores[missing], best[missing] = few_scores, few_best
-        elif len(missing) == len(keys):
-            scores, best = self._scores(table, pod, node_resources(table, rows) if res is None else res)
-        else:
-            res = node_resources(table, rows) if res is None else res
-            picked = np.array(missing, dtype=np.intp)
-            sub_scores, sub_best = self._scores(table, pod, _take(res, picked))
-            scores = np.array([0 if k is None else k[0] for k in known], dtype=np.int64)
-            best = np.array([-1 if k is None else k[1] for k in known], dtype=np.int64)
-            scores[picked], best[picked] = sub_scores, sub_best
         if len(by_state) >= _STATES_KEPT:
             by_state.clear()
-        for i, score, gpu in zip(missing, scores[missing].tolist(), best[missing].tolist(), strict=True):
-            by_state[keys[i]] = (score, gpu)
-        return scores, best
+        # The states not seen, each once (nodes of one type in one state are many).
+        first_of: dict[tuple[int, ...], int] = {}
+        for i, key in enumerate(keys):
+            if key not in by_state and key not in first_of:
+                first_of[key] = i
+        if first_of:
+            missing = list(first_of.values())
+            if len(missing) <= _FEW_STATES:
+                few_scores, few_best = self._scores_of_keys(table, pod, list(first_of))
+            else:
+                res = node_resources(table, rows) if res is None else res
+                sub_scores, sub_best = self._scores(table, pod, _take(res, np.array(missing, dtype=np.intp)))
+                few_scores, few_best = sub_scores.tolist(), sub_best.tolist()
+            for key, score, gpu in zip(first_of, few_scores, few_best, strict=True):
+                by_state[key] = (score, gpu)
+        known = [by_state[key] for key in keys]
+        return (np.array([k[0] for k in known], dtype=np.int64), np.array([k[1] for k in known], dtype=np.int64))
 
     def _scores_of_keys(
         self, table: NodeTable, pod: PodInfo, keys: list[tuple[int, ...]],
@@ -266,7 +293,7 @@ class FGD(ScorePlugin):
         numpy's, on one array."""
         shape = pod_shape(pod)
         pods = self.typical_pods(pod)
-        measure = StateMeasure(pods, self._access(table, pods))
+        measure = state_measure(pods, self._access(table, pods))
         allowed = _allowed_codes(table, shape.gpu_model)
         deltas: list[float] = []  # per (state, GPU tried): before - after
         owners: list[int] = []
@@ -384,13 +411,13 @@ def _sub_one(cpu_left: int, gpu_count: int, free: list[int], shape: PodShape) ->
     return cpu_left - shape.milli_cpu, after
 
 
-def _row_state_keys(table: NodeTable, rows: Rows) -> list[tuple[int, ...]]:
+def _row_state_keys(table: NodeTable, rows: list[int]) -> list[tuple[int, ...]]:
     """``_state_keys(node_resources(table, rows))`` read row by row in Python (for a few rows)."""
     cpu_left = table.available_by_resource[CPU]
     codes = table.label_column(GPU_MODEL).codes
-    free = GpuLedger.of(table).free_lists(rows.tolist())
+    free = GpuLedger.of(table).free_lists(rows)
     return [(int(cpu_left[row]), int(codes[row]), count, *gpus)
-            for row, (count, gpus) in zip(rows.tolist(), free, strict=True)]
+            for row, (count, gpus) in zip(rows, free, strict=True)]
 
 
 def _take(res: NodeResources, picked: Rows) -> NodeResources:

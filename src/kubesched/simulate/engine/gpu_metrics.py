@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched.snapshot.gpushare.fragmentation import NodeStates, StateMeasure, fragmentation
+from kubesched.snapshot.gpushare.fragmentation import NodeStates, fragmentation, state_measure
 from kubesched.snapshot.gpushare.ledger import GpuLedger
 from kubesched.snapshot.gpushare.model import GPU_MODEL, MILLI
 from kubesched.snapshot.gpushare.resources import model_access, node_resources
@@ -72,19 +72,22 @@ class GpuMetrics:
         reset = self._sums_generation != table.node_generation or self._sums_rows != len(table.alive)
         if not reset and ledger.changes == self._ledger_changes:
             return  # no GPU taken or given back anywhere since the last look
-        alive = table.alive_rows()
         self._ledger_changes = ledger.changes
         if reset:
+            alive = table.alive_rows()
             self._sums_generation, self._sums_rows = table.node_generation, len(table.alive)
             self._allocated = np.zeros(len(table.alive), dtype=np.int64)
             self._idle = np.zeros(len(table.alive), dtype=np.int64)
             self._capacity = int(ledger.gpu_counts(alive).sum()) * MILLI
             changed = alive
+        elif len(self._touched) <= _FEW_ROWS:  # the usual sample: a pod or two placed since the last
+            alive_mask = table.alive
+            changed = np.array([row for row in sorted(self._touched) if alive_mask[row]], dtype=np.intp)
         else:
             touched = np.array(sorted(self._touched), dtype=np.intp)
             changed = touched[table.alive[touched]] if len(touched) else touched
         self._touched.clear()
-        if 0 < len(changed) <= _FEW_ROWS:  # the usual sample: a pod or two placed since the last
+        if 0 < len(changed) <= _FEW_ROWS:
             for row in changed.tolist():
                 free, allocated = ledger.row_milli(row)
                 idle = sum(free)
@@ -122,28 +125,30 @@ class GpuMetrics:
             self._frag_total = None  # the nodes summed over changed too
         if not self._dirty and self._frag_total is not None:
             return self._frag_total  # no pod came to or left any node since the last sum
-        if self._dirty and self.typical:
-            rows = np.array(sorted(self._dirty), dtype=np.intp)
-            rows = rows[self.table.alive[rows]]
-            models = len(self.table.label_column(GPU_MODEL).values)
-            if self._access[0] != models:
-                self._access = (models, model_access(self.table, [t.gpu_model for t in self.typical]))
-            access = self._access[1]
-            if len(rows) <= _FEW_ROWS:  # one row at a time in Python: the same measure (StateMeasure)
-                measure = StateMeasure(self.typical, access)
-                cpu_left = self.table.available_by_resource[CPU]
-                codes = self.table.label_column(GPU_MODEL).codes
-                measured = np.array([measure.of(int(cpu_left[row]), int(codes[row]), self.ledger.row_milli(row)[0])
-                                     for row in rows.tolist()], dtype=np.float64)
-            else:
-                res = node_resources(self.table, rows)
-                measured = fragmentation(NodeStates(res.cpu_left, res.free, res.model_codes, access), self.typical)
-            self._grow()
-            self._frag[rows] = measured
-        self._dirty.clear()
         self._grow()
+        if self._dirty and self.typical:
+            table = self.table
+            column = table.label_column(GPU_MODEL)
+            if self._access[0] != len(column.values):
+                self._access = (len(column.values), model_access(table, [t.gpu_model for t in self.typical]))
+            access = self._access[1]
+            if len(self._dirty) <= _FEW_ROWS:  # one row at a time in Python: the same measure (StateMeasure)
+                measure = state_measure(self.typical, access)
+                cpu_left, codes, frag = table.available_by_resource[CPU], column.codes, self._frag
+                alive_mask = table.alive
+                for row in sorted(self._dirty):
+                    if alive_mask[row]:
+                        frag[row] = measure.of(int(cpu_left[row]), int(codes[row]), self.ledger.row_milli(row)[0])
+            else:
+                rows = np.array(sorted(self._dirty), dtype=np.intp)
+                rows = rows[table.alive[rows]]
+                res = node_resources(table, rows)
+                self._frag[rows] = fragmentation(NodeStates(res.cpu_left, res.free, res.model_codes, access),
+                                                 self.typical)
+        self._dirty.clear()
         # Summed one by one in row order (an accumulation, not numpy's pairwise sum): the figures
-        # stay those of adding them up in a loop.
-        total: float = float(np.cumsum(self._frag[alive])[-1]) if len(alive) else 0  # sum([]) is 0
+        # stay those of adding them up in a loop. Rows 0..n-1 alive: a slice of them.
+        values = self._frag[: len(alive)] if len(alive) and alive[-1] == len(alive) - 1 else self._frag[alive]
+        total: float = float(np.add.accumulate(values)[-1]) if len(alive) else 0  # sum([]) is 0
         self._frag_total = total
         return total

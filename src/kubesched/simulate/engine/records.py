@@ -123,6 +123,10 @@ class PreemptionRecord:
         }
 
 
+#: ``NodeToStatus.memo`` key of a failure's reasons as a record lists them (most nodes first).
+_REASONS_MEMO = "records/reasons"
+
+
 class Recorder(SchedulerObserver):
     def __init__(
         self,
@@ -236,8 +240,12 @@ class Recorder(SchedulerObserver):
         rec.node = None
         rec.message = failure.message
         rec.time = self.clock.now()
-        histogram = failure.diagnosis.node_to_status.reason_histogram()
-        rec.reasons = dict(sorted(histogram.items(), key=lambda kv: (-kv[1], kv[0])))
+        statuses = failure.diagnosis.node_to_status
+        reasons = statuses.memo.get(_REASONS_MEMO)
+        if reasons is None:  # once per set of statuses (a failed pass adopted by many attempts)
+            histogram = statuses.reason_histogram()
+            reasons = statuses.memo[_REASONS_MEMO] = dict(sorted(histogram.items(), key=lambda kv: (-kv[1], kv[0])))
+        rec.reasons = dict(reasons)
         rec.rejections = Rejections.of(failure.diagnosis) if self.per_node else None
         rec.top_scores = []
         rec.feasible_nodes = 0

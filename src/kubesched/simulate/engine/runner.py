@@ -40,7 +40,7 @@ from kubesched.simulate.engine.cluster import SimulatedCluster
 from kubesched.simulate.engine.records import GATED, PRE_BOUND, SCHEDULED, PodRecord, PreemptionRecord, Recorder
 from kubesched.simulate.engine.timeline import Timeline, scenario_input
 from kubesched.simulate.inputs.dump import ClusterInput
-from kubesched.simulate.inputs.gc_pause import paused_gc
+from kubesched.simulate.inputs.gc_pause import fewer_young_collections, paused_gc
 from kubesched.simulate.inputs.scenario import Scenario
 from kubesched.snapshot.pod import PodInfo
 
@@ -240,15 +240,16 @@ class Simulation:
         await self.scheduler.start_plugins()
         gc.freeze()  # and what the plugins built at start
         try:
-            await self._loop(len(pending) + (self.timeline.total_arrivals if self.timeline else 0))
-            while self._feed is not None and not self._stop:
-                more = self._feed(self)
-                if not more:
-                    break
-                for pod in more:
-                    self.recorder.record(pod, pod.scheduler_name)
-                    self.cluster.add_pod(pod)
-                await self._loop(len(more))
+            with fewer_young_collections():
+                await self._loop(len(pending) + (self.timeline.total_arrivals if self.timeline else 0))
+                while self._feed is not None and not self._stop:
+                    more = self._feed(self)
+                    if not more:
+                        break
+                    for pod in more:
+                        self.recorder.record(pod, pod.scheduler_name)
+                        self.cluster.add_pod(pod)
+                    await self._loop(len(more))
         except asyncio.CancelledError:
             # Ctrl-C: asyncio.run cancels the main task; report what was done so far.
             self._stop = True

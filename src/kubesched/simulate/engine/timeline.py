@@ -117,6 +117,11 @@ def demand_curves(samples: Samples) -> dict[str, dict[int, float]]:
     return curves
 
 
+#: Up to this many rows changed since the last sample, the CPU and memory sums are moved row by
+#: row in Python (numpy's per-call cost is the work for a row or two).
+_FEW_ROWS = 16
+
+
 class Timeline:
     def __init__(self, scenario: Scenario, cluster: SimulatedCluster, table: NodeTable,
                  now: Callable[[], float], admit: Callable[[PodInfo], bool],
@@ -153,6 +158,13 @@ class Timeline:
         self._ratios: tuple[int, float, float] = (-1, 0.0, 0.0)
         #: (table node generation, CPU and memory allocatable of the alive nodes).
         self._allocatable: tuple[int, int, int] = (-1, 0, 0)
+        #: CPU and memory requested on the alive nodes, and per row, as of ``row_clock``
+        #: ``_requested_clock`` (of node generation ``_requested_generation``): moved by the rows
+        #: the table's change log says changed since (``_requested``).
+        self._requested_generation = -1
+        self._requested_clock = -1
+        self._requested_rows = np.zeros((2, 0), dtype=np.int64)
+        self._requested_totals = (0, 0)
         cluster.watchers.append(self)
 
     def _push(self, at: float, rank: int, payload: Any) -> None:
@@ -239,9 +251,11 @@ class Timeline:
                 self._allocatable = (table.node_generation, int(table.allocatable_by_resource[CPU, alive].sum()),
                                      int(table.allocatable_by_resource[MEMORY, alive].sum()))
 
+            requested = self._requested()
+
             def ratio(col: int) -> float:  # integer sums: the same whatever order they are taken in
                 total = self._allocatable[1 if col == CPU else 2]
-                return round(float(table.requested_by_resource[col, alive].sum()) / total, 6) if total else 0.0
+                return round(float(requested[0 if col == CPU else 1]) / total, 6) if total else 0.0
 
             self._ratios = (table.generation, ratio(CPU), ratio(MEMORY))
         _, cpu_allocation, memory_allocation = self._ratios
@@ -256,6 +270,34 @@ class Timeline:
             "idleGpuMilli": idle, "fragmentedGpuMilli": round(gpu.fragmented(), 2),
             "unplacedGpuMilli": gpu.unplaced(),
         })
+
+    def _requested(self) -> tuple[int, int]:
+        """CPU and memory requested on the alive nodes: summed again after a node change (or
+        when many rows changed), else moved by each row the table's change log says changed since
+        the last call (every pod counted on or taken off a row touches it). Integers: the same
+        sums in any order."""
+        table = self._table
+        changed = np.flatnonzero(table.row_versions > self._requested_clock)
+        self._requested_clock = table.row_clock
+        kept = self._requested_rows
+        if self._requested_generation != table.node_generation or len(changed) > _FEW_ROWS \
+                or kept.shape[1] < len(table.alive):
+            self._requested_generation = table.node_generation
+            alive = table.alive_rows()
+            kept = self._requested_rows = table.requested_by_resource[[CPU, MEMORY]].copy()
+            self._requested_totals = (int(kept[0, alive].sum()), int(kept[1, alive].sum()))
+            return self._requested_totals
+        cpu_total, memory_total = self._requested_totals
+        requested, alive_mask = table.requested_by_resource, table.alive
+        for row in changed.tolist():
+            if not alive_mask[row]:
+                continue
+            cpu, memory = int(requested[CPU, row]), int(requested[MEMORY, row])
+            cpu_total += cpu - int(kept[0, row])
+            memory_total += memory - int(kept[1, row])
+            kept[0, row], kept[1, row] = cpu, memory
+        self._requested_totals = (cpu_total, memory_total)
+        return self._requested_totals
 
     def to_json(self) -> dict[str, Any]:
         """The ``timeline`` member of the simulation document."""

@@ -15,6 +15,7 @@ the reference's order so the float sums are the reference's.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -75,9 +76,13 @@ class _Workload:
     which: IntArray  # each pod's threshold
     t_count: IntArray
     #: The same as Python values, pod by pod (``_measure_one``: a state or a few cost less in
-    #: Python than numpy's per-call overhead): (p, CPU asked, asks GPUs, threshold index, count).
+    #: Python than numpy's per-call overhead): (p, CPU asked as its rank in ``cpu_steps``, asks
+    #: GPUs, threshold index, count).
     rows: tuple[tuple[float, int, bool, int, int], ...]
     threshold_values: tuple[int, ...]
+    #: The distinct CPU asked, ascending: a node's CPU left matters to the measure only through
+    #: which pods it has CPU for, i.e. how many of these it reaches (``cpu_class``).
+    cpu_steps: tuple[int, ...]
 
 
 _WORKLOADS: dict[int, _Workload] = {}
@@ -93,11 +98,13 @@ def _workload(pods: Sequence[TypicalPod]) -> _Workload:
     t_cpu = np.array([t.milli_cpu for t in pods], dtype=np.int64)
     t_count = np.maximum(np.array([t.gpu_count for t in pods], dtype=np.int64), 1)
     which = which.reshape(-1)
+    cpu_steps = tuple(sorted(set(t_cpu.tolist())))
+    cpu_rank = [cpu_steps.index(c) for c in t_cpu.tolist()]
     workload = _Workload(
         pods=pods, p=p, t_cpu=t_cpu, gpu_pod=t_milli > 0, thresholds=thresholds, which=which, t_count=t_count,
-        rows=tuple(zip(p.tolist(), t_cpu.tolist(), (t_milli > 0).tolist(), which.tolist(), t_count.tolist(),
+        rows=tuple(zip(p.tolist(), cpu_rank, (t_milli > 0).tolist(), which.tolist(), t_count.tolist(),
                        strict=True)),
-        threshold_values=tuple(thresholds.tolist()))
+        threshold_values=tuple(thresholds.tolist()), cpu_steps=cpu_steps)
     if len(_WORKLOADS) >= 8:  # the list is held, so its id is not reused while cached
         _WORKLOADS.clear()
     _WORKLOADS[id(pods)] = workload
@@ -111,7 +118,9 @@ _DEDUP_FROM = 64
 #: Measured states per target workload (typical pods and model access, by content: the replay's
 #: metrics and FGD measure the same nodes against equal workloads): a state's measure depends on
 #: nothing else, so a node state seen before (by another node, before a pod came and went, or as
-#: the state FGD scored for the pod that then went there) is not measured again.
+#: the state FGD scored for the pod that then went there) is not measured again. Keyed by the
+#: state's CPU class (``StateMeasure``), not its CPU left: states that differ only in CPU the
+#: typical pods cannot tell apart share one measure.
 _MEMOS: dict[Hashable, dict[tuple[int, ...], float]] = {}
 #: (id of the pods list, id of the access array) -> (both, held so the ids stay theirs, the memo).
 _MEMO_OF: dict[tuple[int, int], tuple[Sequence[TypicalPod], np.ndarray, dict[tuple[int, ...], float]]] = {}
@@ -157,7 +166,7 @@ def fragmentation(states: NodeStates, pods: Sequence[TypicalPod]) -> np.ndarray:
         return np.zeros(n)
     if n >= _DEDUP_FROM:
         return _measure(states, pods)
-    measure = StateMeasure(pods, states.access)
+    measure = state_measure(pods, states.access)
     return np.array([measure.of_key(key) for key in state_keys(states)], dtype=np.float64)
 
 
@@ -166,62 +175,119 @@ class StateMeasure:
     or a few, numpy's per-call overhead (~30 calls) is the whole cost of ``_measure``. Every
     value is ``_measure``'s to the bit: the same float operations in the same order (each
     bucket summed over the typical pods in pod order, the buckets in the reference's order;
-    a pod outside a bucket adds nothing, as its 0.0 there adds nothing to numpy's cumsum)."""
+    a pod outside a bucket adds nothing, as its 0.0 there adds nothing to numpy's cumsum).
 
-    __slots__ = ("_access_rows", "_memo", "_workload")
+    The memo's key is (CPU class, model code, free milli per GPU ascending): the CPU left is
+    read only as ``cpu_left >= pod CPU`` per typical pod, so the class, how many of the
+    workload's distinct CPU asks it reaches, says the same. Get one with :func:`state_measure`
+    (kept per workload and model access)."""
+
+    __slots__ = ("_access_rows", "_cpu_steps", "_memo", "_plans", "_workload")
 
     def __init__(self, pods: Sequence[TypicalPod], access: np.ndarray) -> None:
         self._workload = _workload(pods) if pods else None
+        self._cpu_steps = self._workload.cpu_steps if self._workload is not None else ()
         self._memo = _memo(pods, access)
-        if len(self._memo) >= MEMO_SIZE:
-            self._memo.clear()
         self._access_rows: list[list[bool]] = access.tolist()
+        #: Per (CPU class, model code): each typical pod's bucket rule, in pod order (``_plan``).
+        self._plans: dict[tuple[int, int], tuple[tuple[int, float, int, int], ...]] = {}
 
     def of(self, cpu_left: int, code: int, free: Sequence[int]) -> float:
         """The measure of a node with ``cpu_left`` milli-CPU, GPU model ``code`` (-1: none) and
         ``free`` milli per GPU (0 for GPUs it lacks; any order)."""
-        return self.of_key((cpu_left, code, *sorted(free)))
-
-    def of_key(self, key: tuple[int, ...]) -> float:
-        """The measure of a ``state_keys`` key."""
+        key = (bisect_right(self._cpu_steps, cpu_left), code, *sorted(free))
         value = self._memo.get(key)
         if value is None:
-            value = self._memo[key] = self._measure_one(key[0], key[1], key[2:])
+            value = self._remember(key)
         return value
 
-    def _measure_one(self, cpu_left: int, code: int, free: Sequence[int]) -> float:
+    def of_key(self, key: tuple[int, ...]) -> float:
+        """The measure of a ``state_keys`` key (CPU left, model code, free milli ascending)."""
+        return self.of(key[0], key[1], key[2:])
+
+    def _remember(self, key: tuple[int, ...]) -> float:
+        memo = self._memo
+        if len(memo) >= MEMO_SIZE:
+            memo.clear()
+        value = memo[key] = self._measure_one(key[0], key[1], key[2:])
+        return value
+
+    def _plan(self, cpu_class: int, code: int) -> tuple[tuple[int, float, int, int], ...]:
+        """Each typical pod as (rule, p, threshold index, count): 0 a GPU pod the node has CPU
+        for and accepts (Q3's fragments or Q2), 1 one it accepts but lacks CPU for (Q4 or Q1),
+        2 XL, 3 XR, 4 NA — what the CPU class and the model decide; the GPUs decide the rest."""
+        plan = self._plans.get((cpu_class, code))
+        if plan is None:
+            w = self._workload
+            access = self._access_rows[code + 1]
+            rules: list[tuple[int, float, int, int]] = []
+            for t, (p, rank, gpu_pod, k, count) in enumerate(w.rows if w is not None else ()):
+                cpu_ok = rank < cpu_class
+                if not gpu_pod:
+                    rule = 2 if cpu_ok else 3
+                elif not access[t]:
+                    rule = 4
+                else:
+                    rule = 0 if cpu_ok else 1
+                rules.append((rule, p, k, count))
+            plan = self._plans[(cpu_class, code)] = tuple(rules)
+        return plan
+
+    def _measure_one(self, cpu_class: int, code: int, free: Sequence[int]) -> float:
+        """``free``: ascending."""
         w = self._workload
         if w is None:
             return 0.0
         total = float(sum(free))
-        # Per distinct milli asked: the free milli of the GPUs too small for it, how many fit it.
+        # Per distinct milli asked (ascending): the free milli of the GPUs too small for it
+        # (an integer sum, as exact as summing them one by one), how many fit it.
         small: list[float] = []
         fitting: list[int] = []
+        n = len(free)
+        j = 0
+        below = 0
         for threshold in w.threshold_values:
-            too_small = [f for f in free if f < threshold]
-            small.append(float(sum(too_small)))
-            fitting.append(len(free) - len(too_small))
-        access = self._access_rows[code + 1]
+            while j < n and free[j] < threshold:
+                below += free[j]
+                j += 1
+            small.append(float(below))
+            fitting.append(n - j)
         b0 = b1 = b2 = b3 = b4 = b5 = 0.0
-        for t, (p, t_cpu, gpu_pod, k, count) in enumerate(w.rows):
-            cpu_ok = cpu_left >= t_cpu
-            if not gpu_pod:
-                if cpu_ok:
-                    b3 += p * total  # XL
-                else:
-                    b4 += p * total  # XR
-            elif not access[t]:
-                b5 += p * total  # NA
-            elif fitting[k] >= count:
-                if cpu_ok:
+        for rule, p, k, count in self._plan(cpu_class, code):
+            if rule == 0:
+                if fitting[k] >= count:
                     b1 += p * small[k]  # Q2 fragments of Q3
                 else:
+                    b1 += p * total  # Q2
+            elif rule == 1:
+                if fitting[k] >= count:
                     b2 += p * total  # Q4
-            elif cpu_ok:
-                b1 += p * total  # Q2
+                else:
+                    b0 += p * total  # Q1
+            elif rule == 2:
+                b3 += p * total  # XL
+            elif rule == 3:
+                b4 += p * total  # XR
             else:
-                b0 += p * total  # Q1
+                b5 += p * total  # NA
         return 0.0 + b0 + b1 + b2 + b3 + b4 + b5
+
+
+#: (id of the pods list, id of the access array) -> (both, held so the ids stay theirs, the measure).
+_MEASURES: dict[tuple[int, int], tuple[Sequence[TypicalPod], np.ndarray, StateMeasure]] = {}
+
+
+def state_measure(pods: Sequence[TypicalPod], access: np.ndarray) -> StateMeasure:
+    """The ``StateMeasure`` of this workload and model access (``access`` must not change
+    while used: callers keep one per GPU models known)."""
+    found = _MEASURES.get((id(pods), id(access)))
+    if found is not None and found[0] is pods and found[1] is access:
+        return found[2]
+    measure = StateMeasure(pods, access)
+    if len(_MEASURES) >= 16:
+        _MEASURES.clear()
+    _MEASURES[(id(pods), id(access))] = (pods, access, measure)
+    return measure
 
 
 def _measure(states: NodeStates, pods: Sequence[TypicalPod]) -> np.ndarray:

@@ -157,7 +157,11 @@ class GpuLedger:
 
     def _count(self, uid: str, row: int, milli: int, indices: tuple[int, ...]) -> None:
         self._ensure_shape(max(indices) + 1)
-        self._used[row, list(indices)] += milli
+        used = self._used
+        # One or a few GPUs: scalar steps cost less than a fancy index (which counts a repeated
+        # index once: so do these).
+        for gpu in dict.fromkeys(indices):
+            used[row, gpu] += milli
         self._bump(row)
         self._free_stale.add(row)
         self._counted[uid] = (row, milli, indices)
@@ -166,7 +170,9 @@ class GpuLedger:
         counted = self._counted.pop(uid, None)
         if counted is not None:
             row, milli, indices = counted
-            self._used[row, list(indices)] -= milli
+            used = self._used
+            for gpu in dict.fromkeys(indices):
+                used[row, gpu] -= milli
             self._bump(row)
             self._free_stale.add(row)
         self._unplaced.pop(uid, None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.plugins.gpu_policies import FGD
@@ -89,6 +90,28 @@ def test_state_measure_in_python_equals_numpys_to_the_bit() -> None:
         assert got == frag._measure(states, shapes).tolist()
 
 
+def test_state_measure_memo_by_cpu_class_gives_each_cpu_its_own_measure() -> None:
+    """The memo keys a state by how many of the typical pods' CPU asks its CPU left reaches:
+    CPU left exactly at an ask, one below and one above, measured through one memo in every
+    order, equals the array measure of each (a class off by one at the boundary would give a
+    neighbour's value)."""
+    access = np.ones((2, len(TYPICAL)), dtype=np.bool_)
+    asks = sorted({t.milli_cpu for t in TYPICAL})
+    cpus = [c + d for c in asks for d in (-1, 0, 1)] + [0, 10**6]
+    free = [[1000, 500, 0, 250], [1000, 1000, 1000, 1000], [0, 0, 0, 0]]
+    for order in (cpus, cpus[::-1]):
+        frag._MEMOS.clear()
+        frag._MEMO_OF.clear()
+        frag._MEASURES.clear()
+        measure = frag.state_measure(TYPICAL, access)
+        for gpus in free:
+            got = [measure.of(c, 0, gpus) for c in order]
+            states = NodeStates(np.array(order, dtype=np.int64), np.array([gpus] * len(order), dtype=np.int64),
+                                np.zeros(len(order), dtype=np.int64), access)
+            assert got == frag._measure(states, TYPICAL).tolist()
+    assert len({measure.of(c, 0, free[0]) for c in cpus}) <= len(asks) + 1  # one per class at most
+
+
 def _place(table: NodeTable, rng: random.Random, name: str) -> None:
     """Bind a share or whole-GPU pod on a random node where it fits, on the first GPUs that fit."""
     ledger = GpuLedger.of(table)
@@ -106,11 +129,14 @@ def _place(table: NodeTable, rng: random.Random, name: str) -> None:
             return
 
 
-def test_fgd_scores_kept_per_node_state_equal_a_fresh_plugins() -> None:
+@pytest.mark.parametrize("copies", [1, 6])
+def test_fgd_scores_kept_per_node_state_equal_a_fresh_plugins(copies: int) -> None:
     """Pods come and go, a node of a new GPU model arrives: the plugin that kept its scores (per
-    row and per node state, many nodes alike) scores and chooses GPUs as one that never scored."""
+    row and per node state, many nodes alike) scores and chooses GPUs as one that never scored.
+    With 36 nodes the fresh plugin scores them all at once (each distinct state once, with
+    arrays), the kept one the few changed rows in Python."""
     table = table_of(*[gpu_node(f"n{i}", gpus=g, cpu=c) for i, (g, c) in
-                       enumerate([(4, "8"), (4, "8"), (4, "8"), (8, "16"), (8, "16"), (2, "4")])])
+                       enumerate([(4, "8"), (4, "8"), (4, "8"), (8, "16"), (8, "16"), (2, "4")] * copies)])
     kept = new_plugin(FGD, {"typicalPods": SHAPES}, table=table)
     first = PodInfo.from_raw(gpu_pod("first", 500))
     kept.score_batch(CycleState(), first, table, table.alive_rows())
@@ -153,7 +179,7 @@ def test_fgd_scores_of_a_few_states_in_python_equal_the_array_scores() -> None:
         _place(table, rng, f"p{step}")
         rows = table.alive_rows()
         res = node_resources(table, rows)
-        assert fgd_module._row_state_keys(table, rows) == fgd_module._state_keys(res)  # read in Python
+        assert fgd_module._row_state_keys(table, rows.tolist()) == fgd_module._state_keys(res)  # read in Python
         shapes = ((250, 1, None), (500, 1, "T4"), (1000, 1, None), (1000, 2, "V100"), (None, 1, None))
         for milli, count, model in shapes:
             pod = PodInfo.from_raw(gpu_pod(f"q{step}", milli, count=count, model=model,
