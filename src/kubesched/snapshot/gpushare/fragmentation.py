@@ -41,8 +41,9 @@ class NodeStates:
 def _distinct(states: NodeStates) -> tuple[IntArray, IntArray]:
     """(one index per distinct state, the distinct state of each state): the measure reads only
     CPU left, the model and the multiset of free GPU milli, so identical ones are measured once.
-    States are packed exactly into two int64 keys; when they do not fit (more than 8 GPUs, odd
-    values), every state is its own."""
+    States are packed exactly into three int64 keys (six free values; the last two and the model;
+    CPU left), none wider than 60 bits; when they do not fit (more than 8 GPUs, odd values), every
+    state is its own."""
     n, g = states.free.shape
     free = np.sort(states.free, axis=1)
     cpu = states.cpu_left + (1 << 30)
@@ -55,9 +56,13 @@ def _distinct(states: NodeStates) -> tuple[IntArray, IntArray]:
     k1 = np.zeros(n, dtype=np.int64)
     for i in range(6):
         k1 = (k1 << 10) | padded[:, i]
-    k2 = (((padded[:, 6] << 10) | padded[:, 7]) << 35 | cpu) << 15 | (states.model_codes + 1)
-    order = np.lexsort((k2, k1))
-    new = np.r_[True, (k1[order][1:] != k1[order][:-1]) | (k2[order][1:] != k2[order][:-1])]
+    # 20 + 15 bits: the 7th and 8th free values and the model (packing CPU in as well took 70
+    # bits, and the 7th value's high bits overflowed: states differing there were merged).
+    k2 = ((padded[:, 6] << 10) | padded[:, 7]) << 15 | (states.model_codes + 1)
+    k3 = cpu
+    order = np.lexsort((k3, k2, k1))
+    k1, k2, k3 = k1[order], k2[order], k3[order]
+    new = np.r_[True, (k1[1:] != k1[:-1]) | (k2[1:] != k2[:-1]) | (k3[1:] != k3[:-1])]
     group = np.cumsum(new) - 1
     inverse = np.empty(n, dtype=np.int64)
     inverse[order] = group

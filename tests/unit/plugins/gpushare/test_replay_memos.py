@@ -67,6 +67,26 @@ def test_fragmentation_memo_gives_each_states_own_measure() -> None:
         assert fragmentation(states, TYPICAL).tolist() == frag._measure(states, TYPICAL).tolist()
 
 
+def test_many_eight_gpu_states_each_get_their_own_measure() -> None:
+    """Many states at once (the array path, which measures each distinct state once) of 8-GPU
+    nodes whose free GPUs differ only in the 7th smallest value, 100 against 500 (equal in their
+    low 4 bits): each gets the measure it has alone. Two int64 keys once held those states and the
+    7th value's high bits overflowed, so they were measured as one and FGD placed pods elsewhere."""
+    pods = [TypicalPod(milli_cpu=1000, milli_gpu=500, gpu_count=1, frequency=0.5),
+            TypicalPod(milli_cpu=1000, milli_gpu=1000, gpu_count=1, frequency=0.5)]
+    access = np.ones((2, 2), dtype=np.bool_)
+    rng = np.random.default_rng(11)
+    a, b = [0, 0, 0, 0, 0, 0, 100, 1000], [0, 0, 0, 0, 0, 0, 500, 1000]
+    free = np.array([a, b] + [rng.permutation(a if i % 3 else b).tolist() for i in range(98)], dtype=np.int64)
+    cpu = rng.choice([0, 4000, 2 ** 33], size=len(free)).astype(np.int64)
+    codes = rng.integers(-1, 1, size=len(free)).astype(np.int64)
+    states = NodeStates(cpu, free, codes, access)
+    alone = [fragmentation(NodeStates(cpu[i:i + 1], free[i:i + 1], codes[i:i + 1], access), pods)[0]
+             for i in range(len(free))]
+    assert fragmentation(states, pods).tolist() == alone
+    assert alone[0] != alone[1]
+
+
 def test_state_measure_in_python_equals_numpys_to_the_bit() -> None:
     """The one-state Python measure against the array measure, on workloads of odd frequencies
     (sums that depend on their order), widths up to 8 GPUs, models a pod does not accept and
