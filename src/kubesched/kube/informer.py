@@ -341,7 +341,8 @@ class Informer:
         self.resource_version = rv
         self._need_list = False
         # Where a slow start went: the apiserver and the transfer (list_ms: request to the last
-        # object), waiting for the informers it is handed on after (held_ms), the handlers (apply_ms).
+        # object), waiting for the informer it is handed on after (held_ms), handing it on
+        # (apply_ms: the handlers, and what else the loop ran between the chunks).
         list_ms, held_ms = ((1000 * (timing[1] - timing[0]), 1000 * (applying - timing[1]))
                             if timing is not None else (-1.0, -1.0))
         log.info("informer=%s event=listed items=%d changes=%d rv=%s list_ms=%.0f held_ms=%.0f apply_ms=%.0f",

@@ -299,10 +299,12 @@ class LiveScheduler(SchedulerObserver):
         self.stats.bound += 1
         if not self.stats.first_bound_at:
             self.stats.first_bound_at = now
-            # When a restart's backlog starts to move, and how much of the wait was after the
-            # caches synced (a cycle and a bind) rather than before (imports, lists).
-            log.info("pod=%s node=%s event=first_bind after_sync_ms=%.0f", pod.key, node_name,
-                     1000 * (now - self.stats.synced_at) if self.stats.synced_at else -1)
+            # When a restart's backlog starts to move, and how much of the wait came once the
+            # caches were synced and the lease held (a cycle and a bind) rather than before
+            # (imports, lists, a standby's wait for the lease).
+            ready = max(self.stats.synced_at, self.stats.leader_at)
+            log.info("pod=%s node=%s event=first_bind after_ready_ms=%.0f", pod.key, node_name,
+                     1000 * (now - ready) if ready else -1)
         self.stats.last_bound_at = now
         started = self._attempt_start.pop(pod.uid, self._cycle_start)
         self.metrics.attempt("scheduled", profile, time.perf_counter() - started)
