@@ -264,3 +264,22 @@ def test_cpu_and_memory_sums_kept_between_samples_equal_fresh_sums(monkeypatch: 
     monkeypatch.setattr(timeline_module.Timeline, "_requested", checked)
     replay(scenario)
     assert len(compared) > 50 and len(set(compared)) > 10
+
+
+def test_the_json_document_of_a_replay_whose_nodes_came_and_went() -> None:
+    """Nodes added during a replay (more than the table had rows for at the start) and a removed
+    one whose row an added node reuses: the JSON document is written (it raised IndexError once
+    the table grew), and a node added later had requested nothing before."""
+    events: list[dict[str, Any]] = [{"at": 10, "action": "remove", "node": "n2"}]
+    events += [{"at": 20 + i, "action": "add", "node": node(f"m{i}", cpu="8")} for i in range(80)]
+    scenario = parse_scenario({
+        "nodes": [node(f"n{i}", cpu="8") for i in range(3)],
+        "pods": [{"at": 0, "pod": cpu_pod("early", cpu="2")}]
+        + [{"at": 120 + i, "pod": cpu_pod(f"p{i}", cpu="7")} for i in range(40)],
+        "nodeEvents": events,
+    }, "scenario")
+    doc = result_to_json(replay(scenario))
+    nodes = {n["name"]: n for n in doc["nodes"]}
+    assert len(nodes) == 2 + 80
+    assert all(v in ("0", 0) for i in range(80) for v in nodes[f"m{i}"]["requestedBefore"].values())
+    assert sum(1 for i in range(80) if nodes[f"m{i}"]["podsAfter"]) >= 38  # the added nodes took pods

@@ -43,6 +43,7 @@ from kubesched.simulate.inputs.dump import ClusterInput
 from kubesched.simulate.inputs.gc_pause import fewer_young_collections, paused_gc
 from kubesched.simulate.inputs.scenario import Scenario
 from kubesched.snapshot.pod import PodInfo
+from kubesched.snapshot.table import NodeTable
 
 #: Pods scheduled between two chances for binding tasks and the progress callback to run.
 _BATCH = 256
@@ -96,6 +97,20 @@ class SimulationResult:
     @property
     def underlay_ip_pools(self) -> dict[str, dict[str, Any]]:
         return self.objects.get("UnderlayIPPool", {})
+
+
+def _rows_now(
+    table: NodeTable, before: npt.NDArray[np.int64], rows_before: dict[str, int]
+) -> npt.NDArray[np.int64]:
+    """What each node had requested when the simulation started, in the rows the table has at the
+    end: a replay's node events add nodes (which had nothing), remove them and reuse their rows,
+    and grow the table past the rows copied at the start."""
+    aligned = np.zeros_like(table.requested)
+    for name, old in rows_before.items():
+        row = table.row_of(name)
+        if row is not None:
+            aligned[row] = before[old]
+    return aligned
 
 
 class Simulation:
@@ -233,6 +248,7 @@ class Simulation:
             table = self.scheduler.cache.table
             requested_before = table.requested.copy()
             pods_before = {table.names[r]: len(table.pods[r]) for r in table.alive_rows()}
+            rows_before = {table.names[r]: r for r in table.alive_rows().tolist()}
             for pod in pending:
                 self.cluster.add_pod(pod)
             arrivals = self.timeline.arrival_pods if self.timeline is not None else ()
@@ -269,7 +285,7 @@ class Simulation:
             cluster=self.cluster,
             scheduler=self.scheduler,
             records=self.recorder.records,
-            requested_before=requested_before,
+            requested_before=_rows_now(table, requested_before, rows_before),
             pods_before=pods_before,
             wall_seconds=time.perf_counter() - started,
             virtual_seconds=self.clock.now(),

@@ -47,7 +47,8 @@ def fewer_young_collections(threshold: int = SIMULATION_GC_THRESHOLD) -> Iterato
     survivors (the openb GPU replay: 712 young, 65 middle and 6 full collections, ~3.5 % of its
     CPU; 153, 14 and 1 at 20,000, half the time). Garbage cycles are still collected, later."""
     old = gc.get_threshold()
-    gc.set_threshold(max(threshold, old[0]), *old[1:])
+    # 0: automatic collection is off, and stays off
+    gc.set_threshold(max(threshold, old[0]) if old[0] else 0, *old[1:])
     try:
         yield
     finally:
