@@ -105,7 +105,7 @@ def _rows_now(
     """What each node had requested when the simulation started, in the rows the table has at the
     end: a replay's node events add nodes (which had nothing), remove them and reuse their rows,
     and grow the table past the rows copied at the start."""
-    aligned = np.zeros_like(table.requested)
+    aligned = np.zeros((len(table.requested), before.shape[1]), dtype=before.dtype)  # columns as they were
     for name, old in rows_before.items():
         row = table.row_of(name)
         if row is not None:

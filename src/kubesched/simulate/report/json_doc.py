@@ -36,8 +36,9 @@ SCHEMA_VERSION = 2
 
 def _resource_dicts(table: Any, rows: Any, matrix: Any) -> list[dict[str, int]]:
     """Per row, {resource: amount}: the first four resources always, others when non-zero. Rows
-    beyond ``matrix`` (nodes added during the run) get {}; ``matrix`` may also predate
-    extended-resource columns added during the run."""
+    beyond ``matrix`` get {}; ``matrix`` may predate extended-resource columns added during the
+    run (the requests before it: engine/runner.py ``_rows_now``, where a node added during the run
+    has zeros)."""
     cols = min(len(table.resource_names), matrix.shape[1])
     resource_names = table.resource_names[:cols]
     inside = rows[rows < matrix.shape[0]]
