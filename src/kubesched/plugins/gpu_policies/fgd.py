@@ -89,26 +89,23 @@ class _ShapeScores:
         return cls(np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64),
                    np.full(size, -1, dtype=np.int64), [None] * size, 0, {})
 
-    def store(self, rows: Rows, versions: IntArray, keys: list[tuple[int, ...]], scores: IntArray,
-              best: IntArray) -> None:
-        """Keep the scores of ``rows`` and the states (``_state_keys``) they were measured in."""
-        self.versions[rows], self.scores[rows], self.best[rows] = versions, scores, best
-        states = self.states
-        for row, key in zip(rows.tolist(), keys, strict=True):
-            states[row] = key
+    def store(self, rows: Rows, versions: IntArray, keys: list[tuple[int, ...]],
+              known: list[tuple[int, int]]) -> None:
+        """Keep the (score, best GPU) of ``rows`` and the states (``_state_keys``) they were
+        measured in."""
+        if len(rows) <= _FEW_STATES:  # row by row: numpy's per-call cost is the work for one or two
+            for row, version, key, (score, gpu) in zip(rows.tolist(), versions.tolist(), keys, known, strict=True):
+                self.versions[row], self.scores[row], self.best[row] = version, score, gpu
+                self.states[row] = key
+        else:
+            self.versions[rows] = versions
+            self.scores[rows] = [k[0] for k in known]
+            self.best[rows] = [k[1] for k in known]
+            states = self.states
+            for row, key in zip(rows.tolist(), keys, strict=True):
+                states[row] = key
         if keys:
-            self.width = max(self.width, len(keys[0]) - 3)
-
-    def store_few(self, rows: list[int], versions: list[int], keys: list[tuple[int, ...]],
-                  known: list[tuple[int, int]]) -> None:
-        """``store`` of a few rows, row by row (numpy's per-call cost is the work for one or two)."""
-        for row, version, key, (score, gpu) in zip(rows, versions, keys, known, strict=True):
-            self.versions[row] = version
-            self.scores[row] = score
-            self.best[row] = gpu
-            self.states[row] = key
-            if len(key) - 3 > self.width:
-                self.width = len(key) - 3
+            self.width = max(self.width, max(len(key) for key in keys) - 3)
 
     def best_for(self, row: int, cpu_left: int, free: IntArray) -> int | None:
         """The GPU chosen for ``row`` if it was scored in exactly this state, else None (GPUs
@@ -223,45 +220,25 @@ class FGD(ScorePlugin):
             cached = self._cache[shape] = _ShapeScores.empty(len(table.alive))
         versions = GpuLedger.of(table).versions(rows)
         changed = np.flatnonzero(cached.versions.take(rows) != versions)
-        if len(changed) > _FEW_STATES:
+        if len(changed):
             stale = rows.take(changed)
-            res = node_resources(table, stale)
-            keys = _state_keys(res)
+            # The usual: the rows a pod or two went to since, read row by row.
+            res = node_resources(table, stale) if len(changed) > _FEW_STATES else None
+            keys = _state_keys(res) if res is not None else _row_state_keys(table, stale.tolist())
             cached.store(stale, versions.take(changed), keys,
-                         *self._scores_by_state(table, pod, keys, res, stale, cached.by_state))
-        elif len(changed):  # the usual: the rows a pod or two went to since
-            few = rows.take(changed).tolist()
-            keys = _row_state_keys(table, few)
-            cached.store_few(few, versions.take(changed).tolist(), keys,
-                             self._known_scores(table, pod, keys, cached.by_state))
+                         self._scores_by_state(table, pod, keys, res, stale, cached.by_state))
         scores: IntArray = cached.scores.take(rows)
         return scores
-
-    def _known_scores(
-        self, table: NodeTable, pod: PodInfo, keys: list[tuple[int, ...]],
-        by_state: dict[tuple[int, ...], tuple[int, int]],
-    ) -> list[tuple[int, int]]:
-        """(score, best GPU) of a few states (``_state_keys``, at most ``_FEW_STATES``): each
-        looked up in ``by_state`` first, the others scored in Python (``_scores_of_keys``) and
-        kept there."""
-        known = [by_state.get(key) for key in keys]
-        missing = [i for i, k in enumerate(known) if k is None]
-        if missing:
-            few_scores, few_best = self._scores_of_keys(table, pod, [keys[i] for i in missing])
-            if len(by_state) >= _STATES_KEPT:
-                by_state.clear()
-            for i, score, gpu in zip(missing, few_scores, few_best, strict=True):
-                known[i] = by_state[keys[i]] = (score, gpu)
-        return [k for k in known if k is not None]
 
     def _scores_by_state(
         self, table: NodeTable, pod: PodInfo, keys: list[tuple[int, ...]], res: NodeResources | None, rows: Rows,
         by_state: dict[tuple[int, ...], tuple[int, int]],
-    ) -> tuple[IntArray, IntArray]:
-        """``_scores``, looking each row's state up in ``by_state`` first (a score reads only the
-        row's state: CPU left, model, GPU count and free milli per GPU in index order; the
-        model's access and the typical pods are those of the shape's cache, cleared when they
-        change) and measuring only the states not seen. ``keys``: the ``_state_keys`` of
+    ) -> list[tuple[int, int]]:
+        """(score, best GPU) of each row, as ``_scores``, looking each row's state up in
+        ``by_state`` first (a score reads only the row's state: CPU left, model, GPU count and
+        free milli per GPU in index order; the model's access and the typical pods are those of
+        the shape's cache, cleared when they change) and measuring only the states not seen, a
+        few in Python (``_scores_of_keys``), more with numpy. ``keys``: the ``_state_keys`` of
         ``rows``; ``res``: their ``node_resources`` (read here if needed and not given)."""
         if len(by_state) >= _STATES_KEPT:
             by_state.clear()
@@ -280,8 +257,7 @@ class FGD(ScorePlugin):
                 few_scores, few_best = sub_scores.tolist(), sub_best.tolist()
             for key, score, gpu in zip(first_of, few_scores, few_best, strict=True):
                 by_state[key] = (score, gpu)
-        known = [by_state[key] for key in keys]
-        return (np.array([k[0] for k in known], dtype=np.int64), np.array([k[1] for k in known], dtype=np.int64))
+        return [by_state[key] for key in keys]
 
     def _scores_of_keys(
         self, table: NodeTable, pod: PodInfo, keys: list[tuple[int, ...]],

@@ -127,8 +127,6 @@ _DEDUP_FROM = 64
 #: state's CPU class (``StateMeasure``), not its CPU left: states that differ only in CPU the
 #: typical pods cannot tell apart share one measure.
 _MEMOS: dict[Hashable, dict[tuple[int, ...], float]] = {}
-#: (id of the pods list, id of the access array) -> (both, held so the ids stay theirs, the memo).
-_MEMO_OF: dict[tuple[int, int], tuple[Sequence[TypicalPod], np.ndarray, dict[tuple[int, ...], float]]] = {}
 #: Bound on the states one memo keeps (it is emptied when full; the whole openb replay under FGD
 #: measures 16,726 distinct states; a state costs a few hundred bytes, so a memo stays under
 #: ~10 MiB, which matters in a long-running live scheduler).
@@ -136,18 +134,14 @@ MEMO_SIZE = 1 << 15
 
 
 def _memo(pods: Sequence[TypicalPod], access: np.ndarray) -> dict[tuple[int, ...], float]:
-    found = _MEMO_OF.get((id(pods), id(access)))
-    if found is not None and found[0] is pods and found[1] is access:
-        return found[2]
+    """The memo of this workload's content (a ``StateMeasure`` is made once per pods list and
+    access array, :func:`state_measure`, so this runs that seldom)."""
     content = (tuple(pods), access.shape, access.tobytes())
     memo = _MEMOS.get(content)
     if memo is None:
         if len(_MEMOS) >= 8:
             _MEMOS.clear()
         memo = _MEMOS[content] = {}
-    if len(_MEMO_OF) >= 16:
-        _MEMO_OF.clear()
-    _MEMO_OF[(id(pods), id(access))] = (pods, access, memo)
     return memo
 
 

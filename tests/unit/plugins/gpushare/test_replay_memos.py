@@ -121,7 +121,6 @@ def test_state_measure_memo_by_cpu_class_gives_each_cpu_its_own_measure() -> Non
     free = [[1000, 500, 0, 250], [1000, 1000, 1000, 1000], [0, 0, 0, 0]]
     for order in (cpus, cpus[::-1]):
         frag._MEMOS.clear()
-        frag._MEMO_OF.clear()
         frag._MEASURES.clear()
         measure = frag.state_measure(TYPICAL, access)
         for gpus in free:
