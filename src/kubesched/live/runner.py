@@ -47,7 +47,7 @@ from kubesched.kube.status import StatusPublisher
 from kubesched.live.bind_client import MeteredBindClient
 from kubesched.live.client import LiveClusterClient
 from kubesched.live.coalesced_events import CoalescedEvents
-from kubesched.live.early import EarlyInformers, backlog_informers
+from kubesched.live.early import EarlyInformers, PreparedPods, backlog_informers
 from kubesched.live.health import HealthServer
 from kubesched.live.leader import DEFAULT_SCHEDULER_NAME, LeaderElector, LeaseLock, kube_scheduler_holds_lease
 from kubesched.live.metrics import SchedulerMetrics, instrument_framework
@@ -155,7 +155,10 @@ class LiveScheduler(SchedulerObserver):
         else:
             self.node_informer, self.pod_informer = backlog_informers(api, rt)
         self.node_informer.handlers = Handlers(self._node_add, self._node_update, self._node_delete)
-        self.pod_informer.handlers = Handlers(self._pod_add, self._pod_update, self._pod_delete)
+        #: The first list's pods parsed as they stream in (from process start when started early).
+        self._prepared = early.prepared if early is not None else PreparedPods()
+        self.pod_informer.handlers = Handlers(self._pod_add, self._pod_update, self._pod_delete,
+                                              self._prepared.prepare)
         self._object_events = CoalescedEvents(self._object_changed)
         self.objects = ObjectInformers(api, kinds, self._object_events.add, read_timeout=rt)
         self.status = StatusPublisher(api, self.scheduler.plugins(), kinds, emit=self.events.object_event)
@@ -192,7 +195,10 @@ class LiveScheduler(SchedulerObserver):
 
     def _pod_add(self, raw: Obj) -> None:
         self.metrics.informer_event("pods")
-        pod = self._parse(raw)
+        prepared = self._prepared.take(raw)
+        if isinstance(prepared, PodSpecError):
+            log.warning("event=bad_pod err=%r", str(prepared))
+        pod = self._parse(raw) if prepared is None else None if isinstance(prepared, PodSpecError) else prepared
         if pod is not None:
             self.scheduler.on_pod_add(pod)
             self._wake.set()
@@ -388,6 +394,7 @@ class LiveScheduler(SchedulerObserver):
             if self.options.owns_process_gc:
                 end_startup_gc()
             self.synced = True
+            self._prepared.close()
             self.stats.synced_at = time.monotonic()
             log.info(
                 "event=synced nodes=%d pods=%d pending=%d",

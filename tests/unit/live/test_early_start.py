@@ -5,13 +5,15 @@ while other tasks on the event loop keep running."""
 from __future__ import annotations
 
 import asyncio
+import copy
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubesched.kube.informer import Handlers, Informer
-from kubesched.live.early import kubeconfig_hint
+from kubesched.live.early import PreparedPods, kubeconfig_hint
+from kubesched.snapshot.pod import PodInfo, PodSpecError
 
 
 def test_the_flag_wins_over_the_configuration_file(tmp_path: Path) -> None:
@@ -62,3 +64,34 @@ async def test_a_large_list_is_handed_on_in_order_while_other_tasks_run() -> Non
     await other_task
     assert seen == order and len(inf.store) == 2000 and inf.resource_version == "9"
     assert any(0 < n < 2000 for n in seen_by_other)
+
+
+def test_prepared_pods_hand_back_the_parse_of_the_very_object_parsed() -> None:
+    prepared = PreparedPods()
+    raw = _pod(1) | {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "250m"}}}]}}
+    prepared.prepare(raw)
+    equal_copy = copy.deepcopy(raw)
+    assert prepared.take(equal_copy) is None  # another object (a later version, say): parsed anew
+    pod = prepared.take(raw)
+    assert isinstance(pod, PodInfo) and pod.key == "ns/p1" and pod.raw is raw
+    assert pod.requests == PodInfo.from_raw(equal_copy).requests
+    assert prepared.take(raw) is None  # taken once
+
+
+def test_a_pod_that_does_not_parse_keeps_its_error_for_the_handler() -> None:
+    prepared = PreparedPods()
+    raw = _pod(2) | {"spec": {"priority": "high"}}
+    prepared.prepare(raw)
+    err = prepared.take(raw)
+    assert isinstance(err, PodSpecError) and "spec.priority must be an integer" in str(err)
+
+
+def test_after_the_first_sync_nothing_is_parsed_ahead() -> None:
+    prepared = PreparedPods()
+    left = _pod(3)
+    prepared.prepare(left)  # from a list whose stream broke: never taken
+    prepared.close()
+    assert prepared.take(left) is None
+    later = _pod(4)
+    prepared.prepare(later)
+    assert prepared.take(later) is None

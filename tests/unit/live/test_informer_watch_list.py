@@ -4,7 +4,11 @@ initial-events-end bookmark, the same stream then the watch; a paged LIST where 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import pytest
+
+from kubesched.kube.informer import Handlers
 from unit.live.informer_harness import collection_of, started_informer, until
 
 
@@ -76,3 +80,26 @@ async def test_apply_after_holds_the_listed_objects_until_it_is_set() -> None:
         gate.set()
         await asyncio.wait_for(inf.synced.wait(), 5)
         assert sorted(n for _, n, _ in rec.log) == ["p0", "p1", "p2"]
+
+
+@pytest.mark.parametrize("watch_list", [True, False])
+async def test_prepare_sees_each_listed_object_before_the_list_is_handed_on(watch_list: bool) -> None:
+    """Handlers.prepare: a handler's per-object work done while the rest of the list streams in."""
+    coll = await collection_of(*(f"p{i}" for i in range(7)))
+    prepared: list[dict[str, Any]] = []
+    added: list[dict[str, Any]] = []
+
+    def prepare(obj: dict[str, Any]) -> None:
+        assert added == []  # every listed object is prepared before the first is handed on
+        prepared.append(obj)
+        if obj["metadata"]["name"] == "p3":
+            raise RuntimeError("a prepare that fails")
+
+    handlers = Handlers(added.append, prepare=prepare)
+    async with started_informer(coll, handlers, page_size=3, watch_list=watch_list) as (inf, _):
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        assert sorted(o["metadata"]["name"] for o in added) == [f"p{i}" for i in range(7)]  # p3 too
+        assert {id(o) for o in prepared} == {id(o) for o in added}  # the very objects handed on
+        await coll.put("p7")  # a watch event: handed on, not prepared
+        await until(lambda: len(added) == 8)
+        assert len(prepared) == 7
