@@ -36,16 +36,6 @@ def installed_env(src: str | None = None) -> dict[str, str]:
     return env
 
 
-def warm_bytecode(src: str | None = None) -> None:
-    """Fill ``PYCACHE`` with the bytecode of what a start of ``kubesched run`` imports (the standard
-    library's, the venv's and kubesched's from ``src``), as installing does: without it a bench's
-    first kubesched start compiles them and is 1-7 s slower than the next (measured for issue 32)."""
-    imports = ("import kubesched.cli, kubesched.live.runner, kubesched.live.early, kubesched.plugins, "
-               "kubesched.extender.command; from kubesched.kube.kubeconfig_loaders import kubeconfig_loaders; "
-               "kubeconfig_loaders()")
-    subprocess.run([sys.executable, "-c", imports], env=installed_env(src), check=True, timeout=300)
-
-
 # -- machine -----------------------------------------------------------------------------------------
 def loadavg() -> list[float]:
     try:

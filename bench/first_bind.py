@@ -157,9 +157,6 @@ def main(argv: list[str]) -> int:
             body["metadata"]["labels"][MEASURE_LABEL] = "measure"
             bodies[body["metadata"]["name"]] = body
         Bulk(c).post_all(lambda b: f"/api/v1/namespaces/{NAMESPACE}/pods", list(bodies.values()))
-        for kind in contenders:  # every start alike: none compiles what it imports
-            if kind.startswith("kubesched"):
-                common.warm_bytecode(kind.partition("@")[2] or None)
         for rnd in range(args.rounds):
             for kind in contenders if rnd % 2 == 0 else list(reversed(contenders)):  # ABBA
                 res = one_start(c, kind, workdir, qps, burst, args.stock, args.timeout)

@@ -352,9 +352,6 @@ def main(argv: list[str]) -> int:
     with openb_cluster(trace, workdir) as c:
         if args.stock:
             grant_kubesched_lease(c)
-        for kind in contenders:  # every start alike: none compiles what it imports
-            if kind.startswith("kubesched"):
-                common.warm_bytecode(kind.partition("@")[2] or None)
         for rnd in range(args.rounds):
             for kind in contenders if rnd % 2 == 0 else reversed(contenders):  # ABBA
                 if args.stock:
