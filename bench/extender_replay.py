@@ -80,27 +80,21 @@ def stream_node_names(pods: list[list[tuple[str, bytes]]]) -> list[str]:
     return sorted(names)
 
 
-# -- kubesched's server (a process of its own) --------------------------------------------------------
-def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, watch_lag: int = 1,
-          pending_order: str = "list", stats: Path | None = None) -> None:
-    """``kubesched extender``'s service and server on its own cluster cache (ExtenderCluster, never
-    started: no API calls), whose informers the replay feeds as the apiserver's watch would."""
+# -- kubesched's service on the replay's cluster ------------------------------------------------------
+def replay_service(recorded: list[list[tuple[str, bytes]]], init_pods: int, pending_order: str = "list") -> Any:
+    """``kubesched extender``'s service (default profile, default options) on its own cluster cache
+    (ExtenderCluster, never started: no API calls), whose informers the replay feeds as the
+    apiserver's watch would: the stream's nodes, ``init_pods`` bound round-robin, the stream's pods
+    pending. Runs against whichever kubesched is on the path (a --baseline-src too)."""
     from typing import cast
 
     from bench.live import node_body, pod_body
     from kubesched.config.load import load_config
     from kubesched.extender.cluster import ExtenderCluster
-    from kubesched.extender.server import ExtenderServer, start_server
-    from kubesched.kube.api import ApiClient
-    try:
-        from kubesched.extender.server import settle_heap
-    except ImportError:  # a --baseline-src from before it
-        def settle_heap() -> None:
-            pass
     from kubesched.extender.service import ExtenderService
+    from kubesched.kube.api import ApiClient
     from kubesched.plugins.builtin import builtin_registry
 
-    recorded = read_stream(stream)
     names = stream_node_names(recorded)
     cluster = ExtenderCluster(cast(ApiClient, None))
     for inf in (cluster.nodes, cluster.pods, cluster.pending):
@@ -131,20 +125,38 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, 
         cluster.pending.handlers.on_add({"apiVersion": "v1", "kind": "Pod", **pod,
                                          "metadata": {**pod["metadata"], "managedFields": managed}})
     registry = builtin_registry()
-    svc = ExtenderService(load_config(None, registry).profiles[0], registry, cluster)
-    holds = svc.holds
-    assert holds is not None
+    return ExtenderService(load_config(None, registry).profiles[0], registry, cluster)
 
-    # The watch's events for a pod the extender held, ``watch_lag`` requests after the one that held
-    # it (kube-scheduler binds while it goes on with the next pods): the pod leaves the pending
-    # pods, is added to the bound ones (a new resourceVersion, TypeMeta as a watch sends it), then
-    # its status update (Running), as KWOK's kubelet sends. Each version's own ExtenderCluster
-    # handles them (a --baseline-src counts them its way).
-    seen = 0
-    due: list[tuple[int, dict[str, Any], str]] = []
 
-    def deliver() -> None:
-        while due and due[0][0] <= seen:
+class WatchStandIn:
+    """The watch's events for a pod the extender held, ``lag`` requests after the one that held it
+    (kube-scheduler binds while it goes on with the next pods): the pod leaves the pending pods,
+    is added to the bound ones (a new resourceVersion, TypeMeta as a watch sends it), then its
+    status update (Running), as KWOK's kubelet sends. The service's own ExtenderCluster handles
+    them (a --baseline-src counts them its way). Call ``answered`` after each filter and
+    prioritize answer with the request's decoded body."""
+
+    def __init__(self, svc: Any, lag: int = 1) -> None:
+        self.cluster = svc.cluster
+        self.holds = svc.holds
+        assert self.holds is not None
+        self.lag = lag
+        self.seen = 0
+        self.due: list[tuple[int, dict[str, Any], str]] = []
+
+    def answered(self, data: Any) -> None:
+        self.seen += 1
+        self._deliver()
+        pod = data.get("Pod") if isinstance(data, dict) else None
+        uid = (pod or {}).get("metadata", {}).get("uid")
+        node = self.holds.node_of(uid) if uid else None
+        if node is not None and not any(d[1]["metadata"]["uid"] == uid for d in self.due):
+            self.due.append((self.seen + self.lag, pod, node))
+            self._deliver()
+
+    def _deliver(self) -> None:
+        cluster, due = self.cluster, self.due
+        while due and due[0][0] <= self.seen:
             _, pod, node = due.pop(0)
             cluster.pending.handlers.on_delete(pod)
             meta = pod["metadata"]
@@ -155,22 +167,29 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, 
                        "status": {**(pod.get("status") or {}), "phase": "Running"}}
             cluster.pods.handlers.on_update(bound, running)
 
+
+# -- kubesched's server (a process of its own) --------------------------------------------------------
+def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, watch_lag: int = 1,
+          pending_order: str = "list", stats: Path | None = None) -> None:
+    """``kubesched extender``'s server on ``replay_service``, the watch played by WatchStandIn."""
+    from kubesched.extender.server import ExtenderServer, start_server
+    try:
+        from kubesched.extender.server import settle_heap
+    except ImportError:  # a --baseline-src from before it
+        def settle_heap() -> None:
+            pass
+
+    svc = replay_service(read_stream(stream), init_pods, pending_order)
+    watch = WatchStandIn(svc, watch_lag)
+
     def then_bound(verb: str) -> None:
         answer = getattr(svc, verb)
 
         def call(data: Any, deadline: Any) -> Any:
-            nonlocal seen
             t0 = time.process_time()
             reply = answer(data, deadline)
             spent[verb] = spent.get(verb, 0.0) + time.process_time() - t0
-            seen += 1
-            deliver()
-            pod = data.get("Pod") if isinstance(data, dict) else None
-            uid = (pod or {}).get("metadata", {}).get("uid")
-            node = holds.node_of(uid) if uid else None
-            if node is not None and not any(d[1]["metadata"]["uid"] == uid for d in due):
-                due.append((seen + watch_lag, pod, node))
-                deliver()
+            watch.answered(data)
             return reply
 
         setattr(svc, verb, call)

@@ -20,7 +20,7 @@ from kubesched.plugins.noderesources import (
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFit,
 )
-from kubesched.plugins.noderesources.resource_allocation import balanced_resource_scorer
+from kubesched.plugins.noderesources.resource_allocation import balance_with_and_without, balanced_resource_scorer
 from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import new_plugin, node, pod, table_of
 
@@ -166,6 +166,23 @@ def test_many_nodes_batch_matches_scalar_formula() -> None:
         else:
             std = 0.0
         assert got[i] == int((1 - std) * 100.0)
+
+
+@pytest.mark.parametrize("resources", [2, 3])
+def test_balance_with_and_without_the_pod_is_the_scorer_twice(resources: int) -> None:
+    # The two-resource path scores both in one array; the result must be the scorer's, bit for bit.
+    rng = np.random.default_rng(11)
+    alloc = rng.integers(1, 10_000, size=(resources, 300)).astype(np.int64)
+    pod_requests = np.array([700, 1_500, 0][:resources], dtype=np.int64)
+    requested = rng.integers(0, 12_000, size=(resources, 300)).astype(np.int64) + pod_requests[:, None]
+    for known_nonzero in (True, False):
+        with_pod, without_pod = balance_with_and_without(requested, alloc, pod_requests, known_nonzero)
+        assert with_pod.tolist() == balanced_resource_scorer(requested, alloc).tolist()
+        assert without_pod.tolist() == balanced_resource_scorer(requested - pod_requests[:, None], alloc).tolist()
+    alloc[0, ::5] = 0  # some nodes lack a resource: the general path
+    with_pod, without_pod = balance_with_and_without(requested, alloc, pod_requests)
+    assert with_pod.tolist() == balanced_resource_scorer(requested, alloc).tolist()
+    assert without_pod.tolist() == balanced_resource_scorer(requested - pod_requests[:, None], alloc).tolist()
 
 
 def test_args_defaults_and_validation() -> None:

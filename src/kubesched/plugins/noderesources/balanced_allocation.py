@@ -26,7 +26,7 @@ from kubesched.framework.interfaces import MAX_NODE_SCORE, PreScorePlugin, Score
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.plugins.helpers.device_classes import DEVICE_CLASS_KIND, extended_resource_classes
 from kubesched.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
-from kubesched.plugins.noderesources.resource_allocation import ResourceAllocation, balanced_resource_scorer
+from kubesched.plugins.noderesources.resource_allocation import ResourceAllocation, balance_with_and_without
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import IntArray, NodeTable, Rows
 
@@ -87,11 +87,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         alloc, requested, known_nonzero = self.allocation.allocatable_requested(table, rows, pod_requests)
         if s.dra is not None and not known_nonzero:
             self.allocation.add_dra_backed(table, rows, pod_requests, s.dra, alloc, requested)
-        with_pod = balanced_resource_scorer(requested, alloc, known_nonzero)
-        # The node without the pod: the scorer skips resources the node does not have (allocatable
-        # 0) whatever their requested value, so subtracting the pod everywhere is safe.
-        requested -= pod_requests[:, None]
-        without_pod = balanced_resource_scorer(requested, alloc, known_nonzero)
+        with_pod, without_pod = balance_with_and_without(requested, alloc, pod_requests, known_nonzero)
         # Both balances lie in [50, 100] (std <= 0.5 for fractions in [0, 1]), so the numerator is
         # never negative and floor division is Go's truncation.
         half = MAX_NODE_SCORE // 2
