@@ -205,7 +205,7 @@ def serve(stream: Path, port: int, init_pods: int, profile: Path | None = None, 
             work_ahead()
             spent["ahead"] = spent.get("ahead", 0.0) + time.process_time() - t0
 
-        svc.work_ahead = ahead  # type: ignore[method-assign]
+        svc.work_ahead = ahead
 
     async def main() -> None:
         await start_server(ExtenderServer(svc), "127.0.0.1", port)

@@ -148,10 +148,11 @@ find "$rootfs" -name __pycache__ -prune -exec rm -rf {} +
 # library): without this, every start compiles every module it imports, ~1.1 CPU s of each start of
 # `kubesched run` before its first request (issue 32 item 2). unchecked-hash: the .pyc files hold a
 # hash of their source, not its time (reproducible), and are never checked against it (the image's
-# files do not change). One process, in a fixed order, for the same bytes on every build.
+# files do not change). One process, in a fixed order, for the same bytes on every build; -I: the
+# builder's PYTHONPYCACHEPREFIX or PYTHONOPTIMIZE would write other files.
 # kubernetes_asyncio's generated API and models (~20 MB of bytecode) are left out: kubesched
 # imports only its kubeconfig loaders (kubesched/kube/kubeconfig_loaders.py).
-chroot "$rootfs" /usr/bin/python3.11 -m compileall -q -j 1 --invalidation-mode unchecked-hash \
+chroot "$rootfs" /usr/bin/python3.11 -I -m compileall -q -j 1 --invalidation-mode unchecked-hash \
   -x 'kubernetes_asyncio/client/(api|models)/' /usr/lib/python3.11 "/$SITE" \
   || die "compiling the image's Python modules failed"
 find "$rootfs" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +

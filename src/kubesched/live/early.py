@@ -75,7 +75,8 @@ class PreparedPods:
     when the list is handed on (8,152 pods: ~0.2 s of parsing no longer between the list's last
     object and the first scheduling cycle). Parses are kept by the identity of the object parsed
     (the list holds it until it is handed on); a pod that does not parse keeps its error, logged by
-    the handler that takes it. After :meth:`close` (the first sync) nothing more is parsed ahead."""
+    the handler that takes it. After :meth:`close` (the pods' first list handed on) nothing more
+    is parsed ahead."""
 
     def __init__(self) -> None:
         self._parsed: dict[int, tuple[Obj, PodInfo | PodSpecError]] = {}
@@ -86,7 +87,9 @@ class PreparedPods:
             try:
                 parsed: PodInfo | PodSpecError = PodInfo.from_raw(raw)
             except PodSpecError as e:
-                parsed = e
+                parsed = e.with_traceback(None)  # no cycle through this frame: freed when taken
+            except Exception:  # not kept: the add handler parses it again and reports it, once
+                return
             self._parsed[id(raw)] = (raw, parsed)
 
     def take(self, raw: Obj) -> PodInfo | PodSpecError | None:

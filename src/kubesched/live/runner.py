@@ -389,12 +389,14 @@ class LiveScheduler(SchedulerObserver):
                 with contextlib.suppress(BaseException):
                     await objects
                 return await self._shutdown(hold)
+            # The pods' first list is handed on: nothing more to take (a relist before the plugins'
+            # kinds sync would otherwise parse, and keep, every pod again).
+            self._prepared.close()
             await objects
             await self.scheduler.start_plugins()
             if self.options.owns_process_gc:
                 end_startup_gc()
             self.synced = True
-            self._prepared.close()
             self.stats.synced_at = time.monotonic()
             log.info(
                 "event=synced nodes=%d pods=%d pending=%d",

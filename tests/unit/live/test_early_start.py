@@ -95,3 +95,13 @@ def test_after_the_first_sync_nothing_is_parsed_ahead() -> None:
     later = _pod(4)
     prepared.prepare(later)
     assert prepared.take(later) is None
+
+
+def test_a_pod_whose_parse_fails_otherwise_is_left_to_the_handler() -> None:
+    prepared = PreparedPods()
+    raw = _pod(5) | {"spec": {"containers": [{"name": "c", "ports": [80]}]}}  # not objects: not a PodSpecError
+    with pytest.raises(Exception) as failure:
+        PodInfo.from_raw(raw)
+    assert not isinstance(failure.value, PodSpecError)
+    prepared.prepare(raw)  # kept nothing, raised nothing: the add handler parses it and reports it once
+    assert prepared.take(raw) is None
