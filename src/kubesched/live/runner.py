@@ -506,7 +506,11 @@ class LiveScheduler(SchedulerObserver):
                     break
                 self.stats.attempts += 1
                 n += 1
-                if n % yield_every == 0 or perf() - last_yield >= yield_after:
+                # Until a first bind has been answered, yield after every cycle: each bind goes out
+                # as soon as its pod is assumed, rather than after a batch of 32 cycles (or 50 ms),
+                # and its answer is read as it arrives (a start with a backlog: its first bind
+                # ~0.1 s sooner, measured for issue 32 item 2).
+                if n % yield_every == 0 or perf() - last_yield >= yield_after or not self.stats.bound:
                     self._loop_beat = time.monotonic()
                     await asyncio.sleep(0)
                     last_yield = perf()
