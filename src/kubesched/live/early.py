@@ -74,7 +74,7 @@ class PreparedPods:
     the apiserver is still encoding the rest: the add handler takes each parse instead of parsing
     when the list is handed on (8,152 pods: ~0.2 s of parsing no longer between the list's last
     object and the first scheduling cycle). Parses are kept by the identity of the object parsed
-    (the list holds it until it is handed on); a pod that does not parse keeps its error, logged by
+    (the list holds it until it is handed on); a pod that does not parse keeps its error, raised to
     the handler that takes it. After :meth:`close` (the pods' first list handed on) nothing more
     is parsed ahead."""
 
@@ -92,10 +92,15 @@ class PreparedPods:
                 return
             self._parsed[id(raw)] = (raw, parsed)
 
-    def take(self, raw: Obj) -> PodInfo | PodSpecError | None:
-        """The parse of this very object, if it was parsed ahead (None: parse it now)."""
+    def take(self, raw: Obj) -> PodInfo | None:
+        """The parse of this very object, if it was parsed ahead (None: parse it now); raises the
+        PodSpecError its parse raised."""
         entry = self._parsed.pop(id(raw), None)
-        return entry[1] if entry is not None and entry[0] is raw else None
+        if entry is None or entry[0] is not raw:
+            return None
+        if isinstance(entry[1], PodSpecError):
+            raise entry[1]
+        return entry[1]
 
     def close(self) -> None:
         """Parse nothing more ahead; drop what a list that was never handed on (a broken stream) left."""

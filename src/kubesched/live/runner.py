@@ -188,17 +188,15 @@ class LiveScheduler(SchedulerObserver):
     # -- informer handlers (run on the loop, between scheduling batches) -----------------------------
     def _parse(self, raw: Obj, previous: PodInfo | None = None) -> PodInfo | None:
         try:
-            return PodInfo.from_raw(raw, previous)
+            prepared = self._prepared.take(raw)  # parsed as the first list streamed in
+            return prepared if prepared is not None else PodInfo.from_raw(raw, previous)
         except PodSpecError as e:
             log.warning("event=bad_pod err=%r", str(e))
             return None
 
     def _pod_add(self, raw: Obj) -> None:
         self.metrics.informer_event("pods")
-        prepared = self._prepared.take(raw)
-        if isinstance(prepared, PodSpecError):
-            log.warning("event=bad_pod err=%r", str(prepared))
-        pod = self._parse(raw) if prepared is None else None if isinstance(prepared, PodSpecError) else prepared
+        pod = self._parse(raw)
         if pod is not None:
             self.scheduler.on_pod_add(pod)
             self._wake.set()
