@@ -255,11 +255,16 @@ WORKLOADS: dict[str, Workload] = {
     ),
     "UnderlayIPExtender": Workload(
         "UnderlayIPExtender",
-        "kube-scheduler (default profile) with `kubesched extender` serving UnderlayIP with the pools of "
+        "kube-scheduler (default profile) with `kubesched extender` serving UnderlayIP alone (as "
+        "deploy/extender ships it: kube-scheduler runs the default plugins itself) with the pools of "
         "UnderlayIPPools (filter + prioritize, nodeCacheCapable: every approval held until the bind is seen; and "
         "with the bind verb: the address assigned and written at bind), beside the no-op extender's floor "
         "(bench/noop_extender.py: no capacity check at all)",
-        kubesched_profile={**_profile_from("ip-scheduler.yaml"), "schedulerName": DEFAULT_NAME},
+        # examples/ip-scheduler.yaml's UnderlayIP arguments; its default filters are kube-scheduler's
+        # own here, so the extender serves UnderlayIP only (docs/extender.md, "Serving only your plugins").
+        kubesched_profile={**_profile_from("ip-scheduler.yaml"), "schedulerName": DEFAULT_NAME,
+                           "plugins": {"multiPoint": {"disabled": [{"name": "*"}],
+                                                      "enabled": [{"name": "UnderlayIP"}]}}},
         contenders=("kube-scheduler+noop-extender-cache", "kube-scheduler+extender-cache",
                     "kube-scheduler+extender-bind"),
         ns_setup=underlay.live_pools,
@@ -608,6 +613,40 @@ def gate_flags(gates: dict[str, bool]) -> list[str]:
     return [f"--feature-gates={','.join(f'{k}={str(v).lower()}' for k, v in gates.items())}"] if gates else []
 
 
+def grant_kubesched_rbac(c: ControlPlane, config: Path | None, extender: bool = False) -> None:
+    """Grant system:kube-scheduler, the identity every contender uses here, the rules
+    ``kubesched run --print-rbac`` derives from ``config`` (None: the default profile): what its
+    plugins declare (UnderlayIP's pools and claims, DynamicResources' ResourceClaimTemplates, ...),
+    as deploy/ grants a kubesched deployment. Without them each such informer retries a 403 all
+    through the round and its plugin sees none of those objects: until 2026-11-28 the
+    UnderlayIPPools and UnderlayIPExtender rounds ran without their pools. One ClusterRole per set
+    of rules (named by its digest), made once per cluster."""
+    import hashlib
+
+    from kubesched.config.load import load_config
+    from kubesched.framework.registry import profiles_object_kinds
+    from kubesched.live.rbac import cluster_role
+    from kubesched.plugins.builtin import builtin_registry
+
+    registry = builtin_registry()
+    cfg = load_config(config, registry, extender=extender)
+    rules = cluster_role("", profiles_object_kinds(registry, cfg.profiles, cfg.feature_gates))["rules"]
+    name = "bench-kubesched-" + hashlib.sha256(orjson.dumps(rules)).hexdigest()[:10]
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+            "rules": rules}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                             "name": "system:kube-scheduler"}]}
+    for path, body in (("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
+                       ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)):
+        try:
+            c.api("POST", path, body)
+        except controlplane.ApiError as e:
+            if e.status != 409:
+                raise
+
+
 _WARMED: set[str] = set()
 
 
@@ -635,6 +674,7 @@ def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float | None,
         profile = wl.kubesched_profile if kind == "kubesched" else {}
         cfg = scheduler_config(c, workdir / "kubesched.yaml", {"schedulerName": KUBESCHED_NAME, **profile}, qps,
                                burst, leader_elect=leader_elect, feature_gates=wl.feature_gates)
+        grant_kubesched_rbac(c, cfg)
         argv = [*(wrap or []), kubesched_bin(), "run", f"--config={cfg}", f"--health-addr=127.0.0.1:{port}"]
         env = common.installed_env(kubesched_src if kubesched_src is not None else os.environ.get("PYTHONPATH"))
         _warm_up(env.get("PYTHONPATH") or str(common.ROOT / "src"))
@@ -661,6 +701,9 @@ def start_contender(c: ControlPlane, wl: Workload, kind: str, qps: float | None,
             if wl.kubesched_profile:  # the workload's profile (schedulerName included), else the default
                 ecfg = scheduler_config(c, workdir / "kubesched-extender.yaml", wl.kubesched_profile, qps, burst)
                 argv.append(f"--config={ecfg}")
+                grant_kubesched_rbac(c, ecfg, extender=True)
+            elif cache:
+                grant_kubesched_rbac(c, None, extender=True)
         ext = c._add(Component("kubesched-extender", argv, c.logs_dir / "kubesched-extender.log", env))
         procs["extender"] = ext
         try:
