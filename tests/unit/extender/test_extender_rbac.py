@@ -93,3 +93,37 @@ def test_print_rbac_refuses_what_the_server_refuses(tmp_path: Path) -> None:
     code, out = _print_rbac(tmp_path, "--print-config")
     assert code == 2
     assert "--print-config and --print-rbac: pick one" in out
+
+
+# -- the shipped extender deployment ---------------------------------------------------------------
+MANIFEST = Path(__file__).resolve().parents[3] / "deploy" / "extender" / "kube-scheduler-with-extender.yaml"
+
+
+def test_the_extender_manifest_grants_what_print_rbac_prints_for_its_profile(tmp_path: Path) -> None:
+    """The manifest's extender ClusterRole is exactly `--print-rbac` for the profile its extender
+    container serves (its --config, --profile, --only; --bind when kube-scheduler's extenders entry
+    has a bindVerb), and it is bound to the pod's service account. The chart in extender mode
+    renders the same objects (tests/integration/test_deploy_chart.py)."""
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(MANIFEST.read_text()) if d}
+    config_map = docs[("ConfigMap", "kubesched-underlay")]["data"]
+    pod = docs[("Deployment", "kubesched-underlay")]["spec"]["template"]["spec"]
+    (container,) = (c for c in pod["containers"] if c["name"] == "kubesched-extender")
+    args: list[str] = container["args"]
+    assert args[0] == "extender"
+    options = dict(a.removeprefix("--").partition("=")[::2] for a in args[1:])
+    assert "plugins" not in options  # built-in plugins only: nothing to load here
+    config = tmp_path / "kubesched-profile.yaml"
+    config.write_text(config_map[Path(options["config"]).name])
+    argv = ["extender", "--print-rbac", "--config", str(config)]
+    argv += [f"--{k}={v}" for k, v in options.items() if k in ("profile", "only")]
+    (stanza,) = yaml.safe_load(config_map["kube-scheduler.yaml"])["extenders"]
+    if "bindVerb" in stanza:
+        argv.append("--bind")
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    want = yaml.safe_load(result.output)
+    have = docs[("ClusterRole", want["metadata"]["name"])]
+    assert have["rules"] == want["rules"]
+    binding = docs[("ClusterRoleBinding", want["metadata"]["name"])]
+    assert binding["roleRef"]["name"] == want["metadata"]["name"]
+    assert [s["name"] for s in binding["subjects"]] == [pod["serviceAccountName"]]
