@@ -53,8 +53,8 @@ SERVED_POINTS = ("preFilter", "filter", "preScore", "score")
 
 def only_plugins(profile: Any, names: tuple[str, ...]) -> Any:
     """The profile with just ``names`` at the points the extender serves (``--only``), and at
-    Reserve (the in-flight holds); every name must be one of the profile's plugins at one of the
-    served points."""
+    Reserve and PreBind (the in-flight holds and the bind verb); every name must be one of the
+    profile's plugins at one of the served points."""
     if not names:
         return profile
     from kubesched.app.startup import UserError
@@ -70,8 +70,9 @@ def only_plugins(profile: Any, names: tuple[str, ...]) -> Any:
     keep = set(names)
     # Reserve/Unreserve too: the in-flight holds reserve with the state of the served plugins'
     # PreFilter; a plugin left out has none (VolumeBinding's Reserve would fail every hold, and the
-    # extender would then hold nothing). Binding stays kube-scheduler's.
-    narrowed = (*SERVED_POINTS, "reserve")
+    # extender would then hold nothing). PreBind too: the bind verb runs it with the hold's state,
+    # where a plugin left out has none (VolumeBinding's PreBind would fail every bind).
+    narrowed = (*SERVED_POINTS, "reserve", "preBind")
     plugins = {point: [n for n in ns if n in keep] if point in narrowed else list(ns)
                for point, ns in profile.plugins.items()}
     weights = {n: w for n, w in profile.score_weights.items() if n in keep}
