@@ -49,7 +49,7 @@ CLUSTER_SUBCOMMANDS = {
 #: Other doc lines that cannot run here: (pattern searched in the command, reason). Each must still
 #: match a line of the docs (test_every_exception_is_still_needed), so the list stays small.
 NOT_RUN: list[tuple[str, str]] = [
-    (r"^kubesched extender (?!.*--print-config)",
+    (r"^kubesched extender (?!.*--print-(config|rbac))",
      f"serves until stopped (with --kubeconfig: a cluster too): {CLUSTER_TEST} runs it"),
     (r"^kubesched sweep --engine dask",
      "needs a Dask cluster: tests/integration/test_sweep_dask.py starts one and runs this sweep"),

@@ -9,13 +9,16 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import yaml
 
 from kubesched.app.options import config_option, plugins_option
 from kubesched.extender.limits import DEFAULT_HOLD_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_TIMEOUT, normalize_prefix
+
+if TYPE_CHECKING:
+    from kubesched.framework.objects import ObjectKind
 
 log = logging.getLogger("kubesched.extender")
 
@@ -50,8 +53,8 @@ SERVED_POINTS = ("preFilter", "filter", "preScore", "score")
 
 def only_plugins(profile: Any, names: tuple[str, ...]) -> Any:
     """The profile with just ``names`` at the points the extender serves (``--only``), and at
-    Reserve (the in-flight holds); every name must be one of the profile's plugins at one of the
-    served points."""
+    Reserve and PreBind (the in-flight holds and the bind verb); every name must be one of the
+    profile's plugins at one of the served points."""
     if not names:
         return profile
     from kubesched.app.startup import UserError
@@ -67,12 +70,21 @@ def only_plugins(profile: Any, names: tuple[str, ...]) -> Any:
     keep = set(names)
     # Reserve/Unreserve too: the in-flight holds reserve with the state of the served plugins'
     # PreFilter; a plugin left out has none (VolumeBinding's Reserve would fail every hold, and the
-    # extender would then hold nothing). Binding stays kube-scheduler's.
-    narrowed = (*SERVED_POINTS, "reserve")
+    # extender would then hold nothing). PreBind too: the bind verb runs it with the hold's state,
+    # where a plugin left out has none (VolumeBinding's PreBind would fail every bind).
+    narrowed = (*SERVED_POINTS, "reserve", "preBind")
     plugins = {point: [n for n in ns if n in keep] if point in narrowed else list(ns)
                for point, ns in profile.plugins.items()}
     weights = {n: w for n, w in profile.score_weights.items() if n in keep}
     return dataclasses.replace(profile, plugins=plugins, score_weights=weights)
+
+
+def served_object_kinds(registry: Any, profile: Any) -> list[ObjectKind]:
+    """The kinds the extender watches for ``profile`` (after ``--only``): what its plugins declare.
+    One function for the informers and ``--print-rbac``, so the printed role covers every watch."""
+    from kubesched.framework.registry import profiles_object_kinds
+
+    return profiles_object_kinds(registry, [profile])
 
 
 def extender_stanza(
@@ -138,10 +150,16 @@ def extender_stanza(
               "default plugins already, so an extender usually serves just yours.")
 @click.option("--print-config", is_flag=True,
               help="Print the `extenders:` stanza for the kube-scheduler's configuration and exit.")
+@click.option("--print-rbac", is_flag=True,
+              help="Print the ClusterRole the extender needs with a cluster connection (its node/pod watch, "
+              "pods/binding with --bind, the served plugins' declared objects) as YAML, and exit.")
+@click.option("--rbac-name", default="kubesched-extender", show_default=True,
+              help="[--print-rbac] metadata.name of the printed ClusterRole.")
 @click.option("--url", help="[--print-config] URL the kube-scheduler reaches this extender at "
               "(default: from --listen, --url-prefix and TLS).")
 @click.option("--weight", type=click.IntRange(min=1), default=1, show_default=True, help="[--print-config]")
-@click.option("--bind", "with_bind", is_flag=True, help="[--print-config] Let the extender bind (bindVerb).")
+@click.option("--bind", "with_bind", is_flag=True,
+              help="[--print-config, --print-rbac] Let the extender bind (bindVerb; pods/binding create).")
 @click.option("--no-preempt", is_flag=True, help="[--print-config] Leave out preemptVerb.")
 @click.option("--node-cache-capable/--no-node-cache-capable", default=None,
               help="[--print-config] Default: on with --kubeconfig/--in-cluster.")
@@ -169,6 +187,8 @@ def extender(
     log_level: str,
     only: tuple[str, ...],
     print_config: bool,
+    print_rbac: bool,
+    rbac_name: str,
     url: str | None,
     weight: int,
     with_bind: bool,
@@ -184,10 +204,13 @@ def extender(
 
     POST <prefix>/filter, /prioritize, /preempt and /bind take the upstream extender/v1 types;
     GET /healthz, /readyz and /metrics are served too. `--print-config` prints the matching
-    `extenders:` entry for the kube-scheduler's KubeSchedulerConfiguration.
+    `extenders:` entry for the kube-scheduler's KubeSchedulerConfiguration, `--print-rbac` the
+    ClusterRole for the extender's service account.
     """
     from kubesched.app.startup import UserError, load_scheduler_config
 
+    if print_config and print_rbac:
+        raise UserError("--print-config and --print-rbac: pick one")
     if (tls_cert is None) != (tls_key is None):
         raise UserError("--tls-cert and --tls-key go together")
     if client_ca is not None and tls_cert is None:
@@ -195,9 +218,17 @@ def extender(
     host, port = parse_listen(listen)
     https = tls_cert is not None
     connected = kubeconfig is not None or in_cluster
-    # Loaded and checked before --print-config too: it accepts exactly what the server would serve.
+    # Loaded and checked before --print-config/--print-rbac too: they accept exactly what the
+    # server would serve.
     config, registry = load_scheduler_config(config_path, plugin_modules, extender=True)
     profile = only_plugins(select_profile(config, profile_name), only)
+
+    if print_rbac:
+        from kubesched.extender.rbac import extender_cluster_role
+
+        role = extender_cluster_role(rbac_name, served_object_kinds(registry, profile), bind=with_bind)
+        click.echo(yaml.safe_dump(role, sort_keys=False), nl=False)
+        return
 
     if print_config:
         if url is None:
@@ -271,11 +302,10 @@ async def _serve(
     cluster = None
     if kubeconfig is not None or in_cluster:
         from kubesched.extender.cluster import ExtenderCluster
-        from kubesched.framework.registry import profiles_object_kinds
         from kubesched.kube.api import ConnectionConfigError
 
         try:
-            kinds = profiles_object_kinds(registry, [profile])
+            kinds = served_object_kinds(registry, profile)
             cluster = await ExtenderCluster.connect(str(kubeconfig) if kubeconfig else None, kinds)
         except ConnectionConfigError as e:
             raise UserError(str(e)) from None

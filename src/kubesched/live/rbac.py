@@ -9,13 +9,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubesched.framework.objects import ObjectKind
+from kubesched.kube import rbac
 from kubesched.kube.objects import rbac_rules
 
 #: What the live shell itself does, whatever the plugins (kube-scheduler's system:kube-scheduler,
 #: cut to what kubesched uses).
 SCHEDULER_RULES: list[dict[str, Any]] = [
-    {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list", "watch"]},
-    {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
+    rbac.WATCH_NODES_AND_PODS,
+    rbac.BIND_PODS,
     {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
@@ -23,12 +24,7 @@ SCHEDULER_RULES: list[dict[str, Any]] = [
 
 
 def cluster_role(name: str, kinds: Sequence[ObjectKind]) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": name},
-        "rules": [*SCHEDULER_RULES, *rbac_rules(kinds)],
-    }
+    return rbac.cluster_role(name, [*SCHEDULER_RULES, *rbac_rules(kinds)])
 
 
 def leader_election_role(name: str, namespace: str, lease_name: str) -> dict[str, Any]:

@@ -57,6 +57,7 @@ def test_only_keeps_just_the_named_plugins_at_the_served_points(tmp_path: Path) 
     assert profile.plugins["score"] == ["NodeAffinity"]
     assert profile.plugins["preFilter"] == ["NodeAffinity"]
     assert profile.plugins["reserve"] == []  # no other plugin's Reserve without its PreFilter
+    assert profile.plugins["preBind"] == []  # nor its PreBind
     assert set(profile.score_weights) == {"NodeAffinity"}
     code, out = _cli("extender", "--only", "NoSuch", "--print-config")
     assert code == 2 and "--only NoSuch: not a filter or score plugin" in out

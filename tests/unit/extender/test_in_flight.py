@@ -320,6 +320,19 @@ def test_with_only_the_served_plugin_a_burst_is_still_held(registry: Registry) -
     assert (used_ips(cluster, "n1"), used_ips(cluster, "n2")) == (5, 5)
 
 
+async def test_with_only_the_served_plugin_the_bind_verb_binds(registry: Registry) -> None:
+    # `--only UnderlayIP` with bindVerb: the bind runs PreBind with the hold's state, which has no
+    # VolumeBinding PreFilter state (its PreBind failed every bind: "error reading VolumeBinding").
+    from kubesched.extender.command import only_plugins
+
+    cluster = FakeCluster([node("n1", labels=budget(5))])
+    svc = ExtenderService(only_plugins(ip_profile(registry), ("UnderlayIP",)), registry, cluster)
+    p = ip_pod("a", cpu="10m")
+    assert schedule(svc, p, ["n1"]) == "n1"
+    assert await bind(svc, p, "n1") == ""
+    assert cluster.bound == [("default", "a", p["metadata"]["uid"], "n1")]
+
+
 # -- the bind verb runs PreBind: UnderlayIP's address goes on the Binding ---------------------------
 ANNOTATION = "kubesched.io/underlay-ip"
 
