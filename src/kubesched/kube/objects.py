@@ -77,14 +77,22 @@ class ObjectInformers:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(inf.synced.wait(), min(remaining, 0.1))
             if not inf.synced.is_set():
-                log.warning("event=objects_not_synced kind=%s err=%r (plugins see no %s objects until it syncs; "
-                            "kubesched run --print-rbac lists what the configuration needs)", kind,
-                            inf.stats.last_error, kind)
+                log.warning("event=objects_not_synced kind=%s err=%r (plugins see no %s objects until it syncs; %s)",
+                            kind, inf.stats.last_error, kind, _not_synced_hint(inf.stats.last_status))
 
     async def stop(self) -> None:
         for inf in self.informers.values():
             with contextlib.suppress(Exception):
                 await inf.stop()
+
+
+def _not_synced_hint(status: int | None) -> str:
+    """What to check for a kind that did not sync: its RBAC (403), its CRD (404), else the apiserver."""
+    if status == 403:
+        return "`kubesched run --print-rbac` or `kubesched extender --print-rbac` lists what the configuration needs"
+    if status == 404:
+        return "the apiserver does not serve it: is its CustomResourceDefinition installed (deploy/crds)?"
+    return "it is retried in the background"
 
 
 async def list_all(api: ApiClient, path: str, page_size: int = 500) -> list[dict[str, Any]]:
