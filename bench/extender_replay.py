@@ -20,9 +20,10 @@ handlers) built like the bench's cluster: the stream's node names as scheduler_p
 nodes and the init pods bound round-robin, the stream's pods pending. Standing in for the
 watch, a pod the extender held is seen bound ``--watch-lag`` requests after the one that held it
 (default 1: during the next pod's filter and prioritize, as kube-scheduler binds while it schedules
-the next pod): the pending-pod event, the bound pod's add and its status update, each moving the
-cluster's event counts as the informers' would. The informers' own work (decoding watch events) is
-not in this figure; the live A/B's extender CPU has it.
+the next pod): the bind's update and the status update (with a --baseline-src from before the
+extender had one pod informer: the pending pod's delete, the bound pod's add and its status
+update), each moving the cluster's event counts as the informers' would. The informers' own work
+(decoding watch events) is not in this figure; the live A/B's extender CPU has it.
 
 Reported per pass and as median/min/max over the passes: each server's CPU per pod (utime+stime of
 its process over the pass, from /proc), the client-observed round trip p50 per pod, and their ratios.
@@ -97,7 +98,10 @@ def replay_service(recorded: list[list[tuple[str, bytes]]], init_pods: int, pend
 
     names = stream_node_names(recorded)
     cluster = ExtenderCluster(cast(ApiClient, None))
-    for inf in (cluster.nodes, cluster.pods, cluster.pending):
+    # One pod informer since the extender split pods by spec.nodeName itself; two before (a
+    # --baseline-src from then): the bound pods' and the pending pods'.
+    pending_informer = getattr(cluster, "pending", cluster.pods)
+    for inf in {id(i): i for i in (cluster.nodes, cluster.pods, pending_informer)}.values():
         inf.synced.set()
     for n in names:
         cluster.nodes.handlers.on_add(node_body(n, {}))
@@ -122,7 +126,7 @@ def replay_service(recorded: list[list[tuple[str, bytes]]], init_pods: int, pend
     managed = [{"manager": "replay", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
                 "fieldsV1": {"f:spec": {}}}]
     for pod in order:
-        cluster.pending.handlers.on_add({"apiVersion": "v1", "kind": "Pod", **pod,
+        pending_informer.handlers.on_add({"apiVersion": "v1", "kind": "Pod", **pod,
                                          "metadata": {**pod["metadata"], "managedFields": managed}})
     registry = builtin_registry()
     return ExtenderService(load_config(None, registry).profiles[0], registry, cluster)
@@ -130,9 +134,9 @@ def replay_service(recorded: list[list[tuple[str, bytes]]], init_pods: int, pend
 
 class WatchStandIn:
     """The watch's events for a pod the extender held, ``lag`` requests after the one that held it
-    (kube-scheduler binds while it goes on with the next pods): the pod leaves the pending pods,
-    is added to the bound ones (a new resourceVersion, TypeMeta as a watch sends it), then its
-    status update (Running), as KWOK's kubelet sends. The service's own ExtenderCluster handles
+    (kube-scheduler binds while it goes on with the next pods): the bind's update (a new
+    resourceVersion, the node, TypeMeta as a watch sends it), then its status update (Running), as
+    KWOK's kubelet sends. The service's own ExtenderCluster handles
     them (a --baseline-src counts them its way). Call ``answered`` after each filter and
     prioritize answer with the request's decoded body."""
 
@@ -158,11 +162,14 @@ class WatchStandIn:
         cluster, due = self.cluster, self.due
         while due and due[0][0] <= self.seen:
             _, pod, node = due.pop(0)
-            cluster.pending.handlers.on_delete(pod)
             meta = pod["metadata"]
             bound = {"apiVersion": "v1", "kind": "Pod", **pod, "metadata": {**meta, "resourceVersion": "b1"},
                      "spec": {**pod["spec"], "nodeName": node}}
-            cluster.pods.handlers.on_add(bound)
+            if hasattr(cluster, "pending"):  # two informers: a delete from one, an add to the other
+                cluster.pending.handlers.on_delete(pod)
+                cluster.pods.handlers.on_add(bound)
+            else:  # one: the bind is an update
+                cluster.pods.handlers.on_update(pod, bound)
             running = {**bound, "metadata": {**meta, "resourceVersion": "b2"},
                        "status": {**(pod.get("status") or {}), "phase": "Running"}}
             cluster.pods.handlers.on_update(bound, running)

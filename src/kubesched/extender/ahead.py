@@ -4,7 +4,7 @@ kube-scheduler calls the extender synchronously inside its scheduling cycle, one
 after the extender's prioritize answer it binds that pod in the background and starts the next
 cycle, running its own PreFilter and Filter plugins over its nodes before it calls the extender's
 filter. The extender's own PreFilter + Filter for that pod can run in that gap instead of on
-kube-scheduler's wait, if the extender knows the pod: its pending-pods informer holds the same
+kube-scheduler's wait, if the extender knows the pod: its pod informer holds the same
 objects kube-scheduler's queue does, in the order its queue pops them (priority, then when the pod
 was added; ExtenderCluster.next_pending).
 
@@ -68,7 +68,7 @@ def same_pod_object(sent: Any, watched: dict[str, Any]) -> bool:
 
 
 def watched_pod(cluster: ClusterView, sent: Any) -> PodInfo | None:
-    """The pending pod the watch showed, parsed by the pending-pods informer, when a request's pod
+    """The pending pod the watch showed, parsed by the pod informer, when a request's pod
     (``sent``) is that object (``same_pod_object``) and passes the checks a request's pod gets
     (``shape_checked``); else None (the request's pod is parsed then). A pending pod reaches
     kube-scheduler through its own watch of the same objects, so the extender parses each pod

@@ -1,8 +1,15 @@
 """The extender's own view of the cluster (nodeCacheCapable: true, exact pod counts, bind).
 
-Nodes and *bound* pods (``fieldSelector=spec.nodeName!=``) are kept in a SchedulerCache by the
-shared list+watch informers (kubesched.kube), and so are the objects the profile's plugins declare
-(e.g. PodGroups for Coscheduling), for ``handle.objects(kind)``; binds go through ``pods/binding``.
+Nodes and bound pods are kept in a SchedulerCache by the shared list+watch informers
+(kubesched.kube), pending pods in a map of their own (``handle.pending_pods``), and the objects the
+profile's plugins declare (e.g. PodGroups for Coscheduling) for ``handle.objects(kind)``; binds go
+through ``pods/binding``.
+
+One pod informer, as kube-scheduler has (pkg/scheduler/scheduler.go ``newPodInformer``: the pods
+not Succeeded or Failed), routed by ``spec.nodeName``: a bind is one update that moves the pod from
+the pending map to the cache. Two informers split by ``spec.nodeName`` cost each pod two more watch
+events (its delete from the pending one, its add to the bound one), decoded by the extender and
+encoded by the apiserver.
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ log = logging.getLogger("kubesched.extender")
 #: changes (the spec is compared itself).
 _NOT_READ = frozenset(("apiVersion", "kind", "status"))
 _VOLATILE_METADATA = frozenset(("resourceVersion", "managedFields", "generation"))
+#: kube-scheduler's pod informer's selector (pkg/scheduler/scheduler.go ``newPodInformer``): a pod
+#: that finishes leaves the watch as a delete.
+NOT_FINISHED = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 def status_update(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -62,21 +72,14 @@ class ExtenderCluster:
             api,
             "/api/v1/pods",
             Handlers(self._pod_upsert, lambda _old, new: self._pod_upsert(new), self._pod_delete),
-            name="bound-pods",
-            params={"fieldSelector": "spec.nodeName!="},
+            name="pods",
+            params={"fieldSelector": NOT_FINISHED},
         )
-        #: Pods not yet bound (``spec.nodeName=``): what ``handle.pending_pods()`` answers, so a
-        #: plugin that counts pending pods (Coscheduling's gang members) sees them here too.
+        #: Pods not yet bound: what ``handle.pending_pods()`` answers, so a plugin that counts
+        #: pending pods (Coscheduling's gang members) sees them here too.
         self._pending: dict[str, PodInfo] = {}
         #: The same pods by priority, each in the order the informer first saw them (next_pending).
         self._pending_by_priority: dict[int, dict[str, PodInfo]] = {}
-        self.pending = Informer(
-            api,
-            "/api/v1/pods",
-            Handlers(self._pending_upsert, lambda _old, new: self._pending_upsert(new), self._pending_delete),
-            name="pending-pods",
-            params={"fieldSelector": "spec.nodeName="},
-        )
         self.binds = 0
 
     @staticmethod
@@ -118,16 +121,15 @@ class ExtenderCluster:
 
     @property
     def synced(self) -> bool:
-        return self.nodes.synced.is_set() and self.pods.synced.is_set() and self.pending.synced.is_set()
+        return self.nodes.synced.is_set() and self.pods.synced.is_set()
 
     async def start(self, sync_timeout: float = 60.0) -> None:
         self.nodes.start()
         self.pods.start()
-        self.pending.start()
         await self._objects.start()
         try:
             await asyncio.wait_for(
-                asyncio.gather(self.nodes.synced.wait(), self.pods.synced.wait(), self.pending.synced.wait()),
+                asyncio.gather(self.nodes.synced.wait(), self.pods.synced.wait()),
                 sync_timeout,
             )
         except TimeoutError:
@@ -140,7 +142,7 @@ class ExtenderCluster:
             )
 
     async def stop(self) -> None:
-        for inf in (self.nodes, self.pods, self.pending):
+        for inf in (self.nodes, self.pods):
             with contextlib.suppress(Exception):
                 await inf.stop()
         await self._objects.stop()
@@ -179,6 +181,25 @@ class ExtenderCluster:
         self._cache.remove_node(str((raw.get("metadata") or {}).get("name", "")))
 
     def _pod_upsert(self, raw: dict[str, Any]) -> None:
+        if not (raw.get("spec") or {}).get("nodeName"):
+            self._pending_upsert(raw)
+            return
+        uid = raw_pod_uid(raw)
+        if uid in self._pending:  # bound: the one update that moves it from pending to the cache
+            self.pending_changes += 1
+            self._forget_pending(uid)
+        self._bound_upsert(raw)
+
+    def _pod_delete(self, raw: dict[str, Any]) -> None:
+        uid = raw_pod_uid(raw)
+        if uid in self._pending or not (raw.get("spec") or {}).get("nodeName"):
+            self.pending_changes += 1
+            self._forget_pending(uid)
+        if (raw.get("spec") or {}).get("nodeName"):
+            self.changes += 1
+            self._cache.remove_pod(uid)
+
+    def _bound_upsert(self, raw: dict[str, Any]) -> None:
         # A bound pod's status updates keep its parsed fields (no re-parse); no plugin reads a
         # bound pod's status (a terminal phase removes the pod, which the table's generation shows).
         previous = self._cache.table.pod(raw_pod_uid(raw))
@@ -202,10 +223,6 @@ class ExtenderCluster:
             self._pending[pod.uid] = pod
             self._pending_by_priority.setdefault(pod.priority, {})[pod.uid] = pod
 
-    def _pending_delete(self, raw: dict[str, Any]) -> None:
-        self.pending_changes += 1
-        self._forget_pending(raw_pod_uid(raw))
-
     def _forget_pending(self, uid: str) -> None:
         pod = self._pending.pop(uid, None)
         if pod is not None:
@@ -213,7 +230,3 @@ class ExtenderCluster:
             del bucket[uid]
             if not bucket:
                 del self._pending_by_priority[pod.priority]
-
-    def _pod_delete(self, raw: dict[str, Any]) -> None:
-        self.changes += 1
-        self._cache.remove_pod(str((raw.get("metadata") or {}).get("uid", "")))

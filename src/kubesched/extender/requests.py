@@ -72,7 +72,7 @@ class ClusterView(Protocol):
 
     @property
     def pending_changes(self) -> int:
-        """Bumped on every event of the pending-pods informer (what ``pending_pods`` answers)."""
+        """Bumped on every event that changes the pending pods (what ``pending_pods`` answers)."""
         ...
 
     def objects(self, kind: str) -> Mapping[str, dict[str, Any]]:
@@ -84,7 +84,7 @@ class ClusterView(Protocol):
         ...
 
     def pending_pod(self, uid: str) -> PodInfo | None:
-        """The pending pod with this UID as the pending-pods informer parsed it, or None."""
+        """The pending pod with this UID as the pod informer parsed it, or None."""
         ...
 
     def next_pending(self, skip: Container[str], limit: int = 64) -> PodInfo | None:

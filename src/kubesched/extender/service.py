@@ -232,7 +232,7 @@ class ExtenderService:
 
     def _pod_sent(self, raw: Any) -> PodInfo:
         """The request's pod: the one filtered ahead when the request sends that very object (it
-        was parsed then, from the watch's copy), else the pending-pods informer's when it is that
+        was parsed then, from the watch's copy), else the pod informer's when it is that
         object (ahead.watched_pod), else _parse_pod's. Either way, later requests with the same pod
         JSON get the same PodInfo."""
         pod = self._next.pod_sent(raw)

@@ -45,26 +45,26 @@ class CountingPreFilter(PreFilterPlugin):
 
 class Watch:
     """``kubesched extender``'s own cluster (ExtenderCluster), its informers fed by the test as the
-    apiserver's watch would: nodes, bound pods, pending pods and the profile's declared objects."""
+    apiserver's watch would: nodes, pods (pending and bound: one informer) and the profile's declared
+    objects."""
 
     def __init__(self, registry: Registry, profile: Any, nodes: list[dict[str, Any]]) -> None:
         kinds = profiles_object_kinds(registry, [profile])
         self.cluster = ExtenderCluster(cast(ApiClient, None), kinds)  # never started: no API calls
-        for inf in (self.cluster.nodes, self.cluster.pods, self.cluster.pending):
+        for inf in (self.cluster.nodes, self.cluster.pods):
             inf.synced.set()
         for raw in nodes:
             self.cluster.nodes.handlers.on_add(raw)
 
     def pending(self, raw: dict[str, Any]) -> None:
-        self.cluster.pending.handlers.on_add(raw)
+        self.cluster.pods.handlers.on_add(raw)
 
     def scheduled(self, raw: dict[str, Any], node_name: str) -> None:
-        """The pod's bind as the watches see it: gone from the pending pods, added to the bound
-        ones; then the kubelet's status update (Running)."""
-        self.cluster.pending.handlers.on_delete(raw)
+        """The pod's bind as the watch sees it: an update setting its node; then the kubelet's
+        status update (Running)."""
         bound = {**raw, "metadata": {**raw["metadata"], "resourceVersion": "2"},
                  "spec": {**raw["spec"], "nodeName": node_name}, "status": {"phase": "Pending"}}
-        self.cluster.pods.handlers.on_add(bound)
+        self.cluster.pods.handlers.on_update(raw, bound)
         self.updated(bound, {**bound, "metadata": {**bound["metadata"], "resourceVersion": "3"},
                              "status": {"phase": "Running"}})
 
@@ -323,8 +323,8 @@ def test_the_guess_follows_kube_schedulers_queue_order(counting: Registry) -> No
     assert guess is not None and guess.name == "high"
     guess = cluster.next_pending({uid["high"]})
     assert guess is not None and guess.name == "later-high"
-    cluster.pending.handlers.on_delete(high)
-    cluster.pending.handlers.on_delete(later_high)
+    cluster.pods.handlers.on_delete(high)
+    cluster.pods.handlers.on_delete(later_high)
     guess = cluster.next_pending(set())
     assert guess is not None and guess.name == "low"
     assert cluster.next_pending({uid["low"]}) is None
