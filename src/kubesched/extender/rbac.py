@@ -1,5 +1,5 @@
 """The ClusterRole a ``kubesched extender`` with a cluster connection needs, derived from what it
-serves: its node and pod informers (bound pods for the cache, pending ones for
+serves: its node informer and its one pod informer (bound pods for the cache, pending ones for
 ``handle.pending_pods``), ``pods/binding`` when kube-scheduler lets it bind (``bindVerb``), and
 list/watch of the objects the served profile's plugins declare (framework/objects.py).
 ``kubesched extender --print-rbac`` prints it; a test holds the shipped extender manifest to it.
