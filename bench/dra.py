@@ -282,29 +282,6 @@ def _template_setup(c: Any, ns: str, size: Any) -> None:
            "metadata": {"name": PERF_TEMPLATE, "namespace": ns}, "spec": {"spec": perf_claim_spec()}})
 
 
-def _template_rbac(c: Any) -> None:
-    """kubesched watches ResourceClaimTemplates (PreEnqueue: a pod's template must exist; its
-    deploy/ RBAC grants it); kube-scheduler does not, and its bootstrap role system:kube-scheduler,
-    the identity both contenders use here, may not list them. Without this grant kubesched's informer
-    retries a 403 all through the round."""
-    from kubesched.testing import controlplane
-
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "bench-dra"},
-            "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates"],
-                       "verbs": ["get", "list", "watch"]}]}
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": "bench-dra"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bench-dra"},
-               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"}]}
-    for path, body in (("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
-                       ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)):
-        try:
-            c.api("POST", path, body)
-        except controlplane.ApiError as e:
-            if e.status != 409:
-                raise
-
-
 def _claims_stamped(c: Any, ns: str, size: Any) -> None:
     """Wait for kube-controller-manager to have made every measured pod's claim."""
     def stamped() -> bool:
@@ -339,7 +316,7 @@ def live_workloads() -> dict[str, Any]:
             "with one claim from a template (one device of test-class), kube-controller-manager stamping the claims",
             pod=lambda i: {"resourceClaims": [{"name": "resource", "resourceClaimTemplateName": PERF_TEMPLATE}],
                            "claims": ["resource"]},
-            ns_setup=_template_setup, cluster_setup=_template_rbac, controller_manager=True,
+            ns_setup=_template_setup, controller_manager=True,
             controller_manager_args=CONTROLLER_MANAGER_ARGS, after_create=_claims_stamped,
             after_cleanup=_claims_released,
             sizes={"small": Size(nodes=50, init_pods=0, pods=250, timeout=300),
@@ -350,7 +327,7 @@ def live_workloads() -> dict[str, Any]:
             "DeviceClasses with extendedResourceName example.com/gpu-<i>, pods requesting example.com/gpu-<i % 25>: 1 "
             "(DRA-backed extended resources; the scheduler makes each pod's claim)",
             pod=lambda i: {"requests": {f"example.com/gpu-{i % EXTENDED_CLASSES}": "1"}},
-            ns_setup=_extended_setup, cluster_setup=_template_rbac, controller_manager=True,
+            ns_setup=_extended_setup, controller_manager=True,
             controller_manager_args=CONTROLLER_MANAGER_ARGS, after_cleanup=_claims_released,
             sizes={"small": Size(nodes=50, init_pods=0, pods=250, timeout=300),
                    "full": Size(nodes=500, init_pods=0, pods=2500, timeout=1200)}),
