@@ -168,31 +168,8 @@ def _coscheduling_cluster(c: ControlPlane) -> None:
     with contextlib.suppress(controlplane.ApiError):
         c.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     c.wait_for(lambda: c.get("/apis/scheduling.x-k8s.io/v1alpha1/podgroups"), 60, 0.5, "PodGroup CRD served")
-    # system:kube-scheduler (the identity both schedulers use) may not read PodGroups by default;
-    # kubesched also patches their status (as deploy/scheduler/rbac.yaml grants): without it every
-    # PodGroup's status patch is refused (403) and retried each round, load that is not scheduling.
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": "bench-podgroups"},
-        "rules": [
-            {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups/status"], "verbs": ["patch"]},
-        ],
-    }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": "bench-podgroups"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bench-podgroups"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"}],
-    }
-    for path, body in (
-        ("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
-        ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding),
-    ):
-        with contextlib.suppress(controlplane.ApiError):
-            c.api("POST", path, body)
+    # kubesched's access to PodGroups (read, status patches) is granted with the rest of what its
+    # configuration needs when it starts (grant_kubesched_rbac).
 
 
 def _profile_from(example: str) -> dict[str, Any]:

@@ -54,6 +54,11 @@ def status_update(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return all(om.get(k) == nm.get(k) for k in (om.keys() | nm.keys()) - _VOLATILE_METADATA)
 
 
+def _bound(raw: dict[str, Any]) -> bool:
+    """Whether the pod object names a node (bound, or finished there)."""
+    return bool((raw.get("spec") or {}).get("nodeName"))
+
+
 class ExtenderCluster:
     def __init__(self, api: ApiClient, object_kinds: Sequence[ObjectKind] = ()) -> None:
         self.api = api
@@ -181,7 +186,7 @@ class ExtenderCluster:
         self._cache.remove_node(str((raw.get("metadata") or {}).get("name", "")))
 
     def _pod_upsert(self, raw: dict[str, Any]) -> None:
-        if not (raw.get("spec") or {}).get("nodeName"):
+        if not _bound(raw):
             self._pending_upsert(raw)
             return
         uid = raw_pod_uid(raw)
@@ -191,11 +196,11 @@ class ExtenderCluster:
         self._bound_upsert(raw)
 
     def _pod_delete(self, raw: dict[str, Any]) -> None:
-        uid = raw_pod_uid(raw)
-        if uid in self._pending or not (raw.get("spec") or {}).get("nodeName"):
+        uid, bound = raw_pod_uid(raw), _bound(raw)
+        if uid in self._pending or not bound:
             self.pending_changes += 1
             self._forget_pending(uid)
-        if (raw.get("spec") or {}).get("nodeName"):
+        if bound:
             self.changes += 1
             self._cache.remove_pod(uid)
 
