@@ -24,7 +24,6 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -32,6 +31,7 @@ from kubesched.framework.handle import Preemptor
 from kubesched.framework.objects import ObjectEvent, ObjectKind
 from kubesched.kube.api import STRATEGIC_MERGE_PATCH, ApiClient, ApiError
 from kubesched.kube.ratelimit import Now, PerKeyRateLimiter
+from kubesched.kube.timestamps import micro_time, rfc3339
 from kubesched.snapshot.pod import PodInfo
 
 log = logging.getLogger(__name__)
@@ -41,15 +41,6 @@ Write = Callable[[], Awaitable[None]]
 EVENTS_PATH = "/apis/events.k8s.io/v1/namespaces/{ns}/events"
 #: Pauses before retrying a write that failed for a connection error, 5xx or 429.
 RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0)
-
-
-def micro_time(ts: float | None = None) -> str:
-    """metav1.MicroTime as the apiserver prints it: RFC 3339 with microseconds, UTC."""
-    return datetime.fromtimestamp(time.time() if ts is None else ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def rfc3339(ts: float | None = None) -> str:
-    return datetime.fromtimestamp(time.time() if ts is None else ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def scheduled_message(pod: PodInfo, node: str) -> str:

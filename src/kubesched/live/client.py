@@ -11,7 +11,7 @@ from urllib.parse import quote
 from kubesched.framework.handle import BindConflictError, PodGoneError, Preemptor
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.kube.api import MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
-from kubesched.kube.events import rfc3339
+from kubesched.kube.timestamps import rfc3339
 from kubesched.snapshot.pod import PodInfo
 
 

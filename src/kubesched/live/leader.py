@@ -30,8 +30,8 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from kubesched.kube.api import ApiClient, ApiError
-from kubesched.kube.events import micro_time
 from kubesched.kube.ratelimit import Now
+from kubesched.kube.timestamps import micro_time
 
 log = logging.getLogger(__name__)
 

@@ -8,11 +8,11 @@ import gc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kubesched.framework.objects import ObjectKind
 from kubesched.live.leader import default_identity
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # not imported at run time: `kubesched run` starts its informers before the framework is imported
     from kubesched.backend.host_selection import TieBreak
+    from kubesched.framework.objects import ObjectKind
 
 #: The lease name used when leaderElection.resourceName is the upstream default ("kube-scheduler"):
 #: sharing the default scheduler's lease would make this one a standby forever. --lease-name forces

@@ -79,18 +79,27 @@ asyncio.run(main())
     assert out.split() == ["['big']", "False"]
 
 
-def test_the_backlog_informers_can_start_before_the_framework_is_imported() -> None:
+def test_the_backlog_informers_can_start_before_the_framework_is_imported(tmp_path: Path) -> None:
     # `kubesched run` sends the nodes' and pods' watch-lists before it decodes its configuration
     # (live/early.py): what it imports up to then must not include the framework, the plugins,
-    # numpy or pydantic, or the apiserver's work would again wait for them.
+    # numpy or pydantic, or the apiserver's work would again wait for them (~0.25 s: live/settings.py
+    # once imported them through the leader elector). The command itself is run, up to that point.
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
     script = (
-        "import sys\n"
-        "import kubesched.cli, kubesched.live.commands, kubesched.live.early\n"
-        "print(' '.join(sorted(sys.modules)))\n"
+        "import os, sys\n"
+        "import kubesched.live.early as early\n"
+        "async def start(cls, *args, **kwargs):\n"
+        "    print(' '.join(sorted(sys.modules)), flush=True)\n"
+        "    os._exit(0)\n"
+        "early.EarlyInformers.start = classmethod(start)\n"
+        "from kubesched.cli import main\n"
+        f"sys.argv = ['kubesched', 'run', '--config', {str(config)!r}]\n"
+        "main()\n"
     )
     modules = set(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                                  check=True).stdout.split())
-    assert "kubesched.live.early" in modules
+    assert {"kubesched.live.early", "kubesched.live.settings", "kubesched.kube.api"} <= modules
     heavy = {"numpy", "pydantic", "kubesched.framework", "kubesched.plugins", "kubesched.app.startup",
              "kubesched.config", "aiohttp.web"}
     assert not heavy & modules
