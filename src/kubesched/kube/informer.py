@@ -118,10 +118,13 @@ _INTERN_CHUNK = 256
 _APPLY_CHUNK = 256
 
 
-async def _intern_in_chunks(items: list[Obj]) -> None:
-    """Intern a list's objects after the list was handed on, a chunk at a time: a backlog's first
-    bind does not wait for ~20 µs a pod of interning (issue 32 item 2); the store and the handlers
-    hold these very dicts, and a string value swapped for an equal one changes nothing they read."""
+async def _intern_in_chunks(items: list[Obj], after: asyncio.Event | None = None) -> None:
+    """Intern a list's objects after the list was handed on (and ``after`` is set), a chunk at a
+    time: a backlog's first bind does not wait for ~20 µs a pod of interning (issue 32 item 2); the
+    store and the handlers hold these very dicts, and a string value swapped for an equal one
+    changes nothing they read."""
+    if after is not None:
+        await after.wait()
     for start in range(0, len(items), _INTERN_CHUNK):
         for obj in items[start:start + _INTERN_CHUNK]:
             intern_strings(obj)
@@ -197,6 +200,9 @@ class Informer:
     #: Hold the first listed state until this is set before handing it on (the live scheduler's pods
     #: wait for its nodes, so every assigned pod lands on a known node), while it is already fetched.
     apply_after: asyncio.Event | None = None
+    #: Intern a list's objects only once this is set (the live scheduler's backlog: after its first
+    #: bind, so that the interning does not share the loop with the first cycles).
+    intern_after: asyncio.Event | None = None
 
     def disconnected_for(self, now: float | None = None) -> float:
         """Seconds since the informer last failed to reach the apiserver without hearing from it
@@ -354,7 +360,7 @@ class Informer:
         log.info("informer=%s event=listed items=%d changes=%d rv=%s list_ms=%.0f held_ms=%.0f apply_ms=%.0f",
                  self.name, len(items), len(deltas), rv, list_ms, held_ms, 1000 * (time.monotonic() - applying))
         if items:
-            self._interning = asyncio.get_running_loop().create_task(_intern_in_chunks(items))
+            self._interning = asyncio.get_running_loop().create_task(_intern_in_chunks(items, self.intern_after))
 
     async def _watch_list(self) -> None:
         """client-go's ``watchList``: the initial state as ADDED events up to the bookmark annotated

@@ -72,3 +72,26 @@ async def test_a_lists_objects_are_handed_on_at_once_and_interned_after() -> Non
     await inf._interning
     assert all(o["spec"]["nodeName"] is seen[0]["spec"]["nodeName"] for o in seen)
     assert len(inf.store) == 600
+
+
+async def test_a_lists_interning_waits_for_intern_after() -> None:
+    # kubesched run's backlog: the lists are interned once the backlog moves (its first bind), not
+    # in turns with the first cycles.
+    import asyncio
+
+    import orjson
+
+    wire = orjson.dumps({**_pod("1"), "spec": {"nodeName": "node-1"}})
+    moving = asyncio.Event()
+    inf = Informer(None, "/api/v1/pods", Handlers(), intern_after=moving)  # type: ignore[arg-type]
+    items = [trim({**orjson.loads(wire), "metadata": {**orjson.loads(wire)["metadata"], "uid": f"u{i}",
+                                                      "name": f"p{i}"}}, intern=False) for i in range(600)]
+    await inf._replace(items, "5")
+    assert inf._interning is not None
+    for _ in range(20):  # the loop runs on: nothing is interned yet
+        await asyncio.sleep(0)
+    assert not inf._interning.done()
+    assert items[0]["spec"]["nodeName"] is not items[599]["spec"]["nodeName"]
+    moving.set()
+    await inf._interning
+    assert all(o["spec"]["nodeName"] is items[0]["spec"]["nodeName"] for o in items)
