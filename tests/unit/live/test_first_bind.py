@@ -4,6 +4,7 @@ not after the scheduling loop's first batch of cycles."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from kubesched.config.load import load_config_text
 from kubesched.kube.api import ApiClient, Connection
@@ -13,6 +14,18 @@ from kubesched.snapshot.pod import PodInfo
 from kubesched.testing import node, pod
 
 CONFIG = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+async def _run_loop_until(live: LiveScheduler, done: Callable[[], bool]) -> None:
+    """The scheduling loop, run until ``done()`` (or 2 s), then stopped."""
+    loop_task = asyncio.ensure_future(live._loop())
+    for _ in range(400):
+        if done() or loop_task.done():
+            break
+        await asyncio.sleep(0.005)
+    live._stop = True
+    live._wake.set()
+    await loop_task
 
 
 def test_the_first_bind_is_sent_before_a_batch_of_cycles_runs() -> None:
@@ -32,14 +45,7 @@ def test_the_first_bind_is_sent_before_a_batch_of_cycles_runs() -> None:
             await asyncio.sleep(0.001)  # the apiserver's answer
 
         live.client.bind = bind  # type: ignore[method-assign,assignment]
-        loop_task = asyncio.ensure_future(live._loop())
-        for _ in range(400):
-            if live.stats.bound >= 200 or loop_task.done():
-                break
-            await asyncio.sleep(0.005)
-        live._stop = True
-        live._wake.set()
-        await loop_task
+        await _run_loop_until(live, lambda: live.stats.bound >= 200)
         await api.close()
         return cycles_when_sent
 
@@ -70,14 +76,7 @@ def test_the_backlogs_lists_are_interned_once_the_first_bind_is_answered_or_noth
 
         live.client.bind = bind  # type: ignore[method-assign,assignment]
         before = moving.is_set()
-        loop_task = asyncio.ensure_future(live._loop())
-        for _ in range(400):
-            if moving.is_set() or loop_task.done():
-                break
-            await asyncio.sleep(0.005)
-        live._stop = True
-        live._wake.set()
-        await loop_task
+        await _run_loop_until(live, moving.is_set)
         await api.close()
         return before, bool(set_at_first_bind) and set_at_first_bind[0], moving.is_set()
 
