@@ -42,17 +42,22 @@ if TYPE_CHECKING:
     from kubesched.framework.registry import Registry
     from kubesched.live.settings import LiveOptions
 
+# pkg/scheduler/scheduler.go newPodInformer's selector.
+UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+
 log = logging.getLogger(__name__)
 
 
 def backlog_informers(api: ApiClient, read_timeout: float) -> tuple[Informer, Informer]:
     """The node and pod informers of ``kubesched run`` (handlers attached by the scheduler)."""
 
-    def informer(path: str, name: str) -> Informer:
+    def informer(path: str, name: str, params: dict[str, str] | None = None) -> Informer:
         return Informer(
             api,
             path,
             name=name,
+            params=params or {},
             read_timeout=read_timeout,
             # kube-scheduler's informers hand the listed objects on in Go map order (random), so
             # a backlog is popped, and nodes are searched, in no particular order: do the same.
@@ -62,7 +67,11 @@ def backlog_informers(api: ApiClient, read_timeout: float) -> tuple[Informer, In
             watch_list=True,
         )
 
-    nodes, pods = informer("/api/v1/nodes", "nodes"), informer("/api/v1/pods", "pods")
+    nodes = informer("/api/v1/nodes", "nodes")
+    # kube-scheduler lists and watches only unfinished pods (scheduler.go newPodInformer): a
+    # cluster's many finished Job pods are neither listed, parsed nor kept. A pod that finishes
+    # then arrives as a DELETED event carrying its final object.
+    pods = informer("/api/v1/pods", "pods", {"fieldSelector": UNFINISHED_PODS})
     # Every informer lists at once (upstream: InformerFactory.Start, then WaitForCacheSync), but
     # pods are handed on after nodes: every assigned pod lands on a known node.
     pods.apply_after = nodes.synced

@@ -221,6 +221,12 @@ class LiveScheduler(SchedulerObserver):
     def _pod_delete(self, raw: Obj) -> None:
         self.metrics.informer_event("pods")
         uid = raw_pod_uid(raw)
+        if raw_pod_finished(raw):
+            # With the unfinished-pods selector a pod that turns Succeeded/Failed leaves the watch
+            # as a DELETED event carrying its final object: the terminal hooks still see it.
+            pod = self._parse(raw, self.scheduler.cache.table.pod(uid))
+            if pod is not None:
+                self.scheduler.on_pod_update(pod)
         self.scheduler.on_pod_delete(uid)
         self.events.forget(uid)
         self._attempt_start.pop(uid, None)
@@ -602,3 +608,8 @@ async def run_live(
         # replaced) for as long as the SSL shutdown timeout. Found by the chaos suite's partition.
         with contextlib.suppress(Exception):
             await asyncio.wait_for(api.close(), 2.0)
+
+
+def raw_pod_finished(raw: Obj) -> bool:
+    """Whether a raw pod's phase is Succeeded or Failed (the pods the informer's selector drops)."""
+    return (raw.get("status") or {}).get("phase") in ("Succeeded", "Failed")

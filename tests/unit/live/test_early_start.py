@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kubesched.kube.informer import Handlers, Informer
-from kubesched.live.early import PreparedPods, kubeconfig_hint
+from kubesched.live.early import PreparedPods, backlog_informers, kubeconfig_hint
 from kubesched.snapshot.pod import PodInfo, PodSpecError
 
 
@@ -106,3 +106,10 @@ def test_a_pod_whose_parse_fails_otherwise_is_left_to_the_handler() -> None:
     assert not isinstance(failure.value, PodSpecError)
     prepared.prepare(raw)  # kept nothing, raised nothing: the add handler parses it and reports it once
     assert prepared.take(raw) is None
+
+
+def test_the_pods_informer_lists_only_unfinished_pods_like_kube_scheduler() -> None:
+    # pkg/scheduler/scheduler.go newPodInformer: finished Job pods are neither listed nor kept.
+    nodes, pods = backlog_informers(None, 30.0)  # type: ignore[arg-type]
+    assert pods.params.get("fieldSelector") == "status.phase!=Succeeded,status.phase!=Failed"
+    assert "fieldSelector" not in nodes.params
