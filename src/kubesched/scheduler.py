@@ -261,6 +261,12 @@ class Scheduler:
         if pod.terminal:
             self._terminated(pod)
 
+    @property
+    def counts_finished_pods(self) -> bool:
+        """Some plugin counts finished pods (overrides ``Plugin.pod_terminated``): a shell must then
+        report every Succeeded/Failed pod, those that finished before it started included."""
+        return bool(self._terminal_hooks)
+
     def _terminated(self, pod: PodInfo) -> None:
         for hook in self._terminal_hooks:
             hook(pod)

@@ -42,40 +42,51 @@ if TYPE_CHECKING:
     from kubesched.framework.registry import Registry
     from kubesched.live.settings import LiveOptions
 
-# pkg/scheduler/scheduler.go newPodInformer's selector.
+#: pkg/scheduler/scheduler.go newPodInformer's selector: the pods kube-scheduler lists and watches.
 UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+#: Its complement (a field selector can only AND its terms): Succeeded or Failed pods.
+FINISHED_PODS = "status.phase!=Pending,status.phase!=Running,status.phase!=Unknown"
 
 
 log = logging.getLogger(__name__)
 
 
+def _informer(api: ApiClient, path: str, name: str, read_timeout: float, selector: str = "") -> Informer:
+    return Informer(
+        api,
+        path,
+        name=name,
+        params={"fieldSelector": selector} if selector else {},
+        read_timeout=read_timeout,
+        # kube-scheduler's informers hand the listed objects on in Go map order (random), so
+        # a backlog is popped, and nodes are searched, in no particular order: do the same.
+        shuffle_lists=True,
+        # ... and get them with a watch-list (client-go's WatchListClient, on since v1.35):
+        # one stream out of the watch cache instead of pages read from etcd.
+        watch_list=True,
+    )
+
+
 def backlog_informers(api: ApiClient, read_timeout: float) -> tuple[Informer, Informer]:
     """The node and pod informers of ``kubesched run`` (handlers attached by the scheduler)."""
-
-    def informer(path: str, name: str, params: dict[str, str] | None = None) -> Informer:
-        return Informer(
-            api,
-            path,
-            name=name,
-            params=params or {},
-            read_timeout=read_timeout,
-            # kube-scheduler's informers hand the listed objects on in Go map order (random), so
-            # a backlog is popped, and nodes are searched, in no particular order: do the same.
-            shuffle_lists=True,
-            # ... and get them with a watch-list (client-go's WatchListClient, on since v1.35):
-            # one stream out of the watch cache instead of pages read from etcd.
-            watch_list=True,
-        )
-
-    nodes = informer("/api/v1/nodes", "nodes")
+    nodes = _informer(api, "/api/v1/nodes", "nodes", read_timeout)
     # kube-scheduler lists and watches only unfinished pods (scheduler.go newPodInformer): a
     # cluster's many finished Job pods are neither listed, parsed nor kept. A pod that finishes
     # then arrives as a DELETED event carrying its final object.
-    pods = informer("/api/v1/pods", "pods", {"fieldSelector": UNFINISHED_PODS})
+    pods = _informer(api, "/api/v1/pods", "pods", read_timeout, UNFINISHED_PODS)
     # Every informer lists at once (upstream: InformerFactory.Start, then WaitForCacheSync), but
     # pods are handed on after nodes: every assigned pod lands on a known node.
     pods.apply_after = nodes.synced
     return nodes, pods
+
+
+def finished_pods_informer(api: ApiClient, read_timeout: float) -> Informer:
+    """The Succeeded/Failed pods, for plugins that count them (``Plugin.pod_terminated``, e.g.
+    Coscheduling's PodGroup ``succeeded``/``failed``): the pod informer no longer lists them, and
+    without it a restart would never see the members that finished before it. kube-scheduler has no
+    such informer (none of its plugins counts finished pods), so it is made only when a configured
+    plugin does."""
+    return _informer(api, "/api/v1/pods", "finished-pods", read_timeout, FINISHED_PODS)
 
 
 class PreparedPods:

@@ -47,7 +47,7 @@ from kubesched.kube.status import StatusPublisher
 from kubesched.live.bind_client import MeteredBindClient
 from kubesched.live.client import LiveClusterClient
 from kubesched.live.coalesced_events import CoalescedEvents
-from kubesched.live.early import EarlyInformers, PreparedPods, backlog_informers
+from kubesched.live.early import EarlyInformers, PreparedPods, backlog_informers, finished_pods_informer
 from kubesched.live.health import HealthServer
 from kubesched.live.leader import DEFAULT_SCHEDULER_NAME, LeaderElector, LeaseLock, kube_scheduler_holds_lease
 from kubesched.live.metrics import SchedulerMetrics, instrument_framework
@@ -164,6 +164,16 @@ class LiveScheduler(SchedulerObserver):
         self._prepared = early.prepared if early is not None else PreparedPods()
         self.pod_informer.handlers = Handlers(self._pod_add, self._pod_update, self._pod_delete,
                                               self._prepared.prepare)
+        #: The Succeeded/Failed pods, listed only when a plugin counts them (early.py
+        #: finished_pods_informer): the pod informer's selector leaves them out, and a restart must
+        #: still count the members that finished before it. Deleting a finished pod changes no
+        #: count (a PodGroup keeps its succeeded members), so its deletions need no handler.
+        self.finished_pod_informer: Informer | None = None
+        if self.scheduler.counts_finished_pods:
+            self.finished_pod_informer = finished_pods_informer(api, rt)
+            self.finished_pod_informer.intern_after = self._backlog_moving
+            self.finished_pod_informer.handlers = Handlers(
+                self._finished_pod, lambda _old, raw: self._finished_pod(raw))
         self._object_events = CoalescedEvents(self._object_changed)
         self.objects = ObjectInformers(api, kinds, self._object_events.add, read_timeout=rt)
         self.status = StatusPublisher(api, self.scheduler.plugins(), kinds, emit=self.events.object_event)
@@ -221,9 +231,12 @@ class LiveScheduler(SchedulerObserver):
     def _pod_delete(self, raw: Obj) -> None:
         self.metrics.informer_event("pods")
         uid = raw_pod_uid(raw)
-        if raw_pod_finished(raw):
+        if raw_pod_finished(raw) and self.scheduler.counts_finished_pods:
             # With the unfinished-pods selector a pod that turns Succeeded/Failed leaves the watch
-            # as a DELETED event carrying its final object: the terminal hooks still see it.
+            # as a DELETED event carrying its final object. The finished-pods informer then lists
+            # it too, but this reports it at once whatever the order of the two watches, and still
+            # when the other watch is relisting past a pod deleted meanwhile; the hooks count by
+            # uid, so seeing it twice counts it once. When no plugin counts it, nothing is parsed.
             pod = self._parse(raw, self.scheduler.cache.table.pod(uid))
             if pod is not None:
                 self.scheduler.on_pod_update(pod)
@@ -231,6 +244,17 @@ class LiveScheduler(SchedulerObserver):
         self.events.forget(uid)
         self._attempt_start.pop(uid, None)
         self._wake.set()
+
+    def _finished_pod(self, raw: Obj) -> None:
+        """A Succeeded/Failed pod listed or updated by the finished-pods informer: reported as any
+        terminal pod is (the hooks count it, the cache drops it if it held it; never queued)."""
+        self.metrics.informer_event("finished-pods")
+        pod = self._parse(raw)
+        # The selector guarantees a terminal pod; the check keeps anything else (a pod this
+        # informer would see by mistake) out of the queue and the cache, which it would enter.
+        if pod is not None and pod.terminal:
+            self.scheduler.on_pod_update(pod)
+            self._wake.set()
 
     def _node_add(self, raw: Obj) -> None:
         self.metrics.informer_event("nodes")
@@ -329,7 +353,12 @@ class LiveScheduler(SchedulerObserver):
 
     # -- health ----------------------------------------------------------------------------------------
     def _informers(self) -> list[Informer]:
-        return [self.node_informer, self.pod_informer, *self.objects.informers.values()]
+        return [*self._pod_informers(), *self.objects.informers.values()]
+
+    def _pod_informers(self) -> list[Informer]:
+        """The node and pod informers, and the finished pods' when a plugin counts them."""
+        finished = [self.finished_pod_informer] if self.finished_pod_informer is not None else []
+        return [self.node_informer, self.pod_informer, *finished]
 
     def _disconnected(self, threshold: float) -> str:
         now = time.monotonic()
@@ -391,10 +420,10 @@ class LiveScheduler(SchedulerObserver):
             # known node. Informers started early (live/early.py) hand on what they hold from here.
             if self._early is not None:
                 self._early.hand_on()
-            self.node_informer.start()
-            self.pod_informer.start()
+            for inf in self._pod_informers():
+                inf.start()
             objects = asyncio.ensure_future(self.objects.start())
-            if not await self._sync(self.node_informer) or not await self._sync(self.pod_informer):
+            if not all([await self._sync(inf) for inf in self._pod_informers()]):
                 objects.cancel()
                 with contextlib.suppress(BaseException):
                     await objects
@@ -408,11 +437,13 @@ class LiveScheduler(SchedulerObserver):
                 end_startup_gc()
             self.synced = True
             self.stats.synced_at = time.monotonic()
+            finished = self.finished_pod_informer
             log.info(
-                "event=synced nodes=%d pods=%d pending=%d",
+                "event=synced nodes=%d pods=%d pending=%d finished=%s",
                 len(self.node_informer.store),
                 len(self.pod_informer.store),
                 len(self.scheduler.queue),
+                len(finished.store) if finished is not None else "not-listed",
             )
             if self.elector is not None:
                 if not await self._acquire():
@@ -553,7 +584,7 @@ class LiveScheduler(SchedulerObserver):
         await self.events.stop(flush_timeout=2.0 if self._lost else 5.0)
         if self.elector is not None and not self._lost:
             await self.elector.release()
-        for inf in (self.node_informer, self.pod_informer):
+        for inf in self._pod_informers():
             await inf.stop()
         self._object_events.closed = True
         await self.objects.stop()
