@@ -1,0 +1,171 @@
+"""``kubesched run`` lists only unfinished pods, as kube-scheduler does; the pods that finished
+still reach the plugins that count them (Coscheduling's PodGroup ``succeeded``/``failed``): as the
+pod informer's DELETED event when a pod finishes, and through a finished-pods informer, made only
+for such plugins, for those that finished before a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from kubesched.config.load import load_config_text
+from kubesched.kube.api import ApiClient, Connection
+from kubesched.live.runner import LiveScheduler
+from kubesched.plugins.builtin import builtin_registry
+from kubesched.plugins.coscheduling import POD_GROUP_LABEL, Coscheduling
+from kubesched.testing import node, pod
+from unit.live.fakeapi import FakeCollection, serve
+from unit.live.informer_harness import until
+from unit.plugins.gang_helpers import coscheduling_config, pod_group
+
+DEFAULT = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+FINISHED = "status.phase!=Pending,status.phase!=Running,status.phase!=Unknown"
+UNFINISHED = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def _live(config: str, api: ApiClient | None = None) -> LiveScheduler:
+    registry = builtin_registry()
+    api = api or ApiClient(Connection(host="http://127.0.0.1:1", ssl_context=False), qps=None)
+    return LiveScheduler(load_config_text(config, registry), registry, api)
+
+
+def _coscheduling(live: LiveScheduler) -> Coscheduling:
+    (plugin,) = (p for p in live.scheduler.plugins() if isinstance(p, Coscheduling))
+    return plugin
+
+
+def _member(name: str, phase: str, node_name: str = "n0") -> dict[str, Any]:
+    raw = pod(name, cpu="100m", node_name=node_name, labels={POD_GROUP_LABEL: "g"})
+    raw["status"] = {"phase": phase}
+    return raw
+
+
+def _with_group(live: LiveScheduler) -> None:
+    """The PodGroup ``default/g`` (minMember 2) as its informer would hold it."""
+    live.objects.informers["PodGroup"].store["default/g"] = pod_group("g", 2)
+
+
+def test_a_member_that_finishes_leaves_the_pod_watch_as_deleted_and_is_counted() -> None:
+    async def go() -> tuple[dict[str, Any] | None, bool]:
+        live = _live(coscheduling_config())
+        _with_group(live)
+        live._node_add(node("n0"))
+        running = _member("a", "Running")
+        live._pod_add(running)
+        # The unfinished-pods watch: the pod turned Succeeded, so it left the selector's set.
+        live._pod_delete({**running, "status": {"phase": "Succeeded"}})
+        uid = running["metadata"]["uid"]
+        gone = live.scheduler.cache.table.pod(uid) is None and uid not in live.scheduler.queue
+        await live.api.close()
+        return _coscheduling(live).pod_group_status("default/g"), gone
+
+    status, gone = asyncio.run(go())
+    assert status is not None and (status["succeeded"], status["failed"]) == (1, 0)
+    assert gone
+
+
+def test_members_that_finished_before_the_start_are_listed_and_counted() -> None:
+    async def go() -> tuple[LiveScheduler, FakeCollection, dict[str, Any] | None, list[str]]:
+        coll = FakeCollection()
+        for raw in (_member("done", "Succeeded"), _member("broke", "Failed"), _member("never", "Failed", "")):
+            coll.objects[f"default/{raw['metadata']['name']}"] = raw
+        server, api = await serve(coll)
+        live = _live(coscheduling_config(), api)
+        _with_group(live)
+        finished = live.finished_pod_informer
+        assert finished is not None
+        finished.start()
+        try:
+            await until(finished.synced.is_set)
+            await until(lambda: live._wake.is_set())
+        finally:
+            await finished.stop()
+            await api.close()
+            await server.close()
+        held = [uid for uid in (r["metadata"]["uid"] for r in coll.objects.values())
+                if live.scheduler.cache.table.pod(uid) is not None or uid in live.scheduler.queue]
+        return live, coll, _coscheduling(live).pod_group_status("default/g"), held
+
+    live, coll, status, held = asyncio.run(go())
+    # Asked with the complement of kube-scheduler's selector (field selectors can only AND).
+    asked = [*coll.watch_requests, *coll.list_requests]
+    assert asked and all(q.get("fieldSelector") == FINISHED for q in asked)
+    assert status is not None and (status["succeeded"], status["failed"]) == (1, 2)
+    assert held == []  # counted, never queued nor accounted on a node
+    # Watched like the other informers: readiness, liveness and the connectivity metrics see it.
+    assert live.finished_pod_informer in live._informers()
+
+
+def test_the_start_waits_for_the_finished_pods_before_it_says_synced() -> None:
+    # The whole run() against a fake apiserver: while the finished pods' list is outstanding the
+    # scheduler is not ready; once it is, the PodGroup's counts include the members that finished
+    # before the start.
+    async def go() -> tuple[tuple[bool, str], bool, dict[str, Any] | None]:
+        from aiohttp import web
+        from aiohttp.test_utils import TestServer
+
+        from kubesched.live.settings import LiveOptions
+
+        nodes = FakeCollection("/api/v1/nodes", "NodeList")
+        nodes.objects["n0"] = node("n0")
+        unfinished, finished = FakeCollection(), FakeCollection()
+        finished.objects["default/done"] = _member("done", "Succeeded")
+        groups = FakeCollection("/apis/scheduling.x-k8s.io/v1alpha1/podgroups", "PodGroupList")
+        groups.objects["default/g"] = pod_group("g", 2)
+        answer_finished = asyncio.Event()
+
+        async def pods(request: web.Request) -> web.StreamResponse:
+            if request.query.get("fieldSelector") == FINISHED:
+                await answer_finished.wait()
+                return await finished.handle(request)
+            return await unfinished.handle(request)
+
+        app = web.Application()
+        app.router.add_get(nodes.path, nodes.handle)
+        app.router.add_get("/api/v1/pods", pods)
+        app.router.add_get(groups.path, groups.handle)
+        server = TestServer(app)
+        await server.start_server()
+        api = ApiClient(Connection(host=str(server.make_url("")).rstrip("/"), ssl_context=False), qps=None)
+        registry = builtin_registry()
+        options = LiveOptions(health_addr="127.0.0.1:0", leader_elect=False, replace_default_scheduler=True,
+                              install_signal_handlers=False)
+        live = LiveScheduler(load_config_text(coscheduling_config(), registry), registry, api, options)
+        run = asyncio.ensure_future(live.run())
+        try:
+            # Everything else listed (the default plugins' kinds are not served: they go on without).
+            listed = (live.node_informer, live.pod_informer, live.objects.informers["PodGroup"])
+            await until(lambda: all(inf.synced.is_set() for inf in listed), timeout=10.0)
+            # Give a start that did not wait for the finished pods every chance to say synced.
+            with contextlib.suppress(TimeoutError):
+                await until(lambda: live.synced, timeout=0.5)
+            before = live._readiness()
+            answer_finished.set()
+            await until(lambda: live.synced or run.done(), timeout=10.0)
+            synced, status = live.synced, _coscheduling(live).pod_group_status("default/g")
+        finally:
+            live.request_stop()
+            await asyncio.wait_for(run, 10.0)
+            await api.close()
+            await server.close()
+        return before, synced, status
+
+    before, synced, status = asyncio.run(go())
+    assert before == (False, "informers not synced")
+    assert synced
+    assert status is not None and status["succeeded"] == 1
+
+
+def test_the_default_profile_lists_no_finished_pods() -> None:
+    async def go() -> LiveScheduler:
+        live = _live(DEFAULT)
+        await live.api.close()
+        return live
+
+    live = asyncio.run(go())
+    assert not live.scheduler.counts_finished_pods
+    assert live.finished_pod_informer is None
+    names = [inf.name for inf in live._informers()]
+    assert names[:2] == ["nodes", "pods"] and "finished-pods" not in names
+    assert live.pod_informer.params.get("fieldSelector") == UNFINISHED
