@@ -77,8 +77,7 @@ def test_members_that_finished_before_the_start_are_listed_and_counted() -> None
         assert finished is not None
         finished.start()
         try:
-            await until(finished.synced.is_set)
-            await until(lambda: live._wake.is_set())
+            await until(finished.synced.is_set)  # set once the list is handed on
         finally:
             await finished.stop()
             await api.close()
