@@ -11,6 +11,8 @@ starvation case live, and PodGroup Events and status as a user sees them through
   pending with a gang-level reason in a FailedScheduling Event on its PodGroup.
 * A finished gang: its PodGroup reports Finished with every member succeeded, and keeps counting
   them after the pods are deleted (as scheduler-plugins' PodGroup controller leaves a finished group).
+* Members that finished before kubesched started are counted (it lists unfinished pods only, as
+  kube-scheduler, and the finished ones for the plugins that count them).
 """
 
 from __future__ import annotations
@@ -257,6 +259,47 @@ def _two_gangs(cp: ControlPlane, ns: str, scheduler: str, order: tuple[str, str]
     for p in pods_in(cp, ns):
         cp.delete_pod(p["metadata"]["name"], ns, grace_period=0)
     cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
+
+
+def test_members_that_finished_before_the_scheduler_started_are_counted(
+    control_plane: ControlPlane, cp_namespace: str, nodes_to_delete: list[str], tmp_path: Path, podgroup_crd: None
+) -> None:
+    # kubesched run lists only unfinished pods (kube-scheduler's selector); Coscheduling counts
+    # finished members, so a finished-pods informer lists those that finished before the start.
+    cp, ns = control_plane, cp_namespace
+    name = f"pre-{ns}"
+    selector = {"kubesched.test/group": ns}
+    (node_name,) = cp.create_nodes(1, prefix=f"{ns}-n", cpu="4", memory="16Gi", labels=selector)
+    nodes_to_delete.append(node_name)
+    cfg = write_profile(tmp_path / "pre.json", name, COSCHEDULING, [])
+    _pod_group(cp, ns, "done", 2)
+    # Owned by a suspended Job (KWOK's pod-complete stage finishes Running pods of Jobs) and placed
+    # by hand: they finish before any kubesched runs.
+    job = cp.api("POST", f"/apis/batch/v1/namespaces/{ns}/jobs", {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "done"},
+        "spec": {"suspend": True, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}},
+    })
+    owner = [{"apiVersion": "batch/v1", "kind": "Job", "name": "done", "uid": job["metadata"]["uid"]}]
+    for i in range(2):
+        pod = cp.pod_manifest(f"done-{i}", ns, scheduler_name=name, requests={"cpu": "1"},
+                              labels={GROUP_LABEL: "done"}, node_name=node_name)
+        pod["metadata"]["ownerReferences"] = owner
+        cp.api("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+    cp.wait_for(lambda: all((p.get("status") or {}).get("phase") == "Succeeded" for p in pods_in(cp, ns))
+                and len(pods_in(cp, ns)) == 2, 60, 0.3, "pods Succeeded")
+    sched = InProcess(cfg, cp.kubeconfig).start()
+    try:
+        def status() -> dict[str, Any]:
+            return dict(cp.get(f"{PG_PATH.format(ns=ns)}/done").get("status") or {})
+
+        cp.wait_for(lambda: status().get("succeeded") == 2, 60, 0.3, "PodGroup succeeded 2")
+        assert status()["phase"] == "Finished", status()
+    finally:
+        assert sched.stop() == 0
+        for i in range(2):
+            with contextlib.suppress(ApiError):
+                cp.delete_pod(f"done-{i}", ns, grace_period=0)
 
 
 def test_finished_gang_keeps_its_succeeded_count_after_its_pods_are_deleted(
