@@ -261,6 +261,24 @@ def _two_gangs(cp: ControlPlane, ns: str, scheduler: str, order: tuple[str, str]
     cp.wait_for(lambda: not pods_in(cp, ns), 60, 0.2, "pods deleted")
 
 
+
+def _job_members(cp: ControlPlane, ns: str, group: str, scheduler_name: str, **placement: Any) -> None:
+    """Two members of PodGroup ``group`` (pods ``group-0``, ``group-1``, 1 CPU each), owned by a Job:
+    KWOK's pod-complete stage moves Running pods of Jobs to Succeeded. A real, suspended Job, so the
+    garbage collector keeps its pods and the Job controller adds none. ``placement``: pod_manifest's
+    ``node_name`` or ``node_selector``."""
+    job = cp.api("POST", f"/apis/batch/v1/namespaces/{ns}/jobs", {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": group},
+        "spec": {"suspend": True, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}},
+    })
+    owner = [{"apiVersion": "batch/v1", "kind": "Job", "name": group, "uid": job["metadata"]["uid"]}]
+    for i in range(2):
+        pod = cp.pod_manifest(f"{group}-{i}", ns, scheduler_name=scheduler_name, requests={"cpu": "1"},
+                              labels={GROUP_LABEL: group}, **placement)
+        pod["metadata"]["ownerReferences"] = owner
+        cp.api("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+
 def test_members_that_finished_before_the_scheduler_started_are_counted(
     control_plane: ControlPlane, cp_namespace: str, nodes_to_delete: list[str], tmp_path: Path, podgroup_crd: None
 ) -> None:
@@ -273,19 +291,8 @@ def test_members_that_finished_before_the_scheduler_started_are_counted(
     nodes_to_delete.append(node_name)
     cfg = write_profile(tmp_path / "pre.json", name, COSCHEDULING, [])
     _pod_group(cp, ns, "done", 2)
-    # Owned by a suspended Job (KWOK's pod-complete stage finishes Running pods of Jobs) and placed
-    # by hand: they finish before any kubesched runs.
-    job = cp.api("POST", f"/apis/batch/v1/namespaces/{ns}/jobs", {
-        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "done"},
-        "spec": {"suspend": True, "template": {"spec": {
-            "restartPolicy": "Never", "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}},
-    })
-    owner = [{"apiVersion": "batch/v1", "kind": "Job", "name": "done", "uid": job["metadata"]["uid"]}]
-    for i in range(2):
-        pod = cp.pod_manifest(f"done-{i}", ns, scheduler_name=name, requests={"cpu": "1"},
-                              labels={GROUP_LABEL: "done"}, node_name=node_name)
-        pod["metadata"]["ownerReferences"] = owner
-        cp.api("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+    # Placed by hand: they finish before any kubesched runs.
+    _job_members(cp, ns, "done", name, node_name=node_name)
     cp.wait_for(lambda: all((p.get("status") or {}).get("phase") == "Succeeded" for p in pods_in(cp, ns))
                 and len(pods_in(cp, ns)) == 2, 60, 0.3, "pods Succeeded")
     sched = InProcess(cfg, cp.kubeconfig).start()
@@ -313,19 +320,7 @@ def test_finished_gang_keeps_its_succeeded_count_after_its_pods_are_deleted(
     _pod_group(cp, ns, "job", 2)
     sched = InProcess(cfg, cp.kubeconfig).start()
     try:
-        # Owned by a Job: KWOK's pod-complete stage moves Running pods of Jobs to Succeeded. A real,
-        # suspended Job, so the garbage collector keeps its pods and the Job controller adds none.
-        job = cp.api("POST", f"/apis/batch/v1/namespaces/{ns}/jobs", {
-            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job"},
-            "spec": {"suspend": True, "template": {"spec": {
-                "restartPolicy": "Never", "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}},
-        })
-        owner = [{"apiVersion": "batch/v1", "kind": "Job", "name": "job", "uid": job["metadata"]["uid"]}]
-        for i in range(2):
-            pod = cp.pod_manifest(f"job-{i}", ns, scheduler_name=name, requests={"cpu": "1"},
-                                  labels={GROUP_LABEL: "job"}, node_selector=selector)
-            pod["metadata"]["ownerReferences"] = owner
-            cp.api("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+        _job_members(cp, ns, "job", name, node_selector=selector)
 
         def status() -> dict[str, Any]:
             return dict(cp.get(f"{PG_PATH.format(ns=ns)}/job").get("status") or {})
