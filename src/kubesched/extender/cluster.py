@@ -25,7 +25,7 @@ from kubesched.backend.cache import SchedulerCache
 from kubesched.framework.objects import ObjectKind
 from kubesched.framework.types import ActionType
 from kubesched.kube.api import ApiClient, ApiError, load_connection
-from kubesched.kube.informer import Handlers, Informer
+from kubesched.kube.informer import UNFINISHED_PODS, Handlers, Informer
 from kubesched.kube.objects import ObjectInformers
 from kubesched.snapshot.pod import PodInfo, raw_pod_uid
 
@@ -36,9 +36,6 @@ log = logging.getLogger("kubesched.extender")
 #: changes (the spec is compared itself).
 _NOT_READ = frozenset(("apiVersion", "kind", "status"))
 _VOLATILE_METADATA = frozenset(("resourceVersion", "managedFields", "generation"))
-#: kube-scheduler's pod informer's selector (pkg/scheduler/scheduler.go ``newPodInformer``): a pod
-#: that finishes leaves the watch as a delete.
-NOT_FINISHED = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 def status_update(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -78,7 +75,7 @@ class ExtenderCluster:
             "/api/v1/pods",
             Handlers(self._pod_upsert, lambda _old, new: self._pod_upsert(new), self._pod_delete),
             name="pods",
-            params={"fieldSelector": NOT_FINISHED},
+            params={"fieldSelector": UNFINISHED_PODS},
         )
         #: Pods not yet bound: what ``handle.pending_pods()`` answers, so a plugin that counts
         #: pending pods (Coscheduling's gang members) sees them here too.

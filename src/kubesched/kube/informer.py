@@ -44,6 +44,13 @@ from kubesched.kube.ratelimit import Backoff
 
 log = logging.getLogger(__name__)
 
+#: kube-scheduler's pod informer's field selector (pkg/scheduler/scheduler.go ``newPodInformer``),
+#: used by both shells: finished pods are neither listed nor watched, and a pod that finishes leaves
+#: the watch as a DELETED event carrying its final object.
+UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+#: Its complement (a field selector can only AND its terms): the Succeeded or Failed pods.
+FINISHED_PODS = "status.phase!=Pending,status.phase!=Running,status.phase!=Unknown"
+
 Obj = dict[str, Any]
 
 #: client-go reflector: minWatchTimeout = 5 min, each watch asks for [min, 2·min).

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kubesched.kube.api import ApiClient, load_connection
-from kubesched.kube.informer import Handlers, Informer, Obj
+from kubesched.kube.informer import FINISHED_PODS, UNFINISHED_PODS, Handlers, Informer, Obj
 from kubesched.snapshot.pod import PodInfo, PodSpecError
 
 if TYPE_CHECKING:
@@ -42,10 +42,6 @@ if TYPE_CHECKING:
     from kubesched.framework.registry import Registry
     from kubesched.live.settings import LiveOptions
 
-#: pkg/scheduler/scheduler.go newPodInformer's selector: the pods kube-scheduler lists and watches.
-UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
-#: Its complement (a field selector can only AND its terms): Succeeded or Failed pods.
-FINISHED_PODS = "status.phase!=Pending,status.phase!=Running,status.phase!=Unknown"
 
 
 log = logging.getLogger(__name__)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from kubesched.extender.cluster import NOT_FINISHED, ExtenderCluster
+from kubesched.extender.cluster import ExtenderCluster
 from kubesched.kube.api import ApiClient
-from kubesched.kube.informer import reconcile
+from kubesched.kube.informer import UNFINISHED_PODS, reconcile
 from kubesched.testing import node
 from unit.extender.test_service import ip_pod
 
@@ -34,8 +34,8 @@ def _on_node(cluster: ExtenderCluster, uid: str) -> str | None:
 def test_one_informer_of_the_pods_not_finished() -> None:
     cluster = _cluster()
     assert cluster.pods.path == "/api/v1/pods"
-    assert cluster.pods.params == {"fieldSelector": NOT_FINISHED}
-    assert NOT_FINISHED == "status.phase!=Succeeded,status.phase!=Failed"
+    assert cluster.pods.params == {"fieldSelector": UNFINISHED_PODS}
+    assert UNFINISHED_PODS == "status.phase!=Succeeded,status.phase!=Failed"
 
 
 def test_a_pod_from_pending_to_bound_to_running_to_deleted() -> None:
