@@ -42,8 +42,6 @@ if TYPE_CHECKING:
     from kubesched.framework.registry import Registry
     from kubesched.live.settings import LiveOptions
 
-
-
 log = logging.getLogger(__name__)
 
 

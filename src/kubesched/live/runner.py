@@ -61,7 +61,7 @@ from kubesched.live.settings import (
     lease_name_for,
 )
 from kubesched.scheduler import QueueSettings, ScheduleFailure, Scheduler, ScheduleResult, SchedulerObserver
-from kubesched.snapshot.pod import PodInfo, PodSpecError, raw_pod_uid
+from kubesched.snapshot.pod import PodInfo, PodSpecError, raw_pod_terminal, raw_pod_uid
 from kubesched.snapshot.table import NodeSpecError
 
 log = logging.getLogger(__name__)
@@ -231,7 +231,7 @@ class LiveScheduler(SchedulerObserver):
     def _pod_delete(self, raw: Obj) -> None:
         self.metrics.informer_event("pods")
         uid = raw_pod_uid(raw)
-        if raw_pod_finished(raw) and self.scheduler.counts_finished_pods:
+        if raw_pod_terminal(raw) and self.scheduler.counts_finished_pods:
             # With the unfinished-pods selector a pod that turns Succeeded/Failed leaves the watch
             # as a DELETED event carrying its final object. The finished-pods informer then lists
             # it too, but this reports it at once whatever the order of the two watches, and still
@@ -639,8 +639,3 @@ async def run_live(
         # replaced) for as long as the SSL shutdown timeout. Found by the chaos suite's partition.
         with contextlib.suppress(Exception):
             await asyncio.wait_for(api.close(), 2.0)
-
-
-def raw_pod_finished(raw: Obj) -> bool:
-    """Whether a raw pod's phase is Succeeded or Failed (the pods the informer's selector drops)."""
-    return (raw.get("status") or {}).get("phase") in ("Succeeded", "Failed")

@@ -177,6 +177,11 @@ def _host_ports(spec: dict[str, Any], where: str) -> tuple[HostPort, ...]:
     return tuple(ports)
 
 
+def raw_pod_terminal(raw: dict[str, Any]) -> bool:
+    """Whether a raw pod has finished (Succeeded or Failed), as PodInfo.terminal says of a parsed one."""
+    return (raw.get("status") or {}).get("phase") in _TERMINAL_PHASES
+
+
 def raw_pod_uid(raw: dict[str, Any]) -> str:
     """The key PodInfo.uid has for a raw pod: metadata.uid, or namespace/name for objects without
     one (files fed to the simulator)."""

@@ -51,6 +51,7 @@ from kubesched.simulate.inputs.dump import ClusterInput
 from kubesched.simulate.inputs.selector import LabelSelector, SelectorSyntaxError, parse_selector
 from kubesched.simulate.inputs.workload import latest_timestamp, rfc3339
 from kubesched.simulate.whatif.drain_budget import VIOLATES, Budget, evict, load_budgets
+from kubesched.snapshot.pod import raw_pod_terminal
 
 __all__ = ["DrainError", "DrainPlan", "drain_to_json", "plan_drain", "plan_drain_options"]
 
@@ -122,10 +123,6 @@ def _controller(pod: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _terminal(pod: dict[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
 def _has_local_storage(pod: dict[str, Any]) -> bool:
     volumes = (pod.get("spec") or {}).get("volumes") or []
     return any(isinstance(v, dict) and v.get("emptyDir") is not None for v in volumes)
@@ -173,7 +170,7 @@ def plan_drain(
     on_drained: dict[str, list[dict[str, Any]]] = {name: [] for name in drained}
     for pod in cluster.pods:
         node = (pod.get("spec") or {}).get("nodeName")
-        if node not in targets or _terminal(pod):
+        if node not in targets or raw_pod_terminal(pod):
             pods.append(pod)
         else:
             on_drained[str(node)].append(pod)
