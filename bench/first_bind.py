@@ -12,7 +12,9 @@ stopped at its first bind, so many starts of each contender alternate (ABBA) on 
 * Each contender is started once, untimed, before the rounds (a source tree's first start
   compiles its modules into the bytecode cache).
 * Each start: a watch on the namespace sees the first pod bound; the time from just before the
-  process is started to that event, and the CPU seconds the process had used then, are recorded;
+  process is started to that event, the CPU seconds the process had used then, and the apiserver's
+  CPU seconds over the same span (what the start cost the control plane: kubesched's lists are
+  JSON, kube-scheduler's protobuf), are recorded;
   the process is stopped (SIGTERM); the pods it bound are deleted and created again pending, so
   every start sees the same backlog.
 * kubesched's log gives its phases: its first log line (imports and configuration done), the
@@ -90,8 +92,14 @@ def one_start(c: ControlPlane, kind: str, workdir: Path, qps: float | None, burs
     rv = c.get(f"/api/v1/namespaces/{NAMESPACE}/pods", limit=1)["metadata"]["resourceVersion"]
     pid: list[int] = []
     cpu: list[float | None] = []
+    # What a start costs the control plane too: the apiserver's CPU from just before the process
+    # starts to its first bind (its background load, KWOK's node heartbeats, included alike).
+    apiserver = c.apiserver.pid if c.apiserver is not None else None
+    apiserver_cpu: list[float | None] = []
 
     def at_first_bind() -> None:
+        if apiserver is not None:
+            apiserver_cpu.append(common.proc_cpu_seconds(apiserver))
         if pid:
             cpu.append(common.proc_cpu_seconds(pid[0]))
 
@@ -99,6 +107,7 @@ def one_start(c: ControlPlane, kind: str, workdir: Path, qps: float | None, burs
     watcher.start()
     log_path = c.logs_dir / "kubesched.log"
     offset = log_path.stat().st_size if log_path.exists() else 0
+    apiserver_before = common.proc_cpu_seconds(apiserver) if apiserver is not None else None
     wall_start, started = time.time(), time.monotonic()
     if base == "kubesched":
         wl = Workload("first-bind", "", kubesched_profile={"schedulerName": SCHEDULER_NAME})
@@ -125,6 +134,8 @@ def one_start(c: ControlPlane, kind: str, workdir: Path, qps: float | None, burs
     first = min(watcher.bound.values()) if watcher.bound else None
     out: dict[str, Any] = {"contender": kind, "first_bind_s": round(first - started, 3) if first else None,
                            "cpu_at_first_bind_s": cpu[0] if cpu else None, "load": common.loadavg()[0]}
+    if apiserver_before is not None and apiserver_cpu and apiserver_cpu[0] is not None:
+        out["apiserver_cpu_s"] = round(apiserver_cpu[0] - apiserver_before, 2)
     if base == "kubesched":
         out.update(_log_phases(log_path, offset, wall_start))
     return out
@@ -187,7 +198,7 @@ def _record(args: argparse.Namespace, trace: Any, contenders: list[str], starts:
     for kind in contenders:
         mine = [s for s in starts if s["contender"] == kind]
         row: dict[str, Any] = {}
-        for key in ("first_bind_s", "cpu_at_first_bind_s", *PHASES.values()):
+        for key in ("first_bind_s", "cpu_at_first_bind_s", "apiserver_cpu_s", *PHASES.values()):
             values = [s[key] for s in mine if s.get(key) is not None]
             if values:
                 row[key] = {"values": values, "median": round(statistics.median(values), 3)}
