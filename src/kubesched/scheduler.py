@@ -199,8 +199,8 @@ class Scheduler:
         self._feasible_nodes = FeasibleNodeSearch()
         #: Plugins that count finished pods (e.g. a PodGroup's succeeded/failed members) override
         #: ``Plugin.pod_terminated``: the cache drops terminal pods, so no other view shows them.
-        self._terminal_hooks: list[Callable[[PodInfo], None]] = [
-            p.pod_terminated for p in self.plugins() if type(p).pod_terminated is not Plugin.pod_terminated
+        self._finished_pod_counters: list[Plugin] = [
+            p for p in self.plugins() if type(p).pod_terminated is not Plugin.pod_terminated
         ]
 
     @staticmethod
@@ -265,11 +265,17 @@ class Scheduler:
     def counts_finished_pods(self) -> bool:
         """Some plugin counts finished pods (overrides ``Plugin.pod_terminated``): a shell must then
         report every Succeeded/Failed pod, those that finished before it started included."""
-        return bool(self._terminal_hooks)
+        return bool(self._finished_pod_counters)
 
     def _terminated(self, pod: PodInfo) -> None:
-        for hook in self._terminal_hooks:
-            hook(pod)
+        for plugin in self._finished_pod_counters:
+            plugin.pod_terminated(pod)
+
+    def on_finished_pod_delete(self, pod: PodInfo) -> None:
+        """A Succeeded/Failed pod was deleted (the shell watches finished pods when
+        ``counts_finished_pods``): the plugins that counted it forget it. Nothing else holds it."""
+        for plugin in self._finished_pod_counters:
+            plugin.finished_pod_deleted(pod)
 
     def _may_queue(self, pod: PodInfo) -> bool:
         """An unassigned pod of one of our profiles that is not already being placed."""

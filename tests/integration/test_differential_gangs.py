@@ -12,7 +12,8 @@ starvation case live, and PodGroup Events and status as a user sees them through
 * A finished gang: its PodGroup reports Finished with every member succeeded, and keeps counting
   them after the pods are deleted (as scheduler-plugins' PodGroup controller leaves a finished group).
 * Members that finished before kubesched started are counted (it lists unfinished pods only, as
-  kube-scheduler, and the finished ones for the plugins that count them).
+  kube-scheduler, and the finished ones for the plugins that count them); a finished member of a
+  gang not yet Finished is no longer counted once deleted.
 """
 
 from __future__ import annotations
@@ -307,6 +308,33 @@ def test_members_that_finished_before_the_scheduler_started_are_counted(
         for i in range(2):
             with contextlib.suppress(ApiError):
                 cp.delete_pod(f"done-{i}", ns, grace_period=0)
+
+
+def test_a_deleted_member_of_an_unfinished_gang_is_no_longer_counted(
+    control_plane: ControlPlane, cp_namespace: str, nodes_to_delete: list[str], tmp_path: Path, podgroup_crd: None
+) -> None:
+    # scheduler-plugins' PodGroup controller counts the group's pods that exist, until the group is
+    # Finished or Failed: two of three members succeeded, then one is deleted (a Job's cleanup).
+    cp, ns = control_plane, cp_namespace
+    name = f"del-{ns}"
+    (node_name,) = cp.create_nodes(1, prefix=f"{ns}-n", cpu="4", memory="16Gi", labels={"kubesched.test/group": ns})
+    nodes_to_delete.append(node_name)
+    cfg = write_profile(tmp_path / "del.json", name, COSCHEDULING, [])
+    _pod_group(cp, ns, "three", 3)
+    _job_members(cp, ns, "three", name, node_name=node_name)  # placed by hand: they finish
+    sched = InProcess(cfg, cp.kubeconfig).start()
+    try:
+        def status() -> dict[str, Any]:
+            return dict(cp.get(f"{PG_PATH.format(ns=ns)}/three").get("status") or {})
+
+        cp.wait_for(lambda: status().get("succeeded") == 2, 60, 0.3, "PodGroup succeeded 2")
+        assert status().get("phase") != "Finished", status()
+        cp.delete_pod("three-0", ns, grace_period=0)
+        cp.wait_for(lambda: status().get("succeeded") == 1, 30, 0.3, "PodGroup succeeded 1")
+    finally:
+        assert sched.stop() == 0
+        with contextlib.suppress(ApiError):
+            cp.delete_pod("three-1", ns, grace_period=0)
 
 
 def test_finished_gang_keeps_its_succeeded_count_after_its_pods_are_deleted(

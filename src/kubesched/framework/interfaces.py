@@ -101,6 +101,12 @@ class Plugin:
         """A pod reached Succeeded or Failed (the cache then drops it, so no table shows it any
         more): for plugins that count finished pods, e.g. a PodGroup's succeeded members."""
 
+    def finished_pod_deleted(self, pod: PodInfo) -> None:
+        """A Succeeded or Failed pod (one ``pod_terminated`` reported) was deleted: plugins that
+        count finished pods count those that exist, and forget this one (else what they keep
+        grows with every pod that ever finished). Called only on plugins that override
+        ``pod_terminated``, by a shell that watches finished pods."""
+
     def expect_workload(self, pods: Sequence[PodInfo]) -> None:
         """The pods the shell will submit, all of them, before scheduling starts — called only by
         a shell that knows them ahead (the simulator replaying a scenario or trace: every arrival,

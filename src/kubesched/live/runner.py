@@ -61,7 +61,7 @@ from kubesched.live.settings import (
     lease_name_for,
 )
 from kubesched.scheduler import QueueSettings, ScheduleFailure, Scheduler, ScheduleResult, SchedulerObserver
-from kubesched.snapshot.pod import PodInfo, PodSpecError, raw_pod_terminal, raw_pod_uid
+from kubesched.snapshot.pod import PodInfo, PodSpecError, raw_pod_uid
 from kubesched.snapshot.table import NodeSpecError
 
 log = logging.getLogger(__name__)
@@ -166,14 +166,13 @@ class LiveScheduler(SchedulerObserver):
                                               self._prepared.prepare)
         #: The Succeeded/Failed pods, listed only when a plugin counts them (early.py
         #: finished_pods_informer): the pod informer's selector leaves them out, and a restart must
-        #: still count the members that finished before it. Deleting a finished pod changes no
-        #: count (a PodGroup keeps its succeeded members), so its deletions need no handler.
+        #: still count the members that finished before it; and those deleted since are forgotten.
         self.finished_pod_informer: Informer | None = None
         if self.scheduler.counts_finished_pods:
             self.finished_pod_informer = finished_pods_informer(api, rt)
             self.finished_pod_informer.intern_after = self._backlog_moving
             self.finished_pod_informer.handlers = Handlers(
-                self._finished_pod, lambda _old, raw: self._finished_pod(raw))
+                self._finished_pod, lambda _old, raw: self._finished_pod(raw), self._finished_pod_deleted)
         self._object_events = CoalescedEvents(self._object_changed)
         self.objects = ObjectInformers(api, kinds, self._object_events.add, read_timeout=rt)
         self.status = StatusPublisher(api, self.scheduler.plugins(), kinds, emit=self.events.object_event)
@@ -231,15 +230,11 @@ class LiveScheduler(SchedulerObserver):
     def _pod_delete(self, raw: Obj) -> None:
         self.metrics.informer_event("pods")
         uid = raw_pod_uid(raw)
-        if raw_pod_terminal(raw) and self.scheduler.counts_finished_pods:
-            # With the unfinished-pods selector a pod that turns Succeeded/Failed leaves the watch
-            # as a DELETED event carrying its final object. The finished-pods informer then lists
-            # it too, but this reports it at once whatever the order of the two watches, and still
-            # when the other watch is relisting past a pod deleted meanwhile; the hooks count by
-            # uid, so seeing it twice counts it once. When no plugin counts it, nothing is parsed.
-            pod = self._parse(raw, self.scheduler.cache.table.pod(uid))
-            if pod is not None:
-                self.scheduler.on_pod_update(pod)
+        # With the unfinished-pods selector a pod that turns Succeeded/Failed leaves this watch as
+        # a DELETED event too, and is a deleted pod here, as in kube-scheduler. Plugins that count
+        # finished pods hear of it from the finished-pods informer alone: one watch, so its
+        # finishing and its deletion reach them in order (two watches may deliver them swapped,
+        # and a deleted pod would then be counted for ever).
         self.scheduler.on_pod_delete(uid)
         self.events.forget(uid)
         self._attempt_start.pop(uid, None)
@@ -255,6 +250,14 @@ class LiveScheduler(SchedulerObserver):
         if pod is not None and pod.terminal:
             self.scheduler.on_pod_update(pod)
             self._wake.set()
+
+    def _finished_pod_deleted(self, raw: Obj) -> None:
+        """A Succeeded/Failed pod deleted (or gone from a relist): the plugins that counted it
+        forget it, as scheduler-plugins' PodGroup controller counts the pods it lists."""
+        self.metrics.informer_event("finished-pods")
+        pod = self._parse(raw)
+        if pod is not None:
+            self.scheduler.on_finished_pod_delete(pod)
 
     def _node_add(self, raw: Obj) -> None:
         self.metrics.informer_event("nodes")

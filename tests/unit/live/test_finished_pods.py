@@ -1,7 +1,7 @@
 """``kubesched run`` lists only unfinished pods, as kube-scheduler does; the pods that finished
-still reach the plugins that count them (Coscheduling's PodGroup ``succeeded``/``failed``): as the
-pod informer's DELETED event when a pod finishes, and through a finished-pods informer, made only
-for such plugins, for those that finished before a restart."""
+still reach the plugins that count them (Coscheduling's PodGroup ``succeeded``/``failed``) through
+a finished-pods informer, made only for such plugins: those that finish, those that finished before
+a restart, and their deletions."""
 
 from __future__ import annotations
 
@@ -46,23 +46,38 @@ def _with_group(live: LiveScheduler) -> None:
     live.objects.informers["PodGroup"].store["default/g"] = pod_group("g", 2)
 
 
-def test_a_member_that_finishes_leaves_the_pod_watch_as_deleted_and_is_counted() -> None:
-    async def go() -> tuple[dict[str, Any] | None, bool]:
+def test_a_member_that_finishes_is_counted_from_the_finished_watch_and_forgotten_once_deleted() -> None:
+    async def go() -> tuple[list[tuple[int, int]], bool, dict[str, Any]]:
         live = _live(coscheduling_config())
         _with_group(live)
         live._node_add(node("n0"))
         running = _member("a", "Running")
         live._pod_add(running)
-        # The unfinished-pods watch: the pod turned Succeeded, so it left the selector's set.
-        live._pod_delete({**running, "status": {"phase": "Succeeded"}})
+        done = {**running, "status": {"phase": "Succeeded"}}
+        counts = []
+
+        def count() -> None:
+            status = _coscheduling(live).pod_group_status("default/g")
+            assert status is not None
+            counts.append((status["succeeded"], status["failed"]))
+
+        # The unfinished-pods watch: the pod left the selector's set, a deletion there (as in
+        # kube-scheduler): off its node, and not counted from this watch.
+        live._pod_delete(done)
         uid = running["metadata"]["uid"]
         gone = live.scheduler.cache.table.pod(uid) is None and uid not in live.scheduler.queue
+        count()
+        live._finished_pod(done)  # the finished-pods watch: ADDED
+        count()
+        live._finished_pod_deleted(done)  # ... and DELETED: a pod that no longer exists
+        count()
         await live.api.close()
-        return _coscheduling(live).pod_group_status("default/g"), gone
+        return counts, gone, _coscheduling(live).members.finished
 
-    status, gone = asyncio.run(go())
-    assert status is not None and (status["succeeded"], status["failed"]) == (1, 0)
+    counts, gone, kept = asyncio.run(go())
     assert gone
+    assert counts == [(0, 0), (1, 0), (0, 0)]  # scheduler-plugins counts the group's pods that exist
+    assert kept == {}  # nothing kept of a deleted pod
 
 
 def test_members_that_finished_before_the_start_are_listed_and_counted() -> None:

@@ -321,6 +321,29 @@ def test_pod_group_status_follows_its_members_to_running_finished_and_failed() -
     }
 
 
+def test_a_finished_or_failed_groups_status_is_left_as_it_is_once_its_members_are_deleted() -> None:
+    # scheduler-plugins' PodGroup controller counts the group's pods that exist, and stops
+    # updating a group once Finished or Failed (podgroup_controller.go Reconcile).
+    sched, _, _ = build([pod_group("f", 2)], [node("n0", cpu="8")])
+    cs = plugin_of(sched)
+    done = [_with(member(f"f{i}", "f"), "n0", "Succeeded") for i in range(2)]
+    for p in done:
+        sched.on_pod_add(p)
+    assert cs.status_updates()["PodGroup"]["default/f"]["phase"] == "Finished"
+    for p in done:
+        sched.on_finished_pod_delete(p)  # the Job's pods cleaned up
+    status = cs.pod_group_status("default/f")
+    assert status is not None and status["succeeded"] == 0  # deleted pods are no longer counted
+    assert "default/f" not in cs.status_updates().get("PodGroup", {})  # but Finished stays published
+
+    # After a restart the object's own status says so: a Failed group whose pods are gone stays Failed.
+    failed = pod_group("x", 2)
+    failed["status"] = {"phase": "Failed", "failed": 1, "running": 1}
+    sched2, _, _ = build([failed, pod_group("y", 2)], [node("n0", cpu="8")])
+    updates = plugin_of(sched2).status_updates()["PodGroup"]
+    assert "default/x" not in updates and updates["default/y"]["phase"] == "Pending"
+
+
 def test_member_counting_uses_the_index_not_a_queue_scan() -> None:
     sched, cluster, _ = build([pod_group("g", 3)], [node("n0", cpu="1")])
     cs = plugin_of(sched)

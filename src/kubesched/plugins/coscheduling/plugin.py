@@ -140,6 +140,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, ReservePl
         """A pod reached Succeeded/Failed (the scheduler reports it; the cache drops such pods)."""
         self.members.note_terminated(pod)
 
+    def finished_pod_deleted(self, pod: PodInfo) -> None:
+        self.members.forget_finished(pod.uid)
+
     def _reject_waiting(self, key: str, message: str) -> int:
         n = 0
         for wp in self.handle.waiting_pods:

@@ -19,6 +19,10 @@ from kubesched.plugins.coscheduling.podgroup import PodGroup, group_key
 from kubesched.plugins.helpers.gang_members import MemberIndex
 from kubesched.snapshot.pod import PodInfo
 
+#: The phases in which scheduler-plugins' PodGroup controller stops updating a group's status
+#: (pkg/controllers/podgroup_controller.go Reconcile returns before listing its pods).
+FINAL_PHASES = ("Finished", "Failed")
+
 
 class GroupStatus:
     def __init__(self, members: MemberIndex, waiting_pods: Iterable[WaitingPod]) -> None:
@@ -89,8 +93,12 @@ class GroupStatus:
         (every PodGroup that exists); the state of groups no longer there is dropped."""
         out: dict[str, dict[str, Any]] = {}
         for key in sorted(groups):
-            status = self.of(groups[key])
             before = self._reported.get(key, {})
+            if before.get("phase") in FINAL_PHASES or _phase(groups[key]) in FINAL_PHASES:
+                # scheduler-plugins' controller leaves a Finished or Failed group's status as it is
+                # (its members may be deleted since, and are no longer counted).
+                continue
+            status = self.of(groups[key])
             changed = {k: v for k, v in status.items() if before.get(k) != v}
             if changed:
                 out[key] = changed
@@ -109,6 +117,12 @@ class GroupStatus:
         if occupied:
             self._occupied_by[key] = occupied
         return occupied or None
+
+
+def _phase(pg: PodGroup) -> str:
+    """The phase the PodGroup object's status holds ("" when none)."""
+    status = pg.raw.get("status")
+    return str(status.get("phase") or "") if isinstance(status, dict) else ""
 
 
 def occupied_by(pod: PodInfo | None) -> str:

@@ -52,8 +52,10 @@ class MemberIndex:
         #: Group key → uid → member pod waiting in the queue (or the pod of the current cycle).
         self.pending: dict[str, dict[str, PodInfo]] = {}
         self._pending_key: dict[str, str] = {}
-        #: Group key → uid → phase ("Succeeded" / "Failed") of members that terminated.
+        #: Group key → uid → phase ("Succeeded" / "Failed") of members that terminated and still
+        #: exist (scheduler-plugins' PodGroup controller counts the group's pods it lists).
         self.finished: dict[str, dict[str, str]] = {}
+        self._finished_key: dict[str, str] = {}
         #: Group key → counter bumped whenever its pending members change (demand caches key on it).
         self.version: dict[str, int] = {}
         self._synced_at: float | None = None
@@ -101,11 +103,24 @@ class MemberIndex:
                 del self.pending[key]
 
     def note_terminated(self, pod: PodInfo) -> None:
+        self.forget_finished(pod.uid)  # reported again, perhaps with another group label
         key = self.key_of(pod)
         if key is None:
             return
         self._drop_pending(pod.uid)
         self.finished.setdefault(key, {})[pod.uid] = pod.phase
+        self._finished_key[pod.uid] = key
+
+    def forget_finished(self, uid: str) -> None:
+        """A finished member was deleted: no longer counted (nor kept)."""
+        key = self._finished_key.pop(uid, None)
+        if key is None:
+            return
+        members = self.finished.get(key)
+        if members is not None:
+            members.pop(uid, None)
+            if not members:
+                del self.finished[key]
 
     def resync(self, now: float) -> None:
         """Rebuild the pending members from the shell's list of pending pods."""
