@@ -19,9 +19,9 @@ writes what :meth:`PodGroupConditions.update` returns (``SchedulerObserver.objec
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
+from kubesched.api.timestamps import rfc3339
 from kubesched.framework.status import Status
 
 #: schedulingapi.PodGroupInitiallyScheduled and its reasons (scheduling/v1beta1/types.go).
@@ -51,11 +51,6 @@ def result_condition(group_status: Status) -> Condition:
 def error_condition(message: str) -> Condition:
     """updatePodGroupConditionWithError: a group that failed before it was scheduled."""
     return _condition("False", REASON_SCHEDULER_ERROR, message)
-
-
-def rfc3339(wall: float) -> str:
-    """metav1.Time as the apiserver prints it (whole seconds, UTC)."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def find_condition(conditions: object, kind: str) -> Mapping[str, Any] | None:

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from kubesched.api.timestamps import micro_time, rfc3339
 from kubesched.framework.handle import Preemptor
 from kubesched.framework.objects import ObjectEvent, ObjectKind
 from kubesched.kube.api import STRATEGIC_MERGE_PATCH, ApiClient, ApiError
 from kubesched.kube.ratelimit import Now, PerKeyRateLimiter
-from kubesched.kube.timestamps import micro_time, rfc3339
 from kubesched.snapshot.pod import PodInfo
 
 log = logging.getLogger(__name__)

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from kubesched.api.timestamps import rfc3339
 from kubesched.framework.handle import BindConflictError, PodGoneError, Preemptor
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.kube.api import MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
-from kubesched.kube.timestamps import rfc3339
 from kubesched.snapshot.pod import PodInfo
 
 

@@ -29,9 +29,9 @@ from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from kubesched.api.timestamps import micro_time
 from kubesched.kube.api import ApiClient, ApiError
 from kubesched.kube.ratelimit import Now
-from kubesched.kube.timestamps import micro_time
 
 log = logging.getLogger(__name__)
 

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
+from kubesched.api.timestamps import micro_time
 from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.handle import Preemptor
 from kubesched.kube.events import EventWriter, pod_scheduled_false_patch
-from kubesched.kube.timestamps import micro_time
 from kubesched.live.health import parse_addr
 from kubesched.live.metrics import SchedulerMetrics, instrument_framework
 from kubesched.live.runner import scheduling_relevant_update

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
+from kubesched.api.timestamps import rfc3339
 from kubesched.framework.waiting import WaitingPod
 from kubesched.plugins.coscheduling.podgroup import PodGroup, group_key
 from kubesched.plugins.helpers.gang_members import MemberIndex
@@ -36,7 +36,7 @@ class GroupStatus:
 
     def started(self, key: str) -> None:
         """A member of the group reached Permit: the group's scheduling started (first time only)."""
-        self._schedule_start.setdefault(key, _rfc3339_now())
+        self._schedule_start.setdefault(key, rfc3339())
 
     def quorum(self, key: str) -> None:
         """The group reached its quorum: note occupiedBy while its pods are in view (members that
@@ -132,7 +132,3 @@ def occupied_by(pod: PodInfo | None) -> str:
     refs = (pod.raw.get("metadata") or {}).get("ownerReferences") or []
     names = sorted(f"{pod.namespace}/{r.get('name', '')}" for r in refs if isinstance(r, dict))
     return ",".join(names)
-
-
-def _rfc3339_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

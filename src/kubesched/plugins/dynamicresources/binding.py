@@ -10,10 +10,10 @@ the status subresource), re-reading the claim on a conflict (``retry.DefaultRetr
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kubesched.api.timestamps import rfc3339
 from kubesched.framework.objects import ObjectCreator, ObjectWriter, PodStatusPatcher, StatusWriter
 from kubesched.plugins.dynamicresources.claims import FINALIZER, RESOURCE_CLAIM, ClaimError, allocation, claim_key
 from kubesched.snapshot.pod import PodInfo
@@ -42,10 +42,6 @@ class _Retry(Exception):
 def is_conflict(e: BaseException) -> bool:
     status = getattr(e, "status", None)
     return status == 409 or "the object has been modified" in str(e)
-
-
-def rfc3339(now: float) -> str:
-    return datetime.datetime.fromtimestamp(now, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 async def bind_claim(client: Any, claim: dict[str, Any], alloc: dict[str, Any] | None, pod: PodInfo, now: float,

@@ -92,11 +92,6 @@ def parse_duration(text: object, field: str) -> float:
     return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
 
 
-def rfc3339(wall: float) -> str:
-    """With microseconds: a reservation rebuilt from it must not end a second early."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def parse_rfc3339(text: object) -> float | None:
     for form in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
         try:

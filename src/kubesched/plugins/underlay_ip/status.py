@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kubesched.plugins.underlay_ip.kinds import CLAIM, POOL, rfc3339
+from kubesched.api.timestamps import micro_time
+from kubesched.plugins.underlay_ip.kinds import CLAIM, POOL
 from kubesched.plugins.underlay_ip.tracker import PoolTracker
 
 
@@ -26,7 +27,8 @@ class StatusReports:
 
     def _wall(self, clock_time: float) -> str:
         t = self.tracker
-        return rfc3339(t.wall() + (clock_time - t.handle.clock.now()))
+        # With microseconds: a reservation rebuilt from it must not end a second early.
+        return micro_time(t.wall() + (clock_time - t.handle.clock.now()))
 
     def allocations(self) -> dict[str, dict[str, dict[str, Any]]]:
         """Pool name → address → its allocation entry."""

@@ -24,9 +24,9 @@ import hashlib
 import heapq
 import itertools
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from kubesched.api.timestamps import rfc3339
 from kubesched.framework.handle import BindConflictError, PodGoneError, Preemptor
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.framework.types import ActionType, ClusterEvent
@@ -38,10 +38,6 @@ from kubesched.snapshot.pod import PodInfo
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 #: Upstream v1.DefaultTerminationGracePeriodSeconds.
 DEFAULT_GRACE_SECONDS = 30.0
-
-
-def _rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class ClusterWatcher(Protocol):
@@ -137,7 +133,7 @@ class SimulatedCluster:
         grace = current.spec.get("terminationGracePeriodSeconds")
         grace_s = float(grace) if isinstance(grace, int | float) and grace >= 0 else DEFAULT_GRACE_SECONDS
         raw = dict(current.raw)
-        raw["metadata"] = {**(raw.get("metadata") or {}), "deletionTimestamp": _rfc3339(self._now),
+        raw["metadata"] = {**(raw.get("metadata") or {}), "deletionTimestamp": rfc3339(self._now),
                            "deletionGracePeriodSeconds": int(grace_s)}
         status = dict(raw.get("status") or {})
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
@@ -146,7 +142,7 @@ class SimulatedCluster:
             "status": "True",
             "reason": "PreemptionByScheduler",
             "message": preemptor.disruption_message,
-            "lastTransitionTime": _rfc3339(self._now),
+            "lastTransitionTime": rfc3339(self._now),
         })
         status["conditions"] = conditions
         raw["status"] = status
@@ -267,7 +263,7 @@ class SimulatedCluster:
             digest = hashlib.sha256(f"{base}/{seq}".encode()).digest()
             meta["name"] = base + "".join(_ALPHANUMS[b % len(_ALPHANUMS)] for b in digest[:5])
         meta.setdefault("uid", f"simulated-{kind.resource}-{meta['name']}")
-        meta.setdefault("creationTimestamp", _rfc3339(self._now))
+        meta.setdefault("creationTimestamp", rfc3339(self._now))
         key = object_key({"metadata": meta}, kind.namespaced)
         if key in self.objects.get(kind.name, {}):
             raise RuntimeError(f'{kind.resource} "{meta["name"]}" already exists')

@@ -54,6 +54,7 @@ import yaml
 
 from kubesched.api.admission import SYSTEM_PRIORITY_CLASSES, AdmissionError, admit_priority, carried_priority_note
 from kubesched.api.object_validation import validate_node, validate_pod
+from kubesched.api.timestamps import rfc3339
 from kubesched.framework.objects import ObjectKind, object_key
 from kubesched.simulate.inputs.gc_pause import paused_gc
 from kubesched.simulate.inputs.yaml_documents import ManifestLoader, load_documents
@@ -463,7 +464,7 @@ class _Builder:
         warnings += self._missing_kinds()
         base = _DEFAULT_BASE_TS if self.latest_ts is None else math.ceil(self.latest_ts)
         for k, meta in enumerate(self.unstamped, start=1):
-            meta["creationTimestamp"] = datetime.fromtimestamp(base + k, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            meta["creationTimestamp"] = rfc3339(base + k)
         warnings += [
             f"{self.pod_at[key]} (Pod {key}): bound to node {node!r}, which is not in the input: it is left "
             "out of every node's usage (add the Node, or drop spec.nodeName to schedule the pod)"

@@ -65,6 +65,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubesched.api.timestamps import rfc3339
 from kubesched.simulate.inputs.dump import ClusterInput
 from kubesched.simulate.inputs.gc_pause import paused_gc
 from kubesched.simulate.inputs.workload_gangs import GangSpec, generate_gangs
@@ -80,7 +81,6 @@ from kubesched.simulate.inputs.workload_shapes import (
     Weighted,
     add_pod_topology,
     generate_pods,
-    ts,
     uid,
 )
 from kubesched.snapshot.pod_requests import compute_pod_requests
@@ -266,7 +266,7 @@ def _generate_nodes(rng: random.Random, count: int) -> tuple[list[dict[str, Any]
             spec["taints"] = taints
         if unschedulable:
             spec["unschedulable"] = True
-        created = ts(_NODE_EPOCH + i * 7)
+        created = rfc3339(_NODE_EPOCH + i * 7)
         ip = f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}"
         objs.append(
             {

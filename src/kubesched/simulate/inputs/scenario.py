@@ -32,7 +32,7 @@ from typing import Any, Literal
 import orjson
 import yaml
 
-from kubesched.simulate.inputs.workload import rfc3339
+from kubesched.api.timestamps import rfc3339
 
 __all__ = ["NODE_ACTIONS", "NodeEvent", "PodArrival", "Scenario", "ScenarioError", "load_replay", "load_scenario"]
 

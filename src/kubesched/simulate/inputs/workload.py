@@ -18,19 +18,19 @@ the cluster; the Priority admission plugin fills their priority from the cluster
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from kubesched.api.admission import AdmissionError, admit_priority
+from kubesched.api.timestamps import rfc3339
 from kubesched.simulate.inputs.yaml_documents import ManifestLoader
 
-__all__ = ["PodTemplate", "WorkloadError", "latest_timestamp", "load_workload", "rfc3339"]
+__all__ = ["PodTemplate", "WorkloadError", "latest_timestamp", "load_workload"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 #: (apiVersion, kind) → where the pod template is, and which field counts the replicas.
@@ -47,21 +47,6 @@ _KINDS: dict[tuple[str, str], tuple[tuple[str, ...], str | None]] = {
 
 class WorkloadError(ValueError):
     """A workload file that cannot be used; the message names the file, document and field."""
-
-
-#: datetime's upper bound (year 10000) in seconds: past it ``datetime`` raises, as it should.
-_DATETIME_END = 253402300800
-
-
-def rfc3339(seconds: float) -> str:
-    if float(seconds).is_integer() and 0 <= seconds < _DATETIME_END:
-        # Whole seconds (a replay's arrivals): no rounding of a fraction to mind, and a third of
-        # datetime's time (one per arriving pod).
-        return time.strftime(_RFC3339, time.gmtime(int(seconds)))
-    return datetime.fromtimestamp(seconds, UTC).strftime(_RFC3339)
-
-
-_RFC3339 = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def latest_timestamp(pods: list[dict[str, Any]]) -> float:

@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from kubesched.api.quantity import QuantityError, parse_quantity
+from kubesched.api.timestamps import rfc3339
 from kubesched.config.decode import KIND, V1
 from kubesched.framework.podgroup import GENERIC_WORKLOAD, POD_GROUP_OBJECTS, WORKLOAD_OBJECTS
-from kubesched.simulate.inputs.workload_shapes import ts, uid
+from kubesched.simulate.inputs.workload_shapes import uid
 
 __all__ = ["GangSpec", "GangSpecError", "generate_gangs", "parse_gang_spec"]
 
@@ -124,7 +125,7 @@ def _policy(spec: GangSpec) -> dict[str, Any]:
 
 
 def _meta(name: str, namespace: str, rng: random.Random, created: int) -> dict[str, Any]:
-    return {"name": name, "namespace": namespace, "uid": uid(rng), "creationTimestamp": ts(created)}
+    return {"name": name, "namespace": namespace, "uid": uid(rng), "creationTimestamp": rfc3339(created)}
 
 
 def _member(name: str, group: str, spec: GangSpec, rng: random.Random, created: int) -> dict[str, Any]:

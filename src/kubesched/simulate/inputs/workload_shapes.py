@@ -13,10 +13,11 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from kubesched.api.timestamps import rfc3339
 
 __all__ = [
     "ARCH_LABEL",
@@ -31,7 +32,6 @@ __all__ = [
     "Weighted",
     "add_pod_topology",
     "generate_pods",
-    "ts",
     "uid",
 ]
 
@@ -101,10 +101,6 @@ class Weighted:
 
 
 _GPU_COUNT_PICK: Final = Weighted(("1", "2", "4"), (70, 20, 10))
-
-
-def ts(epoch: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
 # -- pods -------------------------------------------------------------------------------------------
@@ -386,7 +382,7 @@ def generate_pods(rng: random.Random, count: int, *, has_gpu: bool, has_infra: b
                 "name": name,
                 "namespace": shape.team,
                 "uid": uid(rng),
-                "creationTimestamp": ts(clock),
+                "creationTimestamp": rfc3339(clock),
                 "labels": labels,
                 "ownerReferences": [
                     {

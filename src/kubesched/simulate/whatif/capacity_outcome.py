@@ -24,11 +24,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kubesched.api.timestamps import rfc3339
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.simulate.engine.records import PRE_BOUND, PREEMPTED, SCHEDULED, PodRecord
 from kubesched.simulate.engine.runner import Simulation, SimulationResult
-from kubesched.simulate.inputs.workload import rfc3339
 from kubesched.snapshot.pod import PodInfo, raw_pod_uid
 
 if TYPE_CHECKING:

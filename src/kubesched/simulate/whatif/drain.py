@@ -46,10 +46,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kubesched.api.timestamps import rfc3339
 from kubesched.simulate.engine.records import PodRecord
 from kubesched.simulate.inputs.dump import ClusterInput
 from kubesched.simulate.inputs.selector import LabelSelector, SelectorSyntaxError, parse_selector
-from kubesched.simulate.inputs.workload import latest_timestamp, rfc3339
+from kubesched.simulate.inputs.workload import latest_timestamp
 from kubesched.simulate.whatif.drain_budget import VIOLATES, Budget, evict, load_budgets
 from kubesched.snapshot.pod import raw_pod_terminal
 
