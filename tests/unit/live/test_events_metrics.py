@@ -14,9 +14,9 @@ from kubesched.config.load import load_config
 from kubesched.framework.clock import FakeClock
 from kubesched.framework.handle import Preemptor
 from kubesched.kube.events import EventWriter, pod_scheduled_false_patch
+from kubesched.live.cluster_feed import scheduling_relevant_update
 from kubesched.live.health import parse_addr
 from kubesched.live.metrics import SchedulerMetrics, instrument_framework
-from kubesched.live.runner import scheduling_relevant_update
 from kubesched.plugins.builtin import builtin_registry
 from kubesched.scheduler import Scheduler
 from kubesched.simulate.engine.cluster import SimulatedCluster
