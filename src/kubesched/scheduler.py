@@ -30,7 +30,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import NO_NODES_MSG, Diagnosis, fit_error_message
 from kubesched.framework.eager import start_eagerly
 from kubesched.framework.feasible_nodes import FeasibleNodeSearch
-from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError, PreemptFn, Preemptor
+from kubesched.framework.handle import BindConflictError, ClusterClient, Handle, PodGoneError, Preemptor
 from kubesched.framework.interfaces import Plugin
 from kubesched.framework.objects import ObjectKind, gated_kinds, kinds_of_plugins
 from kubesched.framework.podgroup import GENERIC_WORKLOAD, group_key
@@ -40,6 +40,7 @@ from kubesched.framework.score_totals import ScoredNodes
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.types import EVENT_POD_DELETE, ClusterEvent, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
+from kubesched.scheduler_preemption import PreemptionExecutor
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import Rows
 
@@ -108,10 +109,6 @@ class SchedulerObserver:
 
 
 
-#: Prefix of a PodGroup's key among the preemptors under way (``Scheduler._preemptor_key``).
-_GROUP_PREEMPTOR = "podgroup:"
-
-
 @dataclass(frozen=True, slots=True)
 class QueueSettings:
     initial_backoff_seconds: float = 1.0
@@ -143,15 +140,8 @@ class Scheduler:
         self._rng = random.Random(seed)
         #: Picks among the best-scored nodes; ``random`` draws from ``_rng``, shared with preemption.
         self._host_selector = HostSelector(tie_break, seed, self._rng)
-        #: Preemptions under way (upstream executor's ``preempting``): preemptor key (the pod's
-        #: uid, or its PodGroup's key when the PodGroup cycle runs: ``_preemptor_key``) →
-        #: evictions not yet sent, and → its last victim (done once that one is gone or terminating).
-        self._preempting: dict[str, int] = {}
-        self._last_victim: dict[str, str] = {}
-        #: Victims whose eviction was sent (or found them gone) while the cache still shows them
-        #: alive: terminating by preemption until the informer shows their deletion
-        #: (Handle.terminating_by_preemption says why).
-        self._evicted: set[str] = set()
+        #: Preemptions actuated and under way (scheduler_preemption.py).
+        self.preemption = PreemptionExecutor(self, bool((feature_gates or {}).get(GENERIC_WORKLOAD)))
         first = next(iter(frameworks.values()))
         plugin_events: dict[str, list[ClusterEvent]] = {}
         for fwk in frameworks.values():
@@ -174,8 +164,8 @@ class Scheduler:
             fwk.handle.feature_gates = dict(feature_gates or {})
             fwk.handle.attach_queue(self.queue.activate, self._pending_pods)
             fwk.handle.attach_nominator(self.queue.nominator)
-            fwk.handle.attach_preemption(
-                self._preemption_for(fwk), self._rng, self._preemption_running, self._evicted.__contains__)
+            fwk.handle.attach_preemption(self.preemption.for_framework(fwk), self._rng, self.preemption.running,
+                                         self.preemption.evicted.__contains__)
         #: Step binding cycles synchronously until they first wait (framework/eager.py). Only for
         #: in-memory binding (the simulator): until a Task exists, code in the binding cycle sees
         #: the scheduling loop's task as asyncio.current_task(), which timeouts would cancel.
@@ -240,8 +230,7 @@ class Scheduler:
         return pod.scheduler_name in self.frameworks
 
     def on_pod_add(self, pod: PodInfo) -> None:
-        if self._evicted and pod.deleting:
-            self._evicted.discard(pod.uid)
+        self.preemption.seen(pod)
         if pod.node_name:
             self.queue.delete(pod.uid)
             self._move(self.cache.add_or_update_pod(pod))
@@ -251,8 +240,7 @@ class Scheduler:
             self._terminated(pod)
 
     def on_pod_update(self, pod: PodInfo) -> None:
-        if self._evicted and pod.deleting:
-            self._evicted.discard(pod.uid)
+        self.preemption.seen(pod)
         if pod.node_name:
             self.queue.delete(pod.uid)
             self._move(self.cache.add_or_update_pod(pod))
@@ -287,7 +275,7 @@ class Scheduler:
         )
 
     def on_pod_delete(self, uid: str) -> None:
-        self._evicted.discard(uid)
+        self.preemption.forget(uid)
         self.queue.delete(uid)
         if uid in self.in_flight:
             self.in_flight[uid] = True
@@ -380,7 +368,8 @@ class Scheduler:
         while self._tasks and self.binds_in_progress() >= limit:
             await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
 
-    def _spawn_task(self, coro: Coroutine[Any, Any, None]) -> None:
+    def spawn_task(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run a coroutine of the core (a binding cycle, an eviction) as a task it keeps track of."""
         # Eager: a binding cycle that never waits (the simulator's in-memory bind) costs no Task.
         task = start_eagerly(coro) if self._eager_binding else asyncio.get_running_loop().create_task(coro)
         if task is not None:
@@ -440,7 +429,7 @@ class Scheduler:
             self.fail(fwk, qpi, self.single_node_failure(node, st), cycle)
             return
         self.observer.scheduled(assumed, fwk.profile_name, outcome)
-        self._spawn_task(self._binding_cycle(fwk, state, qpi, assumed, node, cycle))
+        self.spawn_task(self._binding_cycle(fwk, state, qpi, assumed, node, cycle))
 
     def schedule_pod(
         self, fwk: Framework, state: CycleState, pod: PodInfo, *, reuse_filter_outcome: bool = False,
@@ -547,122 +536,6 @@ class Scheduler:
         node = self.queue.nominator.node_of(pod.uid)
         row = self.cache.table.row_of(node) if node else None
         return row if row is not None and bool((rows == row).any()) else None
-
-    def _preemption_for(self, fwk: Framework) -> PreemptFn:
-        def preempt(preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], by: Preemptor | None) -> None:
-            self._preempt(fwk, preemptor, node_name, victims, by)
-
-        return preempt
-
-    def _preempt(
-        self, fwk: Framework, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], by: Preemptor | None,
-    ) -> None:
-        """Actuate a preemption (upstream executor.go prepareCandidate): a victim waiting at Permit
-        is rejected in memory, a victim already being deleted (or evicted by this scheduler, the watch
-        not yet showing it) is left alone, the others are evicted
-        through the client (``evict``, when it has one); lower-priority pods nominated to the node
-        lose their nomination and are retried. ``by``: who preempts, as the victims are told (the
-        pod itself on ``node_name`` when None)."""
-        by = by or Preemptor.of_pod(preemptor, node_name)
-        evict = getattr(fwk.handle.client, "evict", None)
-        to_evict = []
-        in_memory: list[str] = []
-        for victim in victims:
-            wp = self.waiting_pods.get(victim.uid)
-            if wp is not None and not wp.decided:
-                self.waiting_pods.reject(victim.uid, "", "preempted")
-                in_memory.append(victim.uid)
-                continue
-            if victim.deleting or victim.uid in self._evicted or evict is None:
-                continue
-            to_evict.append(victim)
-        if to_evict:
-            assert evict is not None
-            # Until the evictions are sent and the last victim is seen terminating or gone, the
-            # preemptor is held back (DefaultPreemption's PreEnqueue), as upstream's executor.
-            # A group's preemption evicts on many nodes, one call each: the group waits for them all
-            # (upstream's executor actuates a PodGroup's victims as one candidate, keyed by the group).
-            key = self._preemptor_key(preemptor)
-            self._preempting[key] = self._preempting.get(key, 0) + len(to_evict)
-            self._last_victim[key] = to_evict[-1].uid
-            for victim in to_evict:
-                self._spawn_task(self._evict(evict, victim, key, by, self._eviction_sent))
-        nominator = self.queue.nominator
-        # getLowerPriorityNominatedPods(candidate name): a group's candidate, ``cluster``, is no
-        # node, so upstream clears no nomination for a group preemption.
-        cleared = [p for p in nominator.pods_for_node(by.candidate) if p.priority < preemptor.priority]
-        for p in cleared:
-            nominator.delete(p.uid)
-        if cleared:
-            self.queue.activate([p.uid for p in cleared])
-        self.observer.preempted(preemptor, fwk.profile_name, node_name, list(victims), cleared, by, in_memory)
-
-    @staticmethod
-    async def _evict(
-        evict: Callable[[PodInfo, Preemptor], Coroutine[Any, Any, None]], victim: PodInfo, key: str,
-        by: Preemptor, sent: Callable[[str, str, bool], None],
-    ) -> None:
-        """One victim's eviction. A victim already gone is done; any other error is never the
-        scheduler's end: it is logged (upstream executor.go PreemptPod logs "Could not add
-        DisruptionTarget condition due to preemption" / "Tried to preempted pod" at error level)
-        and ends the preemptor's hold, so it retries and preempts again if it must."""
-        failed = True
-        try:
-            await evict(victim, by)
-            failed = False
-        except PodGoneError:
-            failed = False
-        except Exception as e:
-            log.warning("pod=%s preemptor=%s %s node=%s event=eviction_failed error=%r", victim.key, by.type,
-                        by.uid, victim.node_name, e)
-        finally:
-            sent(key, victim.uid, failed)
-
-    def _preemptor_key(self, pod: PodInfo) -> str:
-        """Whose preemption ``pod`` waits for: its PodGroup's when the PodGroup cycle runs
-        (DefaultPreemption's PreEnqueue checks the group, IsPodGroupRunningPreemption), else its own."""
-        if self._pod_group_cycle is not None and (key := group_key(pod)) is not None:
-            return _GROUP_PREEMPTOR + key  # never a uid (a simulator's uid may be namespace/name)
-        return pod.uid
-
-    def _eviction_sent(self, key: str, victim_uid: str, failed: bool = False) -> None:
-        if not failed and (victim := self.cache.table.pod(victim_uid)) is not None and not victim.deleting:
-            self._evicted.add(victim_uid)  # until the informer shows it terminating or gone
-        if failed:
-            # The last victim may never go (upstream executor: an error ends the preemption, the
-            # preemptor is no longer held): without this it would wait at PreEnqueue for good.
-            self._last_victim.pop(key, None)
-        left = self._preempting.get(key, 0) - 1
-        if left > 0:
-            self._preempting[key] = left
-            return
-        self._preempting.pop(key, None)
-        group = key.removeprefix(_GROUP_PREEMPTOR)
-        if group == key:
-            # Re-run its PreEnqueue now: released if the last victim is already gone, else the
-            # victim's deletion event releases it.
-            self.queue.activate([key])
-            return
-        # A group's members wait for the victims' deletion events, as upstream's (its executor
-        # activates them only when no such event will come): here, when the last victim was
-        # already gone before its eviction returned.
-        last = self._last_victim.get(key)
-        if last is None or self.cache.table.pod(last) is None:
-            self.queue.activate(self.queue.group_members(group))
-
-    def _preemption_running(self, pod: PodInfo) -> bool:
-        """upstream Executor.IsPodRunningPreemption (see Handle.preemption_running)."""
-        preemptor_uid = self._preemptor_key(pod)
-        if preemptor_uid in self._preempting:
-            return True
-        last = self._last_victim.get(preemptor_uid)
-        if last is None:
-            return False
-        victim = self.cache.table.pod(last)
-        if victim is None or victim.deleting:
-            del self._last_victim[preemptor_uid]
-            return False
-        return True
 
     # -- the binding cycle -------------------------------------------------------------------------
     async def _binding_cycle(

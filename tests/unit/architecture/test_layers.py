@@ -8,7 +8,8 @@ Layers, bottom up (a module may import its own package and any lower layer):
     2  framework                the plugin API and the runtime that runs a profile
     3  backend  plugins  config cache+queue; plugins; KubeSchedulerConfiguration
     4  scheduler                the scheduling cycle (scheduler_podgroup: the PodGroup cycle;
-                                scheduler_composite: the CompositePodGroup cycle)
+                                scheduler_composite: the CompositePodGroup cycle;
+                                scheduler_preemption: preemption actuated)
     5  kube  app                Kubernetes I/O shared by shells; command setup shared by shells
     6  simulate  live  extender the three shells
        testing                  builders and the local control plane (imports no shell)
@@ -39,6 +40,7 @@ LAYER = {
     "scheduler": 4,
     "scheduler_podgroup": 4,
     "scheduler_composite": 4,
+    "scheduler_preemption": 4,
     "kube": 5,
     "app": 5,
     "simulate": 6,
@@ -51,11 +53,12 @@ SHELLS = {"simulate", "live", "extender"}
 #: Same-layer imports that are part of the design: config resolves plugin args through the
 #: registry's classes only, so neither direction is allowed except these.
 #: scheduler_podgroup and scheduler_composite are the scheduler's PodGroup cycle, one layer split
-#: in three modules.
+#: in three modules; scheduler_preemption is its preemption executor.
 ALLOWED_SIDEWAYS: set[tuple[str, str]] = {
     ("scheduler", "scheduler_podgroup"), ("scheduler_podgroup", "scheduler"),
     ("scheduler_podgroup", "scheduler_composite"), ("scheduler_composite", "scheduler_podgroup"),
     ("scheduler_composite", "scheduler"),
+    ("scheduler", "scheduler_preemption"), ("scheduler_preemption", "scheduler"),
 }
 
 
