@@ -19,6 +19,7 @@ passes the function that names a pod's group (``key_of``); everything else is wr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from kubesched.snapshot.pod import PodInfo
 from kubesched.snapshot.table import NodeTable
@@ -28,6 +29,16 @@ def waiting_note(key: str, min_count: int, exist: int) -> str:
     """Why a member of gang ``key`` is held before any node is tried (its group is short of
     members): one wording for both gang APIs, in ``explain`` and in the simulator's report."""
     return f"waiting for PodGroup {key}: minCount {min_count}, {exist} members exist"
+
+
+def _discard(groups: dict[str, dict[str, Any]], key: str, uid: str) -> bool:
+    """Remove member ``uid`` from group ``key`` (the group too once empty); whether it was there."""
+    members = groups.get(key)
+    if members is None or members.pop(uid, None) is None:
+        return False
+    if not members:
+        del groups[key]
+    return True
 
 
 #: A full resync of the pending index at most this often (clock seconds) in steady state.
@@ -94,13 +105,8 @@ class MemberIndex:
 
     def _drop_pending(self, uid: str) -> None:
         key = self._pending_key.pop(uid, None)
-        if key is None:
-            return
-        members = self.pending.get(key)
-        if members is not None and members.pop(uid, None) is not None:
+        if key is not None and _discard(self.pending, key, uid):
             self.version[key] = self.version.get(key, 0) + 1
-            if not members:
-                del self.pending[key]
 
     def note_terminated(self, pod: PodInfo) -> None:
         self.forget_finished(pod.uid)  # reported again, perhaps with another group label
@@ -114,13 +120,8 @@ class MemberIndex:
     def forget_finished(self, uid: str) -> None:
         """A finished member was deleted: no longer counted (nor kept)."""
         key = self._finished_key.pop(uid, None)
-        if key is None:
-            return
-        members = self.finished.get(key)
-        if members is not None:
-            members.pop(uid, None)
-            if not members:
-                del self.finished[key]
+        if key is not None:
+            _discard(self.finished, key, uid)
 
     def resync(self, now: float) -> None:
         """Rebuild the pending members from the shell's list of pending pods."""
