@@ -107,8 +107,6 @@ class SchedulerObserver:
         object's ``status`` subresource, as upstream does."""
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class QueueSettings:
     initial_backoff_seconds: float = 1.0
