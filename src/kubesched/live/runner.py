@@ -168,6 +168,8 @@ class LiveScheduler(ClusterFeed, SchedulerObserver):
         self._cycle_start = 0.0
         self._attempt_start: dict[str, float] = {}
         self._errors_logged: set[str] = set()
+        #: Starts the status publisher once what it counts is listed (_publish_status).
+        self._status_start: asyncio.Task[None] | None = None
 
     # -- observer hooks (called by the core inside scheduling / binding cycles) ----------------------
     def scheduled(self, pod: PodInfo, profile: str, result: ScheduleResult) -> None:
@@ -307,7 +309,10 @@ class LiveScheduler(ClusterFeed, SchedulerObserver):
             for inf in self._pod_informers():
                 inf.start()
             objects = asyncio.ensure_future(self.objects.start())
-            if not all([await self._sync(inf) for inf in self._pod_informers()]):
+            # Scheduling waits for the nodes and the unfinished pods, not for the finished ones (a
+            # batch cluster may keep tens of thousands): no placement reads them, as none of
+            # kube-scheduler's does; only the status published waits for them (_publish_status).
+            if not all([await self._sync(inf) for inf in (self.node_informer, self.pod_informer)]):
                 objects.cancel()
                 with contextlib.suppress(BaseException):
                     await objects
@@ -327,7 +332,7 @@ class LiveScheduler(ClusterFeed, SchedulerObserver):
                 len(self.node_informer.store),
                 len(self.pod_informer.store),
                 len(self.scheduler.queue),
-                len(finished.store) if finished is not None else "not-listed",
+                "not-listed" if finished is None else len(finished.store) if finished.synced.is_set() else "listing",
             )
             if self.elector is not None:
                 if not await self._acquire():
@@ -336,7 +341,7 @@ class LiveScheduler(ClusterFeed, SchedulerObserver):
             self.metrics.is_leader.set(1)
             self.stats.leader_at = time.monotonic()
             self.leading.set()
-            self.status.start()  # only the leader writes object status (e.g. PodGroup phases)
+            self._status_start = loop.create_task(self._publish_status())
             await self._loop()
             return await self._shutdown(hold)
         finally:
@@ -375,6 +380,14 @@ class LiveScheduler(ClusterFeed, SchedulerObserver):
             return False
         finally:
             synced.cancel()
+
+    async def _publish_status(self) -> None:
+        """The leader writes object status (e.g. PodGroup phases) from once the finished pods are
+        listed too, when a plugin counts them: a group's counts published before would leave out
+        the members that finished before the start."""
+        finished = self.finished_pod_informer
+        if finished is None or await self._sync(finished):
+            self.status.start()
 
     async def _acquire(self) -> bool:
         assert self.elector is not None
@@ -472,6 +485,10 @@ class LiveScheduler(ClusterFeed, SchedulerObserver):
             await inf.stop()
         self._object_events.closed = True
         await self.objects.stop()
+        if self._status_start is not None:
+            self._status_start.cancel()
+            with contextlib.suppress(BaseException):
+                await self._status_start
         with contextlib.suppress(Exception):
             await self.status.stop()
         with contextlib.suppress(Exception):
