@@ -1,6 +1,6 @@
 """Process start to the first bind with a backlog pending, many starts on one cluster (issue 32 item 2).
 
-``python -m bench first-bind [--trace DIR] [--nodes N] [--rounds R] [--stock] [--contenders K,..]``
+``python -m bench first-bind [--trace DIR] [--nodes N] [--rounds R] [--stock] [--contenders K,..] [--finished N]``
 
 bench/openb.py measures the first bind too, but each of its runs creates the whole trace again and
 schedules it to the end (minutes at full size); here the backlog is created once and each start is
@@ -23,6 +23,8 @@ stopped at its first bind, so many starts of each contender alternate (ABBA) on 
   shipped (qps 50 / burst 100, leader election on, each its own Lease, deleted before each start so
   that it is free).
 * ``kubesched@DIR``: kubesched from the source tree DIR (e.g. the code before a change).
+* ``--finished N``: kubesched contenders only, with Coscheduling, and N Succeeded PodGroup members in
+  the cluster (a batch cluster's kept Job pods), which kubesched lists for the groups' counts.
 
 Results are appended to bench/results/first-bind-<date>.json.
 """
@@ -36,15 +38,19 @@ import statistics
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from bench import common
 from bench.live import MEASURE_LABEL, BindWatcher, Bulk, Workload, scheduler_config, start_contender, stop_contender
 from bench.openb import _save, add_trace_options, grant_kubesched_lease, openb_cluster, trace_from
 from kubesched.testing import controlplane
 from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.controlplane.scheduler_plugins import install_pod_group_crd
 from kubesched.testing.openb import pod_object
 
 SCHEDULER_NAME = "first-bind"
@@ -83,7 +89,7 @@ def _reset_backlog(c: ControlPlane, bodies: dict[str, dict[str, Any]]) -> int:
 
 
 def one_start(c: ControlPlane, kind: str, workdir: Path, qps: float | None, burst: int | None, stock: bool,
-              timeout: float) -> dict[str, Any]:
+              timeout: float, profile: dict[str, Any] | None = None) -> dict[str, Any]:
     base, _, src = kind.partition("@")
     if stock:
         for lease in ("kube-scheduler", "kubesched"):
@@ -110,7 +116,7 @@ def one_start(c: ControlPlane, kind: str, workdir: Path, qps: float | None, burs
     apiserver_before = common.proc_cpu_seconds(apiserver) if apiserver is not None else None
     wall_start, started = time.time(), time.monotonic()
     if base == "kubesched":
-        wl = Workload("first-bind", "", kubesched_profile={"schedulerName": SCHEDULER_NAME})
+        wl = Workload("first-bind", "", kubesched_profile=profile or {"schedulerName": SCHEDULER_NAME})
         run = start_contender(c, wl, "kubesched", qps, burst, workdir, leader_elect=stock, kubesched_src=src or None)
         procs = run.procs
     else:
@@ -141,6 +147,43 @@ def one_start(c: ControlPlane, kind: str, workdir: Path, qps: float | None, burs
     return out
 
 
+#: ``--finished``: the default profile with Coscheduling added (its QueueSort instead of PrioritySort;
+#: its PreFilter, PostFilter, Permit and Reserve): it counts finished pods, so kubesched lists them.
+COSCHEDULING_PROFILE: dict[str, Any] = {"schedulerName": SCHEDULER_NAME, "plugins": {
+    "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+    **{point: {"enabled": [{"name": "Coscheduling"}]} for point in ("preFilter", "postFilter", "permit", "reserve")}}}
+FINISHED_NAMESPACE = "first-bind-done"
+
+
+def _create_finished_pods(c: ControlPlane, n: int) -> None:
+    """``n`` Succeeded pods, 8 to a PodGroup label, on a node that no longer exists (KWOK leaves them
+    alone): a batch cluster's Job pods kept after they ran. Created, then their status set."""
+    install_pod_group_crd(c)
+    c.create_namespace(FINISHED_NAMESPACE)
+    bulk = Bulk(c)
+    started = time.monotonic()
+
+    def one(i: int) -> None:
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": f"done-{i}", "namespace": FINISHED_NAMESPACE,
+                            "labels": {"scheduling.x-k8s.io/pod-group": f"g{i // 8}"}},
+               "spec": {"nodeName": "gone-node", "schedulerName": SCHEDULER_NAME, "restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                        "resources": {"requests": {"cpu": "1"}}}]}}
+        status, raw = bulk.request("POST", f"/api/v1/namespaces/{FINISHED_NAMESPACE}/pods", pod)
+        if status >= 300:
+            raise RuntimeError(f"creating finished pod {i}: HTTP {status}: {raw[:200]!r}")
+        obj = orjson.loads(raw)
+        obj["status"] = {**(obj.get("status") or {}), "phase": "Succeeded"}
+        status, raw = bulk.request("PUT", f"/api/v1/namespaces/{FINISHED_NAMESPACE}/pods/done-{i}/status", obj)
+        if status >= 300:
+            raise RuntimeError(f"finishing pod {i}: HTTP {status}: {raw[:200]!r}")
+
+    with ThreadPoolExecutor(bulk.threads) as ex:
+        list(ex.map(one, range(n)))
+    print(f"  {n} finished pods in {time.monotonic() - started:.0f} s", flush=True)
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench first-bind", description=__doc__.splitlines()[0])
     add_trace_options(ap)
@@ -149,9 +192,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--stock", action="store_true", help="qps 50 / burst 100 and leader election on, both")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--note", default="")
+    ap.add_argument("--finished", type=int, default=0, metavar="N",
+                    help="kubesched with a Coscheduling profile, and N finished pods (PodGroup members) in the "
+                    "cluster, which it lists for their counts (kubesched contenders only: kube-scheduler has no "
+                    "Coscheduling)")
     args = ap.parse_args(argv)
     trace = trace_from(args)
     contenders = [k.strip() for k in args.contenders.split(",") if k.strip()]
+    if args.finished and any(not k.startswith("kubesched") for k in contenders):
+        ap.error("--finished: kubesched contenders only (kube-scheduler has no Coscheduling)")
+    profile = COSCHEDULING_PROFILE if args.finished else None
     qps, burst = (None, None) if args.stock else (5000.0, 5000)
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"kubesched-first-bind-{uuid.uuid4().hex[:6]}"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -170,16 +220,18 @@ def main(argv: list[str]) -> int:
             body["metadata"]["labels"][MEASURE_LABEL] = "measure"
             bodies[body["metadata"]["name"]] = body
         Bulk(c).post_all(lambda b: f"/api/v1/namespaces/{NAMESPACE}/pods", list(bodies.values()))
+        if args.finished:
+            _create_finished_pods(c, args.finished)
         # One untimed start of each first: a source tree's first start compiles every module it
         # imports into the bench's bytecode cache (common.installed_env), which an installed
         # kubesched never does (it made round 0 of each tree ~1.5 s slower).
         for kind in contenders:
-            warm = one_start(c, kind, workdir, qps, burst, args.stock, args.timeout)
+            warm = one_start(c, kind, workdir, qps, burst, args.stock, args.timeout, profile)
             _reset_backlog(c, bodies)
             print(f"  warm-up (not counted): {warm['contender']} {warm['first_bind_s']} s", flush=True)
         for rnd in range(args.rounds):
             for kind in contenders if rnd % 2 == 0 else list(reversed(contenders)):  # ABBA
-                res = one_start(c, kind, workdir, qps, burst, args.stock, args.timeout)
+                res = one_start(c, kind, workdir, qps, burst, args.stock, args.timeout, profile)
                 res["round"] = rnd
                 res["recreated"] = _reset_backlog(c, bodies)
                 starts.append(res)
@@ -205,8 +257,8 @@ def _record(args: argparse.Namespace, trace: Any, contenders: list[str], starts:
         summary[kind] = row
     return {"benchmark": "first-bind", "when": _STARTED, "commit": common.git_commit(),
             "command": common.command_line(), "machine": common.machine(), "nodes": len(trace.nodes),
-            "pods": len(trace.tasks), "stock": args.stock, "note": args.note, "summary": summary,
-            "starts": starts, "complete": complete}
+            "pods": len(trace.tasks), "stock": args.stock, "finished": args.finished, "note": args.note,
+            "summary": summary, "starts": starts, "complete": complete}
 
 
 if __name__ == "__main__":
