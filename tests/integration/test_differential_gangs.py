@@ -280,26 +280,38 @@ def _job_members(cp: ControlPlane, ns: str, group: str, scheduler_name: str, **p
         pod["metadata"]["ownerReferences"] = owner
         cp.api("POST", f"/api/v1/namespaces/{ns}/pods", pod)
 
+
+def _finishing_gang(cp: ControlPlane, ns: str, nodes_to_delete: list[str], tmp_path: Path, group: str,
+                    min_member: int) -> Path:
+    """PodGroup ``group`` (``min_member``) and two Job members placed by hand on a node of their own,
+    so they run and finish whether or not kubesched runs; the Coscheduling profile's file."""
+    name = f"{group}-{ns}"
+    (node_name,) = cp.create_nodes(1, prefix=f"{ns}-n", cpu="4", memory="16Gi", labels={"kubesched.test/group": ns})
+    nodes_to_delete.append(node_name)
+    cfg = write_profile(tmp_path / f"{group}.json", name, COSCHEDULING, [])
+    _pod_group(cp, ns, group, min_member)
+    _job_members(cp, ns, group, name, node_name=node_name)
+    return cfg
+
+
+def _group_status(cp: ControlPlane, ns: str, group: str) -> dict[str, Any]:
+    return dict(cp.get(f"{PG_PATH.format(ns=ns)}/{group}").get("status") or {})
+
+
 def test_members_that_finished_before_the_scheduler_started_are_counted(
     control_plane: ControlPlane, cp_namespace: str, nodes_to_delete: list[str], tmp_path: Path, podgroup_crd: None
 ) -> None:
     # kubesched run lists only unfinished pods (kube-scheduler's selector); Coscheduling counts
     # finished members, so a finished-pods informer lists those that finished before the start.
     cp, ns = control_plane, cp_namespace
-    name = f"pre-{ns}"
-    selector = {"kubesched.test/group": ns}
-    (node_name,) = cp.create_nodes(1, prefix=f"{ns}-n", cpu="4", memory="16Gi", labels=selector)
-    nodes_to_delete.append(node_name)
-    cfg = write_profile(tmp_path / "pre.json", name, COSCHEDULING, [])
-    _pod_group(cp, ns, "done", 2)
-    # Placed by hand: they finish before any kubesched runs.
-    _job_members(cp, ns, "done", name, node_name=node_name)
+    cfg = _finishing_gang(cp, ns, nodes_to_delete, tmp_path, "done", 2)
+    # They finish before any kubesched runs.
     cp.wait_for(lambda: all((p.get("status") or {}).get("phase") == "Succeeded" for p in pods_in(cp, ns))
                 and len(pods_in(cp, ns)) == 2, 60, 0.3, "pods Succeeded")
     sched = InProcess(cfg, cp.kubeconfig).start()
     try:
         def status() -> dict[str, Any]:
-            return dict(cp.get(f"{PG_PATH.format(ns=ns)}/done").get("status") or {})
+            return _group_status(cp, ns, "done")
 
         cp.wait_for(lambda: status().get("succeeded") == 2, 60, 0.3, "PodGroup succeeded 2")
         assert status()["phase"] == "Finished", status()
@@ -316,16 +328,11 @@ def test_a_deleted_member_of_an_unfinished_gang_is_no_longer_counted(
     # scheduler-plugins' PodGroup controller counts the group's pods that exist, until the group is
     # Finished or Failed: two of three members succeeded, then one is deleted (a Job's cleanup).
     cp, ns = control_plane, cp_namespace
-    name = f"del-{ns}"
-    (node_name,) = cp.create_nodes(1, prefix=f"{ns}-n", cpu="4", memory="16Gi", labels={"kubesched.test/group": ns})
-    nodes_to_delete.append(node_name)
-    cfg = write_profile(tmp_path / "del.json", name, COSCHEDULING, [])
-    _pod_group(cp, ns, "three", 3)
-    _job_members(cp, ns, "three", name, node_name=node_name)  # placed by hand: they finish
+    cfg = _finishing_gang(cp, ns, nodes_to_delete, tmp_path, "three", 3)
     sched = InProcess(cfg, cp.kubeconfig).start()
     try:
         def status() -> dict[str, Any]:
-            return dict(cp.get(f"{PG_PATH.format(ns=ns)}/three").get("status") or {})
+            return _group_status(cp, ns, "three")
 
         cp.wait_for(lambda: status().get("succeeded") == 2, 60, 0.3, "PodGroup succeeded 2")
         assert status().get("phase") != "Finished", status()
@@ -351,7 +358,7 @@ def test_finished_gang_keeps_its_succeeded_count_after_its_pods_are_deleted(
         _job_members(cp, ns, "job", name, node_selector=selector)
 
         def status() -> dict[str, Any]:
-            return dict(cp.get(f"{PG_PATH.format(ns=ns)}/job").get("status") or {})
+            return _group_status(cp, ns, "job")
 
         cp.wait_for(lambda: status().get("phase") == "Finished", 60, 0.3, "PodGroup Finished")
         assert status()["succeeded"] == 2 and status()["occupiedBy"] == f"{ns}/job", status()
