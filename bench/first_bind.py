@@ -46,7 +46,16 @@ from typing import Any
 import orjson
 
 from bench import common
-from bench.live import MEASURE_LABEL, BindWatcher, Bulk, Workload, scheduler_config, start_contender, stop_contender
+from bench.live import (
+    MEASURE_LABEL,
+    BindWatcher,
+    Bulk,
+    Workload,
+    profile_from,
+    scheduler_config,
+    start_contender,
+    stop_contender,
+)
 from bench.openb import _save, add_trace_options, grant_kubesched_lease, openb_cluster, trace_from
 from kubesched.testing import controlplane
 from kubesched.testing.controlplane import ControlPlane
@@ -147,11 +156,6 @@ def one_start(c: ControlPlane, kind: str, workdir: Path, qps: float | None, burs
     return out
 
 
-#: ``--finished``: the default profile with Coscheduling added (its QueueSort instead of PrioritySort;
-#: its PreFilter, PostFilter, Permit and Reserve): it counts finished pods, so kubesched lists them.
-COSCHEDULING_PROFILE: dict[str, Any] = {"schedulerName": SCHEDULER_NAME, "plugins": {
-    "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
-    **{point: {"enabled": [{"name": "Coscheduling"}]} for point in ("preFilter", "postFilter", "permit", "reserve")}}}
 FINISHED_NAMESPACE = "first-bind-done"
 
 
@@ -201,7 +205,9 @@ def main(argv: list[str]) -> int:
     contenders = [k.strip() for k in args.contenders.split(",") if k.strip()]
     if args.finished and any(not k.startswith("kubesched") for k in contenders):
         ap.error("--finished: kubesched contenders only (kube-scheduler has no Coscheduling)")
-    profile = COSCHEDULING_PROFILE if args.finished else None
+    # --finished: examples/coscheduling.yaml's profile, as the live Coscheduling workload runs it:
+    # Coscheduling counts finished pods, so kubesched lists them.
+    profile = {**profile_from("coscheduling.yaml"), "schedulerName": SCHEDULER_NAME} if args.finished else None
     qps, burst = (None, None) if args.stock else (5000.0, 5000)
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"kubesched-first-bind-{uuid.uuid4().hex[:6]}"
     workdir.mkdir(parents=True, exist_ok=True)

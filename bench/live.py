@@ -172,7 +172,7 @@ def _coscheduling_cluster(c: ControlPlane) -> None:
     # configuration needs when it starts (grant_kubesched_rbac).
 
 
-def _profile_from(example: str) -> dict[str, Any]:
+def profile_from(example: str) -> dict[str, Any]:
     doc = yaml.safe_load((common.ROOT / "examples" / example).read_text())
     prof = dict(doc["profiles"][0])
     prof.pop("schedulerName", None)
@@ -217,7 +217,7 @@ WORKLOADS: dict[str, Workload] = {
         "UnderlayIP",
         "the blueking ip-scheduler policy (examples/ip-scheduler.yaml: UnderlayIP, 10 IPs per node, the only "
         "score plugin) in kubesched; kube-scheduler runs the default profile on the same pods as the baseline",
-        kubesched_profile=_profile_from("ip-scheduler.yaml"),
+        kubesched_profile=profile_from("ip-scheduler.yaml"),
         note="kube-scheduler has no UnderlayIP: its column is the default profile (a baseline, not the same policy)",
     ),
     "UnderlayIPPools": Workload(
@@ -225,7 +225,7 @@ WORKLOADS: dict[str, Workload] = {
         "UnderlayIP with UnderlayIPPools (examples/ip-scheduler.yaml; 10 pools of a /22 over a tenth of the nodes "
         "each: every pod's address picked at Reserve and written with its Binding, pool status patched) against "
         "kubesched's default profile, both `kubesched run` (issue 30: within 10 % of the default profile)",
-        kubesched_profile=_profile_from("ip-scheduler.yaml"),
+        kubesched_profile=profile_from("ip-scheduler.yaml"),
         contenders=("kubesched-default", "kubesched"),
         ns_setup=underlay.live_pools,
         note="both contenders are kubesched: its default profile is the baseline of the ratios",
@@ -239,7 +239,7 @@ WORKLOADS: dict[str, Workload] = {
         "(bench/noop_extender.py: no capacity check at all)",
         # examples/ip-scheduler.yaml's UnderlayIP arguments; its default filters are kube-scheduler's
         # own here, so the extender serves UnderlayIP only (docs/extender.md, "Serving only your plugins").
-        kubesched_profile={**_profile_from("ip-scheduler.yaml"), "schedulerName": DEFAULT_NAME,
+        kubesched_profile={**profile_from("ip-scheduler.yaml"), "schedulerName": DEFAULT_NAME,
                            "plugins": {"multiPoint": {"disabled": [{"name": "*"}],
                                                       "enabled": [{"name": "UnderlayIP"}]}}},
         contenders=("kube-scheduler+noop-extender-cache", "kube-scheduler+extender-cache",
@@ -252,7 +252,7 @@ WORKLOADS: dict[str, Workload] = {
         f"gangs of {GANG} pods (PodGroup minMember {GANG}) with examples/coscheduling.yaml in kubesched; "
         "kube-scheduler runs the default profile on the same pods as the baseline",
         pod=_gang_pod,
-        kubesched_profile=_profile_from("coscheduling.yaml"),
+        kubesched_profile=profile_from("coscheduling.yaml"),
         ns_setup=_podgroups,
         cluster_setup=_coscheduling_cluster,
         note="kube-scheduler has no Coscheduling: its column is the default profile (a baseline, not the same policy)",
@@ -262,7 +262,7 @@ WORKLOADS: dict[str, Workload] = {
         f"gangs of {GANG} pods (PodGroup minMember {GANG}), the same policy in both: examples/coscheduling.yaml in "
         "kubesched, scheduler-plugins' own Coscheduling (its cmd/scheduler, bench/gangs.py) with the same args",
         pod=_gang_pod,
-        kubesched_profile=_profile_from("coscheduling.yaml"),
+        kubesched_profile=profile_from("coscheduling.yaml"),
         ns_setup=_podgroups,
         cluster_setup=_coscheduling_cluster,
         contenders=("scheduler-plugins", "kubesched"),
