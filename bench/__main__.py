@@ -47,7 +47,8 @@ Workloads:
   startup [--nodes N] [--rounds R]          informers syncing the openb backlog: paged LIST vs watch-list
                                              (bench/startup.py)
   first-bind [--nodes N] [--rounds R]       process start -> first bind with the openb backlog pending, many
-      [--stock] [--contenders K,..]          starts each, stopped at their first bind (bench/first_bind.py)
+      [--stock] [--contenders K,..]          starts each, stopped at their first bind (bench/first_bind.py);
+      [--finished N]                         --finished: kubesched with Coscheduling and N finished pods
   startup-cost [--rounds R] [SRC ...]        CPU and peak RSS of `kubesched run` up to its first request, per
                                              source tree, side by side (bench/startup_cost.py); --first-cycle:
                                              CPU ms of the first scheduling cycles after a start instead
