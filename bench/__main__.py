@@ -44,8 +44,8 @@ Workloads:
                                              shuffled), `kubesched simulate` end to end: its spread (bench/openb_sim.py)
   gpu-replay [--policies P,..] [--seeds S,..]  the ATC '23 GPU-sharing replay of the openb trace per policy and
                                              seed: time and GPU allocation at 100/130 % demand (bench/gpu_replay.py)
-  startup [--nodes N] [--rounds R]          informers syncing the openb backlog: paged LIST vs watch-list
-                                             (bench/startup.py)
+  startup [--nodes N] [--rounds R]          informers syncing the openb backlog: paged LIST vs watch-list, time
+                                             and CPU, and the pods' parse (bench/startup.py)
   first-bind [--nodes N] [--rounds R]       process start -> first bind with the openb backlog pending, many
       [--stock] [--contenders K,..]          starts each, stopped at their first bind (bench/first_bind.py);
       [--finished N]                         --finished: kubesched with Coscheduling and N finished pods

@@ -6,8 +6,12 @@
 The trace's nodes (KWOK) and every task as a pending pod (for a scheduler that is not running) are
 created once; then, alternately (ABAB, so a machine whose load drifts favours neither), a fresh
 :class:`~kubesched.kube.informer.Informer` for pods and one for nodes is started each way and timed
-from start to synced (request, server, transfer, decode, store; no handlers). Results are appended
-to bench/results/startup-<date>.json.
+from start to synced (request, server, transfer, decode, store; no handlers). Each sync is also
+charged the CPU seconds this process spent on it (reading and decoding the wire: work a Python
+client cannot hand to another core), and the pods the CPU of parsing every listed pod as the
+scheduler does (``PodInfo.from_raw``). With ``python -m bench startup-cost`` (the imports and the
+configuration), that is the CPU a ``kubesched run`` start needs before any handler runs. Results
+are appended to bench/results/startup-<date>.json.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import statistics
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +32,36 @@ from bench.live import Bulk
 from bench.openb import _save, add_trace_options, openb_cluster, trace_from
 from kubesched.kube.api import ApiClient, load_connection
 from kubesched.kube.informer import Informer
+from kubesched.snapshot.pod import PodInfo
 from kubesched.testing.openb import pod_object
 
 _STARTED = common.now_iso()
 
 
-async def _sync_seconds(kubeconfig: str, path: str, watch_list: bool) -> tuple[float, int]:
+@dataclass
+class Synced:
+    seconds: float
+    objects: int
+    cpu_s: float
+    #: CPU seconds of parsing the listed objects as pods (pods only, else None).
+    parse_cpu_s: float | None
+
+
+async def _sync(kubeconfig: str, path: str, watch_list: bool) -> Synced:
     api = ApiClient(await load_connection(kubeconfig), qps=5000, burst=5000)
     inf = Informer(api, path, name=path, watch_list=watch_list, shuffle_lists=True)
     try:
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         inf.start()
         await asyncio.wait_for(inf.synced.wait(), 300)
-        return time.perf_counter() - t0, len(inf.store)
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        parse_cpu = None
+        if path.endswith("/pods"):
+            cpu0 = time.process_time()
+            for obj in inf.store.values():
+                PodInfo.from_raw(obj)
+            parse_cpu = time.process_time() - cpu0
+        return Synced(seconds, len(inf.store), cpu, parse_cpu)
     finally:
         await inf.stop()
         await api.close()
@@ -91,6 +113,7 @@ def main(argv: list[str]) -> int:
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"kubesched-startup-{uuid.uuid4().hex[:6]}"
     workdir.mkdir(parents=True, exist_ok=True)
     times: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
     with openb_cluster(trace, workdir) as c:
         ns = "startup"
@@ -110,16 +133,24 @@ def main(argv: list[str]) -> int:
                     counts[key] = objects[resource]
                     print(f"  round {rnd}: {key}: {secs:.2f}s")
         for rnd in range(0 if args.encodings else args.rounds):
-            ways = (False, True) if rnd % 2 == 0 else (True, False)
+            list_ways = (False, True) if rnd % 2 == 0 else (True, False)
             for resource in ("pods", "nodes"):
-                for watch_list in ways:
+                for watch_list in list_ways:
                     key = f"{resource} {'watch-list' if watch_list else 'paged list'}"
-                    secs, n = asyncio.run(_sync_seconds(kubeconfig, f"/api/v1/{resource}", watch_list))
-                    times.setdefault(key, []).append(round(secs, 3))
-                    counts[key] = n
-                    print(f"  round {rnd}: {key}: {n} objects in {secs:.2f}s")
+                    synced = asyncio.run(_sync(kubeconfig, f"/api/v1/{resource}", watch_list))
+                    times.setdefault(key, []).append(round(synced.seconds, 3))
+                    cpu.setdefault(key, []).append(round(synced.cpu_s, 3))
+                    if synced.parse_cpu_s is not None:
+                        cpu.setdefault(f"{key} parse", []).append(round(synced.parse_cpu_s, 3))
+                    counts[key] = synced.objects
+                    print(f"  round {rnd}: {key}: {synced.objects} objects in {synced.seconds:.2f}s, "
+                          f"{synced.cpu_s:.2f} CPU s"
+                          + (f" (+{synced.parse_cpu_s:.2f} parsing them)" if synced.parse_cpu_s is not None else ""))
     summary: dict[str, Any] = {k: {"objects": counts[k], "seconds": v, "median": statistics.median(v)}
                                for k, v in times.items()}
+    for k, v in cpu.items():
+        summary.setdefault(k, {"objects": counts[k.removesuffix(" parse")]}).update(
+            {"cpu_s": v, "cpu_median": statistics.median(v)})
     record = {"benchmark": "startup", "when": _STARTED, "commit": common.git_commit(),
               "command": common.command_line(), "machine": common.machine(), "nodes": len(trace.nodes),
               "tasks": len(trace.tasks), "note": args.note, "summary": summary, "complete": True}
