@@ -68,6 +68,8 @@ class Connection:
     #: The namespace of the kubeconfig context (in a pod: the service account's), for commands
     #: that default ``-n`` as kubectl does; None when it names none.
     namespace: str | None = None
+    #: The kubeconfig cluster's ``proxy-url`` (http:// or https://), every request sent through it.
+    proxy: str | None = None
 
 
 async def load_connection(
@@ -125,6 +127,10 @@ async def load_connection(
     host = str(cfg.host or "")
     if not host:
         raise ConnectionConfigError("the cluster configuration has no server address")
+    proxy = _proxy_url(getattr(cfg, "proxy", None))
+    # The loader's parsed cluster entry (kubernetes_asyncio reads no disable-compression of its own).
+    cluster = getattr(loader, "_cluster", None)
+    no_compression = cluster is not None and cluster.safe_get("disable-compression") is True
     ctx: ssl.SSLContext | bool
     if host.startswith("https"):
         ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert) if cfg.ssl_ca_cert else ssl.create_default_context()
@@ -141,6 +147,9 @@ async def load_connection(
         server_hostname=getattr(cfg, "tls_server_name", None) or None,
         k8s_config=cfg,
         namespace=namespace,
+        proxy=proxy,
+        # client-go's DisableCompression: no gzipped answers (aiohttp asks for them otherwise).
+        static_headers={"Accept-Encoding": "identity"} if no_compression else {},
     )
     if loader is not None and "exec" in (getattr(loader, "_user", None) or {}):
         conn.refresher = asyncio.get_running_loop().create_task(k8s_config.refresh_token(loader, cfg))
@@ -148,6 +157,22 @@ async def load_connection(
 
 
 SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def _proxy_url(url: object) -> str | None:
+    """The kubeconfig cluster's ``proxy-url``, which client-go honours (http, https and socks5):
+    http and https proxies are taken, anything else is refused by name rather than bypassed (a
+    cluster reachable only through its proxy would otherwise fail with a bare connection error)."""
+    if not url:
+        return None
+    text = str(url)
+    scheme = text.partition("://")[0].lower() if "://" in text else ""
+    if scheme not in ("http", "https"):
+        raise ConnectionConfigError(
+            f"the kubeconfig's proxy-url {text!r}: kubesched reaches the apiserver through http:// and "
+            "https:// proxies only (a socks5 proxy can be fronted by an HTTP CONNECT proxy)"
+        )
+    return text
 
 
 def _read_first_line(path: str) -> str | None:
@@ -242,7 +267,7 @@ class ApiClient:
             # The apiserver sets no cookies: a dummy jar skips per-request cookie filtering.
             self._session = aiohttp.ClientSession(
                 connector=connector, json_serialize=lambda o: orjson.dumps(o).decode(),
-                cookie_jar=aiohttp.DummyCookieJar(),
+                cookie_jar=aiohttp.DummyCookieJar(), proxy=self.conn.proxy,
             )
         return self._session
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import ssl
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,68 @@ async def test_a_broken_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
 async def test_a_missing_kubeconfig_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConnectionConfigError, match=r"--kubeconfig .*nope: no such file"):
         await load_connection(str(tmp_path / "nope"))
+
+
+@contextlib.asynccontextmanager
+async def _http_server(seen: list[tuple[str, str]]) -> AsyncIterator[str]:
+    """A plain-HTTP server on a free port that answers every request with a Version object and notes
+    its request target and Accept-Encoding; yields its URL. It stands for an HTTP proxy (a proxy is
+    sent the absolute URL of the server asked for) or for the apiserver itself."""
+    from aiohttp import web
+
+    async def answer(request: web.Request) -> web.Response:
+        seen.append((request.raw_path, request.headers.get("Accept-Encoding", "")))
+        return web.json_response({"major": "1", "minor": "37"})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_the_kubeconfigs_proxy_url_carries_every_request(tmp_path: Path) -> None:
+    # The server's name does not resolve: only a request sent to the proxy can be answered.
+    seen: list[tuple[str, str]] = []
+    async with _http_server(seen) as proxy:
+        kc = _kubeconfig(tmp_path / "kc", {"server": "http://apiserver.invalid:6443", "proxy-url": proxy},
+                         {"token": "t"})
+        api = ApiClient(await load_connection(str(kc)), qps=None)
+        try:
+            assert await api.request("GET", "/version") == {"major": "1", "minor": "37"}
+        finally:
+            await api.close()
+    assert [target for target, _ in seen] == ["http://apiserver.invalid:6443/version"]
+
+
+async def test_a_proxy_url_of_a_kind_kubesched_cannot_use_is_a_clear_error(tmp_path: Path) -> None:
+    kc = _kubeconfig(tmp_path / "kc", {"server": "https://10.0.0.1:6443", "proxy-url": "socks5://127.0.0.1:1080"},
+                     {"token": "t"})
+    with pytest.raises(ConnectionConfigError, match=r"proxy-url 'socks5://127.0.0.1:1080'.*http:// and https://"):
+        await load_connection(str(kc))
+
+
+@pytest.mark.parametrize(("disable", "expected"), [(None, "gzip"), (False, "gzip"), (True, "identity")])
+async def test_disable_compression_asks_for_answers_as_they_are(tmp_path: Path, disable: bool | None,
+                                                                expected: str) -> None:
+    seen: list[tuple[str, str]] = []
+    async with _http_server(seen) as server:
+        cluster: dict[str, Any] = {"server": server}
+        if disable is not None:
+            cluster["disable-compression"] = disable
+        api = ApiClient(await load_connection(str(_kubeconfig(tmp_path / "kc", cluster, {"token": "t"}))), qps=None)
+        try:
+            await api.request("GET", "/version")
+        finally:
+            await api.close()
+    (_, accept_encoding), = seen
+    assert (accept_encoding == "identity") if expected == "identity" else ("gzip" in accept_encoding)
 
 
 def test_loading_credentials_leaves_kubernetes_asyncio_whole_for_later_imports(tmp_path: Path) -> None:
