@@ -81,6 +81,7 @@ async def _http_server(seen: list[tuple[str, str]]) -> AsyncIterator[str]:
     its request target and Accept-Encoding; yields its URL. It stands for an HTTP proxy (a proxy is
     sent the absolute URL of the server asked for) or for the apiserver itself."""
     from aiohttp import web
+    from aiohttp.test_utils import TestServer
 
     async def answer(request: web.Request) -> web.Response:
         seen.append((request.raw_path, request.headers.get("Accept-Encoding", "")))
@@ -88,15 +89,12 @@ async def _http_server(seen: list[tuple[str, str]]) -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
+    server = TestServer(app)
+    await server.start_server()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield str(server.make_url("")).rstrip("/")
     finally:
-        await runner.cleanup()
+        await server.close()
 
 
 async def test_the_kubeconfigs_proxy_url_carries_every_request(tmp_path: Path) -> None:
